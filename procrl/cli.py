@@ -1,0 +1,133 @@
+"""The ``procrl`` command: train, check, score.
+
+Every subcommand validates the recipe first; an invalid recipe exits with status 2 and one line
+naming the key, before any model or dataset is loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from procrl.config import ConfigError
+
+__all__ = ["main"]
+
+
+def _add_recipe_options(p: argparse.ArgumentParser, positional: bool = True) -> None:
+    if positional:
+        p.add_argument("recipe", help="Path to a recipe YAML file.")
+    else:
+        p.add_argument("--recipe", required=True, help="Path to a recipe YAML file.")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
+
+
+def _cmd_train(args) -> int:
+    from procrl.recipe import load_recipe
+    from procrl.run import train
+
+    recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+    train(recipe, resume=args.resume)
+    return 0
+
+
+def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
+    """Two dataset rows to score; embedded problems when the dataset needs the network."""
+    from procrl.data import SYNTHETIC, _is_local_file, load_examples
+    from procrl.data.synthetic import generate_problems
+
+    if recipe.data.dataset == SYNTHETIC or _is_local_file(recipe.data.dataset):
+        dataset = load_examples(recipe.data)
+        return [dataset[i] for i in range(min(count, len(dataset)))], recipe.data.dataset
+    return generate_problems(count, seed=0), f"embedded problems (not fetching {recipe.data.dataset!r})"
+
+
+def _cmd_check(args) -> int:
+    import yaml
+
+    from procrl.plan import format_plan, plan
+    from procrl.recipe import load_recipe
+    from procrl.rewards.base import RewardBatch, RewardMix
+    from procrl.run import redact
+
+    recipe = load_recipe(args.recipe, args.overrides)
+    mix = RewardMix(recipe.rewards)
+    print(f"recipe {args.recipe}: valid")
+    print("\nresolved recipe:")
+    print(yaml.safe_dump(redact(recipe.resolved()), sort_keys=False).rstrip())
+    print("\nplan:")
+    print(format_plan(plan(recipe)))
+    rows, source = _check_examples(recipe)
+    print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
+    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    for name, component in mix.components.items():
+        model = component.needs_model()
+        if model is not None and not args.load_models:
+            print(f"  {name:<24} not scored: loads {model} (use --load-models to score it here)")
+            continue
+        output = mix.compute(name, batch)
+        values = ", ".join("None" if v is None else f"{v:.4f}" for v in output.scores)
+        failures = f"  failures: {output.failures}" if output.failures else ""
+        print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
+    return 0
+
+
+def _cmd_score(args) -> int:
+    from procrl.recipe import load_recipe
+    from procrl.rewards.base import RewardMix
+    from procrl.scoring import read_rows, score_rows, summarize
+
+    recipe = load_recipe(args.recipe, args.overrides)
+    rows = read_rows(args.input)
+    mix = RewardMix(recipe.rewards)
+    output = Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    scored = []
+    with output.open("w", encoding="utf-8") as handle:
+        for row in score_rows(mix, rows, batch_size=args.batch_size, progress=not args.quiet):
+            handle.write(json.dumps(row) + "\n")
+            scored.append(row)
+    print(summarize(scored, mix.names))
+    print(f"wrote {len(scored)} rows to {output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="procrl", description="RL fine-tuning with process rewards.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    train = commands.add_parser("train", help="Train with a recipe.")
+    _add_recipe_options(train)
+    train.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
+    train.add_argument("--resume", action="store_true", help="Continue from the last checkpoint in the output dir.")
+    train.set_defaults(handler=_cmd_train)
+
+    check = commands.add_parser("check", help="Validate a recipe, print it resolved with the plan, score 2 examples.")
+    _add_recipe_options(check)
+    check.add_argument("--load-models", action="store_true", help="Also score components that load a model.")
+    check.set_defaults(handler=_cmd_check)
+
+    score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")
+    _add_recipe_options(score, positional=False)
+    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer.")
+    score.add_argument("--output", required=True, help="Output JSONL (input rows plus rewards, steps, diagnostics).")
+    score.add_argument("--batch-size", type=int, default=64, help="Completions scored together.")
+    score.add_argument("--quiet", action="store_true", help="No progress bar.")
+    score.set_defaults(handler=_cmd_score)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

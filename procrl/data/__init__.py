@@ -1,0 +1,84 @@
+"""Datasets and prompt formatting.
+
+``load_examples`` returns raw rows ``{question, answer}`` from the Hub (``load_dataset``), a local
+JSON/JSONL file, or the embedded generator; ``build_prompt_dataset`` turns them into the
+``prompt`` / ``question`` / ``answer`` columns TRL trains on (the gold answer reaches every
+reward as the ``answer`` column).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from procrl.config import ConfigError
+
+__all__ = ["build_prompt_dataset", "format_prompt", "load_examples", "uses_chat_template"]
+
+SYNTHETIC = "synthetic"
+
+
+def _is_local_file(dataset: str) -> bool:
+    return Path(dataset).suffix.lower() in (".json", ".jsonl") or Path(dataset).is_file()
+
+
+def load_examples(data, split: str | None = None):
+    """A ``datasets.Dataset`` with ``question`` and ``answer`` columns."""
+    import datasets
+
+    split = split or data.split
+    if data.dataset == SYNTHETIC:
+        from procrl.data.synthetic import generate_problems
+
+        # train and test draw from disjoint seeds so an evaluation never sees training problems
+        seed = data.synthetic.seed if split == "train" else data.synthetic.seed + 1_000_003
+        rows = generate_problems(data.synthetic.num_examples, seed=seed)
+        dataset = datasets.Dataset.from_list(rows)
+    elif _is_local_file(data.dataset):
+        if not Path(data.dataset).is_file():
+            raise ConfigError(f"data.dataset: file not found: {data.dataset}")
+        dataset = datasets.load_dataset("json", data_files=data.dataset, split="train")
+    else:
+        dataset = datasets.load_dataset(data.dataset, data.config, split=split)
+    for column in (data.question_column, data.answer_column):
+        if column not in dataset.column_names:
+            raise ConfigError(
+                f"data: column {column!r} not in dataset {data.dataset!r}; columns: {', '.join(dataset.column_names)}"
+            )
+    if data.question_column != "question":
+        dataset = dataset.rename_column(data.question_column, "question")
+    if data.answer_column != "answer":
+        if "answer" in dataset.column_names:
+            dataset = dataset.remove_columns("answer")
+        dataset = dataset.rename_column(data.answer_column, "answer")
+    if data.max_samples is not None:
+        dataset = dataset.select(range(min(data.max_samples, len(dataset))))
+    return dataset
+
+
+def uses_chat_template(data, tokenizer: Any) -> bool:
+    if data.chat_template == "on":
+        return True
+    if data.chat_template == "off":
+        return False
+    return getattr(tokenizer, "chat_template", None) is not None
+
+
+def format_prompt(data, question: str, chat: bool) -> Any:
+    """A plain string prompt, or a list of chat messages (TRL's conversational format)."""
+    user = data.prompt_template.replace("{question}", question)
+    if not chat:
+        return user if data.system_prompt is None else f"{data.system_prompt}\n\n{user}"
+    messages = []
+    if data.system_prompt:
+        messages.append({"role": "system", "content": data.system_prompt})
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
+def build_prompt_dataset(data, tokenizer: Any, split: str | None = None):
+    dataset = load_examples(data, split)
+    chat = uses_chat_template(data, tokenizer)
+    keep = {"question", "answer"}
+    dataset = dataset.remove_columns([c for c in dataset.column_names if c not in keep])
+    return dataset.map(lambda row: {"prompt": format_prompt(data, row["question"], chat)})

@@ -1,0 +1,152 @@
+"""Loading the policy and tokenizer, and the embedded tiny model of the CPU recipes.
+
+``procrl:tiny-qwen2`` names a tiny random-weight Qwen2-architecture model (hidden 64, 2 layers)
+with the small BPE tokenizer shipped in ``procrl/assets/tiny-tokenizer`` (512 tokens, trained on
+the embedded GSM8K-style problems, Qwen-style chat template). It is written once to a cache
+directory, deterministically from a seed, and then loaded like any checkpoint through
+``from_pretrained``, so the CPU demo exercises the same loading path as a Hub model.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TINY_MODEL", "ensure_tiny_model", "load_policy", "load_tokenizer", "resolve_model_path"]
+
+TINY_MODEL = "procrl:tiny-qwen2"
+TINY_VERSION = "v1"
+TOKENIZER_ASSET = Path(__file__).parent / "assets" / "tiny-tokenizer"
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("PROCRL_CACHE", Path.home() / ".cache" / "procrl"))
+
+
+def train_tiny_tokenizer(output_dir: str | os.PathLike, vocab_size: int = 512) -> None:
+    """Train the shipped tokenizer (run once; the result is committed under procrl/assets)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from procrl.data.synthetic import generate_problems
+
+    corpus = []
+    for problem in generate_problems(4000, seed=1234):
+        corpus += [problem["question"], problem["answer"]]
+    corpus += ["The answer is 42.", "Step 1: First, we compute the total. Therefore, the answer is \\boxed{7}."]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tokenizer.train_from_iterator(corpus, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(output_dir)
+
+
+def ensure_tiny_model(seed: int = 0, hidden_size: int = 64, num_layers: int = 2) -> Path:
+    """Directory of the tiny model, written on first use (same seed, same weights)."""
+    directory = cache_root() / f"tiny-qwen2-{TINY_VERSION}-h{hidden_size}-l{num_layers}-s{seed}"
+    if (directory / "config.json").is_file() and (directory / "model.safetensors").is_file():
+        return directory
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=num_layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config)
+    torch.random.set_rng_state(generator_state)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    temporary = directory.with_name(directory.name + f".tmp{os.getpid()}")
+    model.save_pretrained(temporary)
+    tokenizer.save_pretrained(temporary)
+    try:
+        temporary.rename(directory)
+    except OSError:  # another rank wrote it first
+        import shutil
+
+        shutil.rmtree(temporary, ignore_errors=True)
+    return directory
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    if name_or_path == TINY_MODEL:
+        return str(ensure_tiny_model())
+    return name_or_path
+
+
+def load_tokenizer(model_section) -> Any:
+    from transformers import AutoTokenizer
+
+    source = resolve_model_path(model_section.tokenizer or model_section.name_or_path)
+    tokenizer = AutoTokenizer.from_pretrained(
+        source, revision=model_section.revision, trust_remote_code=model_section.trust_remote_code
+    )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def model_init_kwargs(model_section) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments (TRL's ``model_init_kwargs``: dtype given by name)."""
+    kwargs: dict[str, Any] = {"dtype": model_section.dtype, "trust_remote_code": model_section.trust_remote_code}
+    if model_section.revision:
+        kwargs["revision"] = model_section.revision
+    if model_section.attn_implementation:
+        kwargs["attn_implementation"] = model_section.attn_implementation
+    return kwargs
+
+
+def load_policy(model_section) -> Any:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    kwargs = model_init_kwargs(model_section)
+    if kwargs["dtype"] != "auto":
+        kwargs["dtype"] = getattr(torch, kwargs["dtype"])
+    return AutoModelForCausalLM.from_pretrained(resolve_model_path(model_section.name_or_path), **kwargs)
+
+
+def lora_config(model_section) -> Any:
+    if model_section.lora is None:
+        return None
+    from peft import LoraConfig
+
+    lora = model_section.lora
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.lora_alpha,
+        lora_dropout=lora.lora_dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )

@@ -1,0 +1,349 @@
+"""Recipes: one YAML file describes a whole run. Schema, loading, ``--set`` overrides, validation.
+
+A recipe is identified by its marker key ``recipe: procrl/v1``. Sections:
+
+* ``model``: what to fine-tune (Hub id or local dir, or ``procrl:tiny-qwen2`` for the embedded
+  CPU model), dtype, optional LoRA;
+* ``data``: the dataset (Hub id, local JSON/JSONL path, or ``synthetic``), split, columns and
+  prompt formatting;
+* ``trainer``: ``algorithm`` and ``credit`` (procrl's own keys) plus any field of TRL's
+  ``GRPOConfig`` under its own name (``learning_rate``, ``num_generations``, ``beta``, ...);
+* ``rewards``: component name -> settings (``type``, ``weight``, ``gate``, ``fallback`` and the
+  component's own keys);
+* ``logging``: W&B project/entity and the diagnostics switch;
+* ``launch``: how ``procrl train`` starts accelerate (config file, processes, machines).
+
+Everything is validated here, before any model or dataset is loaded; every error is a
+:class:`~procrl.config.ConfigError` whose one-line message names the key.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+import os
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from procrl.config import ConfigError, check_value, field, from_dict, suggest
+from procrl.rewards.base import ComponentSpec, parse_rewards
+
+__all__ = [
+    "MARKER",
+    "Recipe",
+    "apply_overrides",
+    "is_recipe_file",
+    "load_recipe",
+    "parse_recipe",
+]
+
+MARKER = "procrl/v1"
+
+DEFAULT_PROMPT_TEMPLATE = (
+    "{question}\n\nSolve the problem step by step, one step per line. "
+    "End with a final line of the form '#### <answer>'."
+)
+
+
+@dataclass
+class LoraSection:
+    r: int = field(16, help="LoRA rank.")
+    lora_alpha: int = field(32, help="LoRA scaling alpha.")
+    lora_dropout: float = field(0.05, help="Dropout on the LoRA branch.")
+    target_modules: str | list[str] = field("all-linear", help="Modules to adapt ('all-linear' or a list of names).")
+
+
+@dataclass
+class ModelSection:
+    name_or_path: str = field(help="Hub id or local directory of the policy, or 'procrl:tiny-qwen2' (embedded, CPU).")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = field("auto", help="Weights dtype.")
+    tokenizer: str | None = field(None, help="Tokenizer id or path when it differs from the model's.")
+    revision: str | None = field(None, help="Hub revision (branch, tag or commit) of the model.")
+    trust_remote_code: bool = field(False, help="Allow the model repository's own code to run (off by default).")
+    attn_implementation: str | None = field(None, help="transformers attention implementation, e.g. 'sdpa'.")
+    lora: LoraSection | None = field(None, help="Train LoRA adapters through PEFT instead of all weights.")
+
+
+@dataclass
+class SyntheticSection:
+    num_examples: int = field(1024, help="How many problems to generate.")
+    seed: int = field(0, help="Generator seed; the same seed gives the same problems.")
+
+    def validate(self, path: str) -> None:
+        if self.num_examples < 1:
+            raise ConfigError(f"{path}.num_examples: must be >= 1, got {self.num_examples}")
+
+
+@dataclass
+class DataSection:
+    dataset: str = field(
+        "openai/gsm8k", help="Hub dataset id, a local .json/.jsonl file, or 'synthetic' (embedded GSM8K-style problems)."
+    )
+    config: str | None = field("main", help="Hub dataset configuration name.")
+    split: str = field("train", help="Split to train on (the test split is refused for training).")
+    question_column: str = field("question", help="Column holding the question.")
+    answer_column: str = field("answer", help="Column holding the gold answer (GSM8K format or a bare number).")
+    prompt_template: str = field(DEFAULT_PROMPT_TEMPLATE, help="User prompt; '{question}' is replaced.")
+    system_prompt: str | None = field(None, help="System message when the chat template is used.")
+    chat_template: Literal["auto", "on", "off"] = field(
+        "auto", help="'auto': use the tokenizer's chat template when it has one."
+    )
+    max_samples: int | None = field(None, help="Keep only the first N examples.")
+    synthetic: SyntheticSection = field(default_factory=SyntheticSection, help="Settings of dataset: synthetic.")
+
+    def validate(self, path: str) -> None:
+        if "{question}" not in self.prompt_template:
+            raise ConfigError(f"{path}.prompt_template: must contain '{{question}}'")
+        if self.max_samples is not None and self.max_samples < 1:
+            raise ConfigError(f"{path}.max_samples: must be >= 1, got {self.max_samples}")
+
+
+@dataclass
+class TrainerSection:
+    """procrl's own trainer keys; every other key under ``trainer`` is a TRL GRPOConfig field."""
+
+    algorithm: Literal["grpo", "ppo"] = field("grpo", help="RL algorithm: TRL GRPO or procrl PPO.")
+    credit: Literal["outcome", "process"] = field(
+        "outcome", help="'outcome': one advantage per completion; 'process': per-step credit (DeepSeekMath 4.1.3)."
+    )
+
+
+@dataclass
+class LoggingSection:
+    wandb_project: str | None = field(None, help="W&B project (trainer.report_to must include 'wandb').")
+    wandb_entity: str | None = field(None, help="W&B entity (team or user).")
+    diagnostics: bool = field(True, help="Log process diagnostics (one switch for all of them).")
+
+
+@dataclass
+class LaunchSection:
+    config_file: str | None = field(None, help="accelerate config file (relative to the recipe or the cwd).")
+    num_processes: int | None = field(None, help="Total number of processes (GPUs) over all machines.")
+    num_machines: int = field(1, help="Number of machines (nodes).")
+    main_process_port: int | None = field(None, help="Rendezvous port.")
+
+    def validate(self, path: str) -> None:
+        if self.num_processes is not None and self.num_processes < 1:
+            raise ConfigError(f"{path}.num_processes: must be >= 1, got {self.num_processes}")
+        if self.num_machines < 1:
+            raise ConfigError(f"{path}.num_machines: must be >= 1, got {self.num_machines}")
+
+
+# TRL string fields with a closed set of values (TRL checks them only when the trainer starts).
+TRL_CHOICES: dict[str, tuple[str, ...]] = {
+    "loss_type": ("grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo", "vespo", "luspo"),
+    "scale_rewards": ("group", "batch", "none"),
+    "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
+    "vllm_mode": ("colocate", "server"),
+}
+# Set by procrl from other sections; giving them under trainer would silently lose one of the two.
+MANAGED_TRL_FIELDS = {
+    "reward_weights": "set each component's weight under rewards.<name>.weight",
+    "output_dir": "use the top-level output_dir key or --output-dir",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def trl_fields() -> dict[str, Any]:
+    """GRPOConfig field name -> type (TRL is imported only to read its schema)."""
+    from trl import GRPOConfig
+
+    hints = typing.get_type_hints(GRPOConfig)
+    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(GRPOConfig) if f.init}
+
+
+@dataclass
+class Recipe:
+    """A validated recipe. ``trainer_args`` are the TRL GRPOConfig fields it sets."""
+
+    raw: dict[str, Any]
+    model: ModelSection
+    data: DataSection
+    trainer: TrainerSection
+    trainer_args: dict[str, Any]
+    rewards: list[ComponentSpec]
+    logging: LoggingSection
+    launch: LaunchSection
+    output_dir: str
+    description: str | None = None
+    path: str | None = None
+
+    def resolved(self) -> dict[str, Any]:
+        """The recipe with defaults filled in, as written to the output dir and W&B config."""
+        rewards = {}
+        raw_rewards = self.raw.get("rewards") or {}
+        for spec in self.rewards:
+            entry = {"type": spec.type, "weight": spec.weight}
+            if spec.gate is not None:
+                entry["gate"] = dataclasses.asdict(spec.gate)
+            if spec.fallback is not None:
+                entry["fallback"] = spec.fallback
+            if dataclasses.is_dataclass(spec.settings):
+                entry.update(dataclasses.asdict(spec.settings))
+            else:
+                entry.update({k: v for k, v in (raw_rewards.get(spec.name) or {}).items() if k not in entry})
+            rewards[spec.name] = entry
+        return {
+            "recipe": MARKER,
+            "description": self.description,
+            "output_dir": self.output_dir,
+            "model": dataclasses.asdict(self.model),
+            "data": dataclasses.asdict(self.data),
+            "trainer": {**dataclasses.asdict(self.trainer), **self.trainer_args},
+            "rewards": rewards,
+            "logging": dataclasses.asdict(self.logging),
+            "launch": dataclasses.asdict(self.launch),
+        }
+
+
+TOP_LEVEL_KEYS = ("recipe", "description", "output_dir", "model", "data", "trainer", "rewards", "logging", "launch")
+
+
+def _parse_scalar(text: str) -> Any:
+    try:
+        return yaml.safe_load(text) if text.strip() else ""
+    except yaml.YAMLError:
+        return text
+
+
+def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """Apply ``key.path=value`` overrides (value parsed as YAML) to a copy of ``raw``."""
+    result = copy.deepcopy(raw)
+    for override in overrides or []:
+        if "=" not in override:
+            raise ConfigError(f"--set {override!r}: expected key.path=value")
+        key, _, text = override.partition("=")
+        parts = [p for p in key.strip().split(".")]
+        if not all(parts):
+            raise ConfigError(f"--set {override!r}: empty key segment in {key!r}")
+        node = result
+        for i, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                where = ".".join(parts[: i + 1])
+                raise ConfigError(f"--set {override!r}: {where} is a {type(child).__name__}, not a mapping")
+            node = child
+        node[parts[-1]] = _parse_scalar(text)
+    return result
+
+
+def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"trainer: expected a mapping, got {type(raw).__name__} {raw!r}")
+    own = {f.name for f in dataclasses.fields(TrainerSection)}
+    fields = trl_fields()
+    trainer_args: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in own:
+            continue
+        path = f"trainer.{key}"
+        if key in MANAGED_TRL_FIELDS:
+            raise ConfigError(f"{path}: set by procrl; {MANAGED_TRL_FIELDS[key]}")
+        if key not in fields:
+            raise ConfigError(
+                f"{path}: unknown key{suggest(key, list(fields) + list(own))}; "
+                "trainer keys are procrl's algorithm/credit or TRL GRPOConfig fields"
+            )
+        if key in TRL_CHOICES and value not in TRL_CHOICES[key] and not isinstance(value, bool):
+            allowed = ", ".join(map(repr, TRL_CHOICES[key]))
+            raise ConfigError(f"{path}: invalid value {value!r}; allowed values: {allowed}{suggest(value, TRL_CHOICES[key])}")
+        trainer_args[key] = check_value(path, value, fields[key])
+    section = from_dict(TrainerSection, {k: v for k, v in raw.items() if k in own}, "trainer")
+    for key in ("num_generations", "per_device_train_batch_size", "max_steps", "gradient_accumulation_steps"):
+        value = trainer_args.get(key)
+        if isinstance(value, int) and value < (-1 if key == "max_steps" else 1):
+            raise ConfigError(f"trainer.{key}: must be positive, got {value}")
+    if "learning_rate" in trainer_args and trainer_args["learning_rate"] < 0:
+        raise ConfigError(f"trainer.learning_rate: must be >= 0, got {trainer_args['learning_rate']}")
+    return section, trainer_args
+
+
+def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
+    """Validate a recipe mapping (overrides already applied)."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"recipe file must hold a mapping, got {type(raw).__name__}")
+    marker = raw.get("recipe")
+    if marker != MARKER:
+        if marker is None:
+            raise ConfigError(f"recipe: missing marker key; a procrl recipe starts with 'recipe: {MARKER}'")
+        raise ConfigError(f"recipe: unsupported marker {marker!r}; expected {MARKER!r}")
+    for key in raw:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(f"{key}: unknown key{suggest(key, TOP_LEVEL_KEYS)}; top-level keys: {', '.join(TOP_LEVEL_KEYS)}")
+    if raw.get("model") is None:
+        raise ConfigError("model: required section is missing (at least model.name_or_path)")
+    model = from_dict(ModelSection, raw.get("model"), "model")
+    data = from_dict(DataSection, raw.get("data"), "data")
+    trainer, trainer_args = _validate_trainer(raw.get("trainer"))
+    rewards = parse_rewards(raw.get("rewards"), "rewards")
+    logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
+    launch = from_dict(LaunchSection, raw.get("launch"), "launch")
+    output_dir = raw.get("output_dir", "outputs/procrl")
+    if not isinstance(output_dir, str) or not output_dir:
+        raise ConfigError(f"output_dir: expected a non-empty string, got {output_dir!r}")
+    description = raw.get("description")
+    if description is not None and not isinstance(description, str):
+        raise ConfigError(f"description: expected a string, got {type(description).__name__}")
+    return Recipe(
+        raw=raw,
+        model=model,
+        data=data,
+        trainer=trainer,
+        trainer_args=trainer_args,
+        rewards=rewards,
+        logging=logging_section,
+        launch=launch,
+        output_dir=output_dir,
+        description=description,
+        path=path,
+    )
+
+
+def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
+    file = Path(path)
+    if not file.is_file():
+        raise ConfigError(f"{path}: recipe file not found")
+    try:
+        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{where} not valid YAML ({getattr(error, 'problem', error)})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: a recipe must be a YAML mapping, got {type(raw).__name__}")
+    return raw
+
+
+def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None) -> Recipe:
+    """Read, override and validate a recipe file."""
+    raw = apply_overrides(read_recipe_file(path), overrides or [])
+    if output_dir is not None:
+        raw["output_dir"] = output_dir
+    return parse_recipe(raw, path=str(path))
+
+
+def is_recipe_file(path: str | os.PathLike, max_bytes: int = 1 << 20) -> bool:
+    """Whether ``path`` is a procrl recipe (a YAML mapping with the marker), cheaply."""
+    try:
+        file = Path(path)
+        if file.suffix.lower() not in (".yaml", ".yml") or not file.is_file() or file.stat().st_size > max_bytes:
+            return False
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if MARKER not in text:
+        return False
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(raw, dict) and raw.get("recipe") == MARKER

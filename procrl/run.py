@@ -1,0 +1,176 @@
+"""Build everything from a recipe and train, in this process (what accelerate launches).
+
+``python -m procrl.run RECIPE [--set K=V ...] [--output-dir D] [--resume]`` (and
+``accelerate launch -m procrl.run RECIPE``). ``procrl train`` ends up here too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from procrl.config import ConfigError
+from procrl.recipe import Recipe, load_recipe
+
+__all__ = ["build_training_args", "main", "redact", "train"]
+
+_SECRET_WORDS = ("api_key", "apikey", "token", "secret", "password", "passwd", "credential")
+
+
+def redact(value: Any) -> Any:
+    """Copy of a config tree with secret-looking values replaced (names of env vars are kept)."""
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            lowered = str(key).lower()
+            if any(word in lowered for word in _SECRET_WORDS) and not lowered.endswith("_env") and item is not None:
+                out[key] = "<redacted>"
+            else:
+                out[key] = redact(item)
+        return out
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return value
+
+
+def build_training_args(recipe: Recipe, mix_weights: list[float]):
+    """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
+    import torch
+    from trl import GRPOConfig
+
+    from procrl.models import model_init_kwargs
+
+    kwargs = dict(recipe.trainer_args)
+    if "bf16" not in kwargs and not torch.cuda.is_available():
+        kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
+    kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
+    if recipe.logging.wandb_project:
+        os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
+    if recipe.logging.wandb_entity:
+        os.environ["WANDB_ENTITY"] = recipe.logging.wandb_entity
+    try:
+        return GRPOConfig(output_dir=recipe.output_dir, reward_weights=mix_weights, **kwargs)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"trainer: {error}".splitlines()[0]) from None
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True,
+            cwd=Path(__file__).resolve().parent,
+        ).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
+    import torch
+    import transformers
+    import trl
+
+    import procrl
+
+    state = trainer.accelerator.state
+    plugin = getattr(state, "deepspeed_plugin", None)
+    return {
+        "procrl_version": procrl.__version__,
+        "trl_version": trl.__version__,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "world_size": trainer.accelerator.num_processes,
+        "distributed_type": str(state.distributed_type).split(".")[-1],
+        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
+        "device": str(trainer.accelerator.device),
+        "seed": trainer.args.seed,
+        "algorithm": recipe.trainer.algorithm,
+        "credit": recipe.trainer.credit,
+        "git_commit": _git_commit(),
+        "recipe_path": recipe.path,
+    }
+
+
+def _write_artifacts(trainer, recipe: Recipe) -> None:
+    import yaml
+
+    if not trainer.accelerator.is_main_process:
+        return
+    output = Path(recipe.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    (output / "recipe.yaml").write_text(yaml.safe_dump(redact(recipe.resolved()), sort_keys=False))
+    (output / "run_info.json").write_text(json.dumps(run_info(trainer, recipe), indent=2) + "\n")
+
+
+def _callbacks(recipe: Recipe) -> list:
+    from procrl.logging_utils import RecipeConfigCallback
+
+    return [RecipeConfigCallback(redact(recipe.resolved()))]
+
+
+def train(recipe: Recipe, resume: bool = False):
+    """Train with a validated recipe; returns the trainer."""
+    from transformers import set_seed
+
+    from procrl.data import build_prompt_dataset
+    from procrl.models import load_tokenizer
+    from procrl.rewards.base import RewardMix
+
+    if "test" in recipe.data.split.lower():
+        raise ConfigError(f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train")
+    mix = RewardMix(recipe.rewards)
+    args = build_training_args(recipe, mix.weights)
+    set_seed(args.seed)
+    tokenizer = load_tokenizer(recipe.model)
+    dataset = build_prompt_dataset(recipe.data, tokenizer)
+    if recipe.trainer.algorithm == "ppo":
+        from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
+
+        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe))
+    else:
+        from procrl.trainers.grpo import build_grpo_trainer
+
+        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe))
+    _write_artifacts(trainer, recipe)
+    checkpoint = None
+    if resume:
+        from transformers.trainer_utils import get_last_checkpoint
+
+        checkpoint = get_last_checkpoint(recipe.output_dir) if Path(recipe.output_dir).is_dir() else None
+        if checkpoint is None:
+            raise ConfigError(f"--resume: no checkpoint-* directory in {recipe.output_dir}")
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(recipe.output_dir)
+    trainer.save_state()
+    return trainer
+
+
+def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Train with a procrl recipe in this process.")
+    p.add_argument("recipe", help="Path to a recipe YAML file.")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
+    p.add_argument("--output-dir", default=None, help="Output directory (overrides the recipe's output_dir).")
+    p.add_argument("--resume", action="store_true", help="Continue from the last checkpoint in the output dir.")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+        train(recipe, resume=args.resume)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""Step and sentence segmentation, shared by every reward and by dense credit.
+
+One implementation, one meaning of "step" (REWARDS.md section 0):
+
+* reasoning = the completion minus ``<think>`` tags and minus a trailing answer line
+  (``#### N``, ``The answer is N``, ``\\boxed{N}``);
+* steps: split the reasoning on blank lines when that gives 2+ pieces, else on single newlines
+  when that gives 2+ pieces, else into sentences; ``Step k:`` / ``k.`` prefixes are stripped
+  from the scoring text but every span keeps character offsets into the *original completion*
+  (dense credit maps those offsets to tokens);
+* sentences: spaCy (``en_core_web_sm`` where installed, else ``spacy.blank("en")`` plus the
+  rule-based sentencizer), run line by line, with merges for abbreviations and decimals the
+  sentencizer would otherwise split.
+
+Everything here is pure text in, spans out; no models.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "Span",
+    "Segmentation",
+    "answer_line_start",
+    "reasoning_end",
+    "segment",
+    "segment_batch",
+    "split_sentences",
+    "split_steps",
+]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A piece of a completion: ``text`` is what rewards score (prefix stripped), ``start``/``end``
+    are character offsets of the whole piece in the original completion (``end`` exclusive)."""
+
+    text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Segmentation:
+    """Steps and sentences of one completion. ``sentence_step[i]`` is the step index holding
+    sentence ``i`` (TRACE turns sentence scores into per-step scores with it)."""
+
+    completion: str
+    reasoning_end: int
+    steps: tuple[Span, ...]
+    sentences: tuple[Span, ...]
+    sentence_step: tuple[int, ...]
+
+    @property
+    def reasoning(self) -> str:
+        return _THINK_TAG.sub("", self.completion[: self.reasoning_end]).strip()
+
+
+# --- answer line -------------------------------------------------------------------------------
+
+_THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
+# Markers of a final answer statement; the answer line starts at the sentence holding one.
+_ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s+is\b", re.IGNORECASE)
+_SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")
+# A short lead-in ("So", "Therefore,") before the marker belongs to the answer line.
+_LEAD_IN = re.compile(r"^\s*(?:so|thus|hence|therefore|finally|in total|in conclusion|overall)?[\s,:]*$", re.I)
+
+
+def _mask_think_tags(text: str) -> str:
+    """Blank out <think> tags with spaces of equal length so that offsets stay valid."""
+    return _THINK_TAG.sub(lambda m: " " * len(m.group(0)), text)
+
+
+def answer_line_start(text: str) -> int | None:
+    """Offset where the trailing answer statement begins, or None if the last line has none.
+
+    Only the last non-empty line is searched: an answer mentioned mid-reasoning is reasoning.
+    """
+    stripped_end = len(text.rstrip())
+    if stripped_end == 0:
+        return None
+    line_start = text.rfind("\n", 0, stripped_end) + 1
+    line = text[line_start:stripped_end]
+    markers = list(_ANSWER_MARKER.finditer(line))
+    if not markers:
+        return None
+    # The first marker of the last answer sentence ("The answer is \boxed{3}" starts at "The").
+    marker = markers[-1]
+    for earlier in reversed(markers[:-1]):
+        if _SENTENCE_END_BEFORE.search(line, earlier.end(), marker.start()):
+            break
+        marker = earlier
+    sentence_start = 0
+    for end in _SENTENCE_END_BEFORE.finditer(line, 0, marker.start()):
+        sentence_start = end.end()
+    lead_in = line[sentence_start : marker.start()]
+    cut = sentence_start if _LEAD_IN.match(lead_in) else marker.start()
+    while cut < len(line) and line[cut].isspace():
+        cut += 1
+    return line_start + cut
+
+
+def reasoning_end(completion: str) -> int:
+    """Offset where the reasoning ends (before a trailing answer line), trailing space dropped."""
+    masked = _mask_think_tags(completion)
+    cut = answer_line_start(masked)
+    end = len(masked) if cut is None else cut
+    return len(masked[:end].rstrip())
+
+
+# --- sentences ---------------------------------------------------------------------------------
+
+# Abbreviations after which a period does not end a sentence (lower-cased, without final dot).
+_ABBREVIATIONS = frozenset(
+    "e.g i.e approx etc vs cf mr mrs ms dr prof st no nos fig eq eqs min max hr hrs sec approx. "
+    "avg est dept inc ltd co jr sr oz lb lbs ft in yd mi pt qt gal km cm mm kg mg ml sq".split()
+)
+_ABBREV_AT_END = re.compile(r"(?:^|[\s(])((?:[A-Za-z]\.){1,3}[A-Za-z]?|[A-Za-z]{1,6})\.\s*$")
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_pipeline():
+    import spacy
+
+    try:
+        return spacy.load("en_core_web_sm", disable=["ner", "lemmatizer", "tagger", "attribute_ruler"])
+    except (OSError, ImportError):
+        nlp = spacy.blank("en")
+        nlp.add_pipe("sentencizer")
+        return nlp
+
+
+def _should_merge(previous: str, following: str) -> bool:
+    """True when the sentencizer split inside one sentence (abbreviation, decimal, lowercase)."""
+    previous = previous.rstrip()
+    following = following.lstrip()
+    if not following or not previous:
+        return True
+    if _STEP_PREFIX.fullmatch(previous + " "):
+        return True  # "1." alone is a list marker, not a sentence
+    abbreviation = _ABBREV_AT_END.search(previous)
+    if abbreviation and abbreviation.group(1).lower().rstrip(".") in _ABBREVIATIONS:
+        return True
+    if previous[-1] == "." and previous[-2:-1].isdigit() and following[0].isdigit():
+        return True  # "3." + "5 apples": a decimal split by the tokenizer
+    if following[0].islower() or following[0] in ",;:)]}%=+*/":
+        return True
+    return False
+
+
+def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans = []
+    position = start
+    while position < end:
+        newline = text.find("\n", position, end)
+        line_end = end if newline < 0 else newline
+        if text[position:line_end].strip():
+            spans.append((position, line_end))
+        position = line_end + 1
+    return spans
+
+
+def _sentences_in_lines(text: str, lines: list[tuple[int, int]], docs) -> list[Span]:
+    sentences: list[Span] = []
+    for (line_start, _), doc in zip(lines, docs):
+        pieces: list[list[int]] = []
+        for sent in doc.sents:
+            if not sent.text.strip():
+                continue
+            start = line_start + sent.start_char
+            stop = line_start + sent.end_char
+            if pieces and _should_merge(text[pieces[-1][0] : pieces[-1][1]], text[start:stop]):
+                pieces[-1][1] = stop
+            else:
+                pieces.append([start, stop])
+        for start, stop in pieces:
+            raw = text[start:stop]
+            left = len(raw) - len(raw.lstrip())
+            right = len(raw.rstrip())
+            if right > left:
+                sentences.append(_to_span(text, start + left, start + right))
+    return sentences
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
+    """Sentences of ``text[start:end]`` with offsets into ``text``; never crosses a newline."""
+    return _split_sentences_many([(text, start, len(text) if end is None else end)])[0]
+
+
+def _split_sentences_many(regions: list[tuple[str, int, int]]) -> list[list[Span]]:
+    nlp = _sentence_pipeline()
+    all_lines = [_line_spans(text, start, end) for text, start, end in regions]
+    flat = [text[a:b] for (text, _, _), lines in zip(regions, all_lines) for a, b in lines]
+    docs = iter(nlp.pipe(flat, batch_size=256))
+    out = []
+    for (text, _, _), lines in zip(regions, all_lines):
+        out.append(_sentences_in_lines(text, lines, [next(docs) for _ in lines]))
+    return out
+
+
+# --- steps -------------------------------------------------------------------------------------
+
+_STEP_PREFIX = re.compile(r"^\s*(?:(?:step|Step|STEP)\s*\d+\s*[:.)\-]|\d{1,3}[.)](?!\d)|[-*•])\s*")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+
+
+def _pieces(text: str, start: int, end: int, separator: re.Pattern | str) -> list[tuple[int, int]]:
+    pieces = []
+    position = start
+    finder = separator.finditer(text, start, end) if isinstance(separator, re.Pattern) else None
+    if finder is None:
+        while True:
+            hit = text.find(separator, position, end)
+            stop = end if hit < 0 else hit
+            pieces.append((position, stop))
+            if hit < 0:
+                break
+            position = hit + len(separator)
+    else:
+        for match in finder:
+            pieces.append((position, match.start()))
+            position = match.end()
+        pieces.append((position, end))
+    return [(a, b) for a, b in pieces if text[a:b].strip()]
+
+
+def _to_span(text: str, a: int, b: int) -> Span:
+    raw = text[a:b]
+    left = len(raw) - len(raw.lstrip())
+    right = len(raw.rstrip())
+    start, stop = a + left, a + right
+    body = text[start:stop]
+    prefix = _STEP_PREFIX.match(body)
+    scoring = body[prefix.end() :] if prefix and prefix.end() < len(body) else body
+    return Span(scoring.strip(), start, stop)
+
+
+def _steps_from_pieces(text: str, end: int) -> list[tuple[int, int]] | None:
+    for separator in (_BLANK_LINE, "\n"):
+        pieces = _pieces(text, 0, end, separator)
+        if len(pieces) >= 2:
+            return pieces
+    return None
+
+
+def split_steps(completion: str) -> list[Span]:
+    """Steps of a completion's reasoning, offsets into ``completion``."""
+    return list(segment(completion).steps)
+
+
+def segment(completion: str) -> Segmentation:
+    return segment_batch([completion])[0]
+
+
+def segment_batch(completions: list[str]) -> list[Segmentation]:
+    """Segment many completions; sentence splitting runs as one spaCy pass for the batch."""
+    masked = [_mask_think_tags(c if isinstance(c, str) else "") for c in completions]
+    ends = [reasoning_end(m) for m in masked]
+    step_pieces = [_steps_from_pieces(m, e) for m, e in zip(masked, ends)]
+    sentence_lists = _split_sentences_many([(m, 0, e) for m, e in zip(masked, ends)])
+    out = []
+    for completion, text, end, pieces, sentences in zip(completions, masked, ends, step_pieces, sentence_lists):
+        if pieces is None:
+            steps = [Span(_to_span(text, s.start, s.end).text, s.start, s.end) for s in sentences]
+        else:
+            steps = [_to_span(text, a, b) for a, b in pieces]
+        steps = [s for s in steps if s.text]
+        sentence_step = []
+        step_index = 0
+        for sentence in sentences:
+            while step_index + 1 < len(steps) and sentence.start >= steps[step_index].end:
+                step_index += 1
+            sentence_step.append(step_index)
+        out.append(
+            Segmentation(
+                completion=completion if isinstance(completion, str) else "",
+                reasoning_end=end,
+                steps=tuple(steps),
+                sentences=tuple(sentences),
+                sentence_step=tuple(sentence_step),
+            )
+        )
+    return out

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set up procrl in ./.venv on a fresh machine (idempotent).
+# torch is installed FIRST with an exact pin: an unpinned torch pulled in by another package can
+# resolve to a multi-GB build. torch==2.13.0 from PyPI is the CUDA build on Linux (right for GPU
+# users); on the CPU build machines pip takes the CPU wheel lying on disk. Override with
+#   PROCRL_TORCH="torch==X.Y.Z" bash scripts/setup.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+TORCH_SPEC=${PROCRL_TORCH:-torch==2.13.0}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  .venv/bin/python -m pip install --quiet "$TORCH_SPEC"
+fi
+.venv/bin/python -m pip install --quiet -e ".[test]"
+echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("torch", torch.__version__, "trl", trl.__version__)' 2>/dev/null))"
