@@ -22,6 +22,7 @@ import inspect
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
@@ -103,7 +104,8 @@ class RewardOutput:
     ``scores``: one float or None per completion. ``step_scores``: per completion, one float per
     step of ``batch.segmentations[i].steps`` (or None). ``metrics``: batch diagnostics, logged as
     ``rewards/<name>/<key>``. ``details``: per-completion diagnostics (written by
-    ``procrl score``). ``failures``: failure kind -> number of samples.
+    ``procrl score``). ``failures``: failure kind -> number of samples. ``extras``: batch
+    diagnostics that are not scalars (e.g. TRACE's 8x8 transition counts) for plots/tables.
     """
 
     scores: list[float | None]
@@ -111,6 +113,8 @@ class RewardOutput:
     metrics: dict[str, float] = dataclasses.field(default_factory=dict)
     details: list[dict[str, Any]] | None = None
     failures: dict[str, int] = dataclasses.field(default_factory=dict)
+    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
+    seconds: float = 0.0  # wall time the component took on this batch (set by the mix)
 
     def log(self, name: str, log_metric: Callable[[str, float], None] | None) -> None:
         """Send batch metrics and failure counts through TRL's ``log_metric`` hook."""
@@ -434,6 +438,7 @@ class RewardMix:
         if not owner:
             event.wait()
             return self._outputs[name]
+        started = time.perf_counter()
         try:
             component = self.components[name]
             if component.is_async:
@@ -443,6 +448,7 @@ class RewardMix:
             output = self._sanitize(name, raw, len(batch))
         except Exception as error:  # a component must never crash training
             output = self._failed(name, error, len(batch))
+        output.seconds = time.perf_counter() - started
         try:
             output = self._apply_gate(name, batch, output)
         except Exception as error:
@@ -457,10 +463,12 @@ class RewardMix:
         if not owner:
             await asyncio.to_thread(event.wait)
             return self._outputs[name]
+        started = time.perf_counter()
         try:
             output = self._sanitize(name, await self.components[name].ascore(batch), len(batch))
         except Exception as error:
             output = self._failed(name, error, len(batch))
+        output.seconds = time.perf_counter() - started
         try:
             if self.specs[name].gate is not None:
                 output = await asyncio.to_thread(self._apply_gate, name, batch, output)
