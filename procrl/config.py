@@ -31,7 +31,10 @@ def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any
 
 def suggest(name: str, choices) -> str:
     """`` (did you mean 'x'?)`` or an empty string."""
-    match = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1, cutoff=0.6)
+    name, options = str(name), [str(c) for c in choices]
+    match = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    if not match and len(name) >= 3:  # an abbreviation: 'acc' -> 'accuracy'
+        match = [o for o in options if o.startswith(name)][:1]
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 

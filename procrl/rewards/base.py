@@ -295,12 +295,18 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
 def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
     if not isinstance(raw, dict) or not raw:
         raise ConfigError(f"{path}: expected a non-empty mapping of component name -> settings")
-    specs = [parse_component(str(name), value, f"{path}.{name}") for name, value in raw.items()]
+    # `name: false` drops a component (handy as `--set rewards.<name>=false`)
+    specs = [parse_component(str(name), value, f"{path}.{name}") for name, value in raw.items() if value is not False]
+    if not specs:
+        raise ConfigError(f"{path}: every component is disabled; keep at least one")
     names = [s.name for s in specs]
     for spec in specs:
         if spec.gate is not None:
             if spec.gate.on not in names:
-                raise ConfigError(f"{path}.{spec.name}.gate.on: no component named {spec.gate.on!r}{suggest(spec.gate.on, names)}")
+                raise ConfigError(
+                    f"{path}.{spec.name}.gate.on: no component named {spec.gate.on!r}{suggest(spec.gate.on, names)}; "
+                    f"components: {', '.join(names)}"
+                )
             if spec.gate.on == spec.name:
                 raise ConfigError(f"{path}.{spec.name}.gate.on: a component cannot gate itself")
     return specs
@@ -328,6 +334,9 @@ class RewardMix:
         self._outputs: dict[str, RewardOutput] = {}
         self._inflight: dict[str, threading.Event] = {}
         self.last_batch: RewardBatch | None = None
+        # called once per TRL batch, after its last component scored: f(batch, outputs, log_metric, log_extra)
+        self.batch_observers: list[Callable] = []
+        self._observed_key: Any = None
 
     @classmethod
     def from_recipe_rewards(cls, raw: Any) -> "RewardMix":
@@ -514,6 +523,19 @@ class RewardMix:
             columns=columns,
         )
 
+    def _notify_if_complete(self, kwargs: dict) -> None:
+        """Hand the batch to the observers once every component has scored it (once per batch)."""
+        with self._lock:
+            if not self.batch_observers or self._observed_key is self._batch_key or len(self._outputs) < len(self.specs):
+                return
+            self._observed_key = self._batch_key
+            batch, outputs = self.last_batch, dict(self._outputs)
+        for observer in self.batch_observers:
+            try:
+                observer(batch, outputs, kwargs.get("log_metric"), kwargs.get("log_extra"))
+            except Exception as error:  # an observer (diagnostics) must never crash training
+                logger.warning("batch observer %r failed: %s: %s", observer, type(error).__name__, error)
+
     def reward_function(self, name: str) -> Callable:
         """A TRL reward function for one component, named after it."""
         mix = self
@@ -524,6 +546,7 @@ class RewardMix:
                 batch = mix._batch_from_trl(prompts, completions, completion_ids, kwargs)
                 output = await mix.acompute(name, batch, key=completions)
                 output.log(name, kwargs.get("log_metric"))
+                mix._notify_if_complete(kwargs)
                 return list(output.scores)
 
         else:
@@ -532,6 +555,7 @@ class RewardMix:
                 batch = mix._batch_from_trl(prompts, completions, completion_ids, kwargs)
                 output = mix.compute(name, batch, key=completions)
                 output.log(name, kwargs.get("log_metric"))
+                mix._notify_if_complete(kwargs)
                 return list(output.scores)
 
         reward.__name__ = name

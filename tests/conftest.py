@@ -1,0 +1,36 @@
+"""Shared test fixtures: paths, an isolated cache for the embedded tiny model, offline W&B."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GSM8K_DIR = REPO_ROOT.parent / "shared" / "data" / "gsm8k"
+TINY_RECIPE = REPO_ROOT / "recipes" / "gsm8k_tiny_cpu.yaml"
+
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("PROCRL_CACHE", str(REPO_ROOT / ".cache" / "procrl"))
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def gsm8k_train() -> Path:
+    path = GSM8K_DIR / "train.jsonl"
+    if not path.is_file():
+        pytest.skip(f"GSM8K data not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_recipe() -> Path:
+    return TINY_RECIPE
