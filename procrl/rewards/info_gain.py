@@ -1,0 +1,195 @@
+"""Mean token log-probability of a target statement after many contexts, with a causal LM.
+
+ReCEval's informativeness (REWARDS.md section 3) needs ``mean log p(t | context)`` for every
+prefix of every chain. :class:`TargetLogProbScorer` computes them in batched forward passes:
+identical (context, target) sequences run once, sequences are sorted by length and
+left-padded (explicit position ids, so padding does not shift positions) so that only the
+last ``max target length + 1`` logits are needed.
+
+The LM is either a model named in the recipe (loaded lazily, once) or the trainer's reference
+model, which is already in memory: ``trainer.ref_model`` (TRL keeps one when ``beta > 0`` and
+the policy has no LoRA adapters), or the policy with its adapters disabled (TRL's own way of
+getting the reference under PEFT). A second copy is never loaded. Under DeepSpeed ZeRO-3 every
+rank runs the same number of forward passes (padded with dummy passes), because each pass
+gathers the sharded parameters collectively.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+from typing import Any, Callable, Sequence
+
+__all__ = ["ReferenceModelError", "TargetLogProbScorer", "reference_lm"]
+
+logger = logging.getLogger(__name__)
+
+REFERENCE = "reference"
+
+
+class ReferenceModelError(RuntimeError):
+    """``lm: reference`` was asked for but the trainer holds no reference model."""
+
+
+def reference_lm(trainer: Any) -> tuple[Any, Callable[[], Any]]:
+    """(model to call, context manager factory that makes it the reference) of a TRL trainer.
+
+    ``trainer.ref_model`` when TRL made one (beta > 0, no PEFT); else the PEFT policy with its
+    adapters disabled (the ``ref`` adapter when TRL loaded one, as TRL itself does).
+    """
+    if trainer is None:
+        raise ReferenceModelError(
+            "lm: reference needs the trainer's reference model, but no trainer is bound (e.g. procrl score); "
+            "name a causal LM instead: lm: <hub id or directory>"
+        )
+    ref_model = getattr(trainer, "ref_model", None)
+    if ref_model is not None:
+        return ref_model, contextlib.nullcontext
+    from accelerate.utils import is_peft_model
+
+    policy = trainer.accelerator.unwrap_model(trainer.model) if hasattr(trainer, "accelerator") else trainer.model
+    if is_peft_model(policy):
+        from trl.trainer.utils import use_adapter
+
+        adapter = "ref" if "ref" in getattr(policy, "peft_config", {}) else None
+        return trainer.model, lambda: use_adapter(policy, adapter_name=adapter)
+    beta = getattr(getattr(trainer, "args", None), "beta", None)
+    raise ReferenceModelError(
+        f"lm: reference, but the trainer has no reference model in memory (trainer.beta={beta}, no LoRA "
+        "adapters); set trainer.beta > 0, train with LoRA, or name a causal LM: lm: <hub id or directory>"
+    )
+
+
+def _zero3_world(trainer: Any) -> bool:
+    """True when forward passes of the trainer's models are collective (ZeRO-3, 2+ ranks)."""
+    accelerator = getattr(trainer, "accelerator", None)
+    if accelerator is None or accelerator.num_processes < 2:
+        return False
+    plugin = getattr(accelerator.state, "deepspeed_plugin", None)
+    return plugin is not None and getattr(plugin, "zero_stage", None) == 3
+
+
+class TargetLogProbScorer:
+    """Mean token log p(target | context) for many (context, target) pairs.
+
+    ``lm``: a Hub id / directory (``procrl:tiny-qwen2`` works), or ``"reference"`` to use the
+    bound trainer's reference model with the policy's tokenizer.
+    """
+
+    def __init__(self, lm: str, *, batch_size: int = 16, max_length: int = 1024, dtype: str = "auto"):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.lm = lm
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.dtype = dtype
+        self.device: Any = "cpu"
+        self.trainer: Any = None
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self._activate: Callable[[], Any] = contextlib.nullcontext
+        self._accepts: set[str] = set()
+        self.stats = {"sequences": 0, "unique": 0, "forward_passes": 0}
+
+    def bind(self, device: Any, tokenizer: Any, trainer: Any) -> None:
+        self.device = device
+        self.trainer = trainer
+        if self.lm == REFERENCE:
+            self._tokenizer = tokenizer
+            self._model = None  # resolved at first score (TRL may wrap the models after bind)
+
+    def _load(self) -> None:
+        if self._model is not None:
+            return
+        if self.lm == REFERENCE:
+            model, activate = reference_lm(self.trainer)
+            if self._tokenizer is None:
+                self._tokenizer = getattr(self.trainer, "processing_class", None)
+            if self._tokenizer is None:
+                raise ReferenceModelError("lm: reference needs the policy's tokenizer, but none is bound")
+            self._model, self._activate = model, activate
+        else:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from procrl.models import resolve_model_path
+
+            source = resolve_model_path(self.lm)
+            kwargs = {} if self.dtype == "auto" else {"dtype": getattr(torch, self.dtype)}
+            self._tokenizer = AutoTokenizer.from_pretrained(source)
+            self._model = AutoModelForCausalLM.from_pretrained(source, **kwargs).to(self.device).eval()
+        if self._tokenizer.pad_token_id is None:
+            self._tokenizer.pad_token = self._tokenizer.eos_token
+        unwrapped = self._model
+        if self.trainer is not None and hasattr(self.trainer, "accelerator"):
+            unwrapped = self.trainer.accelerator.unwrap_model(self._model)
+        self._accepts = set(inspect.signature(unwrapped.forward).parameters)
+
+    def _encode(self, context: str, target: str) -> tuple[list[int], int]:
+        """Token ids of context + target (each tokenized alone, so the target's tokens do not
+        depend on the context) and the target length; the context is cut from the left."""
+        context_ids = self._tokenizer(context, add_special_tokens=False)["input_ids"]
+        target_ids = self._tokenizer(target, add_special_tokens=False)["input_ids"]
+        if not target_ids:
+            raise ValueError(f"target {target!r} has no tokens")
+        bos = self._tokenizer.bos_token_id
+        prefix = [bos] if bos is not None else []
+        room = max(self.max_length - len(target_ids) - len(prefix), 1)
+        context_ids = context_ids[-room:]
+        return prefix + context_ids + target_ids, len(target_ids)
+
+    def _forward(self, rows: list[tuple[list[int], int]]) -> list[float]:
+        import torch
+
+        pad = self._tokenizer.pad_token_id
+        length = max(len(ids) for ids, _ in rows)
+        keep = max(t for _, t in rows) + 1
+        input_ids = torch.full((len(rows), length), pad, dtype=torch.long)
+        attention = torch.zeros((len(rows), length), dtype=torch.long)
+        for i, (ids, _) in enumerate(rows):  # left padding: every target ends at the last column
+            input_ids[i, length - len(ids) :] = torch.tensor(ids)
+            attention[i, length - len(ids) :] = 1
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        kwargs: dict[str, Any] = {"input_ids": input_ids.to(self.device), "attention_mask": attention.to(self.device)}
+        if "position_ids" in self._accepts:
+            kwargs["position_ids"] = positions.to(self.device)
+        if "logits_to_keep" in self._accepts:
+            kwargs["logits_to_keep"] = keep
+        if "use_cache" in self._accepts:
+            kwargs["use_cache"] = False
+        logits = self._model(**kwargs).logits[:, -keep:, :].float()
+        logprobs = torch.log_softmax(logits[:, :-1, :], dim=-1)  # column j predicts token length-keep+1+j
+        targets = input_ids[:, length - keep + 1 :].to(logprobs.device)
+        token_logprobs = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+        self.stats["forward_passes"] += 1
+        return [token_logprobs[i, keep - 1 - t :].mean().item() for i, (_, t) in enumerate(rows)]
+
+    def _dummy_forward(self) -> None:
+        self._forward([([self._tokenizer.pad_token_id, self._tokenizer.pad_token_id], 1)])
+
+    def mean_logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Mean token log p(target | context) for each (context, target), in order."""
+        import torch
+
+        self._load()
+        unique = list(dict.fromkeys(pairs))
+        self.stats["sequences"] += len(pairs)
+        self.stats["unique"] += len(unique)
+        rows = [self._encode(c, t) for c, t in unique]
+        order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
+        chunks = [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
+        passes = len(chunks)
+        collective = self.lm == REFERENCE and _zero3_world(self.trainer)
+        if collective:  # every rank must gather the shards the same number of times
+            counts = torch.tensor([passes], device=self.device)
+            passes = int(self.trainer.accelerator.gather(counts).max().item())
+        values: dict[int, float] = {}
+        with torch.no_grad(), self._activate():
+            for chunk in chunks:
+                for i, value in zip(chunk, self._forward([rows[i] for i in chunk])):
+                    values[i] = value
+            for _ in range(passes - len(chunks)):
+                self._dummy_forward()
+        by_pair = {pair: values[i] for i, pair in enumerate(unique)}
+        return [by_pair[pair] for pair in pairs]
