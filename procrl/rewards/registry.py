@@ -4,4 +4,6 @@ that naming a light component never imports a heavy one)."""
 REWARDS: dict[str, str] = {
     "accuracy": "procrl.rewards.accuracy:AccuracyReward",
     "format": "procrl.rewards.format:FormatReward",
+    "receval_correctness": "procrl.rewards.receval:ReCEvalCorrectness",
+    "receval_informativeness": "procrl.rewards.receval:ReCEvalInformativeness",
 }
