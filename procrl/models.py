@@ -90,11 +90,22 @@ def ensure_tiny_model(seed: int = 0, hidden_size: int = 64, num_layers: int = 2)
     temporary = directory.with_name(directory.name + f".tmp{os.getpid()}")
     model.save_pretrained(temporary)
     tokenizer.save_pretrained(temporary)
+    import shutil
+
+    if not (temporary / "model.safetensors").is_file():
+        # Under torch.distributed, save_pretrained writes weights on rank 0 only: wait for its copy.
+        shutil.rmtree(temporary, ignore_errors=True)
+        import time
+
+        deadline = time.monotonic() + 300
+        while not (directory / "model.safetensors").is_file():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out waiting for rank 0 to write the tiny model to {directory}")
+            time.sleep(0.2)
+        return directory
     try:
         temporary.rename(directory)
     except OSError:  # another rank wrote it first
-        import shutil
-
         shutil.rmtree(temporary, ignore_errors=True)
     return directory
 
