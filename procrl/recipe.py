@@ -111,6 +111,30 @@ class TrainerSection:
     credit: Literal["outcome", "process"] = field(
         "outcome", help="'outcome': one advantage per completion; 'process': per-step credit (DeepSeekMath 4.1.3)."
     )
+    # Dense process credit (credit: process, and PPO). TRL fields with the same meaning are reused:
+    # epsilon = PPO clip range, num_iterations = PPO epochs per batch, beta = KL coefficient.
+    process_rewards: list[str] | None = field(
+        None, help="Components whose per-step scores give dense credit (weighted by their mix weight); null: every component that emits step scores."
+    )
+    outcome_weight: float = field(
+        1.0, help="Weight of the sequence-level (outcome) reward or advantage added to the per-step credit; 0: steps only."
+    )
+    value_model: str | None = field(
+        None, help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: the policy's weights with a fresh scalar head."
+    )
+    cliprange_value: float = field(0.2, help="PPO: clip range of the value loss around the rollout values.")
+    vf_coef: float = field(0.1, help="PPO: coefficient of the value loss.")
+    gamma: float = field(1.0, help="PPO: discount factor of GAE.")
+    lam: float = field(0.95, help="PPO: lambda of GAE.")
+    whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")
+
+    def validate(self, path: str) -> None:
+        for key in ("cliprange_value", "vf_coef", "gamma", "lam"):
+            value = getattr(self, key)
+            if not 0.0 <= value or (key in ("gamma", "lam") and value > 1.0):
+                raise ConfigError(f"{path}.{key}: out of range, got {value}")
+        if self.process_rewards is not None and not self.process_rewards:
+            raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
 
 
 @dataclass
@@ -285,6 +309,10 @@ def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
     data = from_dict(DataSection, raw.get("data"), "data")
     trainer, trainer_args = _validate_trainer(raw.get("trainer"))
     rewards = parse_rewards(raw.get("rewards"), "rewards")
+    reward_names = [spec.name for spec in rewards]
+    for name in trainer.process_rewards or []:
+        if name not in reward_names:
+            raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
     launch = from_dict(LaunchSection, raw.get("launch"), "launch")
     output_dir = raw.get("output_dir", "outputs/procrl")

@@ -21,6 +21,8 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
     kwargs = {}
     if trainer_class is not GRPOTrainer:
         kwargs["reward_mix"] = mix
+        kwargs["process_rewards"] = recipe.trainer.process_rewards
+        kwargs["outcome_weight"] = recipe.trainer.outcome_weight
     trainer = trainer_class(
         model=resolve_model_path(recipe.model.name_or_path),
         reward_funcs=mix.reward_functions(),

@@ -1,0 +1,189 @@
+"""Process-supervised GRPO (``trainer.credit: process``): TRL's GRPOTrainer with per-token
+advantages from per-step rewards (DeepSeekMath section 4.1.3, REWARDS.md section 5)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+
+from procrl.rewards.base import RewardMix
+from procrl.trainers.credit import combine_step_scores, process_advantages, step_last_tokens, token_char_ends
+
+__all__ = ["ProcessGRPOTrainer", "local_process_advantages", "local_step_credit"]
+
+logger = logging.getLogger(__name__)
+
+
+def process_component_names(mix: RewardMix, outputs: dict, requested: list[str] | None) -> list[str]:
+    """Components whose step scores give credit: the requested ones, else every component of
+    the mix that emitted step scores on this batch."""
+    if requested is not None:
+        return list(requested)
+    return [name for name in mix.names if name in outputs and outputs[name].step_scores is not None]
+
+
+def local_step_credit(
+    mix: RewardMix, tokenizer: Any, completion_ids: list[list[int]], requested: list[str] | None
+) -> tuple[list[list[float]], list[list[int | None]], dict[str, float]]:
+    """Per local completion: the weighted step rewards and each step's last token index.
+
+    Reads the mix's cached outputs of the batch just scored (``mix.last_batch`` and
+    ``mix.last_outputs``); step spans are offsets into the text the rewards scored, mapped to
+    tokens with the decoded completion's per-token offsets. When the scored text is not the
+    decoded token text (a conversational completion whose content was post-processed) the
+    spans are shifted to where the scored text sits in it; when it is not found at all, every
+    step ends on the last token and the completion is counted as ``unaligned``.
+    """
+    batch = mix.last_batch
+    if batch is None or len(batch) != len(completion_ids):
+        raise RuntimeError(
+            "process credit: the reward mix did not score this batch "
+            f"({0 if batch is None else len(batch)} scored, {len(completion_ids)} generated)"
+        )
+    outputs = mix.last_outputs
+    names = process_component_names(mix, outputs, requested)
+    weights = [mix.specs[n].weight for n in names]
+    rewards: list[list[float]] = []
+    last_tokens: list[list[int | None]] = []
+    unaligned = 0
+    without_steps = 0
+    for i, ids in enumerate(completion_ids):
+        steps = batch.segmentations[i].steps
+        per_component = []
+        for name in names:
+            step_scores = outputs[name].step_scores if name in outputs else None
+            per_component.append(step_scores[i] if step_scores is not None else None)
+        combined = combine_step_scores(per_component, weights, len(steps))
+        if combined is None or not steps:
+            without_steps += 1
+            rewards.append([])
+            last_tokens.append([])
+            continue
+        decoded = tokenizer.decode(list(ids), skip_special_tokens=True)
+        text = batch.completions[i]
+        shift = 0 if decoded == text else decoded.find(text)
+        char_ends = token_char_ends(tokenizer, ids, decoded)
+        if shift < 0:
+            unaligned += 1
+            ends = [len(decoded) + 1] * len(steps)  # past the text: the last token
+        else:
+            ends = [span.end + shift for span in steps]
+        rewards.append(combined)
+        last_tokens.append(step_last_tokens(ends, char_ends))
+    n = max(len(completion_ids), 1)
+    stats = {
+        "process/unaligned_fraction": unaligned / n,
+        "process/no_step_scores_fraction": without_steps / n,
+        "process/steps_per_completion": sum(len(r) for r in rewards) / n,
+    }
+    return rewards, last_tokens, stats
+
+
+def local_process_advantages(
+    all_rewards: list[list[float]],
+    all_tokens: list[list[int | None]],
+    all_lengths: list[int],
+    num_generations: int,
+    start: int,
+    local: int,
+    width: int,
+) -> torch.Tensor:
+    """(local, width) process advantages of completions ``start .. start+local`` of the
+    gathered batch (all processes, TRL's order: groups of ``num_generations`` consecutive
+    completions, possibly spanning processes). Only the groups overlapping the slice are
+    computed."""
+    if len(all_rewards) % num_generations:
+        raise ValueError(f"{len(all_rewards)} completions are not whole groups of {num_generations}")
+    dense = torch.zeros(local, width, dtype=torch.float32)
+    if local == 0:
+        return dense
+    first_group, last_group = start // num_generations, (start + local - 1) // num_generations
+    for group in range(first_group, last_group + 1):
+        members = range(group * num_generations, (group + 1) * num_generations)
+        group_advantages = process_advantages(
+            [all_rewards[k] for k in members], [all_tokens[k] for k in members], [all_lengths[k] for k in members]
+        )
+        for k, row in zip(members, group_advantages):
+            if start <= k < start + local and row:
+                row = row[:width]
+                dense[k - start, : len(row)] = torch.tensor(row, dtype=torch.float32)
+    return dense
+
+
+class ProcessGRPOTrainer(GRPOTrainer):
+    """GRPO whose advantages are per token: DeepSeekMath process supervision plus the outcome.
+
+    Overrides exactly one method, ``_generate_and_score_completions``: it calls TRL's (which
+    generates, scores every reward function, gathers rewards over processes and returns the
+    local slice of the outcome advantages, shape (B,)), then replaces ``advantages`` by a
+    (B, T) tensor
+
+        A[i, t] = process advantage of token t (REWARDS.md section 5) + outcome_weight * A_outcome[i]
+
+    The step rewards of the local completions are gathered over processes (groups may span
+    ranks), normalised per group over all steps of the group, and the local rows are kept with
+    the same process slice TRL uses. TRL's ``_compute_loss`` broadcasts a (B, T) advantage
+    tensor for every loss type (it unsqueezes only 1-D advantages); its buffering, shuffling and
+    splitting act on dim 0 only. TRL's logged ``advantages`` column stays the outcome advantage;
+    process statistics are logged as ``process/*``. Generation (transformers or vLLM) and
+    DeepSpeed are untouched: the override only reads token ids and the reward mix's cache.
+    """
+
+    def __init__(
+        self,
+        *args: Any,
+        reward_mix: RewardMix,
+        process_rewards: list[str] | None = None,
+        outcome_weight: float = 1.0,
+        **kwargs: Any,
+    ):
+        super().__init__(*args, **kwargs)
+        self.reward_mix = reward_mix
+        self.process_rewards = process_rewards
+        self.outcome_weight = float(outcome_weight)
+        self._warned_no_steps = False
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        outcome = output["advantages"]
+        completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
+        scored = self.reward_mix.last_batch
+        if scored is not None and scored.completion_ids is not None and len(scored.completion_ids) == len(completion_ids):
+            # TRL's unpadded ids, as the rewards saw them (completion_mask may hide truncated ones)
+            ids = [list(map(int, row)) for row in scored.completion_ids]
+        else:
+            ids = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1).tolist())]
+        lengths = [len(row) for row in ids]
+        rewards, last_tokens, stats = local_step_credit(self.reward_mix, self.processing_class, ids, self.process_rewards)
+
+        from accelerate.utils import gather_object
+
+        all_rewards = gather_object(rewards)
+        all_tokens = gather_object(last_tokens)
+        all_lengths = gather_object([int(n) for n in lengths])
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        start = self.accelerator.process_index * len(ids)
+        dense = local_process_advantages(
+            all_rewards, all_tokens, all_lengths, num_generations, start, len(ids), completion_ids.size(1)
+        )
+        if all(not r for r in all_rewards) and not self._warned_no_steps:
+            logger.warning(
+                "credit: process but no reward component emitted step scores (process_rewards=%s); "
+                "the advantages are the outcome advantages only", self.process_rewards,
+            )
+            self._warned_no_steps = True
+        dense = dense.to(outcome.device)
+        advantages = dense + self.outcome_weight * outcome.unsqueeze(1).to(dense.dtype)
+        output["advantages"] = advantages * completion_mask.to(dense.dtype)
+        stats["process/advantage_abs_mean"] = float(
+            (dense.abs() * completion_mask).sum() / completion_mask.sum().clamp(min=1)
+        )
+        local_stats = torch.tensor(list(stats.values()), dtype=torch.float32, device=self.accelerator.device)
+        averaged = self.accelerator.gather(local_stats).view(-1, len(stats)).mean(dim=0).tolist()
+        for name, value in zip(stats, averaged):
+            self._metrics[mode][name].append(value)
+        return output

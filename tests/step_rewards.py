@@ -1,0 +1,30 @@
+"""The synthetic per-step task of the dense-credit tests: a step earns 1.0 when its text starts
+with one of the given prefixes (default: a digit). A real reward component (it is the task
+under test), referenced from recipes as ``type: tests.step_rewards:StepStartsWith``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from procrl.config import field
+from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+
+DIGITS = [str(d) for d in range(10)]
+
+
+class StepStartsWith(RewardComponent):
+    """Per step: 1.0 if the step starts with one of ``prefixes`` else 0.0; the completion's
+    scalar is the mean over its steps (0.0 without steps)."""
+
+    @dataclass
+    class Settings:
+        prefixes: list[str] = field(default_factory=lambda: list(DIGITS), help="Step prefixes that earn 1.0.")
+
+    def score(self, batch: RewardBatch) -> RewardOutput:
+        prefixes = tuple(self.settings.prefixes)
+        step_scores, scores = [], []
+        for segmentation in batch.segmentations:
+            steps = [1.0 if span.text.startswith(prefixes) else 0.0 for span in segmentation.steps]
+            step_scores.append(steps)
+            scores.append(sum(steps) / len(steps) if steps else 0.0)
+        return RewardOutput(scores=scores, step_scores=step_scores)

@@ -1,0 +1,170 @@
+"""Process-supervised GRPO (trainer.credit: process): credit from the mix, process slicing,
+training with several TRL loss types, CLI runs (1 process, 2 processes, ZeRO-2)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoTokenizer
+
+from procrl.models import TOKENIZER_ASSET
+from procrl.recipe import load_recipe
+from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.trainers.credit import process_advantages
+from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages, local_step_credit
+
+REPO = Path(__file__).resolve().parent.parent
+STEP_REWARD = "tests.step_rewards:StepStartsWith"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
+
+
+def test_local_step_credit_reads_the_mix_and_maps_steps(tokenizer):
+    mix = RewardMix(parse_rewards({
+        "digits": {"type": STEP_REWARD, "weight": 2.0},
+        "then": {"type": STEP_REWARD, "weight": 0.5, "prefixes": ["Then"]},
+        "accuracy": {"weight": 1.0},
+    }))
+    texts = ["3 apples.\nThen 4 more.\n#### 7", "Then we stop."]
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
+    batch = RewardBatch(completions=texts, questions=[None, None], golds=["7", "1"], completion_ids=ids)
+    for name in mix.names:
+        mix.compute(name, batch, key=texts)
+    rewards, last_tokens, stats = local_step_credit(mix, tokenizer, ids, None)
+    # accuracy emits no step scores: only digits (w=2) and then (w=0.5) give credit
+    assert rewards == [[2.0, 0.5], [0.5]]
+    pieces = [tokenizer.decode([i]) for i in ids[0]]
+    step1_last = last_tokens[0][0]
+    assert "".join(pieces[: step1_last + 1]) == "3 apples."
+    assert "".join(pieces[: last_tokens[0][1] + 1]) == "3 apples.\nThen 4 more."
+    assert last_tokens[1] == [len(ids[1]) - 2]  # the "." before EOS
+    assert stats["process/unaligned_fraction"] == 0.0
+    # naming components restricts (and weights) the credit
+    rewards, _, _ = local_step_credit(mix, tokenizer, ids, ["then"])
+    assert rewards == [[0.0, 0.5], [0.5]]
+    # a completion whose scored text is not in the decoded tokens: steps end on the last token
+    other = [tokenizer("unrelated text", add_special_tokens=False)["input_ids"], ids[1]]
+    _, last_tokens, stats = local_step_credit(mix, tokenizer, other, None)
+    assert last_tokens[0] == [len(other[0]) - 1, len(other[0]) - 1]
+    assert stats["process/unaligned_fraction"] == 0.5
+
+
+def test_local_process_advantages_match_the_unsliced_group_on_every_rank():
+    # 2 groups of 3 completions spread over 3 "ranks" of 2 completions: group 0 spans ranks 0-1
+    rewards = [[1, 0], [1, 1, 0], [0, 1, 1, 1], [0.5], [0.0, 2.0], []]
+    tokens = [[1, 4], [1, 3, 5], [0, 1, 2, 3], [2], [0, 1], []]
+    lengths = [5, 6, 4, 3, 2, 0]
+    full = process_advantages(rewards[:3], tokens[:3], lengths[:3]) + process_advantages(rewards[3:], tokens[3:], lengths[3:])
+    for rank in range(3):
+        part = local_process_advantages(rewards, tokens, lengths, 3, start=2 * rank, local=2, width=6)
+        for row in range(2):
+            want = full[2 * rank + row]
+            assert part[row, : len(want)].tolist() == pytest.approx(want, abs=1e-6)
+            assert part[row, len(want):].abs().sum() == 0
+    with pytest.raises(ValueError):
+        local_process_advantages(rewards[:5], tokens[:5], lengths[:5], 3, 0, 2, 6)
+
+
+def _tiny_process_recipe(tmp_path, *extra):
+    return load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+        "trainer.credit=process", "trainer.max_steps=2", "trainer.save_steps=100", "trainer.max_completion_length=16",
+        "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
+        f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}", *extra,
+    ], output_dir=str(tmp_path / "run"))
+
+
+@pytest.mark.parametrize("loss_type", ["dapo", "grpo"])
+def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_type):
+    from procrl.run import train
+
+    seen = []
+    original = ProcessGRPOTrainer._compute_loss
+
+    def recording(self, model, inputs):
+        seen.append((tuple(inputs["advantages"].shape), tuple(inputs["completion_ids"].shape),
+                     inputs["advantages"].detach().clone(), inputs["completion_mask"].clone()))
+        return original(self, model, inputs)
+
+    monkeypatch.setattr(ProcessGRPOTrainer, "_compute_loss", recording)
+    recipe = _tiny_process_recipe(tmp_path, f"trainer.loss_type={loss_type}", "trainer.outcome_weight=0.0")
+    trainer = train(recipe)
+    assert isinstance(trainer, ProcessGRPOTrainer)
+    assert seen and all(adv == ids for adv, ids, _, _ in seen)  # (B, T) advantages reached the loss
+    for _, _, advantages, mask in seen:
+        assert torch.isfinite(advantages).all()
+        assert (advantages * (1 - mask)).abs().sum() == 0
+    history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
+    steps = [h for h in history if "process/steps_per_completion" in h]
+    assert len(steps) == 2
+    assert all(h["process/steps_per_completion"] >= 1 for h in steps)
+    assert all(math.isfinite(h["loss"]) for h in steps)
+
+
+def _run_cli(tmp_path, args, launcher=None, timeout=900):
+    env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false",
+               OMP_NUM_THREADS="1")
+    command = (launcher or [sys.executable, "-m", "procrl.cli", "train"]) + args
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
+    return result
+
+
+CLI_OVERRIDES = [
+    "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100", "--set", "trainer.max_completion_length=16",
+    "--set", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+]
+
+
+@pytest.mark.slow
+def test_cli_process_credit_one_process(tmp_path):
+    out = tmp_path / "run"
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+                        *CLI_OVERRIDES])
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert any("process/advantage_abs_mean" in h for h in history)
+
+
+def zero2_config(tmp_path) -> Path:
+    shipped = REPO / "launch" / "accelerate" / "zero2.yaml"
+    if shipped.is_file():
+        return shipped
+    path = tmp_path / "zero2.yaml"
+    path.write_text(
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
+        "deepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: none\n  offload_param_device: none\n"
+        "  gradient_accumulation_steps: 1\n  zero3_init_flag: false\nmixed_precision: 'no'\nnum_machines: 1\n"
+        "num_processes: 2\nmachine_rank: 0\nrdzv_backend: static\nsame_network: true\nuse_cpu: false\n"
+    )
+    return path
+
+
+def launcher(extra: list[str]) -> list[str]:
+    return [sys.executable, "-m", "accelerate.commands.launch", *extra, "--num_processes", "2",
+            "--main_process_port", str(29500 + os.getpid() % 1000), "-m", "procrl.run"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["ddp", "zero2"])
+def test_cli_process_credit_two_processes(tmp_path, mode):
+    out = tmp_path / "run"
+    extra = ["--multi_gpu"] if mode == "ddp" else ["--config_file", str(zero2_config(tmp_path))]
+    # 2 prompts x 4 generations over 2 ranks of 4: groups are split across ranks
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+                        "--set", "trainer.per_device_train_batch_size=2", *CLI_OVERRIDES],
+             launcher=launcher(extra), timeout=900)
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["world_size"] == 2
+    if mode == "zero2":
+        assert info["deepspeed_stage"] == 2
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert any("process/advantage_abs_mean" in h for h in history)
