@@ -117,6 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--batch-size", type=int, default=64, help="Completions scored together.")
     score.add_argument("--quiet", action="store_true", help="No progress bar.")
     score.set_defaults(handler=_cmd_score)
+
+    from procrl.judge_eval import add_eval_judge_command  # light import: judges load in the handler
+
+    add_eval_judge_command(commands)
     return parser
 
 

@@ -4,6 +4,7 @@ that naming a light component never imports a heavy one)."""
 REWARDS: dict[str, str] = {
     "accuracy": "procrl.rewards.accuracy:AccuracyReward",
     "format": "procrl.rewards.format:FormatReward",
+    "first_error": "procrl.rewards.first_error:FirstErrorReward",
     "receval_correctness": "procrl.rewards.receval:ReCEvalCorrectness",
     "receval_informativeness": "procrl.rewards.receval:ReCEvalInformativeness",
 }

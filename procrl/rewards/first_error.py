@@ -1,0 +1,218 @@
+"""First-error judge reward (REWARDS.md section 4): a judge names the earliest wrong step k of a
+completion (-1 when every step is correct) and the reward penalises it.
+
+Penalty from k over n steps: ``position`` (default) -(n - k)/n when an error is found, else 0
+(an early error costs more than a late one); ``flat`` -1 when an error is found;
+``correct_only`` the position penalty only when the final answer is right (correct answer,
+flawed reasoning), else 0. Dense per-step scores: 0 before k, -1 at k, 0 after.
+
+The judge sees the shared segmentation's steps (``batch.segmentations[i].steps``), so its k
+indexes the same steps as every other component and as dense credit. Backends:
+:mod:`procrl.rewards.judges`. A judge failure (no verdict, timeout, HTTP error...) gives the
+sample ``None`` (the mix substitutes the recipe's ``fallback``) and is counted per kind in
+``failures``; every kind is reported each batch, zeros included, so the logged curves exist
+from step one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from dataclasses import dataclass
+from typing import Literal
+
+from procrl.config import ConfigError, field
+from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
+from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+
+__all__ = [
+    "FirstErrorReward",
+    "build_prompt",
+    "first_error_penalty",
+    "first_error_step_scores",
+    "parse_verdict",
+]
+
+Penalty = Literal["position", "flat", "correct_only"]
+
+
+def first_error_penalty(index: int, num_steps: int, penalty: str = "position", answer_correct: bool | None = None) -> float | None:
+    """The reward for a first error at ``index`` (-1: none) among ``num_steps`` steps.
+
+    ``correct_only`` needs ``answer_correct``; without it (no gold answer) there is no opinion
+    (None).
+    """
+    if num_steps <= 0:
+        raise ValueError("num_steps must be positive")
+    if not -1 <= index < num_steps:
+        raise ValueError(f"first-error index {index} outside -1..{num_steps - 1}")
+    if penalty == "correct_only":
+        if answer_correct is None:
+            return None
+        if not answer_correct:
+            return 0.0
+        penalty = "position"
+    if index == -1:
+        return 0.0
+    if penalty == "position":
+        return -(num_steps - index) / num_steps
+    if penalty == "flat":
+        return -1.0
+    raise ValueError(f"unknown penalty {penalty!r}")
+
+
+def first_error_step_scores(index: int, num_steps: int) -> list[float]:
+    """Dense credit: 0 before the first error, -1 at it, 0 after (all 0 when index is -1)."""
+    return [-1.0 if step == index else 0.0 for step in range(num_steps)]
+
+
+class FirstErrorReward(RewardComponent):
+    """Penalise the earliest wrong step found by a judge (LLM, PRM or arithmetic verifier)."""
+
+    @dataclass
+    class Settings:
+        backend: Literal["openai", "hf", "prm", "arithmetic"] = field(
+            "arithmetic",
+            help="Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), "
+            "'prm' (process reward model, Qwen2.5-Math-PRM convention) or 'arithmetic' (no model: checks calculations).",
+        )
+        model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm).")
+        base_url: str = field("http://localhost:8000/v1", help="openai: base URL of the endpoint (…/v1).")
+        api_key_env: str | None = field(
+            None, help="openai: name of the environment variable holding the API key (the key itself never goes in a recipe)."
+        )
+        concurrency: int = field(16, help="openai: most requests in flight at once.")
+        timeout_s: float = field(60.0, help="openai: seconds allowed for one request attempt.")
+        max_retries: int = field(3, help="openai: retries after a 429, 5xx, timeout or connection error.")
+        backoff_s: float = field(0.5, help="openai: first retry delay; doubles each retry (a Retry-After header wins).")
+        cache_size: int = field(100_000, help="openai: replies cached by (model, prompt); 0 disables the cache.")
+        reference: bool = field(False, help="LLM judges: show the gold answer in the prompt (reference-based mode).")
+        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/Reasoning).")
+        penalty: Penalty = field(
+            "position",
+            help="'position': -(n-k)/n when step k is the first error; 'flat': -1; "
+            "'correct_only': the position penalty only when the final answer is right.",
+        )
+        threshold: float = field(0.5, help="prm: a step whose probability of being correct is below this is an error.")
+        max_tokens: int = field(1024, help="LLM judges: most tokens the judge may write.")
+        temperature: float = field(0.0, help="LLM judges: sampling temperature (0: greedy).")
+        batch_size: int = field(8, help="hf, prm: items per forward pass / generate call.")
+        step_separator: str = field("<extra_0>", help="prm: the token that ends each step.")
+        dtype: str = field("auto", help="hf, prm: torch dtype of the judge model (e.g. bfloat16).")
+        trust_remote_code: bool = field(False, help="hf, prm: allow the model's own code (Qwen2.5-Math-PRM needs it).")
+
+        def validate(self, path: str) -> None:
+            if self.backend in ("openai", "hf", "prm") and not self.model:
+                raise ConfigError(f"{path}.model: the {self.backend!r} backend needs a model")
+            if self.backend == "openai" and not self.base_url.startswith(("http://", "https://")):
+                raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {self.base_url!r}")
+            for name in ("concurrency", "batch_size", "max_tokens"):
+                if getattr(self, name) < 1:
+                    raise ConfigError(f"{path}.{name}: must be at least 1, got {getattr(self, name)}")
+            if self.max_retries < 0 or self.cache_size < 0:
+                raise ConfigError(f"{path}: max_retries and cache_size must be >= 0")
+            if self.timeout_s <= 0 or self.backoff_s < 0:
+                raise ConfigError(f"{path}.timeout_s: must be positive (and backoff_s >= 0)")
+            if not 0.0 <= self.threshold <= 1.0:
+                raise ConfigError(f"{path}.threshold: must be in [0, 1], got {self.threshold}")
+            if self.temperature < 0:
+                raise ConfigError(f"{path}.temperature: must be >= 0, got {self.temperature}")
+
+    is_async = True
+
+    def __init__(self, settings=None, *, name: str | None = None):
+        super().__init__(settings, name=name)
+        self._judge: Judge | None = None
+        self._judge_lock = threading.Lock()
+
+    def needs_model(self) -> str | None:
+        return self.settings.model if self.settings.backend in ("hf", "prm") else None
+
+    @property
+    def judge(self) -> Judge:
+        """The backend, built on first use (models load then, on the bound device)."""
+        with self._judge_lock:
+            if self._judge is None:
+                self._judge = build_judge(self.settings, device=self.context.device)
+            return self._judge
+
+    async def judge_items(self, items: list[JudgeItem]) -> list[Verdict]:
+        """Verdicts for solutions given as steps (items without steps are not sent)."""
+        verdicts: list[Verdict | None] = [None if item.steps else Verdict(None, status="no_steps") for item in items]
+        todo = [i for i, item in enumerate(items) if item.steps]
+        if todo:
+            judged = await self.judge.judge([items[i] for i in todo])
+            for i, verdict in zip(todo, judged):
+                verdicts[i] = verdict
+        return verdicts  # type: ignore[return-value]
+
+    def score(self, batch: RewardBatch) -> RewardOutput:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.ascore(batch))
+        # called from inside an event loop: run on a fresh loop in a helper thread
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.ascore(batch)).result()
+
+    async def ascore(self, batch: RewardBatch) -> RewardOutput:
+        segmentations = batch.segmentations
+        items = [
+            JudgeItem(question, tuple(step.text for step in segmentation.steps), gold)
+            for question, gold, segmentation in zip(batch.questions, batch.golds, segmentations)
+        ]
+        verdicts = await self.judge_items(items)
+        return self.output_from_verdicts(batch, items, verdicts)
+
+    def output_from_verdicts(self, batch: RewardBatch, items: list[JudgeItem], verdicts: list[Verdict]) -> RewardOutput:
+        failures = dict.fromkeys(FAILURE_KINDS, 0)
+        scores: list[float | None] = []
+        step_scores: list[list[float] | None] = []
+        details: list[dict] = []
+        found, judged, relative_positions = 0, 0, []
+        for completion, gold, item, verdict in zip(batch.completions, batch.golds, items, verdicts):
+            n = len(item.steps)
+            detail = {"index": verdict.index, "category": verdict.category, "num_steps": n, "verdict": verdict.status}
+            if verdict.step_probabilities is not None:
+                detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
+            if verdict.note is not None and self.settings.backend == "arithmetic":
+                detail["wrong_calculation"] = verdict.note
+            if not verdict.ok or verdict.index is None:
+                failures[verdict.status] = failures.get(verdict.status, 0) + 1
+                scores.append(None)
+                step_scores.append(None)
+                details.append(detail)
+                continue
+            k = verdict.index
+            judged += 1
+            if k >= 0:
+                found += 1
+                relative_positions.append(k / n)
+            correct = None
+            if self.settings.penalty == "correct_only":
+                gold_value = parse_gold(gold)
+                correct = None if gold_value is None else answers_match(extract_prediction(completion)[0], gold_value)
+                detail["answer_correct"] = correct
+            value = first_error_penalty(k, n, self.settings.penalty, correct)
+            scores.append(value)
+            penalised = value is not None and value != 0.0
+            step_scores.append(first_error_step_scores(k, n) if penalised else [0.0] * n)
+            detail["penalty"] = value
+            details.append(detail)
+        total = max(len(batch), 1)
+        metrics = {
+            "error_found_fraction": found / judged if judged else math.nan,
+            "mean_relative_position": sum(relative_positions) / len(relative_positions) if relative_positions else math.nan,
+            "no_verdict_fraction": failures["no_verdict"] / total,
+            "failed_fraction": sum(failures.values()) / total,
+        }
+        try:
+            metrics.update({f"judge_{key}": value for key, value in self.judge.stats().items()})
+        except Exception:  # stats are diagnostics only
+            pass
+        return RewardOutput(scores=scores, step_scores=step_scores, metrics=metrics, details=details, failures=failures)

@@ -1,0 +1,18 @@
+"""Loading a judge's model and tokenizer once, lazily, on the trainer's device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["torch_dtype"]
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    if name == "auto":
+        return "auto"
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown torch dtype {name!r}")
+    return value

@@ -1,0 +1,109 @@
+"""The LLM judge as an in-process Hugging Face causal LM: batched generation with left
+padding, the model loaded once, lazily, on the trainer's device."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges._loading import torch_dtype
+from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+
+__all__ = ["HFJudge"]
+
+logger = logging.getLogger(__name__)
+
+
+class HFJudge(Judge):
+    def __init__(
+        self,
+        model: str,
+        device: Any = "cpu",
+        batch_size: int = 8,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        reference: bool = False,
+        categories: bool = False,
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+    ):
+        if not model:
+            raise ValueError("the hf judge needs a model")
+        self.model_name = model
+        self.device = device
+        self.batch_size = max(1, batch_size)
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.reference = reference
+        self.categories = categories
+        self.dtype = dtype
+        self.trust_remote_code = trust_remote_code
+        self._model = None
+        self._tokenizer = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from procrl.models import resolve_model_path
+
+            path = resolve_model_path(self.model_name)
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
+            tokenizer.padding_side = "left"  # generation continues at the right edge
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            model = AutoModelForCausalLM.from_pretrained(
+                path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code
+            )
+            self._model = model.to(self.device).eval()
+            self._tokenizer = tokenizer
+
+    def _text(self, item: JudgeItem) -> str:
+        prompt = build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories)
+        if getattr(self._tokenizer, "chat_template", None):
+            return self._tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+            )
+        return prompt
+
+    def generate(self, items: list[JudgeItem]) -> list[str]:
+        """The judge's reply to each item (one batched ``generate`` per ``batch_size``)."""
+        import torch
+
+        self._load()
+        replies: list[str] = []
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start : start + self.batch_size]
+            encoded = self._tokenizer(
+                [self._text(item) for item in chunk], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(self._model.device)
+            sampling = {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+            with torch.inference_mode():
+                output = self._model.generate(
+                    **encoded,
+                    max_new_tokens=self.max_tokens,
+                    pad_token_id=self._tokenizer.pad_token_id,
+                    **sampling,
+                )
+            new_tokens = output[:, encoded["input_ids"].shape[1] :]
+            replies.extend(self._tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+        return replies
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        if not items:
+            return []
+        try:
+            replies = self.generate(items)
+        except Exception as error:  # e.g. out of memory: these samples fail, training goes on
+            logger.warning("first_error hf judge failed on %d items: %s: %s", len(items), type(error).__name__, error)
+            return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
+        verdicts = []
+        for item, reply in zip(items, replies):
+            parsed = parse_verdict(reply, len(item.steps))
+            verdicts.append(Verdict(parsed.index, status=parsed.status, category=parsed.category, note=reply))
+        return verdicts

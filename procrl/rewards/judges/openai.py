@@ -1,0 +1,167 @@
+"""The LLM judge behind an OpenAI-compatible chat endpoint (vLLM ``serve``, TGI, OpenAI).
+
+Async: at most ``concurrency`` requests in flight; each attempt has a ``timeout_s`` limit;
+429, 5xx, timeouts and connection errors are retried ``max_retries`` times with exponential
+backoff (``backoff_s * 2**attempt``, jittered, ``Retry-After`` honoured up to 30 s); other 4xx
+are not retried. Replies are cached by (model, prompt), so a prompt judged before (the same
+completion in a later epoch, a rerun of eval-judge) costs no request. The API key is read from
+the environment variable named by ``api_key_env`` at request time; it is never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+from collections import OrderedDict
+
+import httpx
+
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+
+__all__ = ["OpenAIJudge"]
+
+logger = logging.getLogger(__name__)
+
+_RETRY_AFTER_CAP_S = 30.0
+
+
+class OpenAIJudge(Judge):
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str | None = None,
+        concurrency: int = 16,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        reference: bool = False,
+        categories: bool = False,
+        cache_size: int = 100_000,
+    ):
+        if not model:
+            raise ValueError("the openai judge needs a model name")
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.api_key_env = api_key_env
+        self.concurrency = max(1, concurrency)
+        self.timeout_s = timeout_s
+        self.max_retries = max(0, max_retries)
+        self.backoff_s = backoff_s
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.reference = reference
+        self.categories = categories
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._stats = {"requests": 0, "retries": 0, "cache_hits": 0}
+        self._warned_missing_key = False
+
+    # -- helpers --
+
+    def prompt(self, item: JudgeItem) -> str:
+        return build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories)
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+            elif not self._warned_missing_key:
+                logger.warning("first_error judge: environment variable %s is not set; sending no API key", self.api_key_env)
+                self._warned_missing_key = True
+        return headers
+
+    def _backoff(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            retry_after = response.headers.get("retry-after")
+            try:
+                if retry_after is not None:
+                    return min(max(float(retry_after), 0.0), _RETRY_AFTER_CAP_S)
+            except ValueError:
+                pass
+        return self.backoff_s * (2**attempt) * (1.0 + 0.25 * random.random())
+
+    def _remember(self, key: tuple[str, str], text: str) -> None:
+        if self.cache_size <= 0:
+            return
+        self._cache[key] = text
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+
+    # -- requests --
+
+    async def _complete(self, client: httpx.AsyncClient, prompt: str) -> tuple[str | None, str]:
+        """The reply text and ``ok``, or None and the failure kind after all attempts."""
+        key = (self.model, prompt)
+        if key in self._cache:
+            self._stats["cache_hits"] += 1
+            self._cache.move_to_end(key)
+            return self._cache[key], "ok"
+        payload = {
+            "model": self.model,
+            "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+        }
+        failure = "http_error"
+        for attempt in range(self.max_retries + 1):
+            if attempt:
+                self._stats["retries"] += 1
+            response = None
+            try:
+                self._stats["requests"] += 1
+                response = await client.post(self.url, json=payload, headers=self._headers(), timeout=self.timeout_s)
+            except httpx.TimeoutException:
+                failure = "timeout"
+            except httpx.TransportError as error:
+                failure = "connection_error"
+                logger.debug("first_error judge: %s: %s", type(error).__name__, error)
+            else:
+                if response.status_code == 429 or response.status_code >= 500:
+                    failure = "http_error"
+                elif response.status_code >= 400:
+                    logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code, self.url)
+                    return None, "http_error"
+                else:
+                    try:
+                        text = response.json()["choices"][0]["message"]["content"]
+                    except (ValueError, KeyError, IndexError, TypeError):
+                        return None, "bad_response"
+                    if text is not None and not isinstance(text, str):
+                        return None, "bad_response"
+                    text = text or ""
+                    self._remember(key, text)
+                    return text, "ok"
+            if attempt < self.max_retries:
+                await asyncio.sleep(self._backoff(attempt, response))
+        return None, failure
+
+    async def _judge_one(self, client, semaphore, item: JudgeItem) -> Verdict:
+        async with semaphore:
+            text, status = await self._complete(client, self.prompt(item))
+        if text is None:
+            return Verdict(None, status=status)
+        parsed = parse_verdict(text, len(item.steps))
+        return Verdict(parsed.index, status=parsed.status, category=parsed.category, note=text)
+
+    async def judge(self, items: list[JudgeItem]) -> list[Verdict]:
+        self._stats = {"requests": 0, "retries": 0, "cache_hits": 0}
+        # Client and semaphore belong to the running event loop, so they are made per call.
+        semaphore = asyncio.Semaphore(self.concurrency)
+        limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
+        async with httpx.AsyncClient(limits=limits) as client:
+            return list(await asyncio.gather(*(self._judge_one(client, semaphore, item) for item in items)))
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        return asyncio.run(self.judge(items))
+
+    def stats(self) -> dict[str, float]:
+        return {key: float(value) for key, value in self._stats.items()}

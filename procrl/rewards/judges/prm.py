@@ -1,0 +1,138 @@
+"""A process reward model as first-error judge (Qwen2.5-Math-PRM convention).
+
+The solution is written as a chat (system prompt, the question, then the steps joined and
+terminated by the step separator token, ``<extra_0>`` for Qwen2.5-Math-PRM) and scored in one
+forward pass. The model's head gives two logits per token; at each separator token the softmax
+probability of class 1 (the positive class, "this step is correct") is that step's score. The
+first step whose probability is below ``threshold`` is the first error; -1 when none is.
+
+Qwen2.5-Math-PRM ships custom code (``trust_remote_code: true``, loaded with ``AutoModel``; its
+output[0] holds the logits); a checkpoint saved with a ``*ForTokenClassification`` architecture
+and two labels follows the same convention and loads without custom code.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges._loading import torch_dtype
+
+__all__ = ["PRMJudge", "first_below"]
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
+POSITIVE_CLASS = 1
+
+
+def first_below(probabilities: list[float], threshold: float) -> int:
+    """Index of the first step whose probability of being correct is below ``threshold``, or -1."""
+    for index, probability in enumerate(probabilities):
+        if probability < threshold:
+            return index
+    return -1
+
+
+class PRMJudge(Judge):
+    has_threshold = True
+
+    def __init__(
+        self,
+        model: str,
+        device: Any = "cpu",
+        threshold: float = 0.5,
+        batch_size: int = 8,
+        step_separator: str = "<extra_0>",
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+    ):
+        if not model:
+            raise ValueError("the prm judge needs a model")
+        self.model_name = model
+        self.device = device
+        self.threshold = threshold
+        self.batch_size = max(1, batch_size)
+        self.step_separator = step_separator
+        self.dtype = dtype
+        self.trust_remote_code = trust_remote_code
+        self._model = None
+        self._tokenizer = None
+        self._separator_id: int | None = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._model is not None:
+                return
+            from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer
+
+            from procrl.models import resolve_model_path
+
+            path = resolve_model_path(self.model_name)
+            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
+            ids = tokenizer.encode(self.step_separator, add_special_tokens=False)
+            if len(ids) != 1:
+                raise ValueError(f"step separator {self.step_separator!r} is not one token of {self.model_name} ({ids})")
+            if tokenizer.pad_token is None:
+                tokenizer.pad_token = tokenizer.eos_token
+            tokenizer.padding_side = "right"
+            config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
+            architectures = getattr(config, "architectures", None) or []
+            loader = AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
+            model = loader.from_pretrained(path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code)
+            self._model = model.to(self.device).eval()
+            self._tokenizer = tokenizer
+            self._separator_id = ids[0]
+
+    def _text(self, item: JudgeItem) -> str:
+        # a separator inside a step would split it in two: drop it from the text
+        steps = [step.replace(self.step_separator, " ").strip() for step in item.steps]
+        response = self.step_separator.join(steps) + self.step_separator
+        messages = [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": item.question or ""},
+            {"role": "assistant", "content": response},
+        ]
+        if getattr(self._tokenizer, "chat_template", None):
+            return self._tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=False)
+        return f"{SYSTEM_PROMPT}\n{item.question or ''}\n{response}"
+
+    def step_probabilities(self, items: list[JudgeItem]) -> list[list[float] | None]:
+        """Positive-class probability of every step (None when the count does not match)."""
+        import torch
+
+        self._load()
+        out: list[list[float] | None] = []
+        for start in range(0, len(items), self.batch_size):
+            chunk = items[start : start + self.batch_size]
+            encoded = self._tokenizer(
+                [self._text(item) for item in chunk], return_tensors="pt", padding=True, add_special_tokens=False
+            ).to(self._model.device)
+            with torch.inference_mode():
+                outputs = self._model(**encoded)
+            logits = outputs.logits if hasattr(outputs, "logits") else outputs[0]
+            probabilities = torch.softmax(logits.float(), dim=-1)[..., POSITIVE_CLASS]
+            separators = (encoded["input_ids"] == self._separator_id) & encoded["attention_mask"].bool()
+            for row, item in enumerate(chunk):
+                values = probabilities[row][separators[row]].tolist()
+                out.append(values if len(values) == len(item.steps) else None)
+        return out
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        if not items:
+            return []
+        try:
+            all_probabilities = self.step_probabilities(items)
+        except Exception as error:  # e.g. out of memory: these samples fail, training goes on
+            logger.warning("first_error prm judge failed on %d items: %s: %s", len(items), type(error).__name__, error)
+            return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
+        verdicts = []
+        for probabilities in all_probabilities:
+            if probabilities is None:
+                verdicts.append(Verdict(None, status="bad_response", note="separator count differs from step count"))
+            else:
+                verdicts.append(Verdict(first_below(probabilities, self.threshold), step_probabilities=probabilities))
+        return verdicts

@@ -1,0 +1,84 @@
+"""The judge prompt and the verdict parser of the LLM first-error judges (REWARDS.md section 4).
+
+The prompt shows the steps tagged and numbered from 0 and asks for the earliest wrong step, or
+-1, in ``\\boxed{}``; optionally the error category. The verdict is the last ``\\boxed{int}`` of
+the reply; anything else is no verdict.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from procrl.rewards.accuracy import extract_boxed
+
+__all__ = ["CATEGORIES", "ParsedVerdict", "build_prompt", "parse_category", "parse_verdict"]
+
+# ReTraceQA error categories; when several apply the earliest in this order wins.
+CATEGORIES = ("Misinterpretation", "Hallucination", "Reasoning")
+
+_INSTRUCTIONS = """\
+Read the solution one step at a time. Decide for each step whether it is correct given the \
+problem and the steps before it: the calculations, the facts and numbers it takes from the \
+problem, and the logic all have to hold. Find the EARLIEST step that contains a mistake; a \
+step that only carries forward an earlier mistake is not the earliest one.
+
+Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, \
+for example \\boxed{2}. If every step is correct, give \\boxed{-1}."""
+
+_CATEGORY_INSTRUCTIONS = """
+
+If you found a mistake, end with one more line naming its kind:
+Category: Misinterpretation (the step misreads the problem or what it asks), \
+Category: Hallucination (it uses a fact or number that the problem and earlier steps do not \
+give), or Category: Reasoning (an invalid inference or calculation from correct premises). \
+If more than one applies, name the first of these three."""
+
+
+def build_prompt(question: str | None, steps: list[str], gold: str | None = None, categories: bool = False) -> str:
+    """The judge's user message for one solution."""
+    parts = ["You are checking a step-by-step solution to a math problem for mistakes.", "", "Problem:", (question or "").strip()]
+    if gold is not None:
+        parts += ["", f"Correct final answer (for your reference): {str(gold).strip()}"]
+    parts += ["", "Solution steps:"]
+    for index, step in enumerate(steps):
+        parts.append(f"<step_{index}>\n{step.strip()}\n</step_{index}>")
+    parts += ["", _INSTRUCTIONS + (_CATEGORY_INSTRUCTIONS if categories else "")]
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class ParsedVerdict:
+    """``index`` is the earliest wrong step (-1: none) or None; ``status`` is ``ok``,
+    ``no_verdict`` (no ``\\boxed{int}``) or ``out_of_range`` (an index outside -1..n-1)."""
+
+    index: int | None
+    category: str | None
+    status: str
+
+
+_BOXED_INT = re.compile(r"^\s*(?:\\text\s*\{\s*)?(?:step\s*_?\s*)?([-−]?\s*\d+)\s*\}?\s*\.?\s*$", re.IGNORECASE)
+_CATEGORY = re.compile(
+    r"category\s*[:\-]?\s*[*_`\"'(\\{]*\s*(?:\\text\s*\{\s*)?(" + "|".join(CATEGORIES) + r")", re.IGNORECASE
+)
+
+
+def parse_category(text: str) -> str | None:
+    """The last ``Category: X`` of the reply (X one of :data:`CATEGORIES`), else None."""
+    matches = _CATEGORY.findall(text or "")
+    return matches[-1].capitalize() if matches else None
+
+
+def parse_verdict(text: str | None, num_steps: int) -> ParsedVerdict:
+    """The last ``\\boxed{int}`` of a judge reply, checked against the number of steps."""
+    boxed = extract_boxed(text) if isinstance(text, str) else None
+    if boxed is None:
+        return ParsedVerdict(None, None, "no_verdict")
+    match = _BOXED_INT.match(boxed)
+    if not match:
+        return ParsedVerdict(None, None, "no_verdict")
+    index = int(match.group(1).replace("−", "-").replace(" ", ""))
+    if index < -1 or index >= num_steps:
+        return ParsedVerdict(None, None, "out_of_range")
+    category = parse_category(text) if index >= 0 else None
+    return ParsedVerdict(index, category, "ok")

@@ -1,0 +1,1 @@
+"""Test doubles for external services (used by tests and benchmarks, never by training)."""

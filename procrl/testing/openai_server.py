@@ -1,0 +1,130 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1: the stand-in for a judge endpoint
+(vLLM ``serve``, OpenAI) in tests and benchmarks.
+
+``responder(prompt, attempt)`` decides each reply, ``attempt`` counting earlier requests with the
+same prompt (0 first). It returns a :class:`Reply`: a chat answer with some text, an HTTP
+status, a malformed body, and optionally a delay before answering.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+__all__ = ["Reply", "ScriptedOpenAIServer"]
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many concurrent judge calls connect at once
+
+
+@dataclass
+class Reply:
+    content: str | None = None  # chat answer text
+    status: int = 200
+    delay_s: float = 0.0
+    body: bytes | None = None  # raw body instead of a chat completion (malformed JSON etc.)
+    headers: dict | None = None
+
+
+class ScriptedOpenAIServer:
+    """``with ScriptedOpenAIServer(responder) as server: server.base_url``."""
+
+    def __init__(self, responder: Callable[[str, int], Reply]):
+        self.responder = responder
+        self.requests: list[dict] = []  # {"prompt", "model", "authorization", "time"}
+        self._attempts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self.max_in_flight = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                raw = self.rfile.read(length)
+                try:
+                    payload = json.loads(raw)
+                    prompt = payload["messages"][-1]["content"]
+                    model = payload.get("model")
+                except (ValueError, KeyError, IndexError, TypeError):
+                    self._send(400, b'{"error": "bad request"}')
+                    return
+                with outer._lock:
+                    attempt = outer._attempts.get(prompt, 0)
+                    outer._attempts[prompt] = attempt + 1
+                    outer.requests.append(
+                        {"prompt": prompt, "model": model, "authorization": self.headers.get("Authorization"), "time": time.monotonic()}
+                    )
+                    outer._in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer._in_flight)
+                try:
+                    reply = outer.responder(prompt, attempt)
+                    if reply.delay_s:
+                        time.sleep(reply.delay_s)
+                    if reply.body is not None:
+                        body = reply.body
+                    elif reply.status == 200:
+                        body = json.dumps(
+                            {
+                                "id": "chatcmpl-test",
+                                "object": "chat.completion",
+                                "model": model,
+                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+                            }
+                        ).encode()
+                    else:
+                        body = json.dumps({"error": {"message": f"status {reply.status}"}}).encode()
+                    self._send(reply.status, body, reply.headers)
+                finally:
+                    with outer._lock:
+                        outer._in_flight -= 1
+
+            def _send(self, status, body, headers=None):
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    for key, value in (headers or {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    pass
+
+        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def attempts(self, prompt_part: str) -> int:
+        """Requests whose prompt contains ``prompt_part``."""
+        with self._lock:
+            return sum(1 for r in self.requests if prompt_part in r["prompt"])
+
+    def start(self) -> "ScriptedOpenAIServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
