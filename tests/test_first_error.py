@@ -1,0 +1,335 @@
+"""First-error reward: penalty formulas, verdict parsing, the safe arithmetic evaluator, the
+arithmetic verifier on GSM8K train references and on perturbed copies, the component through
+the reward mix, and ``procrl eval-judge``."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from procrl.arithmetic import ArithmeticError_, check_step, evaluate, find_claims, first_wrong_step
+from procrl.cli import main
+from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
+from procrl.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
+from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards.first_error import (
+    FirstErrorReward,
+    build_prompt,
+    first_error_penalty,
+    first_error_step_scores,
+    parse_verdict,
+)
+from procrl.rewards.judges import FAILURE_KINDS, JudgeItem
+from procrl.rewards.judges.arithmetic import ArithmeticJudge
+
+REPO = Path(__file__).resolve().parents[1]
+TRAIN = REPO.parent / "shared" / "data" / "gsm8k" / "train.jsonl"
+
+
+@pytest.fixture(scope="module")
+def train_rows():
+    if not TRAIN.is_file():
+        pytest.skip(f"GSM8K train data not found at {TRAIN}")
+    return [json.loads(line) for line in TRAIN.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# --- penalties ---------------------------------------------------------------------------------
+
+
+def test_position_penalty_is_minus_remaining_fraction():
+    assert first_error_penalty(0, 4) == -1.0
+    assert first_error_penalty(1, 4) == -0.75
+    assert first_error_penalty(3, 4) == -0.25
+    assert first_error_penalty(-1, 4) == 0.0
+
+
+def test_flat_and_correct_only_penalties():
+    assert first_error_penalty(2, 5, "flat") == -1.0
+    assert first_error_penalty(-1, 5, "flat") == 0.0
+    assert first_error_penalty(2, 5, "correct_only", answer_correct=True) == pytest.approx(-0.6)
+    assert first_error_penalty(2, 5, "correct_only", answer_correct=False) == 0.0
+    assert first_error_penalty(2, 5, "correct_only", answer_correct=None) is None
+
+
+def test_penalty_rejects_bad_index():
+    with pytest.raises(ValueError):
+        first_error_penalty(4, 4)
+    with pytest.raises(ValueError):
+        first_error_penalty(-2, 4)
+    with pytest.raises(ValueError):
+        first_error_penalty(0, 0)
+
+
+def test_dense_step_scores():
+    assert first_error_step_scores(1, 4) == [0.0, -1.0, 0.0, 0.0]
+    assert first_error_step_scores(-1, 3) == [0.0, 0.0, 0.0]
+
+
+# --- prompt and verdicts -----------------------------------------------------------------------
+
+
+def test_prompt_tags_steps_from_zero_and_shows_gold_only_in_reference_mode():
+    prompt = build_prompt("How many?", ["First step.", "Second step."])
+    assert "<step_0>\nFirst step.\n</step_0>" in prompt and "<step_1>\nSecond step.\n</step_1>" in prompt
+    assert "\\boxed{-1}" in prompt and "Category:" not in prompt and "42" not in prompt
+    with_gold = build_prompt("How many?", ["a"], gold="42", categories=True)
+    assert "42" in with_gold and "Category: Misinterpretation" in with_gold
+
+
+@pytest.mark.parametrize(
+    "reply, index, status",
+    [
+        ("Step 1 is fine... wait, step 2 is wrong. \\boxed{2}", 2, "ok"),
+        ("All good. \\boxed{-1}", -1, "ok"),
+        ("First I thought \\boxed{0} but actually \\boxed{3}", 3, "ok"),  # the last box wins
+        ("\\boxed{\\text{Step 1}}", 1, "ok"),
+        ("\\boxed{ 0 }.", 0, "ok"),
+        ("The earliest error is in step 2.", None, "no_verdict"),
+        ("\\boxed{two}", None, "no_verdict"),
+        ("\\boxed{2.5}", None, "no_verdict"),
+        ("", None, "no_verdict"),
+        (None, None, "no_verdict"),
+        ("\\boxed{4}", None, "out_of_range"),
+        ("\\boxed{-2}", None, "out_of_range"),
+    ],
+)
+def test_parse_verdict(reply, index, status):
+    parsed = parse_verdict(reply, num_steps=4)
+    assert (parsed.index, parsed.status) == (index, status)
+
+
+def test_parse_category():
+    assert parse_verdict("\\boxed{1}\nCategory: Hallucination", 3).category == "Hallucination"
+    assert parse_verdict("\\boxed{1}\n**Category:** reasoning", 3).category == "Reasoning"
+    assert parse_verdict("\\boxed{1}", 3).category is None
+    assert parse_verdict("\\boxed{-1}\nCategory: Reasoning", 3).category is None  # no error, no category
+
+
+# --- safe evaluator ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression, value",
+    [
+        ("48/2", 24),
+        ("0.2 x 50", 10),
+        ("3 × 4 + 1", 13),
+        ("12 ÷ 4", 3),
+        ("$1,200 - $200", 1000),
+        ("50% * 80", 40),
+        ("(3+4)*2", 14),
+        ("2(3+4)", 14),
+        ("-5 + 3", -2),
+        (".25*100", 25),
+        ("2^3", 8),
+    ],
+)
+def test_evaluate(expression, value):
+    assert evaluate(expression) == pytest.approx(value)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["__import__('os').system('true')", "a + b", "2 ** 1000", "9**9**9", "1/0", "3 4", "", "1" * 300, "len([1])"],
+)
+def test_evaluate_refuses_non_arithmetic(expression):
+    with pytest.raises(ArithmeticError_):
+        evaluate(expression)
+
+
+def test_claims_in_a_step():
+    assert check_step("Natalia sold 48/2 = <<48/2=24>>24 clips in May.") == []
+    wrong = check_step("Natalia sold 48/2 = <<48/2=25>>25 clips in May.")
+    assert {c.kind for c in wrong} == {"annotation", "equation"}
+    assert check_step("She earned 0.2 x 50 = $10.") == []
+    assert [c.right for c in check_step("She earned 0.2 x 50 = $12.")] == ["$12"]
+    assert check_step("So 3*2 = 6*4 = 24 pages.") == []  # a chain: each '=' states its own result
+    assert check_step("That is 10/3 = 3.33 each, and 2/3 = 0.67.") == []  # rounding as written
+    assert check_step("10/50*100 = 20% of them.") == []
+    assert len(check_step("He has 7 + 5 = 13 apples.")) == 1
+    assert len(check_step("The total is 1,200 + 300 = 1,500 dollars.")) == 0
+    assert len(check_step("The total is 1,200 + 300 = 1,600 dollars.")) == 1
+
+
+def test_statements_that_are_not_calculations_are_skipped():
+    for text in ["1 hour = 60 minutes", "Let x = 5 apples", "2x + 3 = 7", "15% of $80 = (15/100)*$80 = $12",
+                 "There are 60 minutes x 3/4 = 45 minutes", "Step 2 = the hard part", "a = b + c"]:
+        assert check_step(text) == [], text
+    assert find_claims("no numbers here") == []
+
+
+def test_first_wrong_step():
+    assert first_wrong_step(["2 + 2 = 4", "4 * 3 = 12", "12 - 1 = 11"]) == -1
+    assert first_wrong_step(["2 + 2 = 4", "4 * 3 = 13", "13 - 1 = 11"]) == 1
+
+
+# --- GSM8K references and perturbations ----------------------------------------------------------
+
+
+def test_verifier_accepts_at_least_99_percent_of_train_references(train_rows):
+    judge = ArithmeticJudge()
+    items = [JudgeItem(r["question"], tuple(reference_steps(r["answer"])[0])) for r in train_rows]
+    verdicts = judge.judge_sync(items)
+    accepted = sum(v.index == -1 for v in verdicts) / len(verdicts)
+    assert len(verdicts) == 7473
+    assert accepted >= 0.99, accepted
+
+
+def test_perturbation_changes_one_result_in_step_j(train_rows):
+    rng = random.Random(0)
+    answer = train_rows[0]["answer"]  # Natalia: 48/2 = <<48/2=24>>24 ; 48+24 = <<48+24=72>>72
+    original, _ = reference_steps(answer)
+    steps, j = perturb_solution(answer, rng)
+    assert len(steps) == len(original)
+    assert [i for i, (a, b) in enumerate(zip(original, steps)) if a != b] == [j]
+    assert perturb_solution("No calculations here.\n#### 3", rng) is None
+
+
+def test_verifier_finds_the_changed_step_in_at_least_95_percent_of_200_perturbations(train_rows):
+    records = build_processbench(train_rows, num_errors=200, num_correct=0, seed=0)
+    assert len(records) == 200 and all(r["label"] >= 0 for r in records)
+    hits = sum(first_wrong_step(r["steps"]) == r["label"] for r in records)
+    assert hits / 200 >= 0.95, hits
+
+
+# --- the component ---------------------------------------------------------------------------
+
+
+def _mix(**settings):
+    return RewardMix(parse_rewards({"first_error": {"backend": "arithmetic", **settings}}))
+
+
+def test_component_scores_through_the_mix_with_steps_of_the_shared_segmentation():
+    completions = [
+        "Step 1: 3 + 4 = 7 apples.\nStep 2: 7 * 2 = 14 apples.\n#### 14",
+        "3 + 4 = 8 apples.\n8 * 2 = 16 apples.\nSo 16 - 1 = 15.\n#### 15",
+        "First 3 + 4 = 7.\nThen 7 * 2 = 15.\n#### 15",
+        "#### 14",  # no reasoning steps
+    ]
+    mix = _mix()
+    batch = RewardBatch.from_texts(completions, ["q"] * 4, ["14"] * 4)
+    output = mix.compute("first_error", batch)
+    assert output.scores == [0.0, -1.0, -0.5, None]
+    assert output.step_scores == [[0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, -1.0], None]
+    for i, steps in enumerate(output.step_scores[:3]):
+        assert len(steps) == len(batch.segmentations[i].steps)
+    assert [d["index"] for d in output.details] == [-1, 0, 1, None]
+    assert [d["num_steps"] for d in output.details] == [2, 3, 2, 0]
+    assert output.details[3]["verdict"] == "no_steps"
+    assert set(output.failures) >= set(FAILURE_KINDS)  # every kind reported, zeros included
+    assert output.failures["no_steps"] == 1 and sum(output.failures.values()) == 1
+    assert output.metrics["error_found_fraction"] == pytest.approx(2 / 3)
+    assert output.metrics["mean_relative_position"] == pytest.approx((0 / 3 + 1 / 2) / 2)
+
+
+def test_fallback_applies_to_samples_without_verdict():
+    mix = RewardMix(parse_rewards({"first_error": {"backend": "arithmetic", "fallback": -0.5}}))
+    output = mix.compute("first_error", RewardBatch.from_texts(["#### 3", "1 + 1 = 2.\n2 + 2 = 4.\n#### 4"]))
+    assert output.scores == [-0.5, 0.0]
+
+
+def test_flat_and_correct_only_in_the_component():
+    wrong_reasoning_right_answer = "3 + 4 = 8.\nSo 7 * 2 = 14.\n#### 14"
+    wrong_reasoning_wrong_answer = "3 + 4 = 8.\nSo 8 * 2 = 16.\n#### 16"
+    batch = RewardBatch.from_texts([wrong_reasoning_right_answer, wrong_reasoning_wrong_answer], golds=["14", "14"])
+    assert _mix(penalty="flat").compute("first_error", batch).scores == [-1.0, -1.0]
+    output = _mix(penalty="correct_only").compute("first_error", batch)
+    assert output.scores == [-1.0, 0.0]
+    assert output.step_scores == [[-1.0, 0.0], [0.0, 0.0]]
+    no_gold = RewardBatch.from_texts([wrong_reasoning_right_answer])
+    assert _mix(penalty="correct_only").compute("first_error", no_gold).scores == [None]
+
+
+def test_component_on_gsm8k_references_via_segmentation(train_rows):
+    rows = train_rows[:300]
+    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    output = _mix().compute("first_error", batch)
+    assert sum(score == 0.0 for score in output.scores) >= 0.99 * len(rows)
+
+
+def test_settings_validation_and_needs_model():
+    from procrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="model"):
+        parse_rewards({"first_error": {"backend": "openai"}})
+    with pytest.raises(ConfigError, match="penalty"):
+        parse_rewards({"first_error": {"penalty": "linear"}})
+    with pytest.raises(ConfigError, match="threshold"):
+        parse_rewards({"first_error": {"backend": "prm", "model": "m", "threshold": 1.5}})
+    assert FirstErrorReward(FirstErrorReward.Settings(backend="prm", model="Qwen/Qwen2.5-Math-PRM-7B")).needs_model() == "Qwen/Qwen2.5-Math-PRM-7B"
+    assert FirstErrorReward(FirstErrorReward.Settings(backend="openai", model="judge")).needs_model() is None
+    assert FirstErrorReward().needs_model() is None
+
+
+# --- meta-evaluation -----------------------------------------------------------------------------
+
+
+def test_processbench_metrics():
+    labels = [-1, -1, -1, -1, 0, 1, 2, 5]
+    predictions = [-1, -1, 2, None, 0, 0, -1, 5]
+    metrics = processbench_metrics(labels, predictions)
+    assert metrics["acc_cor"] == 0.5 and metrics["acc_err"] == 0.5
+    assert metrics["f1"] == pytest.approx(0.5)
+    assert metrics["no_verdict"] == 1 and metrics["n"] == 8
+    by_label = metrics["confusion"]["error_by_label"]
+    assert by_label["1"]["early"] == 1 and by_label["2"]["missed"] == 1 and by_label["4+"]["exact"] == 1
+    assert metrics["confusion"]["all_correct"] == {"n": 4, "correct": 2, "false_alarm": 1, "no_verdict": 1}
+    lopsided = processbench_metrics([-1, 0], [-1, -1])
+    assert lopsided["f1"] == 0.0
+
+
+def test_threshold_sweep_finds_the_separating_threshold():
+    labels = [-1, -1, 1, 0]
+    probabilities = [[0.9, 0.8], [0.7, 0.9], [0.9, 0.4], [0.3, 0.9]]
+    sweep = sweep_thresholds(labels, probabilities, thresholds=[0.2, 0.5, 0.75, 0.95])
+    assert sweep["best"]["threshold"] == 0.5 and sweep["best"]["f1"] == 1.0
+    assert [round(r["f1"], 3) for r in sweep["thresholds"]] == [0.0, 1.0, 0.667, 0.0]
+
+
+def test_read_processbench_rejects_bad_records(tmp_path):
+    from procrl.config import ConfigError
+
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"problem": "p", "steps": ["a", "b"], "label": 2}) + "\n")
+    with pytest.raises(ConfigError, match="label"):
+        read_processbench(path)
+    path.write_text(json.dumps([{"problem": "p", "steps": ["a"], "label": -1}]))
+    assert read_processbench(path)[0]["label"] == -1
+
+
+def test_eval_judge_cli_on_perturbed_gsm8k(tmp_path, capsys, train_rows):
+    data = tmp_path / "processbench.jsonl"
+    records = build_processbench(train_rows, num_errors=100, num_correct=100, seed=1)
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    code = main(["eval-judge", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"),
+                 "--set", "rewards.first_error.backend=arithmetic", "--data", str(data), "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n"] == 200 and report["no_verdict"] == 0
+    for key in ("f1", "acc_err", "acc_cor"):
+        assert 0.95 <= report[key] <= 1.0, (key, report[key])
+    assert math.isclose(report["f1"], 2 * report["acc_err"] * report["acc_cor"] / (report["acc_err"] + report["acc_cor"]))
+    code = main(["eval-judge", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"),
+                 "--set", "rewards.first_error.backend=arithmetic", "--data", str(data), "--limit", "20"])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "acc_err" in table and "F1" in table and "samples: 20" in table
+
+
+def test_eval_judge_cli_errors(tmp_path, capsys):
+    recipe = str(REPO / "recipes" / "gsm8k_judge.yaml")
+    assert main(["eval-judge", "--recipe", recipe, "--data", str(tmp_path / "missing.jsonl")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert main(["eval-judge", "--recipe", recipe, "--component", "accuracy", "--data", str(tmp_path / "x")]) == 2
+
+
+def test_judge_recipe_checks_without_network_for_every_backend():
+    recipe = str(REPO / "recipes" / "gsm8k_judge.yaml")
+    assert main(["check", recipe, "--set", "rewards.first_error.backend=arithmetic"]) == 0
+    assert main(["check", recipe, "--set", "rewards.first_error.backend=prm",
+                 "--set", "rewards.first_error.model=Qwen/Qwen2.5-Math-PRM-7B",
+                 "--set", "rewards.first_error.trust_remote_code=true"]) == 0
