@@ -26,12 +26,12 @@ def _add_recipe_options(p: argparse.ArgumentParser, positional: bool = True) -> 
 
 
 def _cmd_train(args) -> int:
-    from procrl.recipe import load_recipe
-    from procrl.run import train
+    # Honours the recipe's launch: section (starts accelerate unless already launched); unknown
+    # flags are accelerate launch flags and win over the recipe's (procrl/launch.py).
+    from procrl.launch import run_train, split_launch_args
 
-    recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-    train(recipe, resume=args.resume)
-    return 0
+    launch_args = split_launch_args(getattr(args, "launch_args", []))
+    return run_train(args.recipe, args.overrides, args.output_dir, args.resume, launch_args)
 
 
 def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
@@ -99,7 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="procrl", description="RL fine-tuning with process rewards.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="Train with a recipe.")
+    train = commands.add_parser(
+        "train", help="Train with a recipe.",
+        epilog="Starts `accelerate launch` when the recipe's launch: section asks for a config file or more than one "
+        "process. Any other flag (--num_processes N, --config_file F, --machine_rank R, --main_process_ip H, ...) "
+        "goes to accelerate launch and wins over the recipe's launch section.",
+    )
     _add_recipe_options(train)
     train.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
     train.add_argument("--resume", action="store_true", help="Continue from the last checkpoint in the output dir.")
@@ -125,7 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "train":  # only train passes unknown flags on (to accelerate launch)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.launch_args = extra
     try:
         return args.handler(args)
     except ConfigError as error:

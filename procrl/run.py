@@ -49,6 +49,8 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
     kwargs = dict(recipe.trainer_args)
     if "bf16" not in kwargs and not torch.cuda.is_available():
         kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
+    if "use_cpu" not in kwargs and not torch.cuda.is_available():
+        kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
     kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
     if recipe.logging.wandb_project:
         os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
@@ -140,11 +142,14 @@ def train(recipe: Recipe, resume: bool = False):
     _write_artifacts(trainer, recipe)
     checkpoint = None
     if resume:
-        from transformers.trainer_utils import get_last_checkpoint
+        from procrl.launch import announce_resume, resume_checkpoint
 
-        checkpoint = get_last_checkpoint(recipe.output_dir) if Path(recipe.output_dir).is_dir() else None
-        if checkpoint is None:
-            raise ConfigError(f"--resume: no checkpoint-* directory in {recipe.output_dir}")
+        checkpoint = resume_checkpoint(recipe.output_dir)
+        announce_resume(checkpoint, is_main=trainer.accelerator.is_main_process)
+    if "wandb" in (args.report_to or []):
+        from procrl.launch import set_wandb_run_id
+
+        set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
     trainer.train(resume_from_checkpoint=checkpoint)
     trainer.save_model(recipe.output_dir)
     trainer.save_state()

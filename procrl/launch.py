@@ -1,0 +1,223 @@
+"""Starting a recipe the way it asks: ``procrl train`` (and ``python RECIPE.yaml``) honour the
+recipe's ``launch:`` section by running ``accelerate launch`` as a subprocess, as ``trl <cmd>
+--accelerate_config`` does; inside an already launched process they train in place.
+
+Precedence: accelerate flags given on the command line win over the recipe's ``launch:``
+section (``procrl train RECIPE --num_processes 4`` passes ``--num_processes 4`` to accelerate
+instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches).
+
+Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`procrl.run.train`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from procrl.config import ConfigError
+
+__all__ = [
+    "LAUNCHED_ENV",
+    "WANDB_RUN_ID_FILE",
+    "accelerate_command",
+    "announce_resume",
+    "inside_launcher",
+    "needs_launcher",
+    "resolve_config_file",
+    "resume_checkpoint",
+    "set_wandb_run_id",
+    "split_launch_args",
+    "train_command",
+]
+
+# Set in the environment of the processes procrl starts through accelerate (belt and braces:
+# accelerate's own variables below already mark them).
+LAUNCHED_ENV = "PROCRL_LAUNCHED"
+# Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
+# ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
+# LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
+_LAUNCHER_ENV = (LAUNCHED_ENV, "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND")
+# accelerate flags that choose the distributed type; with any of them we do not add --multi_gpu.
+_TYPE_FLAGS = ("--config_file", "--cpu", "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--tpu", "--use_megatron_lm")
+WANDB_RUN_ID_FILE = "wandb_run_id"
+
+
+def inside_launcher(env: dict[str, str] | None = None) -> bool:
+    """Whether this process was started by accelerate / torchrun / procrl (then: train in place)."""
+    env = os.environ if env is None else env
+    return any(key in env for key in _LAUNCHER_ENV)
+
+
+def needs_launcher(recipe) -> bool:
+    """Whether the recipe's ``launch:`` section asks for more than one plain process."""
+    launch = recipe.launch
+    return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
+
+
+def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
+    """The accelerate config file: absolute, else relative to the cwd, the recipe's directory or
+    one of its parents (recipes name ``launch/accelerate/zero3.yaml`` relative to the repo root)."""
+    path = Path(config_file).expanduser()
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        candidates = [Path.cwd() / path]
+        if recipe_path:
+            here = Path(recipe_path).resolve().parent
+            candidates += [directory / path for directory in (here, *here.parents)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        f"launch.config_file: {config_file} not found (looked relative to the working directory and to the recipe's directory and its parents)"
+    )
+
+
+def split_launch_args(extra: list[str]) -> list[str]:
+    """Check that ``extra`` (what ``procrl train`` did not recognise) are ``accelerate launch`` flags."""
+    if not extra:
+        return []
+    from accelerate.commands.launch import launch_command_parser
+
+    parsed, unknown = launch_command_parser().parse_known_args([*extra, "procrl-recipe.yaml"])
+    if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
+        bad = unknown or parsed.training_script_args or [parsed.training_script]
+        raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
+    return list(extra)
+
+
+def _flag_names(args: list[str]) -> set[str]:
+    return {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+
+
+def accelerate_command(recipe, launch_args: list[str] | None = None, python: str | None = None) -> list[str]:
+    """``python -m accelerate.commands.launch`` flags from the recipe's ``launch:`` section, with
+    ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
+    launch = recipe.launch
+    user = list(launch_args or [])
+    given = _flag_names(user)
+    flags: list[str] = []
+    if launch.config_file is not None and "--config_file" not in given:
+        flags += ["--config_file", str(resolve_config_file(launch.config_file, recipe.path))]
+    if launch.num_processes is not None and "--num_processes" not in given:
+        flags += ["--num_processes", str(launch.num_processes)]
+    if launch.num_machines != 1 and "--num_machines" not in given:
+        flags += ["--num_machines", str(launch.num_machines)]
+    if launch.main_process_port is not None and "--main_process_port" not in given:
+        flags += ["--main_process_port", str(launch.main_process_port)]
+    if (
+        not given.intersection(_TYPE_FLAGS)
+        and launch.config_file is None
+        and ((launch.num_processes or 1) > 1 or launch.num_machines > 1)
+    ):
+        flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
+    return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
+
+
+def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+                  launch_args: list[str] | None = None) -> list[str]:
+    """The full command ``procrl train`` runs: accelerate launching ``-m procrl.run`` on the recipe."""
+    script = ["-m", "procrl.run", recipe_path]
+    for override in overrides:
+        script += ["--set", override]
+    if output_dir is not None:
+        script += ["--output-dir", output_dir]
+    if resume:
+        script.append("--resume")
+    return accelerate_command(recipe, launch_args) + script
+
+
+def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+                    launch_args: list[str] | None = None) -> int:
+    """Run accelerate as a subprocess and return its exit status."""
+    command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args)
+    print("procrl: launching " + shlex.join(command), file=sys.stderr, flush=True)
+    env = dict(os.environ, **{LAUNCHED_ENV: "1"})
+    try:
+        return subprocess.call(command, env=env)
+    except KeyboardInterrupt:
+        return 130
+
+
+def note_outer_launch(recipe) -> None:
+    """One line when an outer launcher gave fewer processes than the recipe's launch section asks
+    for (the launcher's flags win; the note says how to get the recipe's launch)."""
+    if not needs_launcher(recipe) or os.environ.get("RANK", "0") != "0" or os.environ.get(LAUNCHED_ENV):
+        return
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    wanted = recipe.launch.num_processes or 1
+    if world < wanted:
+        print(
+            f"procrl: note: this launch runs {world} process(es); the recipe's launch section asks for {wanted}"
+            f"{' with ' + recipe.launch.config_file if recipe.launch.config_file else ''}. The launcher's flags win; "
+            "`procrl train RECIPE` launches as the recipe says.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+              launch_args: list[str] | None = None) -> int:
+    """``procrl train`` / ``python RECIPE.yaml``: launch through accelerate when the recipe asks for
+    it (or accelerate flags were given) and we are not inside a launcher; else train here."""
+    from procrl.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path, overrides, output_dir)
+    if resume:
+        resume_checkpoint(recipe.output_dir)  # fail before anything starts
+    if not inside_launcher() and (needs_launcher(recipe) or launch_args):
+        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args)
+    if launch_args:
+        raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
+    note_outer_launch(recipe)
+    from procrl.run import train
+
+    train(recipe, resume=resume)
+    return 0
+
+
+# --- resume -------------------------------------------------------------------------------------
+
+
+def resume_checkpoint(output_dir: str) -> str:
+    """The last ``checkpoint-N`` directory of ``output_dir`` (a clear error when there is none)."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    checkpoint = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
+    if checkpoint is None:
+        raise ConfigError(f"--resume: no checkpoint-* directory in {output_dir}")
+    return checkpoint
+
+
+def checkpoint_step(checkpoint: str) -> int | None:
+    state = Path(checkpoint) / "trainer_state.json"
+    try:
+        return int(json.loads(state.read_text())["global_step"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def announce_resume(checkpoint: str, is_main: bool = True) -> None:
+    if is_main:
+        print(f"procrl: resuming from {checkpoint} (global step {checkpoint_step(checkpoint)})", file=sys.stderr, flush=True)
+
+
+def set_wandb_run_id(output_dir: str, resume: bool, is_main: bool = True) -> str:
+    """Give the W&B run a stable id stored in ``output_dir/wandb_run_id``; a resumed run reuses it
+    (WANDB_RUN_ID + WANDB_RESUME=allow), so its curves continue in the same W&B run."""
+    path = Path(output_dir) / WANDB_RUN_ID_FILE
+    if resume and path.is_file():
+        run_id = path.read_text().strip()
+        os.environ["WANDB_RESUME"] = "allow"
+    else:
+        run_id = os.environ.get("WANDB_RUN_ID") or uuid.uuid4().hex[:12]
+    os.environ["WANDB_RUN_ID"] = run_id
+    if is_main:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(run_id + "\n")
+    return run_id

@@ -1,0 +1,101 @@
+"""Start-up hook that lets ``python RECIPE.yaml`` and ``accelerate launch RECIPE.yaml`` train.
+
+accelerate runs its script with the Python interpreter (``python FILE`` for one process,
+``python -u FILE`` under torchrun for several) and never looks at the extension, so a procrl
+recipe given as the "script" reaches Python. ``zzz-procrl-recipe-hook.pth`` (installed into
+site-packages with procrl) runs this line at every interpreter start::
+
+    import sys; sys.argv[0][-5:].lower() in ('.yaml', '.yml') ... and __import__('procrl_recipe_hook').run()
+
+It costs one string comparison for every other start: this module is imported only when the
+script's name ends in ``.yaml``/``.yml``, and ``procrl`` only when the file also has the recipe
+marker line ``recipe: procrl/v1`` at the top level. Any other file is left to Python untouched
+(read once, never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this
+process and ends the interpreter with that exit status (a .pth line cannot raise SystemExit:
+atexit handlers run, streams are flushed, then ``os._exit``). The script never runs as Python.
+
+Turn it off with ``PROCRL_RECIPE_HOOK=0``. Python started with ``-S`` or ``-I`` skips .pth
+files, and then a recipe runs as Python (and fails): use ``procrl train`` there.
+"""
+
+import os
+import sys
+
+MARKER = "procrl/v1"  # the value of procrl.recipe.MARKER; kept here so no procrl import is needed
+_MAX_BYTES = 1 << 20
+_ran = False
+
+
+def has_marker(path: str) -> bool:
+    """Whether ``path`` has a top-level ``recipe: procrl/v1`` line (plain text scan, no YAML)."""
+    try:
+        if os.path.getsize(path) > _MAX_BYTES:
+            return False
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("recipe:"):
+                    value = line[len("recipe:"):].split("#", 1)[0].strip().strip("'\"")
+                    if value == MARKER:
+                        return True
+    except OSError:
+        return False
+    return False
+
+
+def _exit_code(value) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value
+    print(value, file=sys.stderr)
+    return 1
+
+
+def run() -> None:
+    """Called from the .pth line when ``sys.argv[0]`` ends in .yaml/.yml."""
+    global _ran
+    if _ran:  # in a venv the .pth line runs twice (site-packages is reached through lib and lib64)
+        return
+    _ran = True
+    script = sys.argv[0] if sys.argv else ""
+    if not script.lower().endswith((".yaml", ".yml")) or os.environ.get("PROCRL_RECIPE_HOOK", "1") == "0":
+        return
+    if not has_marker(script):
+        return
+    code = 1
+    try:
+        # what `python -m procrl.run` would have on sys.path: custom reward modules next to the cwd
+        if "" not in sys.path and os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        from procrl.cli import main
+
+        code = _exit_code(main(["train", script, *sys.argv[1:]]))
+    except SystemExit as exit_:
+        code = _exit_code(exit_.code)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # noqa: BLE001 - report like an uncaught exception would, then exit
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        _finish(code)
+
+
+def _finish(code: int) -> None:
+    """End the interpreter as a normal exit would: join threads, atexit, flush, then _exit."""
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None and hasattr(threading, "_shutdown"):
+            threading._shutdown()
+        import atexit
+
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
