@@ -110,10 +110,15 @@ def _write_artifacts(trainer, recipe: Recipe) -> None:
     (output / "run_info.json").write_text(json.dumps(run_info(trainer, recipe), indent=2) + "\n")
 
 
-def _callbacks(recipe: Recipe) -> list:
+def _callbacks(recipe: Recipe, mix=None) -> list:
     from procrl.logging_utils import RecipeConfigCallback
 
-    return [RecipeConfigCallback(redact(recipe.resolved()))]
+    callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
+    if recipe.logging.diagnostics and mix is not None:
+        from procrl.diagnostics import DiagnosticsCallback
+
+        callbacks.append(DiagnosticsCallback.attach(mix))
+    return callbacks
 
 
 def train(recipe: Recipe, resume: bool = False):
@@ -134,11 +139,11 @@ def train(recipe: Recipe, resume: bool = False):
     if recipe.trainer.algorithm == "ppo":
         from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
 
-        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe))
+        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix))
     else:
         from procrl.trainers.grpo import build_grpo_trainer
 
-        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe))
+        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix))
     _write_artifacts(trainer, recipe)
     checkpoint = None
     if resume:

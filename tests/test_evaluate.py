@@ -1,0 +1,161 @@
+"""``procrl evaluate``: reasoning-aware accuracy against a scripted judge (a local
+OpenAI-compatible server on 127.0.0.1 standing in for the judge endpoint), the report files,
+and the command on CPU with the embedded tiny model."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from procrl import evaluate as ev
+from procrl.cli import main as cli_main
+from procrl.data import load_examples
+from procrl.recipe import load_recipe
+from procrl.rewards.base import RewardOutput
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+
+
+class ScriptedJudge:
+    """Chat-completions endpoint whose reply depends on a marker in the judged solution."""
+
+    REPLIES = {
+        "MARK_STEP0": "Step 0 multiplies the wrong numbers.\n\\boxed{0}",
+        "MARK_STEP1": "Step 1 subtracts instead of adding.\n\\boxed{1}",
+        "MARK_GARBLED": "I am not sure what to say about this one.",
+    }
+
+    def __init__(self):
+        self.prompts: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                prompt = payload["messages"][-1]["content"]
+                outer.prompts.append(prompt)
+                content = next((r for m, r in outer.REPLIES.items() if m in prompt), "Every step holds.\n\\boxed{-1}")
+                body = json.dumps({"id": "x", "object": "chat.completion", "model": payload.get("model"),
+                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                                "finish_reason": "stop"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def judge():
+    server = ScriptedJudge()
+    yield server
+    server.close()
+
+
+def _gold_number(answer: str) -> str:
+    return answer.split("####")[-1].strip()
+
+
+def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
+    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+                                "model: judge, max_retries: 0}"])
+    golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(5))["answer"]]
+    wrong = str(int(golds[2]) + 1)
+    completions = [
+        f"We read the problem.\n\nWe combine the numbers.\n\nThe answer is {golds[0]}.",  # right, sound
+        f"We read the problem. MARK_STEP0\n\nWe combine the numbers.\n\nThe answer is {golds[1]}.",  # right, error at 0
+        f"We read the problem.\n\nWe combine the numbers.\n\nThe answer is {wrong}.",  # wrong answer, judge: sound
+        f"We read the problem. MARK_GARBLED\n\nWe combine the numbers.\n\nThe answer is {golds[3]}.",  # right, no verdict
+        f"We read the problem.\n\nWe combine the numbers. MARK_STEP1\n\nThe answer is {golds[4]}.",  # right, error at 1
+    ]
+    report = ev.evaluate(recipe, limit=5, output_dir=tmp_path, completions=completions)
+
+    assert len(judge.prompts) == 5
+    assert report["n"] == 5
+    assert report["answer_accuracy"] == pytest.approx(4 / 5)
+    assert report["reasoning_aware_accuracy"] == pytest.approx(1 / 5)  # only the first: right and judged sound
+    assert report["inflation"] == pytest.approx(3 / 5)
+    assert report["process_error_rate"] == pytest.approx(2 / 3)  # right and judged: 0, 1, 4; flawed: 1, 4
+    assert report["first_error_unjudged"] == 1
+    assert report["first_error_component"] == "judge"
+    assert report["first_error"]["index_histogram"] == [1, 1]
+    assert report["components"]["accuracy"]["mean"] == pytest.approx(4 / 5)
+    assert report["components"]["judge"]["none"] == 1  # the garbled verdict has no score
+
+    on_disk = json.loads((tmp_path / "report.json").read_text())
+    assert on_disk["reasoning_aware_accuracy"] == pytest.approx(1 / 5)
+    assert {"component_distributions.png", "first_error_histogram.png"} <= set(on_disk["plots"])
+    for name in on_disk["plots"]:
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| reasoning_aware_accuracy | 0.2000 |" in markdown and "| inflation | 0.6000 |" in markdown
+    rows = [json.loads(line) for line in (tmp_path / "completions.jsonl").read_text().splitlines()]
+    assert [r["first_error"] for r in rows] == [-1, 0, -1, None, 1]
+
+
+def test_without_a_judge_reasoning_aware_accuracy_is_null(tmp_path):
+    recipe = load_recipe(TINY, [])
+    golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(2))["answer"]]
+    report = ev.evaluate(recipe, limit=2, output_dir=tmp_path, completions=[f"So {golds[0]}.", "No idea."])
+    assert report["answer_accuracy"] == pytest.approx(0.5)
+    assert report["reasoning_aware_accuracy"] is None and report["inflation"] is None
+    assert any("no first_error component" in note for note in report["notes"])
+    assert report["plots"] == ["component_distributions.png"]
+
+
+def test_aggregate_outputs_merges_batches():
+    first = {"t": RewardOutput(scores=[0.5, None], details=[{"a": 1}, {"a": 2}], metrics={"m": 1.0},
+                               extras={"transition_counts": [[1, 0], [0, 2]], "labels": ["x", "y"]}, failures={"no_verdict": 1})}
+    second = {"t": RewardOutput(scores=[1.0], metrics={"m": 4.0}, extras={"transition_counts": [[0, 3], [1, 0]]},
+                                failures={"no_verdict": 2})}
+    merged = ev.aggregate_outputs([first, second])["t"]
+    assert merged.scores == [0.5, None, 1.0]
+    assert merged.details == [{"a": 1}, {"a": 2}, None]
+    assert merged.metrics["m"] == pytest.approx((1.0 * 2 + 4.0 * 1) / 3)  # weighted by batch size
+    assert merged.extras["transition_counts"] == [[1, 3], [1, 2]]
+    assert merged.failures == {"no_verdict": 3}
+
+
+def test_evaluate_command_with_tiny_model(tmp_path, capsys):
+    out = tmp_path / "eval"
+    code = cli_main([
+        "evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--split", "test", "--limit", "8",
+        "--output-dir", str(out), "--max-new-tokens", "16",
+        "--set", "rewards.judge={type: first_error, backend: arithmetic}",
+        "--set", "rewards.trace={type: trace, tagger: cues}",
+    ])
+    assert code == 0
+    report = json.loads((out / "report.json").read_text())
+    for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "n"):
+        assert key in report
+    assert report["n"] == 8 and report["generation"]["backend"] == "transformers"
+    assert 0.0 <= report["reasoning_aware_accuracy"] <= report["answer_accuracy"] <= 1.0
+    assert report["inflation"] == pytest.approx(report["answer_accuracy"] - report["reasoning_aware_accuracy"])
+    assert set(report["components"]) == {"accuracy", "format", "judge", "trace"}
+    assert len(report["trace"]["trace"]["transition_counts"]) == 8
+    for name in ("component_distributions.png", "first_error_histogram.png", "trace_transitions.png"):
+        assert (out / name).read_bytes().startswith(b"\x89PNG"), name
+    assert len((out / "completions.jsonl").read_text().splitlines()) == 8
+    assert "reasoning_aware_accuracy" in capsys.readouterr().out
