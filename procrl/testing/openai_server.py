@@ -9,6 +9,7 @@ status, a malformed body, and optionally a delay before answering.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -48,6 +49,12 @@ class ScriptedOpenAIServer:
 
             def log_message(self, *args):  # quiet
                 pass
+
+            def setup(self):
+                super().setup()
+                # headers and body go out in separate writes: without this, Nagle + delayed ACK
+                # add ~40 ms to every reply
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
