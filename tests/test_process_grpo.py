@@ -83,7 +83,7 @@ def _tiny_process_recipe(tmp_path, *extra):
     ], output_dir=str(tmp_path / "run"))
 
 
-@pytest.mark.parametrize("loss_type", ["dapo", "grpo"])
+@pytest.mark.parametrize("loss_type", ["dapo", pytest.param("grpo", marks=pytest.mark.slow), pytest.param("bnpo", marks=pytest.mark.slow)])
 def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_type):
     from procrl.run import train
 

@@ -1,0 +1,520 @@
+"""procrl's PPO trainer (``trainer.algorithm: ppo``) with token-level process rewards.
+
+TRL 1.16 has no PPO trainer any more; this one runs on the same stack as procrl's GRPO
+(transformers ``Trainer`` + accelerate, so DDP / DeepSpeed ZeRO-2/3, PEFT, checkpoints,
+resume, callbacks, W&B and ``trainer_state.json`` work as for any Trainer) and the same reward
+mix. REWARDS.md section 5:
+
+* rollout: ``policy.generate`` (sampling at ``temperature``/``top_p``/``top_k``) on the prompts of
+  the batch (each prompt ``num_generations`` times, as TRL's GRPO sampler repeats it);
+* token rewards: each step's reward (weighted per-step scores of the ``process_rewards``
+  components) on the step's last token, ``outcome_weight`` x the mix's weighted sequence reward
+  on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
+* a value model (``value_model``; default: the policy's weights under a fresh 1-output
+  token-classification head, LoRA adapters too when the policy uses LoRA), GAE (``gamma``,
+  ``lam``), advantages whitened over the batch's tokens;
+* clipped policy loss (clip range ``epsilon``) and clipped value loss (``cliprange_value``,
+  coefficient ``vf_coef``), ``num_iterations`` PPO epochs per rollout batch.
+
+Design: policy and value model live in one ``PolicyAndValue`` module, the Trainer's model, so
+that a single optimizer, DDP/DeepSpeed wrapping and checkpointing cover both. One optimizer
+step = one PPO epoch over the rollout batch (``gradient_accumulation_steps`` micro-batches):
+a rollout is made at the first epoch of each cycle and reused for the next ``num_iterations - 1``
+optimizer steps (the sampler repeats the cycle's prompts, like TRL's GRPO ``RepeatSampler``).
+Checkpoints hold the policy (``save_pretrained`` layout, loadable as the policy) and the value
+model under ``value_model/``; resume restores both.
+
+Simplified on purpose (say so rather than pretend): one mini-batch per micro-batch (no extra
+PPO mini-batch shuffling), advantages whitened per process (not across ranks), generation with
+transformers only (``use_vllm`` is refused), no reward-model-based "missing EOS penalty", the
+reference model is a frozen copy of the initial policy (or the policy with adapters disabled
+under LoRA) and is only loaded when ``beta > 0``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import Trainer
+
+from procrl.config import ConfigError
+from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
+from procrl.trainers.credit import gae, masked_whiten, scatter_step_rewards, token_rewards
+from procrl.trainers.process_grpo import local_step_credit
+
+__all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "VALUE_DIR"]
+
+logger = logging.getLogger(__name__)
+
+VALUE_DIR = "value_model"
+
+
+@dataclass
+class PPOSettings:
+    """The PPO hyper-parameters, from the recipe (procrl keys) and GRPOConfig (shared ones)."""
+
+    num_ppo_epochs: int = 1  # GRPOConfig.num_iterations
+    cliprange: float = 0.2  # GRPOConfig.epsilon
+    cliprange_value: float = 0.2
+    vf_coef: float = 0.1
+    gamma: float = 1.0
+    lam: float = 0.95
+    kl_coef: float = 0.0  # GRPOConfig.beta
+    whiten_advantages: bool = True
+    outcome_weight: float = 1.0
+    process_rewards: list[str] | None = None
+    num_generations: int = 1
+    max_completion_length: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int | None = None
+
+    @classmethod
+    def from_recipe(cls, recipe, args) -> "PPOSettings":
+        trainer = recipe.trainer
+        return cls(
+            num_ppo_epochs=int(args.num_iterations),
+            cliprange=float(args.epsilon),
+            cliprange_value=trainer.cliprange_value,
+            vf_coef=trainer.vf_coef,
+            gamma=trainer.gamma,
+            lam=trainer.lam,
+            kl_coef=float(args.beta),
+            whiten_advantages=trainer.whiten_advantages,
+            outcome_weight=trainer.outcome_weight,
+            process_rewards=trainer.process_rewards,
+            num_generations=int(args.num_generations or 1),
+            max_completion_length=int(args.max_completion_length),
+            temperature=float(args.temperature),
+            top_p=float(args.top_p),
+            top_k=args.top_k if args.top_k else None,
+        )
+
+
+class PolicyAndValue(nn.Module):
+    """The policy (causal LM) and the value model (1-output token classifier) as one module:
+    one forward gives the logits and the per-token values, so DDP/DeepSpeed see one model."""
+
+    def __init__(self, policy: nn.Module, value: nn.Module):
+        super().__init__()
+        self.policy = policy
+        self.value = value
+        self.config = policy.config
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        values = self.value(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1)
+        return logits, values
+
+    @property
+    def is_gradient_checkpointing(self) -> bool:
+        return bool(getattr(self.policy, "is_gradient_checkpointing", False))
+
+    def activation_checkpointing_enable(self, **kwargs: Any) -> None:
+        for model in (self.policy, self.value):
+            if hasattr(model, "gradient_checkpointing_enable"):
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs.get("activation_checkpointing_kwargs"))
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None, **_: Any) -> None:
+        self.activation_checkpointing_enable(activation_checkpointing_kwargs=gradient_checkpointing_kwargs)
+
+    def gradient_checkpointing_disable(self) -> None:
+        for model in (self.policy, self.value):
+            if hasattr(model, "gradient_checkpointing_disable"):
+                model.gradient_checkpointing_disable()
+
+
+def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
+    from trl.trainer.utils import selective_log_softmax
+
+    return selective_log_softmax(logits / temperature, tokens)
+
+
+def _entropy(logits: torch.Tensor) -> torch.Tensor:
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    mask = mask.to(values.dtype)
+    return (values * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+class PPOTrainer(Trainer):
+    """PPO with token-level (process) rewards as a transformers ``Trainer``; see the module
+    docstring for the algorithm and what is simplified. ``training_step`` makes (or reuses) a
+    rollout and runs one PPO epoch on it; ``log`` adds the PPO metrics; ``_save`` /
+    ``_load_from_checkpoint`` handle the policy + value model layout."""
+
+    def __init__(
+        self,
+        model: PolicyAndValue,
+        ref_model: nn.Module | None,
+        args,
+        settings: PPOSettings,
+        reward_mix: RewardMix,
+        processing_class,
+        train_dataset,
+        callbacks: list | None = None,
+    ):
+        super().__init__(
+            model=model,
+            args=args,
+            data_collator=lambda rows: rows,  # prompts stay rows: the rollout tokenizes them
+            train_dataset=train_dataset,
+            processing_class=processing_class,
+            callbacks=callbacks,
+        )
+        self.settings = settings
+        self.reward_mix = reward_mix
+        self.ref_model = ref_model
+        if ref_model is not None:
+            if self.is_deepspeed_enabled:
+                from trl.models.utils import prepare_deepspeed
+
+                self.ref_model = prepare_deepspeed(ref_model, self.accelerator)
+            else:
+                self.ref_model = self.accelerator.prepare_model(ref_model, evaluation_mode=True)
+        self._rollouts: list[dict | None] = [None] * args.gradient_accumulation_steps
+        self._micro_step = 0
+        self._metrics: dict[str, list[float]] = defaultdict(list)
+        self.model_accepts_loss_kwargs = False
+
+    # -- data --
+
+    def _get_train_sampler(self, train_dataset=None):
+        from trl.trainer.utils import RepeatSampler
+
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        generations = self.settings.num_generations
+        rows_per_cycle = self.args.per_device_train_batch_size * self.args.world_size * self.args.gradient_accumulation_steps
+        return RepeatSampler(
+            data_source=dataset,
+            mini_repeat_count=generations,
+            batch_size=rows_per_cycle // generations,
+            repeat_count=self.settings.num_ppo_epochs,
+            shuffle=True,
+            seed=self.args.seed,
+        )
+
+    # -- rollout --
+
+    def _prompt_texts(self, rows: list[dict]) -> list[str]:
+        texts = []
+        for row in rows:
+            prompt = row["prompt"]
+            if isinstance(prompt, list):
+                prompt = self.processing_class.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+            texts.append(prompt)
+        return texts
+
+    def _policy_ref_logprobs(self, input_ids, attention_mask, completion_ids, prompt_length) -> torch.Tensor | None:
+        if self.settings.kl_coef == 0.0:
+            return None
+        if self.ref_model is not None:
+            logits = self.ref_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        else:  # LoRA: the reference is the policy with its adapters disabled
+            policy = self.accelerator.unwrap_model(self.model).policy
+            with policy.disable_adapter():
+                logits = policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        return _logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
+
+    @torch.no_grad()
+    def _rollout(self, rows: list[dict]) -> dict[str, Any]:
+        from trl.models.utils import unwrap_model_for_generation
+
+        device = self.accelerator.device
+        tokenizer = self.processing_class
+        settings = self.settings
+        encoded = tokenizer(
+            self._prompt_texts(rows), return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        ).to(device)
+        prompt_ids, prompt_mask = encoded["input_ids"], encoded["attention_mask"]
+        eos_ids = tokenizer.eos_token_id
+        generation = dict(
+            do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
+            max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_ids,
+        )
+        with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
+            policy = unwrapped.policy
+            was_training = policy.training
+            policy.eval()
+            sequences = policy.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **generation)
+            policy.train(was_training)
+        prompt_length = prompt_ids.size(1)
+        completion_ids = sequences[:, prompt_length:]
+        # Keep tokens up to and including the first EOS.
+        is_eos = completion_ids == eos_ids
+        first_eos = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completion_ids.size(1))
+        positions = torch.arange(completion_ids.size(1), device=device).unsqueeze(0)
+        completion_mask = (positions <= first_eos.unsqueeze(1)).long()
+        completion_ids = completion_ids.masked_fill(completion_mask == 0, tokenizer.pad_token_id)
+        id_lists = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1))]
+        texts = tokenizer.batch_decode(id_lists, skip_special_tokens=True)
+
+        # Rewards: every component once (the mix caches the outputs for the step credit).
+        columns = {k: [row.get(k) for row in rows] for k in rows[0] if k != "prompt"}
+        batch = RewardBatch(
+            completions=texts,
+            questions=list(columns.get("question", [None] * len(rows))),
+            golds=list(columns.get("answer", [None] * len(rows))),
+            prompts=self._prompt_texts(rows),
+            completion_ids=id_lists,
+            columns=columns,
+        )
+        outputs = self.reward_mix.score_all(batch)
+        totals = self.reward_mix.total(outputs)
+        outcome = torch.tensor([0.0 if t is None else t for t in totals], dtype=torch.float32, device=device)
+        step_rewards, step_tokens, credit_stats = local_step_credit(
+            self.reward_mix, tokenizer, id_lists, settings.process_rewards
+        )
+        width = completion_ids.size(1)
+        step_reward_tokens = scatter_step_rewards(step_rewards, step_tokens, width).to(device)
+
+        input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
+        attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
+        logits, values = self.model(input_ids=input_ids, attention_mask=attention_mask)
+        old_logprobs = _logprobs(logits[:, prompt_length - 1 : -1], completion_ids, settings.temperature)
+        old_values = values[:, prompt_length - 1 : -1].float()
+        entropy = _entropy(logits[:, prompt_length - 1 : -1] / settings.temperature)
+        del logits
+        ref_logprobs = self._policy_ref_logprobs(input_ids, attention_mask, completion_ids, prompt_length)
+        kl = (old_logprobs - ref_logprobs) if ref_logprobs is not None else torch.zeros_like(old_logprobs)
+        rewards = token_rewards(step_reward_tokens, settings.outcome_weight * outcome, completion_mask, kl, settings.kl_coef)
+        advantages, returns = gae(rewards, old_values, completion_mask, settings.gamma, settings.lam)
+        if settings.whiten_advantages:
+            advantages = masked_whiten(advantages, completion_mask)
+
+        mask = completion_mask.float()
+        kl_per_sequence = (kl * mask).sum(dim=1)
+        self._record_rollout_metrics(outputs, totals, credit_stats, {
+            "objective/kl": kl_per_sequence.mean(),
+            "objective/entropy": (entropy * mask).sum(dim=1).mean(),
+            "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
+            "objective/scores": outcome.mean(),
+            "objective/rlhf_reward": (rewards * mask).sum(dim=1).mean(),
+            "val/mean": _masked_mean(old_values, mask),
+            "val/num_eos_tokens": (is_eos.any(dim=1)).float().sum(),
+            "completions/mean_length": mask.sum(dim=1).mean(),
+        })
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "completion_ids": completion_ids,
+            "completion_mask": completion_mask,
+            "prompt_length": prompt_length,
+            "old_logprobs": old_logprobs,
+            "old_values": old_values,
+            "advantages": advantages,
+            "returns": returns,
+        }
+
+    def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
+        """Average over processes (every rank calls this with the same keys, in the same order)."""
+        names: list[str] = []
+        values: list[float] = []
+        for name, output in outputs.items():
+            scores = [s for s in output.scores if s is not None]
+            names += [f"rewards/{name}/mean", f"rewards/{name}/std"]
+            mean = sum(scores) / len(scores) if scores else float("nan")
+            std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores)) if scores else float("nan")
+            values += [mean, std]
+            for key, value in sorted(output.metrics.items()):
+                if value is not None and math.isfinite(value):
+                    names.append(f"rewards/{name}/{key}")
+                    values.append(float(value))
+        present = [t for t in totals if t is not None]
+        names.append("reward")
+        values.append(sum(present) / len(present) if present else float("nan"))
+        for key, value in credit_stats.items():
+            names.append(key)
+            values.append(float(value))
+        for key, value in tensors.items():
+            names.append(key)
+            values.append(float(value))
+        from accelerate.utils import gather_object
+
+        if self.accelerator.num_processes > 1:
+            # ranks may differ in optional metric keys: average per key over the ranks that have it
+            gathered = gather_object([dict(zip(names, values))])
+            merged: dict[str, list[float]] = defaultdict(list)
+            for part in gathered:
+                for key, value in part.items():
+                    if math.isfinite(value):
+                        merged[key].append(value)
+            averaged = {key: sum(v) / len(v) for key, v in merged.items()}
+        else:
+            averaged = {key: value for key, value in zip(names, values) if math.isfinite(value)}
+        for key, value in averaged.items():
+            self._metrics[key].append(value)
+
+    # -- PPO update --
+
+    def training_step(self, model: nn.Module, inputs: list[dict], num_items_in_batch=None) -> torch.Tensor:
+        model.train()
+        accumulation = self.args.gradient_accumulation_steps
+        slot = self._micro_step % accumulation
+        first_epoch = self._micro_step % (accumulation * self.settings.num_ppo_epochs) < accumulation
+        if first_epoch or self._rollouts[slot] is None:  # None: resumed in the middle of a cycle
+            self._rollouts[slot] = self._rollout(inputs)
+        rollout = self._rollouts[slot]
+        self._micro_step += 1
+
+        settings = self.settings
+        prompt_length = rollout["prompt_length"]
+        mask = rollout["completion_mask"].float()
+        with self.compute_loss_context_manager():
+            logits, values = model(input_ids=rollout["input_ids"], attention_mask=rollout["attention_mask"])
+        logprobs = _logprobs(logits[:, prompt_length - 1 : -1], rollout["completion_ids"], settings.temperature)
+        values = values[:, prompt_length - 1 : -1].float()
+        del logits
+
+        advantages, returns = rollout["advantages"], rollout["returns"]
+        log_ratio = logprobs - rollout["old_logprobs"]
+        ratio = torch.exp(log_ratio)
+        policy_losses = torch.max(
+            -advantages * ratio, -advantages * torch.clamp(ratio, 1.0 - settings.cliprange, 1.0 + settings.cliprange)
+        )
+        policy_loss = _masked_mean(policy_losses, mask)
+        old_values = rollout["old_values"]
+        clipped_values = old_values + torch.clamp(values - old_values, -settings.cliprange_value, settings.cliprange_value)
+        value_losses = torch.max((values - returns) ** 2, (clipped_values - returns) ** 2)
+        value_loss = 0.5 * _masked_mean(value_losses, mask)
+        loss = policy_loss + settings.vf_coef * value_loss
+
+        with torch.no_grad():
+            self._metrics["loss/policy"].append(policy_loss.item())
+            self._metrics["loss/value"].append(value_loss.item())
+            self._metrics["policy/approxkl"].append(_masked_mean(0.5 * log_ratio**2, mask).item())
+            self._metrics["policy/clipfrac"].append(
+                _masked_mean((torch.abs(ratio - 1.0) > settings.cliprange).float(), mask).item()
+            )
+            self._metrics["val/clipfrac"].append(
+                _masked_mean(((values - returns) ** 2 < (clipped_values - returns) ** 2).float(), mask).item()
+            )
+            self._metrics["val/ratio"].append(_masked_mean(ratio, mask).item())
+            self._metrics["val/error"].append(_masked_mean((values - returns) ** 2, mask).item())
+
+        kwargs = {}
+        from accelerate.utils import DistributedType
+
+        if self.accelerator.distributed_type == DistributedType.DEEPSPEED:
+            kwargs["scale_wrt_gas"] = False
+        loss = loss / self.current_gradient_accumulation_steps
+        self.accelerator.backward(loss, **kwargs)
+        return loss.detach()
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._metrics and "loss" in logs:  # training logs only
+            for key, values in self._metrics.items():
+                if values:
+                    logs[key] = sum(values) / len(values)
+            self._metrics.clear()
+        super().log(logs, start_time)
+
+    # -- checkpoints --
+
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        if not self.args.should_save:
+            return
+        os.makedirs(output_dir, exist_ok=True)
+        unwrapped = self.accelerator.unwrap_model(self.model)
+        if state_dict is None:
+            state_dict = unwrapped.state_dict()
+        policy_state = {k[len("policy."):]: v for k, v in state_dict.items() if k.startswith("policy.")}
+        value_state = {k[len("value."):]: v for k, v in state_dict.items() if k.startswith("value.")}
+        unwrapped.policy.save_pretrained(output_dir, state_dict=policy_state)
+        unwrapped.value.save_pretrained(os.path.join(output_dir, VALUE_DIR), state_dict=value_state)
+        if self.processing_class is not None:
+            self.processing_class.save_pretrained(output_dir)
+        torch.save(self.args, os.path.join(output_dir, "training_args.bin"))
+
+    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
+        unwrapped = self.accelerator.unwrap_model(model if model is not None else self.model)
+        load_pretrained_into(unwrapped.policy, resume_from_checkpoint)
+        load_pretrained_into(unwrapped.value, os.path.join(resume_from_checkpoint, VALUE_DIR))
+        logger.info("restored policy and value model from %s", resume_from_checkpoint)
+
+
+def load_pretrained_into(model: nn.Module, directory: str) -> None:
+    """Load weights saved by ``save_pretrained`` (full model or PEFT adapter) into ``model``."""
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"checkpoint directory not found: {directory}")
+    if hasattr(model, "peft_config"):
+        from peft import set_peft_model_state_dict
+        from peft.utils import load_peft_weights
+
+        set_peft_model_state_dict(model, load_peft_weights(directory))
+        return
+    loaded = type(model).from_pretrained(directory, dtype=next(model.parameters()).dtype)
+    model.load_state_dict(loaded.state_dict())
+    del loaded
+
+
+def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> PPOTrainer:
+    """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
+    import torch as _torch
+    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+
+    from procrl.models import lora_config, model_init_kwargs, resolve_model_path
+
+    if getattr(args, "use_vllm", False):
+        raise ConfigError("trainer.use_vllm: not supported by procrl's PPO trainer (it generates with transformers)")
+    settings = PPOSettings.from_recipe(recipe, args)
+    rows = args.per_device_train_batch_size * args.world_size * args.gradient_accumulation_steps
+    if rows % settings.num_generations:
+        raise ConfigError(
+            f"trainer.num_generations: {settings.num_generations} must divide per_device_train_batch_size x processes "
+            f"x gradient_accumulation_steps = {rows} (each prompt is rolled out num_generations times)"
+        )
+    kwargs = model_init_kwargs(recipe.model)
+    if kwargs["dtype"] != "auto":
+        kwargs["dtype"] = getattr(_torch, kwargs["dtype"])
+    policy_path = resolve_model_path(recipe.model.name_or_path)
+    policy = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
+    value_path = resolve_model_path(recipe.trainer.value_model) if recipe.trainer.value_model else policy_path
+    value = AutoModelForTokenClassification.from_pretrained(value_path, num_labels=1, **kwargs)
+    if value.config.pad_token_id is None:
+        value.config.pad_token_id = tokenizer.pad_token_id
+    peft = lora_config(recipe.model)
+    ref_model = None
+    if peft is not None:
+        import copy
+
+        from peft import get_peft_model
+
+        policy = get_peft_model(policy, peft)
+        value_peft = copy.deepcopy(peft)
+        value_peft.task_type = "TOKEN_CLS"
+        value = get_peft_model(value, value_peft)
+    elif settings.kl_coef != 0.0:
+        ref_model = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
+        ref_model.eval()
+        ref_model.requires_grad_(False)
+    trainer = PPOTrainer(
+        model=PolicyAndValue(policy, value),
+        ref_model=ref_model,
+        args=args,
+        settings=settings,
+        reward_mix=mix,
+        processing_class=tokenizer,
+        train_dataset=train_dataset,
+        callbacks=callbacks,
+    )
+    mix.bind(
+        RuntimeContext(
+            device=trainer.accelerator.device,
+            tokenizer=tokenizer,
+            trainer=trainer,
+            is_main_process=trainer.accelerator.is_main_process,
+        )
+    )
+    return trainer

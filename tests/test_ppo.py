@@ -1,0 +1,162 @@
+"""procrl's PPO trainer (trainer.algorithm: ppo): a run with per-step rewards and TRL-style
+logging, the checkpoint layout, resume restoring the value model, CLI runs (1 process,
+2 processes, ZeRO-2)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainerCallback
+
+from procrl.recipe import load_recipe
+from tests.test_process_grpo import STEP_REWARD, _run_cli, launcher, zero2_config
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def ppo_recipe(output_dir, *extra):
+    return load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+        "trainer.algorithm=ppo", "trainer.max_completion_length=12", "trainer.beta=0.05",
+        "trainer.num_iterations=2", "trainer.save_steps=2", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+        *extra,
+    ], output_dir=str(output_dir))
+
+
+def build(recipe, callbacks=()):
+    """What procrl.run.train builds, with extra callbacks (to observe the resumed model)."""
+    from transformers import set_seed
+
+    from procrl.data import build_prompt_dataset
+    from procrl.models import load_tokenizer
+    from procrl.rewards.base import RewardMix
+    from procrl.run import build_training_args
+    from procrl.trainers.ppo import build_ppo_trainer
+
+    mix = RewardMix(recipe.rewards)
+    args = build_training_args(recipe, mix.weights)
+    set_seed(args.seed)
+    tokenizer = load_tokenizer(recipe.model)
+    dataset = build_prompt_dataset(recipe.data, tokenizer)
+    return build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=list(callbacks))
+
+
+def fixed_batch(tokenizer):
+    texts = ["Ava buys 3 x 4 = 12 apples.\nThen she has 12 + 5 = 17.", "Each day Ben earns 8 dollars."]
+    return tokenizer(texts, return_tensors="pt", padding=True)
+
+
+def value_predictions(value_model, batch) -> torch.Tensor:
+    value_model.eval()
+    with torch.no_grad():
+        return value_model(**batch).logits.squeeze(-1) * batch["attention_mask"]
+
+
+class ValueProbe(TrainerCallback):
+    """Records the value model's predictions on a fixed batch when training (re)starts."""
+
+    def __init__(self, batch):
+        self.batch = batch
+        self.at_start = None
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.at_start = value_predictions(model.value, self.batch)
+        model.value.train()
+        self.start_step = state.global_step
+
+
+def test_ppo_trains_logs_and_checkpoints_policy_and_value(tmp_path):
+    output = tmp_path / "run"
+    trainer = build(ppo_recipe(output, "trainer.max_steps=4"))
+    trainer.train()
+    trainer.save_model(str(output))
+    history = trainer.state.log_history
+    rollout_logs = [h for h in history if "objective/kl" in h]
+    update_logs = [h for h in history if "loss/policy" in h]
+    # num_iterations=2: a rollout every other optimizer step, a PPO update every step
+    assert len(rollout_logs) == 2 and len(update_logs) == 4
+    for key in ("objective/kl", "objective/scores", "objective/rlhf_reward", "objective/non_score_reward",
+                "rewards/steps/mean", "rewards/accuracy/mean", "rewards/format/mean", "reward", "val/mean",
+                "process/steps_per_completion"):
+        assert key in rollout_logs[0], key
+    for key in ("loss/value", "policy/approxkl", "policy/clipfrac", "val/clipfrac", "val/ratio"):
+        assert all(math.isfinite(h[key]) for h in update_logs), key
+    # the second epoch on a rollout moves the policy away from the rollout policy
+    assert update_logs[1]["policy/approxkl"] > 0
+    # the policy is saved in the usual layout, the value model next to it, in checkpoints too
+    for directory in (output, output / "checkpoint-2", output / "checkpoint-4"):
+        assert (directory / "model.safetensors").is_file()
+        assert (directory / "value_model" / "model.safetensors").is_file()
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(output)  # loadable as a plain policy
+
+
+@pytest.mark.slow
+def test_ppo_resume_restores_the_value_model(tmp_path):
+    output = tmp_path / "run"
+    first = build(ppo_recipe(output, "trainer.max_steps=2"))
+    first.train()
+    checkpoint = output / "checkpoint-2"
+    assert checkpoint.is_dir()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    batch = fixed_batch(tokenizer)
+    saved = value_predictions(AutoModelForTokenClassification.from_pretrained(checkpoint / "value_model"), batch)
+    trained = value_predictions(first.accelerator.unwrap_model(first.model).value, batch)
+    assert torch.allclose(saved, trained, atol=1e-6)
+    del first
+
+    probe = ValueProbe(batch)
+    resumed = build(ppo_recipe(output, "trainer.max_steps=4"), callbacks=[probe])
+    fresh = value_predictions(resumed.accelerator.unwrap_model(resumed.model).value, batch)
+    assert not torch.allclose(fresh, saved, atol=1e-4)  # a new trainer starts from other weights
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    assert probe.start_step == 2
+    assert torch.allclose(probe.at_start, saved, atol=1e-6)  # restored before training went on
+    assert resumed.state.global_step == 4
+    assert any(h.get("step") == 4 and "loss/policy" in h for h in resumed.state.log_history)
+
+
+def test_ppo_refuses_vllm_and_bad_group_sizes(tmp_path):
+    from procrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match="use_vllm"):
+        build(ppo_recipe(tmp_path, "trainer.use_vllm=true"))
+    with pytest.raises(ConfigError, match="num_generations"):
+        build(ppo_recipe(tmp_path, "trainer.num_generations=3"))
+
+
+CLI_OVERRIDES = [
+    "--set", "trainer.algorithm=ppo", "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100",
+    "--set", "trainer.max_completion_length=12", "--set", "trainer.beta=0.05",
+    "--set", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+]
+
+
+@pytest.mark.slow
+def test_cli_ppo_one_process(tmp_path):
+    out = tmp_path / "run"
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES])
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert any("objective/kl" in h for h in history)
+    assert (out / "value_model" / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["ddp", "zero2"])
+def test_cli_ppo_two_processes(tmp_path, mode):
+    out = tmp_path / "run"
+    extra = ["--multi_gpu"] if mode == "ddp" else ["--config_file", str(zero2_config(tmp_path))]
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+                        "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"],
+             launcher=launcher(extra), timeout=900)
+    info = json.loads((out / "run_info.json").read_text())
+    assert info["world_size"] == 2 and info["algorithm"] == "ppo"
+    if mode == "zero2":
+        assert info["deepspeed_stage"] == 2
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert any("objective/kl" in h and "loss/policy" in h for h in history)
+    assert (out / "value_model" / "model.safetensors").is_file()
