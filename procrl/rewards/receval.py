@@ -299,17 +299,16 @@ class ReCEvalCorrectness(RewardComponent):
             )
         return self._scorer
 
-    def score(self, batch: RewardBatch) -> RewardOutput:
+    def plan(self, batch: RewardBatch) -> tuple[list[CorrectnessPlan | None], list[list[str] | None]]:
+        """The NLI pairs of every chain (None: no steps) and each chain's conclusions."""
         from procrl.text import split_sentences
 
-        failures: dict[str, int] = {}
         question_sentences: dict[str, list[str]] = {}
         plans: list[CorrectnessPlan | None] = []
         conclusions: list[list[str] | None] = []
         for segmentation, question in zip(batch.segmentations, batch.questions):
             steps = [s.text for s in segmentation.steps]
             if not steps:
-                failures["no_steps"] = failures.get("no_steps", 0) + 1
                 plans.append(None)
                 conclusions.append(None)
                 continue
@@ -318,6 +317,13 @@ class ReCEvalCorrectness(RewardComponent):
             rcus = [self.splitter(step) for step in steps]
             plans.append(plan_correctness_pairs(rcus, question_sentences.get(question, []) if question else []))
             conclusions.append([r.conclusion for r in rcus])
+        return plans, conclusions
+
+    def score(self, batch: RewardBatch) -> RewardOutput:
+        plans, conclusions = self.plan(batch)
+        failures: dict[str, int] = {}
+        if any(plan is None for plan in plans):
+            failures["no_steps"] = sum(plan is None for plan in plans)
         before = dict(self.scorer.stats)
         probabilities = self.scorer.score(p for plan in plans if plan is not None for p in plan.pairs())
         scores: list[float | None] = []
