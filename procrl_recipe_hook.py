@@ -67,9 +67,9 @@ def run() -> None:
         # what `python -m procrl.run` would have on sys.path: custom reward modules next to the cwd
         if "" not in sys.path and os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
-        from procrl.cli import main
+        from procrl.launch import run_recipe_script
 
-        code = _exit_code(main(["train", script, *sys.argv[1:]]))
+        code = _exit_code(run_recipe_script(script, sys.argv[1:]))
     except SystemExit as exit_:
         code = _exit_code(exit_.code)
     except KeyboardInterrupt:

@@ -28,6 +28,8 @@ __all__ = [
     "announce_resume",
     "inside_launcher",
     "needs_launcher",
+    "parent_accelerate_flags",
+    "plain_accelerate_launch",
     "resolve_config_file",
     "resume_checkpoint",
     "set_wandb_run_id",
@@ -161,15 +163,46 @@ def note_outer_launch(recipe) -> None:
         )
 
 
+def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> list[str] | None:
+    """The flags of the ``accelerate launch`` process that started this one as ``script``, read
+    from ``/proc/<ppid>/cmdline`` (Linux); None when the parent is not recognisably that."""
+    path = Path(cmdline_path or f"/proc/{os.getppid()}/cmdline")
+    try:
+        argv = [part.decode(errors="replace") for part in path.read_bytes().split(b"\0") if part]
+    except OSError:
+        return None
+    for index, arg in enumerate(argv):
+        if arg == "accelerate.commands.launch" or (arg == "launch" and index and Path(argv[index - 1]).name.startswith("accelerate")):
+            rest = argv[index + 1:]
+            return rest[: rest.index(script)] if script in rest else None
+    return None
+
+
+def plain_accelerate_launch(script: str | None) -> bool:
+    """Whether this process is the single process of ``accelerate launch SCRIPT`` given without
+    any flag (no torchrun, no procrl launch): then the recipe's launch section applies."""
+    if script is None or os.environ.get(LAUNCHED_ENV) or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
+        return False
+    if "ACCELERATE_MIXED_PRECISION" not in os.environ:
+        return False
+    return parent_accelerate_flags(script) == []
+
+
 def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-              launch_args: list[str] | None = None) -> int:
+              launch_args: list[str] | None = None, script: str | None = None) -> int:
     """``procrl train`` / ``python RECIPE.yaml``: launch through accelerate when the recipe asks for
-    it (or accelerate flags were given) and we are not inside a launcher; else train here."""
+    it (or accelerate flags were given) and we are not inside a launcher; else train here.
+
+    ``script``: the recipe path as the interpreter got it (the start-up hook); a bare
+    ``accelerate launch RECIPE`` (no flags) then launches as the recipe says, since no flag of
+    the user's would be overridden."""
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(recipe_path, overrides, output_dir)
     if resume:
         resume_checkpoint(recipe.output_dir)  # fail before anything starts
+    if needs_launcher(recipe) and plain_accelerate_launch(script):
+        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args)
     if not inside_launcher() and (needs_launcher(recipe) or launch_args):
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args)
     if launch_args:
@@ -221,3 +254,18 @@ def set_wandb_run_id(output_dir: str, resume: bool, is_main: bool = True) -> str
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(run_id + "\n")
     return run_id
+
+
+# --- the start-up hook's entry point -------------------------------------------------------------
+
+
+def run_recipe_script(script: str, argv: list[str]) -> int:
+    """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``."""
+    from procrl.run import parser
+
+    args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
+    try:
+        return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra), script=script)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr)
+        return 2
