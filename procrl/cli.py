@@ -123,6 +123,10 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--quiet", action="store_true", help="No progress bar.")
     score.set_defaults(handler=_cmd_score)
 
+    from procrl.rewards.trace_train import add_train_tagger_command  # light import: torch loads in the handler
+
+    add_train_tagger_command(commands)
+
     from procrl.evaluate import add_evaluate_command  # light import: models load in the handler
 
     add_evaluate_command(commands)
