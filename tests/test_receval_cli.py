@@ -54,12 +54,20 @@ def test_score_gsm8k_references_with_tiny_models(repo_root, gsm8k_train, tiny_nl
     assert "receval_correctness" in capsys.readouterr().out
 
 
-@pytest.mark.slow  # ~20 s on 2 cores
-def test_tiny_training_logs_both_components(tiny_recipe, tiny_nli, tmp_path):
+@pytest.mark.slow  # ~20 s each on 2 cores
+@pytest.mark.parametrize(
+    "reference",
+    [
+        ["--set", "trainer.beta=0.04"],  # TRL's ref_model
+        ["--set", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"],  # adapters disabled
+    ],
+    ids=["ref_model", "lora_policy"],
+)
+def test_tiny_training_logs_both_components(tiny_recipe, tiny_nli, tmp_path, reference):
     output_dir = tmp_path / "run"
     code = cli.main([
         "train", str(tiny_recipe), "--output-dir", str(output_dir), "--set", "trainer.max_steps=2",
-        "--set", "trainer.save_steps=100", "--set", "trainer.beta=0.04",
+        "--set", "trainer.save_steps=100", *reference,
         "--set", f"rewards.receval_correctness.nli_model={tiny_nli}",
         "--set", "rewards.receval_informativeness.lm=reference",
     ])
@@ -70,5 +78,20 @@ def test_tiny_training_logs_both_components(tiny_recipe, tiny_nli, tmp_path):
     for entry in steps:
         assert 0.0 <= entry["rewards/receval_correctness/mean"] <= 1.0
         assert "rewards/receval_informativeness/mean" in entry
+        assert "rewards/receval_informativeness/ig_mean" in entry or entry["rewards/receval_informativeness/failures/no_answer"] == 4
         assert "rewards/receval_informativeness/failures/exception" not in entry
         assert "rewards/receval_correctness/failures/exception" not in entry
+
+
+@pytest.mark.slow
+def test_training_without_a_reference_model_counts_failures_and_goes_on(tiny_recipe, tiny_nli, tmp_path):
+    output_dir = tmp_path / "run"
+    code = cli.main([
+        "train", str(tiny_recipe), "--output-dir", str(output_dir), "--set", "trainer.max_steps=1",
+        "--set", "trainer.save_steps=100", "--set", "trainer.beta=0.0",
+        "--set", "rewards.receval_informativeness.lm=reference",
+    ])
+    assert code == 0
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    entry = next(e for e in history if "rewards/accuracy/mean" in e)
+    assert entry["rewards/receval_informativeness/failures/exception"] == 4
