@@ -8,10 +8,14 @@ thousands separators dropped, ``20%`` read as ``0.2``.
 What a step claims and what is checked (REWARDS.md section 4c):
 
 * GSM8K calculator annotations ``<<48/2=24>>``: the expression must evaluate to the result;
-* inline equations ``48/2 = 24`` (also chained, ``3*2 = 6*4 = 24``): every ``=`` whose sides
-  both parse as arithmetic, at least one of them with an operator, must join equal values.
-  A side that is a bare number on both ends (``1 hour = 60 minutes``) or that does not parse
-  (``2x + 3 = 7``) is not an arithmetic claim and is skipped, never flagged.
+* inline equations ``48/2 = 24``: the left side is the arithmetic run before ``=`` and must
+  contain an operator; the stated result is the first number after ``=`` (or the whole
+  arithmetic run after it: chains ``3*2 = 6*4 = 24`` and ``a op b = c op d`` both hold when
+  consistent). Results match up to the rounding the text shows (``10/3 = 3.33``).
+  Statements that are not calculations are skipped, never flagged: a bare number on the left
+  (``1 hour = 60 minutes``, ``15% of $80 = ...``), a fragment of a longer expression
+  (``X*1/4 = ...``, ``60 minutes x 3/4 = 45``), algebra (``2x + 3 = 7``), mixed numbers
+  (``= 1 1/2``).
 
 Everything here is pure text in, values out.
 """
@@ -25,7 +29,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
-    "ArithmeticError_",
+    "NotArithmeticError",
     "Claim",
     "check_step",
     "evaluate",
@@ -36,7 +40,7 @@ __all__ = [
 ]
 
 
-class ArithmeticError_(ValueError):
+class NotArithmeticError(ValueError):
     """An expression that is not safe, simple arithmetic (or cannot be evaluated)."""
 
 
@@ -66,17 +70,17 @@ def _evaluate_node(node: ast.AST) -> float:
         left = _evaluate_node(node.left)
         right = _evaluate_node(node.right)
         if isinstance(node.op, ast.Pow) and (abs(right) > _MAX_EXPONENT or (left == 0 and right < 0)):
-            raise ArithmeticError_("exponent out of range")
+            raise NotArithmeticError("exponent out of range")
         if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and right == 0:
-            raise ArithmeticError_("division by zero")
+            raise NotArithmeticError("division by zero")
         try:
             value = _BINARY[type(node.op)](left, right)
         except (OverflowError, ValueError, ZeroDivisionError) as error:
-            raise ArithmeticError_(str(error)) from None
+            raise NotArithmeticError(str(error)) from None
         if isinstance(value, complex) or not math.isfinite(value) or abs(value) > _MAX_MAGNITUDE:
-            raise ArithmeticError_("value out of range")
+            raise NotArithmeticError("value out of range")
         return value
-    raise ArithmeticError_(f"not arithmetic: {type(node).__name__}")
+    raise NotArithmeticError(f"not arithmetic: {type(node).__name__}")
 
 
 # Thousands separators: "1,000" / "12,345,678" (a comma followed by exactly three digits).
@@ -99,21 +103,21 @@ def normalize_expression(text: str) -> str:
     expression = _PERCENT.sub(r"(\1/100)", expression)
     expression = _IMPLICIT.sub("*", expression)  # "2(3+4)" -> "2*(3+4)"
     if not expression or re.search(r"[^\d.+\-*/%() ]", expression):
-        raise ArithmeticError_(f"not arithmetic: {text!r}")
+        raise NotArithmeticError(f"not arithmetic: {text!r}")
     return expression
 
 
 def evaluate(text: str) -> float:
-    """Value of a written arithmetic expression; :class:`ArithmeticError_` if it is not one."""
+    """Value of a written arithmetic expression; :class:`NotArithmeticError` if it is not one."""
     if len(text) > _MAX_LENGTH:
-        raise ArithmeticError_("expression too long")
+        raise NotArithmeticError("expression too long")
     expression = normalize_expression(text)
     if re.search(r"\d\s+[\d.]", expression):
-        raise ArithmeticError_(f"two numbers without an operator: {text!r}")
+        raise NotArithmeticError(f"two numbers without an operator: {text!r}")
     try:
         tree = ast.parse(expression, mode="eval")
     except SyntaxError:
-        raise ArithmeticError_(f"cannot parse {text!r}") from None
+        raise NotArithmeticError(f"cannot parse {text!r}") from None
     return _evaluate_node(tree)
 
 
@@ -125,17 +129,22 @@ def _decimals(text: str) -> int:
 def values_match(computed: float, claimed: float, claimed_text: str = "") -> bool:
     """True when ``claimed`` states ``computed``, allowing for the rounding the text shows.
 
-    ``10/3 = 3.33`` and ``10/3 = 3.3`` match (rounded to the decimals written); ``2/3 = 0.67``
-    matches; ``7/2 = 3`` does not (an integer claim must be exact up to float noise).
+    ``10/3 = 3.33`` and ``10/3 = 3.3`` match, ``2/3 = 0.67`` (rounded) and ``2/3 = 0.66``
+    (truncated) match, ``10/3 = 3.4`` and ``7/2 = 3`` do not (an integer claim must be exact
+    up to float noise).
     """
     if math.isclose(computed, claimed, rel_tol=1e-6, abs_tol=1e-9):
         return True
     decimals = _decimals(claimed_text)
     if decimals == 0:
         return False
-    # rounded or truncated to the written number of decimals
-    step = 10.0 ** (-decimals)
-    return abs(computed - claimed) <= step * (1 + 1e-9)
+    unit = 10.0 ** (-decimals)
+    slack = 1e-9 * max(1.0, abs(computed))
+    if abs(computed - claimed) <= unit / 2 + slack:  # rounded to the written decimals
+        return True
+    # truncated to the written decimals (toward zero)
+    same_sign = (computed >= 0) == (claimed >= 0)
+    return same_sign and abs(claimed) - slack <= abs(computed) < abs(claimed) + unit + slack
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,7 @@ def _stated_matches(computed: float, stated_text: str, stated_value: float) -> b
         bare = stated_text.replace("\\%", "").replace("%", "")
         try:
             return values_match(computed, evaluate(bare), bare)
-        except ArithmeticError_:
+        except NotArithmeticError:
             return False
     return False
 
@@ -266,7 +275,7 @@ def _left_values(left: str) -> list[float]:
     if grouped != left:
         try:
             values.append(evaluate(grouped))
-        except ArithmeticError_:
+        except NotArithmeticError:
             pass
     return values
 
@@ -283,7 +292,7 @@ def find_claims(text: str) -> list[Claim]:
         left, right = match.group(1), match.group(2)
         try:
             claims.append(Claim("annotation", left, right, match.start(), match.end(), evaluate(left), evaluate(right)))
-        except ArithmeticError_:
+        except NotArithmeticError:
             continue
     # Inline equations: the text with annotations blanked out (offsets stay valid).
     visible = _ANNOTATION.sub(lambda m: " " * len(m.group(0)), text)
@@ -302,13 +311,13 @@ def find_claims(text: str) -> list[Claim]:
         try:
             right_value = evaluate(right)
             left_readings = _left_values(left)
-        except ArithmeticError_:
+        except NotArithmeticError:
             continue
         expression, expression_value = None, None
         if right_run.strip() != right:
             try:
                 expression, expression_value = right_run.strip(), evaluate(right_run)
-            except ArithmeticError_:
+            except NotArithmeticError:
                 expression = None
         # the reading of the left side that agrees with the statement, if any
         left_value = next(

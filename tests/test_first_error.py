@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.arithmetic import ArithmeticError_, check_step, evaluate, find_claims, first_wrong_step
+from procrl.arithmetic import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
 from procrl.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
@@ -137,8 +137,17 @@ def test_evaluate(expression, value):
     ["__import__('os').system('true')", "a + b", "2 ** 1000", "9**9**9", "1/0", "3 4", "", "1" * 300, "len([1])"],
 )
 def test_evaluate_refuses_non_arithmetic(expression):
-    with pytest.raises(ArithmeticError_):
+    with pytest.raises(NotArithmeticError):
         evaluate(expression)
+
+
+@pytest.mark.parametrize(
+    "computed, written, ok",
+    [(10 / 3, "3.33", True), (10 / 3, "3.3", True), (2 / 3, "0.67", True), (2 / 3, "0.66", True),
+     (10 / 3, "3.4", False), (3.5, "3", False), (-2 / 3, "-0.67", True), (24.0, "24", True), (24.0, "25", False)],
+)
+def test_values_match_allows_only_the_written_rounding(computed, written, ok):
+    assert values_match(computed, float(written), written) is ok
 
 
 def test_claims_in_a_step():
