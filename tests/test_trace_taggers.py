@@ -251,6 +251,7 @@ def test_train_tagger_round_trip(tmp_path, capsys):
     assert len(result.epoch_losses) == 2 and result.epoch_losses[-1] < result.epoch_losses[0]
 
 
+@pytest.mark.slow
 def test_train_tagger_with_a_bert_base_uses_the_bert_prefix(tmp_path, capsys):
     base = write_tiny_encoder(tmp_path / "bert-base", model_type="bert", seed=2)
     result = train_tagger(DATA, str(base), tmp_path / "bert-tagger", epochs=1, batch_size=16, learning_rate=1e-3)
