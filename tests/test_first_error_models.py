@@ -138,3 +138,22 @@ def test_prm_component_and_eval_judge_threshold_sweep(tmp_path, capsys):
     above = [r for r in sweep["thresholds"] if r["threshold"] > 0.5]
     assert all(r["acc_cor"] == 1.0 and r["acc_err"] == 0.0 for r in below)
     assert all(r["acc_cor"] == 0.0 and r["acc_err"] == 1.0 for r in above)
+
+
+def test_judge_models_load_whole_under_zero3():
+    from transformers.integrations import HfDeepSpeedConfig
+    from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled, unset_hf_deepspeed_config
+
+    from procrl.rewards.judges._loading import outside_zero3
+
+    zero3 = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})  # noqa: F841 (kept alive: transformers holds a weak reference)
+    try:
+        assert is_deepspeed_zero3_enabled()
+        with outside_zero3():
+            assert not is_deepspeed_zero3_enabled()
+        assert is_deepspeed_zero3_enabled()
+        judge = HFJudge(TINY_MODEL, max_tokens=2)
+        judge._load()  # would go through deepspeed.zero.Init (and fail without a process group) otherwise
+        assert all(p.numel() > 0 and p.device.type == "cpu" for p in judge._model.parameters())
+    finally:
+        unset_hf_deepspeed_config()

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.judges._loading import torch_dtype
+from procrl.rewards.judges._loading import outside_zero3, torch_dtype
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
 __all__ = ["HFJudge"]
@@ -57,9 +57,10 @@ class HFJudge(Judge):
             tokenizer.padding_side = "left"  # generation continues at the right edge
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            model = AutoModelForCausalLM.from_pretrained(
-                path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code
-            )
+            with outside_zero3():
+                model = AutoModelForCausalLM.from_pretrained(
+                    path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code
+                )
             self._model = model.to(self.device).eval()
             self._tokenizer = tokenizer
 
