@@ -1,25 +1,352 @@
-"""The run plan ``procrl check`` prints: processes, batch sizes, generations, accumulation.
+"""The run plan ``procrl check`` prints: processes, batch sizes, generations, accumulation, and an
+estimate of per-GPU memory for weights + gradients + optimizer states under the launch's ZeRO stage.
 
-Pure arithmetic over the recipe; nothing is loaded.
+Arithmetic over the recipe and small local files (the accelerate config, the model's
+config.json when it is on disk); nothing is downloaded and no model is built.
+
+Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et al. 2020):
+
+* DeepSpeed (mixed precision): 16-bit weights (2) + 16-bit gradients (2) + fp32 master weights
+  and Adam moments (12). Stage 1 shards the optimizer states over the data-parallel ranks, stage
+  2 also the gradients, stage 3 also the weights. ``offload_optimizer_device: cpu`` moves the
+  optimizer states (and ``offload_param_device: cpu`` the stage-3 weights) to host memory.
+* Without DeepSpeed (single process, DDP): weights and gradients in the model's dtype and two
+  AdamW moments in that dtype (no master copy), all replicated.
+* LoRA: the frozen base weights count as weights (in the model's dtype; sharded only by stage 3);
+  gradients and optimizer states exist for the adapters only, kept in fp32 (4 + 4 + 8 bytes).
+* TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
+  stage 3). Activations, generation KV cache and vLLM's share of the GPU are not included.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from procrl.recipe import Recipe
 
-__all__ = ["plan", "format_plan"]
+__all__ = [
+    "KNOWN_ARCHITECTURES",
+    "MemoryEstimate",
+    "ZeroSetup",
+    "count_lora_parameters",
+    "count_parameters",
+    "estimate_memory",
+    "format_plan",
+    "model_architecture",
+    "plan",
+    "zero_setup",
+]
+
+GIB = 1024**3
+
+# Architectures (config.json values) of common policies, for planning without the Hub. Parameter
+# counts from count_parameters() match the model cards: Qwen2.5 0.49B / 1.54B / 3.09B / 7.61B /
+# 14.7B / 72.7B, Llama-3.1-8B 8.03B. Instruct/base variants share the architecture.
+_QWEN25 = {"model_type": "qwen2", "hidden_act": "silu"}
+KNOWN_ARCHITECTURES: dict[str, dict[str, Any]] = {
+    "qwen2.5-0.5b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+                     "num_attention_heads": 14, "num_key_value_heads": 2, "tie_word_embeddings": True},
+    "qwen2.5-1.5b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
+                     "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True},
+    "qwen2.5-3b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36,
+                   "num_attention_heads": 16, "num_key_value_heads": 2, "tie_word_embeddings": True},
+    "qwen2.5-7b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+                   "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False},
+    "qwen2.5-14b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 48,
+                    "num_attention_heads": 40, "num_key_value_heads": 8, "tie_word_embeddings": False},
+    "qwen2.5-72b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80,
+                    "num_attention_heads": 64, "num_key_value_heads": 8, "tie_word_embeddings": False},
+    "llama-3.1-8b": {"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,
+                     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "tie_word_embeddings": False},
+}
+_LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def _shapes(config: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """(in, out) features of each decoder-layer linear of a Llama/Qwen2-style model."""
+    hidden = int(config["hidden_size"])
+    heads = int(config["num_attention_heads"])
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or hidden // heads)
+    inter = int(config["intermediate_size"])
+    return {
+        "q_proj": (hidden, heads * head_dim),
+        "k_proj": (hidden, kv_heads * head_dim),
+        "v_proj": (hidden, kv_heads * head_dim),
+        "o_proj": (heads * head_dim, hidden),
+        "gate_proj": (hidden, inter),
+        "up_proj": (hidden, inter),
+        "down_proj": (inter, hidden),
+    }
+
+
+def count_parameters(config: dict[str, Any]) -> int | None:
+    """Parameters of a dense decoder-only LM (Llama, Qwen2, Qwen3, Mistral layout) from its
+    config.json values; None for layouts this formula does not cover (MoE, encoder-decoder)."""
+    required = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads")
+    if any(config.get(key) is None for key in required) or config.get("num_local_experts") or config.get("num_experts"):
+        return None
+    model_type = str(config.get("model_type", ""))
+    hidden = int(config["hidden_size"])
+    shapes = _shapes(config)
+    per_layer = sum(i * o for i, o in shapes.values())
+    if model_type == "qwen2":  # q/k/v carry biases
+        per_layer += sum(shapes[name][1] for name in ("q_proj", "k_proj", "v_proj"))
+    elif config.get("attention_bias"):
+        per_layer += sum(shapes[name][1] for name in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    if config.get("mlp_bias"):
+        per_layer += sum(shapes[name][1] for name in ("gate_proj", "up_proj", "down_proj"))
+    if model_type == "qwen3":  # per-head RMSNorm of queries and keys
+        per_layer += 2 * (shapes["q_proj"][1] // int(config["num_attention_heads"]))
+    per_layer += 2 * hidden  # input and post-attention RMSNorm
+    embeddings = int(config["vocab_size"]) * hidden
+    head = 0 if config.get("tie_word_embeddings", False) else embeddings
+    return embeddings + head + int(config["num_hidden_layers"]) * per_layer + hidden  # + final norm
+
+
+def count_lora_parameters(config: dict[str, Any], r: int, target_modules: str | list[str]) -> int | None:
+    """LoRA adapter parameters (A: r x in, B: out x r per adapted linear) of the decoder layers.
+    ``all-linear`` adapts every linear but the output head (PEFT's rule)."""
+    try:
+        shapes = _shapes(config)
+    except (KeyError, TypeError, ValueError):
+        return None
+    names = _LINEAR_NAMES if target_modules == "all-linear" else [m for m in target_modules if m in shapes]
+    if target_modules != "all-linear" and len(names) != len(target_modules):
+        return None  # a module this layout does not know
+    return int(config["num_hidden_layers"]) * sum(r * (shapes[n][0] + shapes[n][1]) for n in names)
+
+
+def _known_key(name_or_path: str) -> str | None:
+    base = name_or_path.rstrip("/").split("/")[-1].lower()
+    base = re.sub(r"-(instruct|chat|base)$", "", base)
+    base = base.replace("meta-llama-3.1", "llama-3.1")
+    return base if base in KNOWN_ARCHITECTURES else None
+
+
+def model_architecture(name_or_path: str, revision: str | None = None) -> tuple[dict[str, Any] | None, str]:
+    """The model's config.json values and where they came from: a local directory, the local
+    Hugging Face cache (no network), procrl's tiny model, or the table of known architectures."""
+    candidates: list[tuple[Path, str]] = []
+    if name_or_path.startswith("procrl:"):
+        from procrl.models import TINY_MODEL, TINY_VERSION, cache_root
+
+        if name_or_path == TINY_MODEL:
+            directory = cache_root() / f"tiny-qwen2-{TINY_VERSION}-h64-l2-s0"
+            candidates.append((directory / "config.json", f"config.json of the built tiny model ({directory})"))
+    else:
+        local = Path(name_or_path).expanduser()
+        candidates.append((local / "config.json", f"{local / 'config.json'}"))
+    for path, source in candidates:
+        if path.is_file():
+            try:
+                return json.loads(path.read_text()), source
+            except (OSError, ValueError):
+                pass
+    if not name_or_path.startswith("procrl:") and not Path(name_or_path).expanduser().exists():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(name_or_path, "config.json", revision=revision)
+        except Exception:  # noqa: BLE001 - an odd repo id: fall through to the table
+            cached = None
+        if isinstance(cached, str):
+            try:
+                return json.loads(Path(cached).read_text()), f"config.json in the Hugging Face cache ({cached})"
+            except (OSError, ValueError):
+                pass
+    key = _known_key(name_or_path)
+    if key is not None:
+        return dict(KNOWN_ARCHITECTURES[key]), f"procrl's table of known architectures ({key})"
+    return None, "unknown (no local config.json; not in procrl's table of known architectures)"
+
+
+@dataclass
+class ZeroSetup:
+    """What the accelerate config says about sharding."""
+
+    distributed_type: str  # NO | MULTI_GPU | DEEPSPEED | FSDP | ...
+    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
+    offload_optimizer: bool
+    offload_param: bool
+    config_processes: int | None
+    source: str
+
+
+def zero_setup(recipe: Recipe) -> ZeroSetup:
+    """Read the recipe's accelerate config file (launch.config_file), if any."""
+    import yaml
+
+    from procrl.config import ConfigError
+    from procrl.launch import resolve_config_file
+
+    launch = recipe.launch
+    if launch.config_file is None:
+        kind = "MULTI_GPU" if (launch.num_processes or 1) > 1 or launch.num_machines > 1 else "NO"
+        return ZeroSetup(kind, None, False, False, None, "no accelerate config file")
+    try:
+        path = resolve_config_file(launch.config_file, recipe.path)
+        config = yaml.safe_load(path.read_text()) or {}
+    except (ConfigError, OSError, yaml.YAMLError) as error:
+        return ZeroSetup("UNKNOWN", None, False, False, None, f"{launch.config_file}: {error}")
+    kind = str(config.get("distributed_type", "NO"))
+    processes = config.get("num_processes")
+    if kind != "DEEPSPEED":
+        return ZeroSetup(kind, None, False, False, processes, launch.config_file)
+    deepspeed = config.get("deepspeed_config") or {}
+    stage = deepspeed.get("zero_stage")
+    offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
+    offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
+    json_file = deepspeed.get("deepspeed_config_file")
+    if json_file:
+        try:
+            zero = json.loads(resolve_config_file(json_file, str(path)).read_text()).get("zero_optimization", {})
+            stage = zero.get("stage", stage)
+            offload_optimizer = str((zero.get("offload_optimizer") or {}).get("device", "none")) != "none"
+            offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
+        except (ConfigError, OSError, ValueError) as error:
+            return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
+    return ZeroSetup(kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file)
+
+
+@dataclass
+class MemoryEstimate:
+    """Bytes per GPU (see the module docstring for the model)."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    reference_model: float
+    host_offload: float  # bytes per rank moved to CPU memory by offloading
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states + self.reference_model
+
+
+def estimate_memory(
+    parameters: int,
+    trainable: int,
+    *,
+    weight_bytes: int = 2,
+    shards: int = 1,
+    zero_stage: int | None = None,
+    offload_optimizer: bool = False,
+    offload_param: bool = False,
+    lora: bool = False,
+    reference_model: bool = False,
+) -> MemoryEstimate:
+    """Per-GPU bytes for weights, gradients, optimizer states (+ reference model) of one rank."""
+    if parameters < 0 or trainable < 0 or shards < 1:
+        raise ValueError("parameters and trainable must be >= 0, shards >= 1")
+    deepspeed = zero_stage is not None
+    stage = zero_stage or 0
+    frozen = parameters - trainable if lora else 0
+    if lora:  # adapters in fp32: 4 + 4 + 8; the base is frozen, in the model dtype
+        base_weights, trainable_weight, grad_bytes, optim_bytes = frozen * weight_bytes, 4, 4, 8
+    elif deepspeed:  # mixed precision: 16-bit weights and grads, fp32 master + 2 moments
+        base_weights, trainable_weight, grad_bytes, optim_bytes = 0, weight_bytes, weight_bytes, 12 if weight_bytes == 2 else 8
+    else:  # plain torch: everything in the model's dtype, two AdamW moments
+        base_weights, trainable_weight, grad_bytes, optim_bytes = 0, weight_bytes, weight_bytes, 2 * weight_bytes
+    weights = base_weights + trainable * trainable_weight
+    gradients = trainable * grad_bytes
+    optimizer = trainable * optim_bytes
+    reference = parameters * weight_bytes if reference_model else 0
+    host = 0.0
+    if deepspeed and stage >= 1:
+        optimizer /= shards
+    if deepspeed and stage >= 2:
+        gradients /= shards
+    if deepspeed and stage >= 3:
+        weights /= shards
+        reference /= shards
+    if deepspeed and offload_optimizer:
+        host += optimizer
+        optimizer = 0.0
+    if deepspeed and stage >= 3 and offload_param:
+        host += weights
+        weights = 0.0
+    return MemoryEstimate(float(weights), float(gradients), float(optimizer), float(reference), float(host))
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.1f} GiB" if value >= 0.1 * GIB else f"{value / 1024**2:.1f} MiB"
+
+
+def _count(value: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit} ({value:,})"
+    return f"{value:,}"
+
+
+def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
+    setup = zero_setup(recipe)
+    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision)
+    dtype = recipe.model.dtype
+    weight_bytes = 4 if dtype == "float32" else 2
+    stage_text = {None: "none (no DeepSpeed)"}.get(setup.zero_stage, f"ZeRO-{setup.zero_stage}")
+    if setup.offload_optimizer or setup.offload_param:
+        moved = [name for name, on in (("optimizer", setup.offload_optimizer), ("weights", setup.offload_param)) if on]
+        stage_text += f" + CPU offload ({', '.join(moved)})"
+    result: dict[str, Any] = {
+        "distributed": f"{setup.distributed_type} ({setup.source})",
+        "zero_stage": stage_text,
+    }
+    parameters = count_parameters(config) if config else None
+    if parameters is None:
+        result["parameters"] = f"unknown: {source}"
+        result["memory_per_gpu"] = "not estimated (parameter count unknown)"
+        return result
+    lora = recipe.model.lora
+    trainable = parameters
+    if lora is not None:
+        adapters = count_lora_parameters(config, lora.r, lora.target_modules)
+        if adapters is None:
+            result["parameters"] = f"{_count(parameters)} from {source}"
+            result["memory_per_gpu"] = "not estimated (LoRA target modules not in the standard layout)"
+            return result
+        trainable = adapters
+    beta = float(recipe.trainer_args.get("beta", 0.0) or 0.0)
+    estimate = estimate_memory(
+        parameters, trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=lora is not None,
+        reference_model=beta > 0 and lora is None,
+    )
+    result["parameters"] = f"{_count(parameters)} from {source}"
+    result["trainable_parameters"] = _count(trainable) + (f" (LoRA r={lora.r}, {lora.target_modules})" if lora else "")
+    memory = {
+        "weights": _gib(estimate.weights),
+        "gradients": _gib(estimate.gradients),
+        "optimizer_states": _gib(estimate.optimizer_states),
+    }
+    if estimate.reference_model:
+        memory["reference_model"] = _gib(estimate.reference_model) + f" (beta={beta:g})"
+    memory["total"] = _gib(estimate.total) + f" per GPU over {processes} rank(s), before activations"
+    if estimate.host_offload:
+        memory["cpu_offload"] = _gib(estimate.host_offload) + " of host memory per rank"
+    if recipe.trainer_args.get("use_vllm") and recipe.trainer_args.get("vllm_mode", "colocate") == "colocate":
+        share = recipe.trainer_args.get("vllm_gpu_memory_utilization", 0.9)
+        memory["vllm_colocate"] = f"{share:.0%} of each GPU reserved for generation (weights copy + KV cache)"
+    result["memory_per_gpu"] = memory
+    return result
 
 
 def plan(recipe: Recipe) -> dict[str, Any]:
     args = recipe.trainer_args
-    processes = recipe.launch.num_processes or 1
+    setup_processes = recipe.launch.num_processes
+    if setup_processes is None and recipe.launch.config_file is not None:
+        setup_processes = zero_setup(recipe).config_processes
+    processes = int(setup_processes or 1)
     per_device = int(args.get("per_device_train_batch_size", 8))
     accumulation = int(args.get("gradient_accumulation_steps", 1))
     generations = int(args.get("num_generations") or 8)
     effective = per_device * processes * accumulation
-    return {
+    values = {
         "algorithm": recipe.trainer.algorithm,
         "credit": recipe.trainer.credit,
         "model": recipe.model.name_or_path,
@@ -34,8 +361,17 @@ def plan(recipe: Recipe) -> dict[str, Any]:
         "max_steps": args.get("max_steps", -1),
         "rewards": {spec.name: spec.weight for spec in recipe.rewards},
     }
+    values.update(memory_plan(recipe, processes))
+    return values
 
 
-def format_plan(values: dict[str, Any]) -> str:
+def format_plan(values: dict[str, Any], indent: int = 2) -> str:
     width = max(len(k) for k in values)
-    return "\n".join(f"  {key:<{width}}  {value}" for key, value in values.items())
+    lines = []
+    for key, value in values.items():
+        if isinstance(value, dict) and value and key != "rewards":
+            lines.append(f"{' ' * indent}{key}:")
+            lines.append(format_plan(value, indent + 4))
+        else:
+            lines.append(f"{' ' * indent}{key:<{width}}  {value}")
+    return "\n".join(lines)
