@@ -95,3 +95,29 @@ def test_training_without_a_reference_model_counts_failures_and_goes_on(tiny_rec
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
     entry = next(e for e in history if "rewards/accuracy/mean" in e)
     assert entry["rewards/receval_informativeness/failures/exception"] == 4
+
+
+@pytest.mark.slow  # ~45 s: two DeepSpeed ZeRO-3 ranks over gloo
+def test_zero3_two_ranks_reference_model_and_nli(repo_root, tiny_recipe, tiny_nli, tmp_path):
+    """Under ZeRO-3 the NLI model loads whole (not partitioned) and the sharded reference model
+    runs the same number of forward passes on every rank (batch_size 1 makes the counts differ)."""
+    import os
+    import subprocess
+    import sys
+
+    output_dir = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(repo_root / "launch" / "accelerate" / "zero3.yaml"),
+        "--num_processes", "2", "-m", "procrl.run", str(tiny_recipe), "--output-dir", str(output_dir),
+        "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100", "--set", "trainer.beta=0.04",
+        "--set", f"rewards.receval_correctness.nli_model={tiny_nli}",
+        "--set", "rewards.receval_informativeness.lm=reference", "--set", "rewards.receval_informativeness.batch_size=1",
+    ]
+    result = subprocess.run(command, cwd=repo_root, env=dict(os.environ), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
+    steps = [entry for entry in history if "rewards/receval_correctness/mean" in entry]
+    assert len(steps) == 2
+    for entry in steps:
+        assert "rewards/receval_informativeness/mean" in entry
+        assert not any(key.endswith("failures/exception") for key in entry)

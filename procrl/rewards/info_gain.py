@@ -114,11 +114,12 @@ class TargetLogProbScorer:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             from procrl.models import resolve_model_path
+            from procrl.rewards.standalone import load_standalone
 
             source = resolve_model_path(self.lm)
             kwargs = {} if self.dtype == "auto" else {"dtype": getattr(torch, self.dtype)}
             self._tokenizer = AutoTokenizer.from_pretrained(source)
-            self._model = AutoModelForCausalLM.from_pretrained(source, **kwargs).to(self.device).eval()
+            self._model = load_standalone(AutoModelForCausalLM.from_pretrained, source, **kwargs).to(self.device).eval()
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         unwrapped = self._model

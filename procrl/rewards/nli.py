@@ -16,6 +16,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from procrl.rewards.standalone import load_standalone
+
 __all__ = ["NLILabelError", "NLIScorer", "nli_label_indices", "write_tiny_nli_model"]
 
 Pair = tuple[str, str]
@@ -100,7 +102,7 @@ class NLIScorer:
 
         if self._model is None:
             kwargs = {} if self.dtype == "auto" else {"dtype": getattr(torch, self.dtype)}
-            model = AutoModelForSequenceClassification.from_pretrained(str(self.source), **kwargs)
+            model = load_standalone(AutoModelForSequenceClassification.from_pretrained, str(self.source), **kwargs)
         else:
             model = self._model
         indices = nli_label_indices(getattr(model.config, "id2label", None), getattr(model.config, "num_labels", None))
