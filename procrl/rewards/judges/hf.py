@@ -8,7 +8,8 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.judges._loading import outside_zero3, torch_dtype
+from procrl.rewards.judges._loading import torch_dtype
+from procrl.rewards.standalone import zero3_init_disabled
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
 __all__ = ["HFJudge"]
@@ -57,7 +58,7 @@ class HFJudge(Judge):
             tokenizer.padding_side = "left"  # generation continues at the right edge
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            with outside_zero3():
+            with zero3_init_disabled():  # a judge is not trained: never partition it
                 model = AutoModelForCausalLM.from_pretrained(
                     path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code
                 )

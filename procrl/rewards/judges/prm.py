@@ -18,7 +18,8 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.judges._loading import outside_zero3, torch_dtype
+from procrl.rewards.judges._loading import torch_dtype
+from procrl.rewards.standalone import zero3_init_disabled
 
 __all__ = ["PRMJudge", "first_below"]
 
@@ -82,7 +83,7 @@ class PRMJudge(Judge):
             config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
             architectures = getattr(config, "architectures", None) or []
             loader = AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
-            with outside_zero3():
+            with zero3_init_disabled():  # a judge is not trained: never partition it
                 model = loader.from_pretrained(path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code)
             self._model = model.to(self.device).eval()
             self._tokenizer = tokenizer
