@@ -5,6 +5,7 @@ replies without \\boxed{}, a 404, a closed port."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import socket
 import time
@@ -162,3 +163,26 @@ def test_trl_reward_function_is_async_and_logs_failure_counts(server):
     assert logged["rewards/first_error/failures/no_verdict"] == 1.0
     assert logged["rewards/first_error/failures/timeout"] == 0.0  # zeros are logged too
     assert logged["rewards/first_error/error_found_fraction"] == 1.0
+
+
+def test_eval_judge_against_the_server(server, tmp_path, capsys):
+    from procrl.cli import main
+
+    data = tmp_path / "pb.jsonl"
+    records = [
+        {"problem": "CASE box-1", "steps": ["a", "b", "c"], "label": 1},
+        {"problem": "CASE box-0", "steps": ["a", "b"], "label": 1},
+        {"problem": "CASE box--1", "steps": ["a", "b"], "label": -1},
+        {"problem": "CASE no-box", "steps": ["a"], "label": -1},
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\ndata: {dataset: synthetic}\n"
+        f"rewards:\n  first_error: {{backend: openai, model: judge, base_url: '{server.base_url}', max_retries: 0}}\n"
+    )
+    assert main(["eval-judge", "--recipe", str(recipe), "--data", str(data), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["acc_err"] == 0.5 and report["acc_cor"] == 0.5 and report["f1"] == pytest.approx(0.5)
+    assert report["no_verdict"] == 1 and report["failures"]["no_verdict"] == 1
+    assert report["confusion"]["error_by_label"]["1"] == {"n": 2, "exact": 1, "early": 1, "late": 0, "missed": 0, "no_verdict": 0}
