@@ -323,6 +323,8 @@ def test_informativeness_component(tiny_lm, gsm8k_train):
         assert output.scores[i] == min(details["step_values"]) == details["step_values"][details["min_step"]]
     assert output.details[0]["target"] == " The answer is 72."
     assert {"step_mean", "ig_mean", "min_step_mean", "min_step_fraction_mean"} <= set(output.metrics)
+    nothing = component.score(RewardBatch.from_texts(["no number here", ""], ["Q?", "Q?"]))
+    assert nothing.scores == [None, None] and nothing.failures == {"no_answer": 1, "no_steps": 1}
 
 
 def test_settings_are_validated():

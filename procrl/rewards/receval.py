@@ -433,7 +433,7 @@ class ReCEvalInformativeness(RewardComponent):
             chains.append((len(requests), len(steps), target))
             requests += [(context, target) for context in contexts]
         before = dict(self.scorer.stats)
-        logprobs = self.scorer.mean_logprobs(requests) if requests else []
+        logprobs = self.scorer.mean_logprobs(requests)  # also when empty: ZeRO-3 ranks pass in step
         scores: list[float | None] = []
         step_scores: list[list[float] | None] = []
         details: list[dict[str, Any]] = []
