@@ -460,6 +460,7 @@ class _DiagnosticsCallback:
         self._keep_rows = False  # set once W&B is known to be active (the table is only for W&B)
         self._started = time.perf_counter()
         self._plot_seconds = 0.0
+        self._overhead_seconds = 0.0
         self.wandb_logged: list[str] = []  # keys sent to W&B (read by tests and benchmarks)
 
     @classmethod
@@ -480,6 +481,7 @@ class _DiagnosticsCallback:
     def observe(self, batch: RewardBatch, outputs: dict[str, RewardOutput],
                 log_metric: Callable[[str, float], None] | None, log_extra: Callable[[str, list], None] | None) -> None:
         """Called by the mix once every component has scored a batch."""
+        started = time.perf_counter()
         kinds = component_kinds(self.types, outputs)
         judge = _first(kinds, FIRST_ERROR)
         # step counts only matter for a judge that leaves num_steps out; segmenting costs spaCy time
@@ -494,6 +496,7 @@ class _DiagnosticsCallback:
                 self._reward_seconds[name] = self._reward_seconds.get(name, 0.0) + output.seconds
             if kinds or self._keep_rows:
                 self._window.add(self.types, batch, outputs, keep_rows=self._keep_rows)
+            self._overhead_seconds += time.perf_counter() - started
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last_step = state.global_step
@@ -503,6 +506,7 @@ class _DiagnosticsCallback:
     def on_log(self, args, state, control, logs=None, **kwargs):
         with self._lock:
             reward_seconds, self._reward_seconds = self._reward_seconds, {}
+            overhead, self._overhead_seconds = self._overhead_seconds, 0.0
         steps = max(state.global_step - self._last_step, 1)
         self._last_step = state.global_step
         added: dict[str, float] = {}
@@ -510,6 +514,9 @@ class _DiagnosticsCallback:
         if step_time:
             for name, seconds in reward_seconds.items():
                 added[f"{PREFIX}/time_share/{name}"] = seconds / (step_time * steps)
+            # what the diagnostics themselves cost: observing this window's batches plus the
+            # previous logging step's W&B work, over this window's step time
+            added[f"{PREFIX}/overhead_share"] = overhead / (step_time * steps)
         if added and logs is not None:
             logs.update(added)
             # the Trainer appended a copy of ``logs`` to log_history just before calling us
@@ -534,8 +541,11 @@ class _DiagnosticsCallback:
                 self.wandb_logged.extend(k for k in payload if k not in self.wandb_logged)
         except Exception as error:  # diagnostics must never stop training
             logger.warning("diagnostics: W&B logging failed: %s: %s", type(error).__name__, error)
+        spent = time.perf_counter() - started
+        with self._lock:
+            self._overhead_seconds += spent
         if plots:
-            self._plot_seconds += time.perf_counter() - started
+            self._plot_seconds += spent
 
     def _wandb_payload(self, wandb, scalars: dict[str, float], plots: bool, step: int) -> dict[str, Any]:
         # same key names as transformers' WandbCallback gives the scalars logged through the trainer

@@ -4,6 +4,8 @@ time shares, and (slow) a W&B offline run of the tiny recipe read back from its 
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import statistics
@@ -179,8 +181,8 @@ def test_plots_render_png():
 def _mix_with_hand_components():
     return RewardMix.from_recipe_rewards({
         "accuracy": {"weight": 1.0},
-        "judge": {"type": "tests.diag_components:RuleFirstError", "weight": 0.5},
-        "trace": {"type": "tests.diag_components:RuleTrace", "weight": 0.1},
+        "judge": {"type": "first_error", "backend": "arithmetic", "weight": 0.5},
+        "trace": {"type": "trace", "tagger": "cues", "weight": 0.1},
     })
 
 
@@ -190,7 +192,14 @@ def _trl_call(mix, completions, answers, metrics, extras):
         "log_metric": lambda name, value: metrics.setdefault(name, []).append(value),
         "log_extra": lambda column, values: extras.setdefault(column, []).extend(values),
     }
-    return [f(prompts=["p"] * len(completions), completions=completions, **kwargs) for f in mix.reward_functions()]
+    # as TRL does: synchronous reward functions one after the other, then the async ones together
+    results = [f(prompts=["p"] * len(completions), completions=completions, **kwargs) for f in mix.reward_functions()]
+
+    async def gather():
+        return await asyncio.gather(*[r for r in results if inspect.isawaitable(r)])
+
+    awaited = iter(asyncio.run(gather()))
+    return [next(awaited) if inspect.isawaitable(r) else r for r in results]
 
 
 def test_observer_logs_once_per_batch_after_the_last_component():
@@ -241,6 +250,7 @@ def test_on_log_adds_time_share_to_logs_and_log_history():
     assert logs["diagnostics/time_share/a"] == pytest.approx(0.3 / 3.0)
     assert logs["diagnostics/time_share/b"] == pytest.approx(0.1 / 3.0)
     assert state.log_history[-1]["diagnostics/time_share/a"] == pytest.approx(0.1)
+    assert 0.0 < logs["diagnostics/overhead_share"] < 0.05  # two observed batches: well under a millisecond each
 
 
 # --- a real W&B offline run of the tiny recipe ---------------------------------------------------
@@ -255,8 +265,8 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
         sys.executable, "-m", "procrl.cli", "train", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"),
         "--output-dir", str(tmp_path / "run"), "--set", "trainer.max_steps=2", "--set", "trainer.report_to=wandb",
         "--set", "trainer.save_steps=100",
-        "--set", "rewards.judge={type: tests.diag_components:RuleFirstError, weight: 0.1}",
-        "--set", "rewards.trace={type: tests.diag_components:RuleTrace, weight: 0.1}",
+        # the recipe's trace (cue tagger) plus the model-free arithmetic first-error judge
+        "--set", "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}",
     ]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -80,7 +80,7 @@ def _gold_number(answer: str) -> str:
 
 def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
     recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
-                                "model: judge, max_retries: 0}"])
+                                "model: judge, max_retries: 0}", "rewards.trace=false"])
     golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(5))["answer"]]
     wrong = str(int(golds[2]) + 1)
     completions = [
@@ -116,7 +116,7 @@ def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
 
 
 def test_without_a_judge_reasoning_aware_accuracy_is_null(tmp_path):
-    recipe = load_recipe(TINY, [])
+    recipe = load_recipe(TINY, ["rewards.trace=false"])
     golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(2))["answer"]]
     report = ev.evaluate(recipe, limit=2, output_dir=tmp_path, completions=[f"So {golds[0]}.", "No idea."])
     assert report["answer_accuracy"] == pytest.approx(0.5)
@@ -143,8 +143,7 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     code = cli_main([
         "evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--split", "test", "--limit", "8",
         "--output-dir", str(out), "--max-new-tokens", "16",
-        "--set", "rewards.judge={type: first_error, backend: arithmetic}",
-        "--set", "rewards.trace={type: trace, tagger: cues}",
+        "--set", "rewards.judge={type: first_error, backend: arithmetic}",  # the recipe has accuracy, format, trace
     ])
     assert code == 0
     report = json.loads((out / "report.json").read_text())
