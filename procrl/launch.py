@@ -97,6 +97,17 @@ def _flag_names(args: list[str]) -> set[str]:
     return {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
 
 
+def _flag_value(args: list[str], name: str) -> str | None:
+    """The last value given to ``name`` (``--name V`` or ``--name=V``) in ``args``."""
+    value = None
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
 def accelerate_command(recipe, launch_args: list[str] | None = None, python: str | None = None) -> list[str]:
     """``python -m accelerate.commands.launch`` flags from the recipe's ``launch:`` section, with
     ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
@@ -112,11 +123,9 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
         flags += ["--num_machines", str(launch.num_machines)]
     if launch.main_process_port is not None and "--main_process_port" not in given:
         flags += ["--main_process_port", str(launch.main_process_port)]
-    if (
-        not given.intersection(_TYPE_FLAGS)
-        and launch.config_file is None
-        and ((launch.num_processes or 1) > 1 or launch.num_machines > 1)
-    ):
+    processes = int(_flag_value(user, "--num_processes") or launch.num_processes or 1)
+    machines = int(_flag_value(user, "--num_machines") or launch.num_machines)
+    if not given.intersection(_TYPE_FLAGS) and launch.config_file is None and (processes > 1 or machines > 1):
         flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
     return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
 

@@ -45,7 +45,7 @@ GIB = 1024**3
 
 # Architectures (config.json values) of common policies, for planning without the Hub. Parameter
 # counts from count_parameters() match the model cards: Qwen2.5 0.49B / 1.54B / 3.09B / 7.61B /
-# 14.7B / 72.7B, Llama-3.1-8B 8.03B. Instruct/base variants share the architecture.
+# 72.7B, Llama-3.1-8B 8.03B. Instruct/base variants share the architecture.
 _QWEN25 = {"model_type": "qwen2", "hidden_act": "silu"}
 KNOWN_ARCHITECTURES: dict[str, dict[str, Any]] = {
     "qwen2.5-0.5b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
@@ -56,8 +56,6 @@ KNOWN_ARCHITECTURES: dict[str, dict[str, Any]] = {
                    "num_attention_heads": 16, "num_key_value_heads": 2, "tie_word_embeddings": True},
     "qwen2.5-7b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
                    "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False},
-    "qwen2.5-14b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 48,
-                    "num_attention_heads": 40, "num_key_value_heads": 8, "tie_word_embeddings": False},
     "qwen2.5-72b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80,
                     "num_attention_heads": 64, "num_key_value_heads": 8, "tie_word_embeddings": False},
     "llama-3.1-8b": {"model_type": "llama", "vocab_size": 128256, "hidden_size": 4096, "intermediate_size": 14336,

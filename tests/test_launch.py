@@ -1,0 +1,263 @@
+"""Launching (fast part): the accelerate command built from a recipe's launch section, the
+start-up hook's cost and its hands-off behaviour on other YAML files, the plan's parameter and
+memory arithmetic, resume helpers. Runs that train are in test_launch_slow.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from tests.launch_utils import REPO, TINY_RECIPE, launch_env, write_recipe
+
+import procrl_recipe_hook
+from procrl.config import ConfigError
+from procrl.launch import (
+    accelerate_command,
+    inside_launcher,
+    needs_launcher,
+    parent_accelerate_flags,
+    resolve_config_file,
+    resume_checkpoint,
+    set_wandb_run_id,
+    split_launch_args,
+    train_command,
+)
+from procrl.recipe import load_recipe
+
+LAUNCH_CONFIGS = ["single_gpu", "ddp", "zero2", "zero3", "zero3_offload", "multinode_zero3"]
+
+
+# --- the accelerate command ----------------------------------------------------------------------
+
+
+def _flags(command: list[str]) -> list[str]:
+    start = command.index("accelerate.commands.launch") + 1
+    return command[start:]
+
+
+def test_launch_section_becomes_accelerate_flags():
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
+    assert needs_launcher(recipe)
+    flags = _flags(accelerate_command(recipe))
+    assert flags == ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml"), "--num_processes", "8"]
+
+
+def test_command_line_flags_win_over_the_launch_section():
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
+    flags = _flags(accelerate_command(recipe, ["--num_processes", "2", "--config_file=launch/accelerate/zero2.yaml"]))
+    # the recipe's values for flags the user gave are gone; the user's come last (argparse: last wins)
+    assert flags == ["--num_processes", "2", "--config_file=launch/accelerate/zero2.yaml"]
+
+
+def test_processes_without_config_file_use_ddp_and_respect_a_single_process_override(tmp_path):
+    recipe = load_recipe(write_recipe(tmp_path / "r.yaml", launch={"num_processes": 2}))
+    assert _flags(accelerate_command(recipe)) == ["--num_processes", "2", "--multi_gpu"]
+    # --num_processes 1 from the command line: no --multi_gpu (accelerate would refuse it)
+    assert _flags(accelerate_command(recipe, ["--num_processes", "1"])) == ["--num_processes", "1"]
+    # a type flag or config file from the command line: procrl adds no type flag of its own
+    assert "--multi_gpu" not in _flags(accelerate_command(recipe, ["--use_deepspeed"]))
+
+
+def test_train_command_passes_recipe_overrides_and_resume():
+    recipe = load_recipe(TINY_RECIPE)
+    assert not needs_launcher(recipe)
+    command = train_command(recipe, TINY_RECIPE, ["trainer.max_steps=2"], "out", True, ["--num_processes", "2"])
+    assert command[command.index("-m", 3):] == [
+        "-m", "procrl.run", TINY_RECIPE, "--set", "trainer.max_steps=2", "--output-dir", "out", "--resume",
+    ]
+
+
+def test_config_file_is_found_relative_to_the_recipe_parents(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # not the repo: the recipe's parent directories find launch/
+    found = resolve_config_file("launch/accelerate/zero2.yaml", str(REPO / "recipes" / "gsm8k_trace.yaml"))
+    assert found == REPO / "launch" / "accelerate" / "zero2.yaml"
+    with pytest.raises(ConfigError, match="launch.config_file: launch/nope.yaml not found"):
+        resolve_config_file("launch/nope.yaml", str(REPO / "recipes" / "gsm8k_trace.yaml"))
+
+
+def test_unknown_train_flags_are_refused_with_one_line():
+    assert split_launch_args(["--num_processes", "2", "--mixed_precision", "no"]) == [
+        "--num_processes", "2", "--mixed_precision", "no",
+    ]
+    with pytest.raises(ConfigError, match="--no-such-flag: neither a procrl train option nor an accelerate launch flag"):
+        split_launch_args(["--no-such-flag"])
+
+
+def test_inside_launcher_detection():
+    assert not inside_launcher({"PATH": "/bin"})
+    assert inside_launcher({"LOCAL_RANK": "0"})  # torchrun / DeepSpeed launcher
+    assert inside_launcher({"ACCELERATE_MIXED_PRECISION": "no"})  # accelerate's single-process launcher
+    assert inside_launcher({"PROCRL_LAUNCHED": "1"})
+
+
+def test_parent_accelerate_flags_read_from_the_parent_command_line(tmp_path):
+    def cmdline(*argv: str) -> str:
+        path = tmp_path / "cmdline"
+        path.write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+        return str(path)
+
+    bare = cmdline("/venv/bin/python3", "/venv/bin/accelerate", "launch", "r.yaml", "--set", "a=1")
+    assert parent_accelerate_flags("r.yaml", bare) == []
+    flagged = cmdline("/venv/bin/python3", "/venv/bin/accelerate", "launch", "--num_processes", "1", "r.yaml")
+    assert parent_accelerate_flags("r.yaml", flagged) == ["--num_processes", "1"]
+    module = cmdline("python", "-m", "accelerate.commands.launch", "--config_file", "c.yaml", "r.yaml")
+    assert parent_accelerate_flags("r.yaml", module) == ["--config_file", "c.yaml"]
+    assert parent_accelerate_flags("r.yaml", cmdline("bash", "-c", "python r.yaml")) is None
+    assert parent_accelerate_flags("r.yaml", str(tmp_path / "missing")) is None
+
+
+@pytest.mark.parametrize("name", LAUNCH_CONFIGS)
+def test_launch_configs_parse_with_accelerate(name):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(REPO / "launch" / "accelerate" / f"{name}.yaml"))
+    expected = {
+        "single_gpu": ("NO", None), "ddp": ("MULTI_GPU", None), "zero2": ("DEEPSPEED", 2), "zero3": ("DEEPSPEED", 3),
+        "zero3_offload": ("DEEPSPEED", 3), "multinode_zero3": ("DEEPSPEED", 3),
+    }[name]
+    assert str(config.distributed_type).split(".")[-1] == expected[0]
+    stage = (config.deepspeed_config or {}).get("zero_stage")
+    assert stage == expected[1]
+    assert config.mixed_precision == "no"  # precision comes from the recipe's trainer.bf16
+    if name == "zero3_offload":
+        assert config.deepspeed_config["offload_optimizer_device"] == "cpu"
+    if name == "multinode_zero3":
+        assert config.num_machines == 2 and config.deepspeed_config["deepspeed_multinode_launcher"] == "standard"
+
+
+# --- the start-up hook ---------------------------------------------------------------------------
+
+
+def test_marker_scan_needs_a_top_level_marker_line(tmp_path):
+    cases = {
+        "recipe: procrl/v1\nmodel: {name_or_path: x}\n": True,
+        "# comment\nrecipe: 'procrl/v1'  # marker\n": True,
+        "recipe: \"procrl/v1\"\n": True,
+        "config:\n  recipe: procrl/v1\n": False,  # nested: not a recipe
+        "# recipe: procrl/v1\nname: x\n": False,
+        "recipe: procrl/v2\n": False,
+        "name: procrl/v1\n": False,
+    }
+    for index, (text, expected) in enumerate(cases.items()):
+        path = tmp_path / f"f{index}.yaml"
+        path.write_text(text)
+        assert procrl_recipe_hook.has_marker(str(path)) is expected, text
+    assert procrl_recipe_hook.has_marker(str(tmp_path / "missing.yaml")) is False
+
+
+def test_pth_file_is_installed_in_site_packages():
+    site = Path(sysconfig.get_paths()["purelib"])
+    pth = site / "zzz-procrl-recipe-hook.pth"
+    assert pth.is_file(), "reinstall procrl (pip install -e .) to get the recipe start-up hook"
+    line = pth.read_text().strip()
+    assert line.startswith("import sys;") and "__import__('procrl_recipe_hook').run()" in line
+    assert line.index("endswith") < line.index("__import__")  # the suffix check guards the import
+
+
+def _imports(argv: list[str], tmp_path: Path) -> tuple[set[str], subprocess.CompletedProcess]:
+    done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True,
+                          env=launch_env(tmp_path), cwd=tmp_path, timeout=60)
+    modules = set()
+    for line in done.stderr.splitlines():
+        if line.startswith("import time:") and "|" in line:
+            modules.add(line.rsplit("|", 1)[1].strip())
+    return modules, done
+
+
+def _procrl_modules(modules: set[str]) -> set[str]:
+    return {m for m in modules if m == "procrl" or m.startswith("procrl.")}
+
+
+def test_hook_adds_no_import_for_other_python_starts(tmp_path):
+    modules, done = _imports(["-c", "pass"], tmp_path)
+    assert done.returncode == 0
+    assert "procrl_recipe_hook" not in modules and not _procrl_modules(modules)
+    assert "encodings" in modules  # the importtime listing works (the check above can fail)
+
+
+def test_hook_reads_but_never_imports_procrl_for_a_yaml_that_is_not_a_recipe(tmp_path):
+    other = tmp_path / "config.yaml"
+    other.write_text("x: int = 1\nprint('ran as python')\n")  # YAML-looking, valid Python
+    before = other.stat().st_mtime_ns
+    modules, done = _imports([str(other)], tmp_path)
+    assert done.returncode == 0 and done.stdout == "ran as python\n"
+    assert "procrl_recipe_hook" in modules  # the hook looked (suffix matched) ...
+    assert not _procrl_modules(modules)  # ... but did not import procrl
+    assert other.stat().st_mtime_ns == before
+
+
+@pytest.fixture(scope="module")
+def bare_python(tmp_path_factory) -> str:
+    """The same interpreter in a fresh venv without procrl (or anything else) installed."""
+    directory = tmp_path_factory.mktemp("bare-venv")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", "--without-pip", str(directory)], check=True, timeout=120)
+    python = directory / "bin" / "python"
+    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('procrl_recipe_hook'))"],
+                           capture_output=True, text=True, check=True, cwd=directory)
+    assert probe.stdout.strip() == "None"
+    return str(python)
+
+
+NOT_RECIPES = {
+    "syntax_error.yaml": "name: my-config\nsteps:\n  - run: echo hi\n",
+    "name_error.yml": "name: my_config\n",
+    "valid_python.yaml": "a: 1\n",
+    "nested_marker.yaml": "config:\n  recipe: procrl/v1\n",
+    "commented_marker.YAML": "# recipe: procrl/v1\nsteps: [1, 2\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_RECIPES))
+def test_non_recipe_yaml_fails_exactly_as_without_procrl(name, tmp_path, bare_python):
+    path = tmp_path / name
+    path.write_text(NOT_RECIPES[name])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PROCRL_RECIPE_HOOK"))}
+    ours = subprocess.run([sys.executable, str(path), "--flag"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    bare = subprocess.run([bare_python, str(path), "--flag"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert (ours.returncode, ours.stdout, ours.stderr) == (bare.returncode, bare.stdout, bare.stderr)
+    if name != "valid_python.yaml":
+        assert ours.returncode == 1 and "Error" in ours.stderr
+
+
+def test_hook_reports_an_invalid_recipe_in_one_line_with_status_2(tmp_path):
+    bad = write_recipe(tmp_path / "bad.yaml", trainer={"max_stepz": 3})
+    done = subprocess.run([sys.executable, str(bad)], capture_output=True, text=True, env=launch_env(tmp_path),
+                          cwd=tmp_path, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("procrl: error: trainer.max_stepz: unknown key")
+
+
+def test_hook_can_be_switched_off(tmp_path):
+    recipe = write_recipe(tmp_path / "r.yaml")
+    done = subprocess.run([sys.executable, str(recipe)], capture_output=True, text=True,
+                          env=launch_env(tmp_path, PROCRL_RECIPE_HOOK="0"), cwd=tmp_path, timeout=60)
+    # Python runs the YAML as code (and fails on its first line that is not valid Python)
+    assert done.returncode == 1 and "SyntaxError" in done.stderr and "procrl" not in done.stderr.lower()
+
+
+# --- resume helpers ------------------------------------------------------------------------------
+
+
+def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
+    with pytest.raises(ConfigError, match="--resume: no checkpoint-\\* directory in"):
+        resume_checkpoint(str(tmp_path))
+    (tmp_path / "checkpoint-2").mkdir()
+    (tmp_path / "checkpoint-10").mkdir()
+    assert resume_checkpoint(str(tmp_path)).endswith("checkpoint-10")
+
+
+def test_wandb_run_id_is_persisted_and_reused_on_resume(tmp_path, monkeypatch):
+    monkeypatch.delenv("WANDB_RUN_ID", raising=False)
+    monkeypatch.delenv("WANDB_RESUME", raising=False)
+    first = set_wandb_run_id(str(tmp_path), resume=False)
+    assert (tmp_path / "wandb_run_id").read_text().strip() == first == os.environ["WANDB_RUN_ID"]
+    monkeypatch.delenv("WANDB_RUN_ID")
+    assert set_wandb_run_id(str(tmp_path), resume=True) == first
+    assert os.environ["WANDB_RESUME"] == "allow"
+    monkeypatch.delenv("WANDB_RUN_ID")
+    assert set_wandb_run_id(str(tmp_path), resume=False) != first  # a fresh run gets a fresh id

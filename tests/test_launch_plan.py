@@ -1,0 +1,112 @@
+"""The offline plan of ``procrl check``: parameter counts against real (tiny) models and the model
+cards, LoRA counts against PEFT, ZeRO memory arithmetic, and the 7B recipes planned here."""
+
+from __future__ import annotations
+
+import pytest
+from tests.launch_utils import REPO
+
+from procrl.cli import main as procrl_main
+from procrl.plan import (
+    GIB,
+    KNOWN_ARCHITECTURES,
+    count_lora_parameters,
+    count_parameters,
+    estimate_memory,
+    model_architecture,
+    plan,
+)
+from procrl.recipe import load_recipe
+
+SMALL = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2}
+
+
+@pytest.mark.parametrize(
+    "kind, extra",
+    [
+        ("qwen2", {"tie_word_embeddings": True}),
+        ("qwen2", {"tie_word_embeddings": False}),
+        ("llama", {"tie_word_embeddings": False, "attention_bias": True, "mlp_bias": True}),
+        ("llama", {"tie_word_embeddings": True, "head_dim": 16}),
+        ("qwen3", {"tie_word_embeddings": False, "head_dim": 8}),
+    ],
+)
+def test_parameter_count_matches_a_built_model(kind, extra):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model(kind, **SMALL, **extra)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    actual = sum(p.numel() for p in model.parameters())  # tied weights are one Parameter
+    assert count_parameters(config.to_dict()) == actual
+
+
+def test_lora_count_matches_peft():
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.for_model("qwen2", **SMALL, tie_word_embeddings=False)
+    for targets in ("all-linear", ["q_proj", "v_proj"]):
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=targets, task_type="CAUSAL_LM"))
+        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+        assert count_lora_parameters(config.to_dict(), 4, targets) == trainable
+    assert count_lora_parameters(config.to_dict(), 4, ["not_a_module"]) is None
+
+
+def test_known_architectures_reproduce_the_model_cards():
+    billions = {key: count_parameters(arch) / 1e9 for key, arch in KNOWN_ARCHITECTURES.items()}
+    cards = {"qwen2.5-0.5b": 0.49, "qwen2.5-1.5b": 1.54, "qwen2.5-3b": 3.09, "qwen2.5-7b": 7.61,
+             "qwen2.5-72b": 72.7, "llama-3.1-8b": 8.03}
+    assert set(billions) == set(cards)
+    for key, card in cards.items():
+        assert billions[key] == pytest.approx(card, abs=0.011), key
+    assert model_architecture("Qwen/Qwen2.5-7B-Instruct")[0]["hidden_size"] == 3584
+    assert model_architecture("org/unknown-model")[0] is None
+
+
+def test_zero_memory_arithmetic():
+    p = 8_000_000_000
+    plain = estimate_memory(p, p, weight_bytes=2)  # bf16 weights, grads, 2 moments, replicated
+    assert (plain.weights, plain.gradients, plain.optimizer_states) == (2 * p, 2 * p, 4 * p)
+    z0 = estimate_memory(p, p, zero_stage=0, shards=8)  # DeepSpeed mixed precision: 2 + 2 + 12
+    assert (z0.weights, z0.gradients, z0.optimizer_states) == (2 * p, 2 * p, 12 * p)
+    z2 = estimate_memory(p, p, zero_stage=2, shards=8)
+    assert (z2.weights, z2.gradients, z2.optimizer_states) == (2 * p, 2 * p / 8, 12 * p / 8)
+    z3 = estimate_memory(p, p, zero_stage=3, shards=8, reference_model=True)
+    assert z3.total == pytest.approx((16 * p + 2 * p) / 8)
+    offload = estimate_memory(p, p, zero_stage=3, shards=8, offload_optimizer=True, offload_param=True)
+    assert offload.optimizer_states == 0 and offload.weights == 0 and offload.host_offload == (12 * p + 2 * p) / 8
+    lora = estimate_memory(p, 10_000_000, zero_stage=2, shards=8, lora=True)  # frozen base stays whole
+    assert lora.weights == 2 * (p - 10_000_000) + 4 * 10_000_000
+    assert lora.optimizer_states == 8 * 10_000_000 / 8
+    with pytest.raises(ValueError):
+        estimate_memory(p, p, shards=0)
+
+
+def test_plan_of_the_7b_recipes_without_gpu_or_network():
+    values = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml"))
+    assert values["num_processes"] == 8 and values["effective_batch_completions"] == 8 * 8 * 4
+    assert values["prompts_per_step"] == 32 and values["zero_stage"] == "ZeRO-3"
+    memory = values["memory_per_gpu"]
+    # 7.6e9 parameters x (16 bytes + 2 for the reference model, beta 0.04) / 8 ranks = 16 GiB
+    total = float(memory["total"].split()[0])
+    assert total == pytest.approx(7.6156e9 * 18 / 8 / GIB, abs=0.06)
+    lora = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml",
+                            ["model.lora.r=16", "launch.config_file=launch/accelerate/zero2.yaml"]))
+    assert lora["zero_stage"] == "ZeRO-2" and "LoRA r=16" in lora["trainable_parameters"]
+    assert "reference_model" not in lora["memory_per_gpu"]  # TRL disables the adapter instead
+
+
+@pytest.mark.parametrize("name", ["gsm8k_trace", "gsm8k_accuracy"])
+def test_procrl_check_on_the_7b_recipes_exits_0_and_prints_the_plan(name, capsys):
+    assert procrl_main(["check", str(REPO / "recipes" / f"{name}.yaml")]) == 0
+    out = capsys.readouterr().out
+    for expected in ("num_processes                8", "per_device_train_batch_size  8", "num_generations              8",
+                     "effective_batch_completions  256", "gradient_accumulation_steps  4", "zero_stage", "ZeRO-3",
+                     "optimizer_states", "7.62B"):
+        assert expected in out, expected
