@@ -193,9 +193,14 @@ _ANNOTATION = re.compile(r"<<([^<>]*?)=([^<>=]*)>>")
 _SIDE_CHARS = set("0123456789.,+-*/xX×÷·−–^()$% \\")
 _BINARY_START = set("+*/×÷·^xX")
 _STATED_NUMBER = re.compile(r"\s*-?\s*\\?\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?<=\d)\s*(?:\\?%)?")
-_OPERATOR_RE = re.compile(r"[\d)%]\s*[+\-*/×÷·−–^xX]\s*[\d(.$]")
+_OPERATOR_RE = re.compile(r"[\d)%]\s*(?:\*\*|[+\-*/×÷·−–^xX])\s*[\d(.$]")
 # "25 / 1/3": a tight fraction after a spaced operator is one number (25 / (1/3)).
 _TIGHT_FRACTION = re.compile(r"(?<![\d.)/])(\d+(?:\.\d+)?/\d+(?:\.\d+)?)(?![\d.(/])")
+
+
+# LaTeX and Markdown around equations, replaced by a sign (or blanked) with the same length
+_LATEX_SIGNS = {"\\times": "×", "\\cdot": "·", "\\div": "÷"}
+_LATEX_MARKUP = re.compile(r"\\times|\\cdot|\\div|\\[()\[\]]|\\,|(?<![\d)])\*\*(?=[\d(\\$])|(?<=[\d)%])\*\*(?![\d(])")
 
 
 def _has_operator(text: str) -> bool:
@@ -296,6 +301,7 @@ def find_claims(text: str) -> list[Claim]:
             continue
     # Inline equations: the text with annotations blanked out (offsets stay valid).
     visible = _ANNOTATION.sub(lambda m: " " * len(m.group(0)), text)
+    visible = _LATEX_MARKUP.sub(lambda m: _LATEX_SIGNS.get(m.group(0), "").ljust(len(m.group(0))), visible)
     for match in re.finditer(r"(?<![<>=!])=(?![=>])", visible):
         position = match.start()
         left = _scan_left(visible, position)

@@ -164,6 +164,16 @@ def test_claims_in_a_step():
     assert len(check_step("The total is 1,200 + 300 = 1,600 dollars.")) == 1
 
 
+def test_latex_and_markdown_equations():
+    assert check_step("So $3 \\times 4 = 12$ apples.") == []
+    assert len(check_step("So $3 \\times 4 = 13$ apples.")) == 1
+    assert check_step("\\(6 \\div 2 = 3\\) and \\[ 12 \\cdot 3 = 36 \\]") == []
+    assert len(check_step("\\(6 \\div 2 = 4\\)")) == 1
+    assert check_step("It is **2 * 5 = 10** dollars") == []
+    assert len(check_step("It is **2 * 5 = 11** dollars")) == 1
+    assert check_step("so 2**3 = 8") == [] and len(check_step("so 2**3 = 9")) == 1
+
+
 def test_statements_that_are_not_calculations_are_skipped():
     for text in ["1 hour = 60 minutes", "Let x = 5 apples", "2x + 3 = 7", "15% of $80 = (15/100)*$80 = $12",
                  "There are 60 minutes x 3/4 = 45 minutes", "Step 2 = the hard part", "a = b + c"]:
