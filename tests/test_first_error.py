@@ -277,6 +277,8 @@ def test_settings_validation_and_needs_model():
         parse_rewards({"first_error": {"backend": "openai"}})
     with pytest.raises(ConfigError, match="penalty"):
         parse_rewards({"first_error": {"penalty": "linear"}})
+    with pytest.raises(ConfigError, match="NAME of an environment variable"):
+        parse_rewards({"first_error": {"backend": "openai", "model": "m", "api_key_env": "sk-abc123-secret"}})
     with pytest.raises(ConfigError, match="threshold"):
         parse_rewards({"first_error": {"backend": "prm", "model": "m", "threshold": 1.5}})
     assert FirstErrorReward(FirstErrorReward.Settings(backend="prm", model="Qwen/Qwen2.5-Math-PRM-7B")).needs_model() == "Qwen/Qwen2.5-Math-PRM-7B"

@@ -35,6 +35,8 @@ def responder(prompt: str, attempt: int) -> Reply:
         return Reply(body=b'{"choices": [{"message": ')
     if case == "wrong-shape":
         return Reply(body=b'{"result": "no choices here"}')
+    if case == "reasoning-content":  # a reasoning server: the reply is in reasoning_content
+        return Reply(body=json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "\\boxed{1}"}}]}).encode())
     if case == "no-box":
         return Reply("The earliest mistake is in step 1.")
     if case == "slow":
@@ -186,3 +188,8 @@ def test_eval_judge_against_the_server(server, tmp_path, capsys):
     assert report["acc_err"] == 0.5 and report["acc_cor"] == 0.5 and report["f1"] == pytest.approx(0.5)
     assert report["no_verdict"] == 1 and report["failures"]["no_verdict"] == 1
     assert report["confusion"]["error_by_label"]["1"] == {"n": 2, "exact": 1, "early": 1, "late": 0, "missed": 0, "no_verdict": 0}
+
+
+def test_reply_in_reasoning_content_is_read(server):
+    output = _mix(server.base_url).compute("first_error", _batch(["reasoning-content"]))
+    assert output.details[0]["index"] == 1

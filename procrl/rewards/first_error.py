@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 from dataclasses import dataclass
 from typing import Literal
@@ -107,6 +108,11 @@ class FirstErrorReward(RewardComponent):
         def validate(self, path: str) -> None:
             if self.backend in ("openai", "hf", "prm") and not self.model:
                 raise ConfigError(f"{path}.model: the {self.backend!r} backend needs a model")
+            if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
+                raise ConfigError(
+                    f"{path}.api_key_env: expected the NAME of an environment variable (e.g. JUDGE_API_KEY), "
+                    "not a key; keys never go in a recipe"
+                )
             if self.backend == "openai" and not self.base_url.startswith(("http://", "https://")):
                 raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {self.base_url!r}")
             for name in ("concurrency", "batch_size", "max_tokens"):

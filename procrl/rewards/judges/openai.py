@@ -132,12 +132,13 @@ class OpenAIJudge(Judge):
                     return None, "http_error"
                 else:
                     try:
-                        text = response.json()["choices"][0]["message"]["content"]
-                    except (ValueError, KeyError, IndexError, TypeError):
+                        message = response.json()["choices"][0]["message"]
+                        # reasoning servers may put the whole reply in reasoning_content
+                        text = message.get("content") or message.get("reasoning_content") or ""
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
                         return None, "bad_response"
-                    if text is not None and not isinstance(text, str):
+                    if not isinstance(text, str):
                         return None, "bad_response"
-                    text = text or ""
                     self._remember(key, text)
                     return text, "ok"
             if attempt < self.max_retries:
