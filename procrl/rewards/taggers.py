@@ -71,6 +71,8 @@ CUES: dict[str, list[tuple[str, float]]] = {
         (r"\b(?:so|thus|therefore|hence)\b,?\s+(?:she|he|they|it|we|the|there|in|his|her|their|\$?\d)", 0.6),
         (r"\b(?:in total|altogether|total of|in all|all together)\b", 0.5),
         (r"=\s*" + _NUM + r"\s*(?:[a-z]+\s*)?[.!]?$", 0.5),
+        # a computed result ("48 / 2 = 24", GSM8K's "48/2 = <<48/2=24>>24") asserts an intermediate claim
+        (r"\d\s*[-+*/x×÷]\s*\$?\d[\d,.]*\s*=\s*(?:<<[^>]*>>)?\s*\$?\d", 0.55),
         (r"\b(?:the (?:total|answer|result|final|remaining|difference|sum|product)\b[^.]*\bis\b)", 0.55),
         (r"\b(?:which means|this means|that means)\b[^.]*" + _NUM, 0.5),
         (r"\b(?:is|are|was|were|has|have|had|will (?:have|be|get|make|need|pay|earn|spend))\s+" + _NUM
@@ -83,7 +85,7 @@ CUES: dict[str, list[tuple[str, float]]] = {
          r"buys?|bought|sells?|sold|earns?|earned|makes?|made|costs?|paid|pays|gets?|got|reads?|read|"
          r"runs?|ran|walks?|walked|drives?|drove|works?|worked|is|are|was|were|needs?|wants?|starts?|"
          r"started|spends?|spent|received|receives?|collects?|collected|saves?|saved|picks?|picked|"
-         r"contains?|holds?|weighs?|takes?|took)\b[^=]*\d", 0.55),
+         r"contains?|holds?|weighs?|takes?|took|carr(?:y|ies|ied)|owns?|owned|lives?|grows?|grew)\b[^=]*\d", 0.55),
         (r"\b(?:each|every|per|a dozen|an hour|a day|a week)\b[^=]*\d|\d[^=]*\b(?:each|every|per)\b", 0.3),
         (r"\b(?:initially|at first|originally|in the beginning|to start with|starts? with)\b[^=]*\d", 0.6),
     ],
