@@ -261,3 +261,39 @@ def test_wandb_run_id_is_persisted_and_reused_on_resume(tmp_path, monkeypatch):
     assert os.environ["WANDB_RESUME"] == "allow"
     monkeypatch.delenv("WANDB_RUN_ID")
     assert set_wandb_run_id(str(tmp_path), resume=False) != first  # a fresh run gets a fresh id
+
+
+# --- SLURM ---------------------------------------------------------------------------------------
+
+
+def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
+    import shlex
+
+    from accelerate.commands.launch import launch_command_parser
+
+    script = REPO / "launch" / "slurm" / "train_multinode.sbatch"
+    assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    env = launch_env(tmp_path, DRY_RUN="1", PROCRL_NODES="n1 n2 n3 n4", VLLM_NODES="1", JUDGE_NODES="1",
+                     JUDGE_CMD="vllm serve judge --port 8000", VLLM_MODEL="Qwen/Qwen2.5-7B-Instruct", PYTHON="python")
+    done = subprocess.run(["bash", str(script), "recipes/gsm8k_trace.yaml", "--set", "trainer.max_steps=3"],
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = [shlex.split(line) for line in done.stdout.strip().splitlines()]
+    serve, judge, *train = lines
+    assert serve[:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "n3"] and "vllm-serve" in serve
+    assert judge[4] == "n4" and judge[-1] == "vllm serve judge --port 8000"
+    assert len(train) == 2
+    for rank, command in enumerate(train):
+        assert command[:3] == ["python", "-m", "accelerate.commands.launch"]
+        args = launch_command_parser().parse_args(command[3:])
+        assert (args.machine_rank, args.num_machines, args.num_processes) == (rank, 2, 16)
+        assert (args.main_process_ip, args.config_file) == ("n1", "launch/accelerate/multinode_zero3.yaml")
+        assert args.module and args.training_script == "procrl.run"
+        assert args.training_script_args == [
+            "recipes/gsm8k_trace.yaml", "--set", "trainer.vllm_mode=server",
+            "--set", "trainer.vllm_server_base_url=http://n3:8000",
+            "--set", "rewards.first_error.base_url=http://n4:8000/v1", "--set", "trainer.max_steps=3",
+        ]
+    too_few = subprocess.run(["bash", str(script), "recipes/gsm8k_trace.yaml"], capture_output=True, text=True,
+                             env={**env, "PROCRL_NODES": "n1 n2"}, cwd=REPO, timeout=60)
+    assert too_few.returncode == 2 and "leave none for training" in too_few.stderr
