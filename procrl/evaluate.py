@@ -315,6 +315,15 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     model = model or recipe.model.name_or_path
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     directory.mkdir(parents=True, exist_ok=True)
+    from procrl.data import _is_local_file
+
+    local_notes = []
+    if _is_local_file(recipe.data.dataset):
+        # a local file has no splits: never evaluate a test split on the training file by accident
+        if "train" in Path(recipe.data.dataset).name.lower() and split != "train":
+            raise ConfigError(f"data.dataset is the local file {recipe.data.dataset!r}, which looks like training data; "
+                              f"evaluate on the {split} file with --set data.dataset=PATH")
+        local_notes.append(f"data.dataset is a local file ({recipe.data.dataset}); --split {split} does not select from it")
     examples = load_examples(recipe.data, split)
     if limit is not None:
         examples = examples.select(range(min(limit, len(examples))))
@@ -338,6 +347,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     accuracy, source = _accuracy_scores(outputs, types, questions, completions, golds)
     report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
+    report["notes"] = local_notes + report["notes"]
     report["plots"] = write_plots(outputs, types, directory)
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     with (directory / "completions.jsonl").open("w", encoding="utf-8") as handle:

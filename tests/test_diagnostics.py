@@ -294,3 +294,11 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     assert items["train/diagnostics/completions/_type"][0] == "table-file"
     image = items["train/diagnostics/trace/transition_heatmap/path"][0]
     assert (run_file(tmp_path / "wandb").parent / "files" / image).is_file()
+
+    # the trained output directory is a loadable model for procrl evaluate
+    from procrl.cli import main as cli_main
+
+    code = cli_main(["evaluate", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"), "--model", str(tmp_path / "run"),
+                     "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(tmp_path / "eval")])
+    assert code == 0
+    assert json.loads((tmp_path / "eval" / "report.json").read_text())["n"] == 2

@@ -158,3 +158,18 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
         assert (out / name).read_bytes().startswith(b"\x89PNG"), name
     assert len((out / "completions.jsonl").read_text().splitlines()) == 8
     assert "reasoning_aware_accuracy" in capsys.readouterr().out
+
+
+def test_local_training_file_is_not_evaluated_as_test(tmp_path):
+    from procrl.config import ConfigError
+
+    train_file = tmp_path / "train.jsonl"
+    train_file.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
+    recipe = load_recipe(TINY, [f"data.dataset={train_file}", "rewards.trace=false"])
+    with pytest.raises(ConfigError, match="looks like training data"):
+        ev.evaluate(recipe, output_dir=tmp_path / "out", completions=["2"])
+    test_file = tmp_path / "test.jsonl"
+    test_file.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
+    report = ev.evaluate(load_recipe(TINY, [f"data.dataset={test_file}", "rewards.trace=false"]),
+                         output_dir=tmp_path / "out", completions=["The answer is 2."])
+    assert report["answer_accuracy"] == 1.0 and "local file" in report["notes"][0]
