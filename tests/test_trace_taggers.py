@@ -273,3 +273,20 @@ def test_train_tagger_cli_rejects_bad_labels(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sentence": "So it is 4.", "labels": ["Claim"]}\n{"sentence": "Hi.", "labels": ["Conclusion"]}\n')
     assert main(["train-tagger", "--data", str(bad), "--base", "unused", "--output-dir", str(tmp_path / "o")]) == 2
+
+
+def test_model_tagger_loads_whole_under_zero3(tagger_dir):
+    """Each rank runs its own tagger: under ZeRO-3 (zero3 init active) it is not partitioned."""
+    from transformers.integrations import HfDeepSpeedConfig
+    from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled, unset_hf_deepspeed_config
+
+    zero3 = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})  # noqa: F841 (transformers keeps a weak reference)
+    try:
+        assert is_deepspeed_zero3_enabled()
+        tagger = load_tagger(str(tagger_dir))
+        assert all(p.numel() > 0 for p in tagger.encoder.parameters())
+        assert is_deepspeed_zero3_enabled()  # restored after loading
+    finally:
+        unset_hf_deepspeed_config()
+    reference = load_tagger(str(tagger_dir))
+    assert tagger.predict_proba(SENTENCES) == reference.predict_proba(SENTENCES)

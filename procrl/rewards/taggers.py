@@ -448,7 +448,14 @@ def load_tagger(
         return CueTagger()
     if format not in ("auto", "trace", "hf"):
         raise ValueError(f"format must be 'auto', 'trace' or 'hf', got {format!r}")
-    kwargs = {"device": device, "batch_size": batch_size, "max_length": max_length}
+    from procrl.rewards.standalone import zero3_init_disabled
+
+    # Each rank runs its own whole copy: under ZeRO-3 the model must not be partitioned.
+    with zero3_init_disabled():
+        return _load_model_tagger(name, format, {"device": device, "batch_size": batch_size, "max_length": max_length})
+
+
+def _load_model_tagger(name: str, format: str, kwargs: dict) -> Tagger:
     if format == "auto":
         from transformers import AutoConfig
 
