@@ -2,7 +2,8 @@
 answers after a fixed latency, with the ``concurrency`` bound vs one call at a time.
 
 Expected: concurrent time ~= ceil(N / concurrency) x latency; the ratio against sequential
-calls ~= concurrency (16 for the defaults).
+calls ~= concurrency (16 for the defaults). The server runs in its own process (as a real judge
+server would be on its own machine).
 
     python benchmarks/judge_bench.py [--calls 64] [--latency 0.2] [--concurrency 16]
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import time
 
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
@@ -33,6 +35,25 @@ def run(base_url: str, calls: int, concurrency: int, tag: str) -> float:
     return elapsed
 
 
+class FixedLatency:
+    """Responder: every call answers the same verdict after ``latency`` seconds."""
+
+    def __init__(self, latency: float):
+        self.latency = latency
+
+    def __call__(self, prompt: str, attempt: int) -> Reply:
+        return Reply("Looks right. \\boxed{-1}", delay_s=self.latency)
+
+
+def serve(latency: float, urls, stop) -> None:
+    """The server in its own process, so that its Python work does not share the client's GIL
+    (a real judge server is another machine)."""
+    with ScriptedOpenAIServer(FixedLatency(latency)) as server:
+        urls.put(server.base_url)
+        stop.wait()
+        urls.put(server.max_in_flight)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=64)
@@ -40,11 +61,20 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     args = parser.parse_args()
 
-    with ScriptedOpenAIServer(lambda prompt, attempt: Reply("Looks right. \\boxed{-1}", delay_s=args.latency)) as server:
-        run(server.base_url, 2, 2, "warmup")
-        sequential = run(server.base_url, args.calls, 1, "sequential")
-        concurrent = run(server.base_url, args.calls, args.concurrency, "concurrent")
-        in_flight = server.max_in_flight
+    context = multiprocessing.get_context("spawn")
+    urls, stop = context.Queue(), context.Event()
+    process = context.Process(target=serve, args=(args.latency, urls, stop), daemon=True)
+    process.start()
+    try:
+        base_url = urls.get(timeout=60)
+        run(base_url, 2, 2, "warmup")
+        sequential = run(base_url, args.calls, 1, "sequential")
+        concurrent = run(base_url, args.calls, args.concurrency, "concurrent")
+        stop.set()
+        in_flight = urls.get(timeout=10)
+    finally:
+        stop.set()
+        process.join(timeout=10)
     ideal = math.ceil(args.calls / args.concurrency) * args.latency
     print(f"{args.calls} judge calls, {args.latency * 1000:.0f} ms server latency")
     print(f"  sequential (concurrency 1):   {sequential:6.2f} s   (ideal {args.calls * args.latency:.2f} s)")

@@ -193,3 +193,13 @@ def test_eval_judge_against_the_server(server, tmp_path, capsys):
 def test_reply_in_reasoning_content_is_read(server):
     output = _mix(server.base_url).compute("first_error", _batch(["reasoning-content"]))
     assert output.details[0]["index"] == 1
+
+
+def test_tls_context_built_once_for_https_and_skipped_for_http():
+    import ssl
+
+    from procrl.rewards.judges.openai import OpenAIJudge
+
+    secure = OpenAIJudge("judge", "https://judge.example/v1")
+    assert isinstance(secure._tls(), ssl.SSLContext) and secure._tls() is secure._tls()
+    assert OpenAIJudge("judge", "http://127.0.0.1:8000/v1")._tls() is False

@@ -61,6 +61,7 @@ class OpenAIJudge(Judge):
         self._cache: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._stats = {"requests": 0, "retries": 0, "cache_hits": 0}
         self._warned_missing_key = False
+        self._ssl_context = None
 
     # -- helpers --
 
@@ -87,6 +88,15 @@ class OpenAIJudge(Judge):
             except ValueError:
                 pass
         return self.backoff_s * (2**attempt) * (1.0 + 0.25 * random.random())
+
+    def _tls(self):
+        """TLS settings for a client: none for plain http, else one context built once (loading
+        the CA bundle takes ~80 ms, too much to repeat for every batch)."""
+        if not self.url.startswith("https://"):
+            return False
+        if self._ssl_context is None:
+            self._ssl_context = httpx.create_ssl_context()
+        return self._ssl_context
 
     def _remember(self, key: tuple[str, str], text: str) -> None:
         if self.cache_size <= 0:
@@ -158,7 +168,7 @@ class OpenAIJudge(Judge):
         # Client and semaphore belong to the running event loop, so they are made per call.
         semaphore = asyncio.Semaphore(self.concurrency)
         limits = httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency)
-        async with httpx.AsyncClient(limits=limits) as client:
+        async with httpx.AsyncClient(limits=limits, verify=self._tls()) as client:
             return list(await asyncio.gather(*(self._judge_one(client, semaphore, item) for item in items)))
 
     def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
