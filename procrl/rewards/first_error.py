@@ -189,7 +189,8 @@ class FirstErrorReward(RewardComponent):
             if verdict.note is not None and self.settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
             if not verdict.ok or verdict.index is None:
-                failures[verdict.status] = failures.get(verdict.status, 0) + 1
+                kind = "no_verdict" if verdict.ok else verdict.status
+                failures[kind] = failures.get(kind, 0) + 1
                 scores.append(None)
                 step_scores.append(None)
                 details.append(detail)

@@ -14,7 +14,7 @@ a single sample: failures come back as a verdict with a failure ``status``.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["FAILURE_KINDS", "Judge", "JudgeItem", "Verdict", "build_judge"]
