@@ -95,13 +95,19 @@ def test_recipe_launch_section_is_honoured_by_a_bare_accelerate_launch(tmp_path)
 
 def test_pip_builds_install_the_start_up_hook(tmp_path):
     """Both wheel kinds pip builds (regular and editable, PEP 660) carry the .pth at their root."""
-    code = (
-        "import sys; from setuptools import build_meta as b; "
-        "print(b.build_wheel(sys.argv[1])); print(b.build_editable(sys.argv[1]))"
-    )
-    result = run_command([sys.executable, "-c", code, tmp_path], tmp_path, timeout=300)
-    assert result.returncode == 0, result.output
-    wheels = [tmp_path / name for name in result.stdout.split()[-2:]]
+    import shutil
+
+    source = tmp_path / "src"  # a copy: building writes build/ and *.egg-info next to the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", "procrl_recipe_hook.py"):
+        shutil.copy(REPO / name, source / name)
+    shutil.copytree(REPO / "procrl", source / "procrl", ignore=shutil.ignore_patterns("__pycache__"))
+    wheels = []
+    for hook in ("build_wheel", "build_editable"):  # what pip calls (PEP 517 / PEP 660), one process each
+        code = f"import sys; from setuptools import build_meta as b; print('WHEEL', b.{hook}(sys.argv[1]))"
+        result = run_command([sys.executable, "-c", code, tmp_path], tmp_path, timeout=300, cwd=source)
+        assert result.returncode == 0, result.output
+        wheels.append(tmp_path / result.stdout.strip().splitlines()[-1].split()[1])
     expected = "import sys; getattr(sys, 'argv', None) and sys.argv[0].lower().endswith(('.yaml', '.yml'))"
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:
@@ -110,6 +116,7 @@ def test_pip_builds_install_the_start_up_hook(tmp_path):
             assert archive.read("zzz-procrl-recipe-hook.pth").decode().startswith(expected)
             record = next(n for n in names if n.endswith(".dist-info/RECORD"))
             assert "zzz-procrl-recipe-hook.pth," in archive.read(record).decode()  # pip uninstall removes it
-    regular = zipfile.ZipFile(wheels[0]).namelist()
+    with zipfile.ZipFile(wheels[0]) as archive:
+        regular = archive.namelist()
     assert "procrl_recipe_hook.py" in regular and "procrl/launch.py" in regular
-    assert Path(REPO / "setup.py").is_file()
+    assert "editable" in wheels[1].name
