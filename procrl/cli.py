@@ -70,7 +70,8 @@ def _cmd_check(args) -> int:
             continue
         output = mix.compute(name, batch)
         values = ", ".join("None" if v is None else f"{v:.4f}" for v in output.scores)
-        failures = f"  failures: {output.failures}" if output.failures else ""
+        counted = {kind: count for kind, count in output.failures.items() if count}
+        failures = f"  failures: {counted}" if counted else ""
         print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
     return 0
 
