@@ -225,11 +225,15 @@ def test_non_recipe_yaml_fails_exactly_as_without_procrl(name, tmp_path, bare_py
 
 
 def test_hook_reports_an_invalid_recipe_in_one_line_with_status_2(tmp_path):
-    bad = write_recipe(tmp_path / "bad.yaml", trainer={"max_stepz": 3})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("recipe: procrl/v1\nmodle: {name_or_path: x}\n")
     done = subprocess.run([sys.executable, str(bad)], capture_output=True, text=True, env=launch_env(tmp_path),
                           cwd=tmp_path, timeout=120)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip().splitlines()[-1].startswith("procrl: error: trainer.max_stepz: unknown key")
+    assert done.stderr.strip().splitlines() == [
+        "procrl: error: modle: unknown key (did you mean 'model'?); top-level keys: recipe, description, "
+        "output_dir, model, data, trainer, rewards, logging, launch"
+    ]
 
 
 def test_hook_can_be_switched_off(tmp_path):
