@@ -359,8 +359,25 @@ def plan(recipe: Recipe) -> dict[str, Any]:
         "max_steps": args.get("max_steps", -1),
         "rewards": {spec.name: spec.weight for spec in recipe.rewards},
     }
+    values["launch_command"] = launch_command_text(recipe)
     values.update(memory_plan(recipe, processes))
     return values
+
+
+def launch_command_text(recipe: Recipe) -> str:
+    """What ``procrl train`` runs for this recipe (or that it trains in place)."""
+    import shlex
+
+    from procrl.config import ConfigError
+    from procrl.launch import accelerate_command, needs_launcher
+
+    if not needs_launcher(recipe):
+        return "none: trains in the calling process (one process)"
+    try:
+        flags = accelerate_command(recipe)[3:]
+    except ConfigError as error:
+        return f"unresolved: {error}"
+    return shlex.join(["accelerate", "launch", *flags, "-m", "procrl.run", recipe.path or "RECIPE"])
 
 
 def format_plan(values: dict[str, Any], indent: int = 2) -> str:

@@ -108,5 +108,5 @@ def test_procrl_check_on_the_7b_recipes_exits_0_and_prints_the_plan(name, capsys
     out = capsys.readouterr().out
     for expected in ("num_processes                8", "per_device_train_batch_size  8", "num_generations              8",
                      "effective_batch_completions  256", "gradient_accumulation_steps  4", "zero_stage", "ZeRO-3",
-                     "optimizer_states", "7.62B"):
+                     "optimizer_states", "7.62B", "zero3.yaml --num_processes 8 -m procrl.run"):
         assert expected in out, expected
