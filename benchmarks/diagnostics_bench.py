@@ -84,7 +84,7 @@ def main() -> None:
         print(f"reward components' share of step time (diagnostics/time_share, summed): {statistics.mean(shares):.3f}")
     if overhead:
         print(f"diagnostics' own time over step time, measured in-process (diagnostics/overhead_share): "
-              f"{statistics.mean(overhead):.4f}  (1 + this = the step-time ratio without machine noise)")
+              f"{statistics.mean(overhead):.2e}  (the ratio the diagnostics account for: 1 + this)")
 
 
 if __name__ == "__main__":

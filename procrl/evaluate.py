@@ -212,6 +212,8 @@ def _fmt(value: Any) -> str:
         return "n/a"
     if isinstance(value, float):
         return f"{value:.4f}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
     return str(value)
 
 
@@ -330,6 +332,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     questions, golds = list(examples["question"]), list(examples["answer"])
     mix = RewardMix(recipe.rewards)
     generation: dict[str, Any] = {}
+    tokenizer = None
     if completions is None:
         model_path = resolve_model_path(model)
         tokenizer = _load_tokenizer(model_path, recipe)
@@ -339,9 +342,12 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
                                                  recipe, max_new_tokens, batch_size, backend)
         generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size, "greedy": True,
                       "seconds": time.perf_counter() - started}
-        mix.bind(RuntimeContext(tokenizer=tokenizer))
     elif len(completions) != len(questions):
         raise ConfigError(f"{len(completions)} completions for {len(questions)} problems")
+    import torch
+
+    # components with their own models (NLI, taggers, judges) run where the policy ran
+    mix.bind(RuntimeContext(device="cuda" if torch.cuda.is_available() else "cpu", tokenizer=tokenizer))
     types = {name: spec.type for name, spec in mix.specs.items()}
     outputs = score_completions(mix, questions, completions, golds)
     accuracy, source = _accuracy_scores(outputs, types, questions, completions, golds)
