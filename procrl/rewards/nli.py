@@ -168,11 +168,18 @@ class NLIScorer:
     def score_one_by_one(self, pairs: Sequence[Pair]) -> list[tuple[float, float]]:
         """One forward pass per pair, no cache: the naive baseline of the benchmark (and of the
         released ReCEval code)."""
+        import torch
+
         self._load()
+        entailment, contradiction = self._indices
         out = []
         for premise, hypothesis in pairs:
-            encoded = self._tokenizer(premise, hypothesis, truncation=True, max_length=self.max_length)
-            out.append(self._forward([{k: encoded[k] for k in encoded.keys()}])[0])
+            inputs = self._tokenizer(premise, hypothesis, truncation=True, max_length=self.max_length, return_tensors="pt")
+            with torch.no_grad():
+                logits = self._model(**{k: v.to(self.device) for k, v in inputs.items()}).logits.float()
+            probabilities = torch.softmax(logits[0], dim=-1)
+            self.stats["forward_passes"] += 1
+            out.append((probabilities[entailment].item(), probabilities[contradiction].item()))
         return out
 
     def _remember(self, pair: Pair, value: tuple[float, float]) -> None:
