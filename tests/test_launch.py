@@ -190,6 +190,11 @@ def test_hook_reads_but_never_imports_procrl_for_a_yaml_that_is_not_a_recipe(tmp
     assert other.stat().st_mtime_ns == before
 
 
+def _clean_env() -> dict[str, str]:
+    """No PYTHONPATH & co (they would put procrl on the bare venv's path), hook not switched off."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PROCRL_RECIPE_HOOK"))}
+
+
 @pytest.fixture(scope="module")
 def bare_python(tmp_path_factory) -> str:
     """The same interpreter in a fresh venv without procrl (or anything else) installed."""
@@ -198,7 +203,7 @@ def bare_python(tmp_path_factory) -> str:
     subprocess.run([base, "-m", "venv", "--without-pip", str(directory)], check=True, timeout=120)
     python = directory / "bin" / "python"
     probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('procrl_recipe_hook'))"],
-                           capture_output=True, text=True, check=True, cwd=directory)
+                           capture_output=True, text=True, check=True, cwd=directory, env=_clean_env())
     assert probe.stdout.strip() == "None"
     return str(python)
 
@@ -216,7 +221,7 @@ NOT_RECIPES = {
 def test_non_recipe_yaml_fails_exactly_as_without_procrl(name, tmp_path, bare_python):
     path = tmp_path / name
     path.write_text(NOT_RECIPES[name])
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PROCRL_RECIPE_HOOK"))}
+    env = _clean_env()
     ours = subprocess.run([sys.executable, str(path), "--flag"], capture_output=True, text=True, env=env, cwd=tmp_path)
     bare = subprocess.run([bare_python, str(path), "--flag"], capture_output=True, text=True, env=env, cwd=tmp_path)
     assert (ours.returncode, ours.stdout, ours.stderr) == (bare.returncode, bare.stdout, bare.stderr)
