@@ -40,6 +40,13 @@ def whole_step_splitter(step: str):
     return [], step
 
 
+def picky_splitter(step: str):
+    """A custom splitter that fails on steps mentioning 'boom'."""
+    if "boom" in step:
+        raise ValueError("cannot split")
+    return [], step
+
+
 # --- formulas ------------------------------------------------------------------------------
 
 
@@ -334,3 +341,15 @@ def test_settings_are_validated():
         RewardMix.from_recipe_rewards({"receval_informativeness": {"target_template": "The answer is N."}})
     with pytest.raises(ConfigError, match="batch_size"):
         RewardMix.from_recipe_rewards({"receval_correctness": {"batch_size": 0}})
+    with pytest.raises(ConfigError, match="dtype"):
+        RewardMix.from_recipe_rewards({"receval_informativeness": {"dtype": "bf16"}})
+
+
+def test_a_failing_splitter_fails_only_its_sample(forced_models):
+    settings = ReCEvalCorrectness.Settings(nli_model=str(forced_models[("a", "entailment")]),
+                                           rcu_splitter="tests.test_receval:picky_splitter")
+    output = ReCEvalCorrectness(settings).score(
+        RewardBatch.from_texts(["A is 2.\nB is 3.", "A is 2.\nboom 3.", ""], ["Q is here.", "Q is here.", "Q?"])
+    )
+    assert output.scores[0] > 0.999 and output.scores[1:] == [None, None]
+    assert output.failures == {"rcu_split_error": 1, "no_steps": 1}

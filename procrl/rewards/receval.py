@@ -251,6 +251,14 @@ def _chain_summary(step_values_by_chain: list[list[float] | None]) -> dict[str, 
     return metrics
 
 
+_DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+def _check_dtype(path: str, dtype: str) -> None:
+    if dtype not in _DTYPES:
+        raise ConfigError(f"{path}.dtype: invalid value {dtype!r}; allowed values: {', '.join(map(repr, _DTYPES))}")
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -274,6 +282,7 @@ class ReCEvalCorrectness(RewardComponent):
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
             if self.cache_size < 0:
                 raise ConfigError(f"{path}.cache_size: must be >= 0, got {self.cache_size}")
+            _check_dtype(path, self.dtype)
             try:
                 load_rcu_splitter(self.rcu_splitter)
             except ValueError as error:
@@ -300,7 +309,8 @@ class ReCEvalCorrectness(RewardComponent):
         return self._scorer
 
     def plan(self, batch: RewardBatch) -> tuple[list[CorrectnessPlan | None], list[list[str] | None]]:
-        """The NLI pairs of every chain (None: no steps) and each chain's conclusions."""
+        """The NLI pairs of every chain and each chain's conclusions; None for a chain without
+        steps, and (None, None) where the RCU splitter raised on one of its steps."""
         from procrl.text import split_sentences
 
         question_sentences: dict[str, list[str]] = {}
@@ -314,7 +324,12 @@ class ReCEvalCorrectness(RewardComponent):
                 continue
             if question and question not in question_sentences:
                 question_sentences[question] = [s.text for s in split_sentences(question)]
-            rcus = [self.splitter(step) for step in steps]
+            try:
+                rcus = [self.splitter(step) for step in steps]
+            except Exception:  # a custom splitter failing on one chain fails that sample only
+                plans.append(None)
+                conclusions.append(None)
+                continue
             plans.append(plan_correctness_pairs(rcus, question_sentences.get(question, []) if question else []))
             conclusions.append([r.conclusion for r in rcus])
         return plans, conclusions
@@ -322,8 +337,10 @@ class ReCEvalCorrectness(RewardComponent):
     def score(self, batch: RewardBatch) -> RewardOutput:
         plans, conclusions = self.plan(batch)
         failures: dict[str, int] = {}
-        if any(plan is None for plan in plans):
-            failures["no_steps"] = sum(plan is None for plan in plans)
+        for plan, segmentation in zip(plans, batch.segmentations):
+            if plan is None:
+                kind = "no_steps" if not segmentation.steps else "rcu_split_error"
+                failures[kind] = failures.get(kind, 0) + 1
         before = dict(self.scorer.stats)
         probabilities = self.scorer.score(p for plan in plans if plan is not None for p in plan.pairs())
         scores: list[float | None] = []
@@ -388,6 +405,7 @@ class ReCEvalInformativeness(RewardComponent):
                 raise ConfigError(f"{path}.batch_size: must be >= 1, got {self.batch_size}")
             if self.max_length < 8:
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
+            _check_dtype(path, self.dtype)
 
     def __init__(self, settings: Any = None, *, name: str | None = None):
         super().__init__(settings, name=name or "receval_informativeness")
