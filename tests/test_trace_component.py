@@ -62,6 +62,8 @@ def test_cue_component_scores_steps_and_diagnostics():
         share = sum(label in s for s in sentences) / len(sentences)
         assert output.metrics[f"element_share/{label}"] == pytest.approx(share)
     assert output.extras["labels"] == list(LABELS)
+    assert output.extras["element_counts"] == [sum(label in s for s in sentences) for label in LABELS]
+    assert details[0]["element_counts"] == {**{label: 0 for label in LABELS}, "Data/Evidence": 1, "Claim": 2}
     matrix = output.extras["transition_counts"]
     assert len(matrix) == 8 and all(len(row) == 8 and all(isinstance(v, int) for v in row) for row in matrix)
     expected = [[0] * 8 for _ in range(8)]

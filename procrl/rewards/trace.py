@@ -239,6 +239,7 @@ class TraceReward(RewardComponent):
                     "good_transitions": result.good_transitions,
                     "bad_transitions": result.bad_transitions,
                     "total_transitions": result.total_transitions,
+                    "element_counts": {label: sum(label in s for s in labels) for label in LABELS},
                 }
             )
             for i, row in enumerate(result.transition_counts):
@@ -265,7 +266,7 @@ class TraceReward(RewardComponent):
             metrics=metrics,
             details=details,
             failures=failures,
-            extras={"transition_counts": matrix, "labels": list(LABELS)},
+            extras={"transition_counts": matrix, "labels": list(LABELS), "element_counts": label_totals},
         )
 
 
