@@ -4,7 +4,8 @@ recipe's ``launch:`` section by running ``accelerate launch`` as a subprocess, a
 
 Precedence: accelerate flags given on the command line win over the recipe's ``launch:``
 section (``procrl train RECIPE --num_processes 4`` passes ``--num_processes 4`` to accelerate
-instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches).
+instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches). A bare
+``accelerate launch RECIPE`` (no flags at all, so none to override) launches as the recipe says.
 
 Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`procrl.run.train`.
 """
