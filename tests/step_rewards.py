@@ -28,3 +28,24 @@ class StepStartsWith(RewardComponent):
             step_scores.append(steps)
             scores.append(sum(steps) / len(steps) if steps else 0.0)
         return RewardOutput(scores=scores, step_scores=step_scores)
+
+
+class StepDigitShare(RewardComponent):
+    """Per step: the share of the step's non-space characters that are digits (a dense per-step
+    signal a tiny random model can learn within a few dozen updates); the completion's scalar is
+    the mean over its steps (0.0 without steps)."""
+
+    @dataclass
+    class Settings:
+        pass
+
+    def score(self, batch: RewardBatch) -> RewardOutput:
+        step_scores, scores = [], []
+        for segmentation in batch.segmentations:
+            steps = []
+            for span in segmentation.steps:
+                characters = [c for c in span.text if not c.isspace()]
+                steps.append(sum(c.isdigit() for c in characters) / len(characters) if characters else 0.0)
+            step_scores.append(steps)
+            scores.append(sum(steps) / len(steps) if steps else 0.0)
+        return RewardOutput(scores=scores, step_scores=step_scores)
