@@ -6,7 +6,6 @@ import math
 from pathlib import Path
 
 import pytest
-import torch
 
 from procrl.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext, parse_rewards
