@@ -271,11 +271,6 @@ def receval_position_profile(output: RewardOutput, positions: int = 10) -> list[
 # --- one batch --------------------------------------------------------------------------------
 
 
-def _mean(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 def batch_scalars(types: dict[str, str], outputs: dict[str, RewardOutput], num_steps: list[int] | None = None) -> dict[str, float]:
     """Every scalar diagnostic of one scored batch, keyed ``diagnostics/...``."""
     kinds = component_kinds(types, outputs)
