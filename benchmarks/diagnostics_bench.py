@@ -12,7 +12,10 @@ spent in the diagnostics code itself, measured in-process, over step time), is n
 By default both arms add model-free process rewards (the arithmetic first-error judge and the
 TRACE cue tagger) to the recipe, so that every diagnostic has data to work on.
 
-    python benchmarks/diagnostics_bench.py [--steps 20] [--repeats 2] [--wandb] [--recipe-only]
+    OMP_NUM_THREADS=1 python benchmarks/diagnostics_bench.py [--steps 20] [--repeats 2] [--wandb] [--recipe-only]
+
+(one torch thread per run keeps a shared 2-core machine from turning 0.1 s steps into seconds of
+thread contention, which swamps the difference being measured).
 """
 
 from __future__ import annotations
