@@ -15,7 +15,9 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
 * LoRA: the frozen base weights count as weights (in the model's dtype; sharded only by stage 3);
   gradients and optimizer states exist for the adapters only, kept in fp32 (4 + 4 + 8 bytes).
 * TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
-  stage 3). Activations, generation KV cache and vLLM's share of the GPU are not included.
+  stage 3). PPO adds its critic (the policy's layout without the LM head, or
+  ``trainer.value_model``'s), trained like the policy. Activations, generation KV cache and
+  vLLM's share of the GPU are not included.
 """
 
 from __future__ import annotations
@@ -324,14 +326,45 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
     }
     if estimate.reference_model:
         memory["reference_model"] = _gib(estimate.reference_model) + f" (beta={beta:g})"
-    memory["total"] = _gib(estimate.total) + f" per GPU over {processes} rank(s), before activations"
-    if estimate.host_offload:
-        memory["cpu_offload"] = _gib(estimate.host_offload) + " of host memory per rank"
+    total, host = estimate.total, estimate.host_offload
+    if recipe.trainer.algorithm == "ppo":
+        value = _value_model_memory(recipe, config, parameters, trainable, weight_bytes, processes, setup)
+        if value is None:
+            memory["value_model"] = "not estimated (value_model architecture unknown)"
+        else:
+            memory["value_model"] = _gib(value.total) + " (PPO critic: weights + gradients + optimizer states)"
+            total, host = total + value.total, host + value.host_offload
+    memory["total"] = _gib(total) + f" per GPU over {processes} rank(s), before activations"
+    if host:
+        memory["cpu_offload"] = _gib(host) + " of host memory per rank"
     if recipe.trainer_args.get("use_vllm") and recipe.trainer_args.get("vllm_mode", "colocate") == "colocate":
         share = recipe.trainer_args.get("vllm_gpu_memory_utilization", 0.9)
         memory["vllm_colocate"] = f"{share:.0%} of each GPU reserved for generation (weights copy + KV cache)"
     result["memory_per_gpu"] = memory
     return result
+
+
+def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int, trainable: int, weight_bytes: int,
+                        processes: int, setup: ZeroSetup) -> MemoryEstimate | None:
+    """PPO's critic: the policy's architecture (or trainer.value_model's) without the LM head, with
+    a 1-output head, trained like the policy (LoRA adapters when the policy uses LoRA)."""
+    if recipe.trainer.value_model:
+        config, _ = model_architecture(recipe.trainer.value_model)
+        parameters = count_parameters(config) if config else None
+        if parameters is None:
+            return None
+        lora = recipe.model.lora
+        trainable = count_lora_parameters(config, lora.r, lora.target_modules) if lora else parameters
+        if trainable is None:
+            return None
+    hidden, vocab = int(config["hidden_size"]), int(config["vocab_size"])
+    head = 0 if config.get("tie_word_embeddings", False) else vocab * hidden
+    value_parameters = parameters - head + hidden
+    value_trainable = (trainable + hidden) if recipe.model.lora is not None else value_parameters
+    return estimate_memory(
+        value_parameters, value_trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=recipe.model.lora is not None,
+    )
 
 
 def plan(recipe: Recipe) -> dict[str, Any]:

@@ -110,3 +110,14 @@ def test_procrl_check_on_the_7b_recipes_exits_0_and_prints_the_plan(name, capsys
                      "effective_batch_completions  256", "gradient_accumulation_steps  4", "zero_stage", "ZeRO-3",
                      "optimizer_states", "7.62B", "zero3.yaml --num_processes 8 -m procrl.run"):
         assert expected in out, expected
+
+
+def test_ppo_plan_adds_the_critic():
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml", ["trainer.algorithm=ppo"])
+    memory = plan(recipe)["memory_per_gpu"]
+    arch = KNOWN_ARCHITECTURES["qwen2.5-7b"]
+    critic = count_parameters(arch) - arch["vocab_size"] * arch["hidden_size"] + arch["hidden_size"]
+    assert float(memory["value_model"].split()[0]) == pytest.approx(critic * 16 / 8 / GIB, abs=0.06)
+    policy = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
+    policy_total = float(plan(policy)["memory_per_gpu"]["total"].split()[0])
+    assert float(memory["total"].split()[0]) == pytest.approx(policy_total + critic * 16 / 8 / GIB, abs=0.1)
