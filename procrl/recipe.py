@@ -124,6 +124,9 @@ class TrainerSection:
     )
     cliprange_value: float = field(0.2, help="PPO: clip range of the value loss around the rollout values.")
     vf_coef: float = field(0.1, help="PPO: coefficient of the value loss.")
+    value_learning_rate: float | None = field(
+        None, help="PPO: learning rate of the value model (its own optimizer groups, same schedule); null: learning_rate."
+    )
     gamma: float = field(1.0, help="PPO: discount factor of GAE.")
     lam: float = field(0.95, help="PPO: lambda of GAE.")
     whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")

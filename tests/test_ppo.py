@@ -132,7 +132,7 @@ def test_ppo_refuses_vllm_and_bad_group_sizes(tmp_path):
 CLI_OVERRIDES = [
     "--set", "trainer.algorithm=ppo", "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100",
     "--set", "trainer.max_completion_length=12", "--set", "trainer.beta=0.05",
-    "--set", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+    "--set", "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
 ]
 
 

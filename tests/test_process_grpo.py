@@ -121,7 +121,7 @@ def _run_cli(tmp_path, args, launcher=None, timeout=900):
 
 CLI_OVERRIDES = [
     "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100", "--set", "trainer.max_completion_length=16",
-    "--set", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+    "--set", "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
 ]
 
 

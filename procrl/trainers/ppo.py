@@ -11,7 +11,8 @@ mix. REWARDS.md section 5:
   components) on the step's last token, ``outcome_weight`` x the mix's weighted sequence reward
   on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
 * a value model (``value_model``; default: the policy's weights under a fresh 1-output
-  token-classification head, LoRA adapters too when the policy uses LoRA), GAE (``gamma``,
+  token-classification head initialised to V = 0, LoRA adapters too when the policy uses
+  LoRA), GAE (``gamma``,
   ``lam``), advantages whitened over the batch's tokens;
 * clipped policy loss (clip range ``epsilon``) and clipped value loss (``cliprange_value``,
   coefficient ``vf_coef``), ``num_iterations`` PPO epochs per rollout batch.
@@ -68,6 +69,7 @@ class PPOSettings:
     lam: float = 0.95
     kl_coef: float = 0.0  # GRPOConfig.beta
     whiten_advantages: bool = True
+    value_learning_rate: float | None = None
     outcome_weight: float = 1.0
     process_rewards: list[str] | None = None
     num_generations: int = 1
@@ -88,6 +90,7 @@ class PPOSettings:
             lam=trainer.lam,
             kl_coef=float(args.beta),
             whiten_advantages=trainer.whiten_advantages,
+            value_learning_rate=trainer.value_learning_rate,
             outcome_weight=trainer.outcome_weight,
             process_rewards=trainer.process_rewards,
             num_generations=int(args.num_generations or 1),
@@ -186,6 +189,26 @@ class PPOTrainer(Trainer):
         self._micro_step = 0
         self._metrics: dict[str, list[float]] = defaultdict(list)
         self.model_accepts_loss_kwargs = False
+
+    def create_optimizer(self, model=None):
+        """Trainer's optimizer; with ``value_learning_rate`` the value model's parameters move to
+        groups of their own with that learning rate (Adam normalises per parameter, so
+        ``vf_coef`` alone barely changes how fast a separate value model moves)."""
+        optimizer = super().create_optimizer(model)
+        rate = self.settings.value_learning_rate
+        if rate is None or optimizer.state:
+            return optimizer
+        value_params = {id(p) for p in self.accelerator.unwrap_model(self.model).value.parameters()}
+        value_groups = []
+        for group in optimizer.param_groups:
+            own = [p for p in group["params"] if id(p) in value_params]
+            if own:
+                group["params"] = [p for p in group["params"] if id(p) not in value_params]
+                value_groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": own, "lr": rate})
+        optimizer.param_groups = [g for g in optimizer.param_groups if g["params"]]
+        for group in value_groups:
+            optimizer.add_param_group(group)
+        return optimizer
 
     # -- data --
 
@@ -459,6 +482,18 @@ def load_pretrained_into(model: nn.Module, directory: str) -> None:
     del loaded
 
 
+def zero_value_head(value: nn.Module) -> None:
+    """Start a fresh value head at V = 0: the first advantages are then the (whitened)
+    rewards-to-go instead of the noise of a random head, which on small rewards drowns the signal."""
+    head = getattr(value, "score", None) or getattr(value, "classifier", None)
+    if not isinstance(head, nn.Linear):
+        raise ValueError(f"{type(value).__name__}: no linear 'score' or 'classifier' head to initialise")
+    with torch.no_grad():
+        head.weight.zero_()
+        if head.bias is not None:
+            head.bias.zero_()
+
+
 def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
     import torch as _torch
@@ -484,6 +519,8 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
     value = AutoModelForTokenClassification.from_pretrained(value_path, num_labels=1, **kwargs)
     if value.config.pad_token_id is None:
         value.config.pad_token_id = tokenizer.pad_token_id
+    if not recipe.trainer.value_model:
+        zero_value_head(value)
     peft = lora_config(recipe.model)
     ref_model = None
     if peft is not None:
