@@ -160,3 +160,18 @@ def test_cli_ppo_two_processes(tmp_path, mode):
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h and "loss/policy" in h for h in history)
     assert (out / "value_model" / "model.safetensors").is_file()
+
+
+def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
+    output = tmp_path / "lora"
+    trainer = build(ppo_recipe(output, "trainer.max_steps=2", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"))
+    trainer.train()
+    trainer.save_model(str(output))
+    assert trainer.ref_model is None  # the reference is the policy with its adapters disabled
+    assert any("objective/kl" in h for h in trainer.state.log_history)
+    from safetensors.torch import load_file
+
+    assert (output / "adapter_model.safetensors").is_file()
+    value_adapter = load_file(output / "value_model" / "adapter_model.safetensors")
+    head = [k for k in value_adapter if ".score." in k]
+    assert head and any(value_adapter[k].abs().sum() > 0 for k in head)  # the fresh head was trained and saved
