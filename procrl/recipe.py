@@ -138,6 +138,8 @@ class TrainerSection:
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
         if self.process_rewards is not None and not self.process_rewards:
             raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
+        if self.process_rewards is not None and self.credit != "process":
+            raise ConfigError(f"{path}.process_rewards: only used with credit: process (credit is {self.credit!r})")
 
 
 @dataclass

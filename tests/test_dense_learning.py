@@ -22,7 +22,7 @@ SETTINGS = {
     "process_grpo": ["trainer.credit=process", "trainer.learning_rate=1.0e-2"],
     # a separate value model learns at a lower rate: at the policy's rate it swings and its noise
     # drowns the small early rewards
-    "ppo": ["trainer.algorithm=ppo", "trainer.learning_rate=2.0e-2", "trainer.value_learning_rate=1.0e-3"],
+    "ppo": ["trainer.algorithm=ppo", "trainer.credit=process", "trainer.learning_rate=2.0e-2", "trainer.value_learning_rate=1.0e-3"],
 }
 
 

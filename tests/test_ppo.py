@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def ppo_recipe(output_dir, *extra):
     return load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
-        "trainer.algorithm=ppo", "trainer.max_completion_length=12", "trainer.beta=0.05",
+        "trainer.algorithm=ppo", "trainer.credit=process", "trainer.max_completion_length=12", "trainer.beta=0.05",
         "trainer.num_iterations=2", "trainer.save_steps=2", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
         *extra,
     ], output_dir=str(output_dir))
@@ -130,7 +130,7 @@ def test_ppo_refuses_vllm_and_bad_group_sizes(tmp_path):
 
 
 CLI_OVERRIDES = [
-    "--set", "trainer.algorithm=ppo", "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100",
+    "--set", "trainer.algorithm=ppo", "--set", "trainer.credit=process", "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100",
     "--set", "trainer.max_completion_length=12", "--set", "trainer.beta=0.05",
     "--set", "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
 ]
@@ -175,3 +175,20 @@ def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
     value_adapter = load_file(output / "value_model" / "adapter_model.safetensors")
     head = [k for k in value_adapter if ".score." in k]
     assert head and any(value_adapter[k].abs().sum() > 0 for k in head)  # the fresh head was trained and saved
+
+
+def test_ppo_credit_key_selects_step_rewards(tmp_path):
+    from procrl.config import ConfigError
+    from procrl.run import build_training_args
+    from procrl.trainers.ppo import PPOSettings
+
+    process = ppo_recipe(tmp_path, "trainer.process_rewards=[steps]", "trainer.num_iterations=3", "trainer.epsilon=0.1")
+    settings = PPOSettings.from_recipe(process, build_training_args(process, [1.0] * len(process.rewards)))
+    assert settings.process_rewards == ["steps"]
+    # TRL's fields are reused under their names: epsilon = clip range, num_iterations = PPO epochs, beta = KL
+    assert (settings.cliprange, settings.num_ppo_epochs, settings.kl_coef) == (0.1, 3, 0.05)
+    assert (settings.gamma, settings.lam) == (1.0, 0.95)
+    outcome = ppo_recipe(tmp_path, "trainer.credit=outcome")
+    assert PPOSettings.from_recipe(outcome, build_training_args(outcome, [1.0] * 3)).process_rewards == []
+    with pytest.raises(ConfigError, match="process_rewards: only used with credit: process"):
+        ppo_recipe(tmp_path, "trainer.credit=outcome", "trainer.process_rewards=[steps]")

@@ -7,8 +7,8 @@ mix. REWARDS.md section 5:
 
 * rollout: ``policy.generate`` (sampling at ``temperature``/``top_p``/``top_k``) on the prompts of
   the batch (each prompt ``num_generations`` times, as TRL's GRPO sampler repeats it);
-* token rewards: each step's reward (weighted per-step scores of the ``process_rewards``
-  components) on the step's last token, ``outcome_weight`` x the mix's weighted sequence reward
+* token rewards: with ``credit: process``, each step's reward (weighted per-step scores of the
+  ``process_rewards`` components) on the step's last token (``credit: outcome``: no step rewards), ``outcome_weight`` x the mix's weighted sequence reward
   on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
 * a value model (``value_model``; default: the policy's weights under a fresh 1-output
   token-classification head initialised to V = 0, LoRA adapters too when the policy uses
@@ -92,7 +92,8 @@ class PPOSettings:
             whiten_advantages=trainer.whiten_advantages,
             value_learning_rate=trainer.value_learning_rate,
             outcome_weight=trainer.outcome_weight,
-            process_rewards=trainer.process_rewards,
+            # credit: outcome -> no step rewards, only the sequence reward on the last token
+            process_rewards=trainer.process_rewards if trainer.credit == "process" else [],
             num_generations=int(args.num_generations or 1),
             max_completion_length=int(args.max_completion_length),
             temperature=float(args.temperature),
@@ -353,6 +354,9 @@ class PPOTrainer(Trainer):
                 if value is not None and math.isfinite(value):
                     names.append(f"rewards/{name}/{key}")
                     values.append(float(value))
+            for kind, count in sorted(output.failures.items()):
+                names.append(f"rewards/{name}/failures/{kind}")
+                values.append(float(count))
         present = [t for t in totals if t is not None]
         names.append("reward")
         values.append(sum(present) / len(present) if present else float("nan"))
