@@ -410,6 +410,7 @@ def plot_component_distributions(scores: dict[str, list[float | None]], title: s
 
 TABLE_ROWS = 16  # most recent completions shown in each W&B completions table
 PLOT_TIME_BUDGET = 0.02  # plots and tables may take at most this share of the training wall time
+FIRST_PLOT_ESTIMATE_S = 1.0  # what a round of plots is assumed to cost before one has been timed
 
 
 @dataclass
@@ -442,7 +443,8 @@ class _DiagnosticsCallback:
     ``diagnostics/time_share/<name>`` (reward time over step time in the window) is added to the
     log record. With W&B active on the main process, first-error histograms are logged at every
     logging step; the rendered plots (first-error histogram, TRACE heatmap) and the completions
-    table whenever they have used less than ``PLOT_TIME_BUDGET`` of the wall time so far, and
+    table whenever one more round of them (its cost estimated from the last one) keeps their
+    total under ``PLOT_TIME_BUDGET`` of the wall time so far, and
     once more at the end of training, so that they never cost more than a few percent.
     """
 
@@ -455,6 +457,7 @@ class _DiagnosticsCallback:
         self._keep_rows = False  # set once W&B is known to be active (the table is only for W&B)
         self._started = time.perf_counter()
         self._plot_seconds = 0.0
+        self._plot_estimate = FIRST_PLOT_ESTIMATE_S
         self._overhead_seconds = 0.0
         self.wandb_logged: list[str] = []  # keys sent to W&B (read by tests and benchmarks)
 
@@ -518,7 +521,8 @@ class _DiagnosticsCallback:
             if state.log_history and state.log_history[-1].get("step") == state.global_step:
                 state.log_history[-1].update(added)
         elapsed = time.perf_counter() - self._started
-        self._log_wandb(args, state, added, plots=self._plot_seconds <= PLOT_TIME_BUDGET * elapsed)
+        plots = self._plot_seconds + self._plot_estimate <= PLOT_TIME_BUDGET * elapsed
+        self._log_wandb(args, state, added, plots=plots)
 
     def on_train_end(self, args, state, control, **kwargs):
         self._log_wandb(args, state, {}, plots=True)
@@ -541,6 +545,7 @@ class _DiagnosticsCallback:
             self._overhead_seconds += spent
         if plots:
             self._plot_seconds += spent
+            self._plot_estimate = spent
 
     def _wandb_payload(self, wandb, scalars: dict[str, float], plots: bool, step: int) -> dict[str, Any]:
         # same key names as transformers' WandbCallback gives the scalars logged through the trainer
