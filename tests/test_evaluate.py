@@ -173,3 +173,26 @@ def test_local_training_file_is_not_evaluated_as_test(tmp_path):
     report = ev.evaluate(load_recipe(TINY, [f"data.dataset={test_file}", "rewards.trace=false"]),
                          output_dir=tmp_path / "out", completions=["The answer is 2."])
     assert report["answer_accuracy"] == 1.0 and "local file" in report["notes"][0]
+
+
+def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
+    from tests.wandb_records import read_records, run_file
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+                                "model: judge, max_retries: 0}"])
+    golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(2))["answer"]]
+    completions = [f"We add.\n\nWe multiply.\n\nThe answer is {golds[0]}.",
+                   f"We add. MARK_STEP1\n\nWe multiply.\n\nThe answer is {golds[1]}."]
+    report = ev.evaluate(recipe, limit=2, output_dir=tmp_path / "out", completions=completions, log_wandb=True)
+    assert report["reasoning_aware_accuracy"] == pytest.approx(0.5)
+    items = {}
+    for record in read_records(run_file(tmp_path / "wandb")):
+        if record.WhichOneof("record_type") == "history":
+            items.update({item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item})
+    assert items["eval/reasoning_aware_accuracy"] == pytest.approx(0.5)
+    assert items["eval/inflation"] == pytest.approx(0.5)
+    assert items["eval/trace_transitions/_type"] == "image-file"
+    assert items["eval/first_error_histogram/_type"] == "image-file"
+    assert items["eval/completions/_type"] == "table-file"
