@@ -146,17 +146,22 @@ def test_cli_ppo_one_process(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["ddp", "zero2"])
+@pytest.mark.parametrize("mode", ["ddp", "zero2", "zero3"])
 def test_cli_ppo_two_processes(tmp_path, mode):
     out = tmp_path / "run"
-    extra = ["--multi_gpu"] if mode == "ddp" else ["--config_file", str(zero2_config(tmp_path))]
+    if mode == "ddp":
+        extra = ["--multi_gpu"]
+    elif mode == "zero2":
+        extra = ["--config_file", str(zero2_config(tmp_path))]
+    else:  # policy, value model and reference sharded; generation gathers the weights
+        extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
                         "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"],
              launcher=launcher(extra), timeout=900)
     info = json.loads((out / "run_info.json").read_text())
     assert info["world_size"] == 2 and info["algorithm"] == "ppo"
-    if mode == "zero2":
-        assert info["deepspeed_stage"] == 2
+    if mode != "ddp":
+        assert info["deepspeed_stage"] == int(mode[-1])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h and "loss/policy" in h for h in history)
     assert (out / "value_model" / "model.safetensors").is_file()
