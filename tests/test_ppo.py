@@ -197,3 +197,28 @@ def test_ppo_credit_key_selects_step_rewards(tmp_path):
     assert PPOSettings.from_recipe(outcome, build_training_args(outcome, [1.0] * 3)).process_rewards == []
     with pytest.raises(ConfigError, match="process_rewards: only used with credit: process"):
         ppo_recipe(tmp_path, "trainer.credit=outcome", "trainer.process_rewards=[steps]")
+
+
+def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
+    """With V = 0 (fresh head), no KL, no outcome, gamma = lambda = 1 and no whitening, the
+    rollout's returns are the rewards-to-go: token t holds the sum of the step rewards of the
+    steps ending at or after t, each step ending on the token holding its last character."""
+    from procrl.trainers.credit import step_last_tokens, token_char_ends
+
+    recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.outcome_weight=0.0", "trainer.lam=1.0",
+                        "trainer.whiten_advantages=false", "trainer.max_completion_length=24",
+                        "rewards={steps: {type: 'tests.step_rewards:StepDigitShare'}}")
+    trainer = build(recipe)
+    rows = [trainer.train_dataset[i] for i in range(4)]
+    rollout = trainer._rollout(rows)
+    tokenizer = trainer.processing_class
+    batch = trainer.reward_mix.last_batch
+    step_scores = trainer.reward_mix.last_outputs["steps"].step_scores
+    assert any(any(s > 0 for s in steps) for steps in step_scores)  # the check below is not vacuous
+    assert torch.count_nonzero(rollout["old_values"]) == 0
+    for i, ids in enumerate(batch.completion_ids):
+        ends = token_char_ends(tokenizer, ids)
+        last = step_last_tokens([span.end for span in batch.segmentations[i].steps], ends)
+        expected = [sum(r for r, k in zip(step_scores[i], last) if k is not None and k >= t) for t in range(len(ids))]
+        assert rollout["returns"][i, : len(ids)].tolist() == pytest.approx(expected, abs=1e-6)
+        assert rollout["returns"][i, len(ids):].abs().sum() == 0
