@@ -280,7 +280,7 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
         if key not in fields:
             raise ConfigError(
                 f"{path}: unknown key{suggest(key, list(fields) + list(own))}; "
-                "trainer keys are procrl's algorithm/credit or TRL GRPOConfig fields"
+                f"trainer keys are procrl's ({', '.join(sorted(own))}) or TRL GRPOConfig fields"
             )
         if key in TRL_CHOICES and value not in TRL_CHOICES[key] and not isinstance(value, bool):
             allowed = ", ".join(map(repr, TRL_CHOICES[key]))

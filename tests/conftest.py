@@ -34,3 +34,18 @@ def gsm8k_train() -> Path:
 @pytest.fixture(scope="session")
 def tiny_recipe() -> Path:
     return TINY_RECIPE
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_wandb_service():
+    """An in-process ``wandb.init`` exports WANDB_SERVICE, and every later subprocess would then
+    attach to this process's wandb-core service (and collide on run ids): tear it down after
+    each test so that runs stay independent."""
+    yield
+    import sys
+
+    if "WANDB_SERVICE" in os.environ:
+        wandb = sys.modules.get("wandb")
+        if wandb is not None:
+            wandb.teardown()
+        os.environ.pop("WANDB_SERVICE", None)

@@ -143,6 +143,9 @@ def test_cli_ppo_one_process(tmp_path):
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h for h in history)
     assert (out / "value_model" / "model.safetensors").is_file()
+    # the process diagnostics reach PPO's logs too (the mix's batch observers run on rollouts)
+    assert any("diagnostics/seconds/first_error" in h and "diagnostics/first_error/error_found_rate" in h
+               for h in history), [sorted(h) for h in history]
 
 
 @pytest.mark.slow

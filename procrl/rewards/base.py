@@ -485,10 +485,15 @@ class RewardMix:
             output = self._failed(name, error, len(batch))
         return self._store(name, output, event)
 
-    def score_all(self, batch: RewardBatch) -> dict[str, RewardOutput]:
-        """Every component on one batch (used by ``procrl score`` and ``check``)."""
+    def score_all(self, batch: RewardBatch, log_metric=None, log_extra=None) -> dict[str, RewardOutput]:
+        """Every component on one batch (``procrl score``, ``check``, PPO rollouts); the batch
+        observers see it like a TRL batch, logging through ``log_metric`` / ``log_extra``."""
         self._start_batch(batch, None)
-        return {name: self.compute(name, batch) for name in self.specs}
+        outputs = {name: self.compute(name, batch) for name in self.specs}
+        with self._lock:
+            self._observed_key = self._batch_key
+        self._notify(batch, outputs, log_metric, log_extra)
+        return outputs
 
     def total(self, outputs: dict[str, RewardOutput]) -> list[float | None]:
         """Weighted sum per sample, skipping None (as TRL's nansum); None when all are None."""
@@ -530,9 +535,12 @@ class RewardMix:
                 return
             self._observed_key = self._batch_key
             batch, outputs = self.last_batch, dict(self._outputs)
+        self._notify(batch, outputs, kwargs.get("log_metric"), kwargs.get("log_extra"))
+
+    def _notify(self, batch: RewardBatch, outputs: dict[str, RewardOutput], log_metric, log_extra) -> None:
         for observer in self.batch_observers:
             try:
-                observer(batch, outputs, kwargs.get("log_metric"), kwargs.get("log_extra"))
+                observer(batch, outputs, log_metric, log_extra)
             except Exception as error:  # an observer (diagnostics) must never crash training
                 logger.warning("batch observer %r failed: %s: %s", observer, type(error).__name__, error)
 

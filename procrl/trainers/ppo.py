@@ -293,7 +293,8 @@ class PPOTrainer(Trainer):
             completion_ids=id_lists,
             columns=columns,
         )
-        outputs = self.reward_mix.score_all(batch)
+        diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/diagnostics.py)
+        outputs = self.reward_mix.score_all(batch, log_metric=diagnostics.__setitem__)
         totals = self.reward_mix.total(outputs)
         outcome = torch.tensor([0.0 if t is None else t for t in totals], dtype=torch.float32, device=device)
         step_rewards, step_tokens, credit_stats = local_step_credit(
@@ -318,7 +319,7 @@ class PPOTrainer(Trainer):
 
         mask = completion_mask.float()
         kl_per_sequence = (kl * mask).sum(dim=1)
-        self._record_rollout_metrics(outputs, totals, credit_stats, {
+        self._record_rollout_metrics(outputs, totals, {**credit_stats, **diagnostics}, {
             "objective/kl": kl_per_sequence.mean(),
             "objective/entropy": (entropy * mask).sum(dim=1).mean(),
             "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
