@@ -137,6 +137,16 @@ class RuntimeContext:
     trainer: Any = None
     is_main_process: bool = True
 
+    @classmethod
+    def from_trainer(cls, trainer: Any, tokenizer: Any) -> "RuntimeContext":
+        """The context a built trainer (GRPO or PPO) lends to the components."""
+        return cls(
+            device=trainer.accelerator.device,
+            tokenizer=tokenizer,
+            trainer=trainer,
+            is_main_process=trainer.accelerator.is_main_process,
+        )
+
 
 class RewardComponent:
     """Base class of built-in components.

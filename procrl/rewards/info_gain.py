@@ -110,16 +110,14 @@ class TargetLogProbScorer:
                 raise ReferenceModelError("lm: reference needs the policy's tokenizer, but none is bound")
             self._model, self._activate = model, activate
         else:
-            import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             from procrl.models import resolve_model_path
-            from procrl.rewards.standalone import load_standalone
+            from procrl.rewards.standalone import load_scoring_model
 
             source = resolve_model_path(self.lm)
-            kwargs = {} if self.dtype == "auto" else {"dtype": getattr(torch, self.dtype)}
             self._tokenizer = AutoTokenizer.from_pretrained(source)
-            self._model = load_standalone(AutoModelForCausalLM.from_pretrained, source, **kwargs).to(self.device).eval()
+            self._model = load_scoring_model(AutoModelForCausalLM, source, dtype=self.dtype, device=self.device)
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
         unwrapped = self._model

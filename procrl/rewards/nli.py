@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from procrl.rewards.standalone import load_standalone
+from procrl.rewards.standalone import load_scoring_model
 
 __all__ = ["NLILabelError", "NLIScorer", "nli_label_indices", "write_tiny_nli_model"]
 
@@ -97,12 +97,10 @@ class NLIScorer:
     def _load(self) -> None:
         if self._model is not None and self._tokenizer is not None and self._indices is not None:
             return
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         if self._model is None:
-            kwargs = {} if self.dtype == "auto" else {"dtype": getattr(torch, self.dtype)}
-            model = load_standalone(AutoModelForSequenceClassification.from_pretrained, str(self.source), **kwargs)
+            model = load_scoring_model(AutoModelForSequenceClassification, str(self.source), dtype=self.dtype)
         else:
             model = self._model
         indices = nli_label_indices(getattr(model.config, "id2label", None), getattr(model.config, "num_labels", None))

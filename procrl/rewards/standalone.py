@@ -13,7 +13,7 @@ import contextlib
 import threading
 from typing import Any, Callable
 
-__all__ = ["load_standalone", "zero3_init_disabled"]
+__all__ = ["load_scoring_model", "load_standalone", "torch_dtype", "zero3_init_disabled"]
 
 _LOCK = threading.Lock()
 
@@ -40,3 +40,23 @@ def load_standalone(loader: Callable[..., Any], *args: Any, **kwargs: Any) -> An
     with ZeRO-3 partitioning off."""
     with zero3_init_disabled():
         return loader(*args, **kwargs)
+
+
+def torch_dtype(name: str) -> Any:
+    """A torch dtype from its recipe name (``"auto"`` stays ``"auto"``)."""
+    import torch
+
+    if name == "auto":
+        return "auto"
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown torch dtype {name!r}")
+    return value
+
+
+def load_scoring_model(auto_class: Any, source: Any, *, dtype: str = "auto", device: Any = "cpu", **kwargs: Any) -> Any:
+    """``auto_class.from_pretrained(source)`` whole on every rank, in eval mode on ``device``:
+    the one loading path of the judges, the NLI scorer and a named information-gain LM."""
+    if dtype != "auto":
+        kwargs["dtype"] = torch_dtype(dtype)
+    return load_standalone(auto_class.from_pretrained, source, **kwargs).to(device).eval()

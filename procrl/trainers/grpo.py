@@ -33,12 +33,5 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
         callbacks=callbacks,
         **kwargs,
     )
-    mix.bind(
-        RuntimeContext(
-            device=trainer.accelerator.device,
-            tokenizer=tokenizer,
-            trainer=trainer,
-            is_main_process=trainer.accelerator.is_main_process,
-        )
-    )
+    mix.bind(RuntimeContext.from_trainer(trainer, tokenizer))
     return trainer

@@ -551,12 +551,5 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         train_dataset=train_dataset,
         callbacks=callbacks,
     )
-    mix.bind(
-        RuntimeContext(
-            device=trainer.accelerator.device,
-            tokenizer=tokenizer,
-            trainer=trainer,
-            is_main_process=trainer.accelerator.is_main_process,
-        )
-    )
+    mix.bind(RuntimeContext.from_trainer(trainer, tokenizer))
     return trainer

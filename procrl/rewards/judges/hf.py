@@ -8,9 +8,8 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.judges._loading import torch_dtype
-from procrl.rewards.standalone import zero3_init_disabled
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+from procrl.rewards.standalone import load_scoring_model
 
 __all__ = ["HFJudge"]
 
@@ -58,11 +57,9 @@ class HFJudge(Judge):
             tokenizer.padding_side = "left"  # generation continues at the right edge
             if tokenizer.pad_token is None:
                 tokenizer.pad_token = tokenizer.eos_token
-            with zero3_init_disabled():  # a judge is not trained: never partition it
-                model = AutoModelForCausalLM.from_pretrained(
-                    path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code
-                )
-            self._model = model.to(self.device).eval()
+            self._model = load_scoring_model(  # a judge is not trained: never partition it
+                AutoModelForCausalLM, path, dtype=self.dtype, device=self.device, trust_remote_code=self.trust_remote_code
+            )
             self._tokenizer = tokenizer
 
     def _text(self, item: JudgeItem) -> str:

@@ -18,8 +18,7 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.judges._loading import torch_dtype
-from procrl.rewards.standalone import zero3_init_disabled
+from procrl.rewards.standalone import load_scoring_model
 
 __all__ = ["PRMJudge", "first_below"]
 
@@ -83,9 +82,9 @@ class PRMJudge(Judge):
             config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
             architectures = getattr(config, "architectures", None) or []
             loader = AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
-            with zero3_init_disabled():  # a judge is not trained: never partition it
-                model = loader.from_pretrained(path, dtype=torch_dtype(self.dtype), trust_remote_code=self.trust_remote_code)
-            self._model = model.to(self.device).eval()
+            self._model = load_scoring_model(  # a judge is not trained: never partition it
+                loader, path, dtype=self.dtype, device=self.device, trust_remote_code=self.trust_remote_code
+            )
             self._tokenizer = tokenizer
             self._separator_id = ids[0]
 
