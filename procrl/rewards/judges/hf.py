@@ -4,19 +4,20 @@ padding, the model loaded once, lazily, on the trainer's device."""
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges import JudgeItem, Verdict
+from procrl.rewards.judges.local import LocalModelJudge
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
-from procrl.rewards.standalone import load_scoring_model
 
 __all__ = ["HFJudge"]
 
 logger = logging.getLogger(__name__)
 
 
-class HFJudge(Judge):
+class HFJudge(LocalModelJudge):
+    backend = "hf"
+
     def __init__(
         self,
         model: str,
@@ -29,38 +30,19 @@ class HFJudge(Judge):
         dtype: str = "auto",
         trust_remote_code: bool = False,
     ):
-        if not model:
-            raise ValueError("the hf judge needs a model")
-        self.model_name = model
-        self.device = device
-        self.batch_size = max(1, batch_size)
+        super().__init__(model, device, batch_size, dtype, trust_remote_code)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.reference = reference
         self.categories = categories
-        self.dtype = dtype
-        self.trust_remote_code = trust_remote_code
-        self._model = None
-        self._tokenizer = None
-        self._lock = threading.Lock()
 
-    def _load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+    def _auto_class(self, path: str) -> Any:
+        from transformers import AutoModelForCausalLM
 
-            from procrl.models import resolve_model_path
+        return AutoModelForCausalLM
 
-            path = resolve_model_path(self.model_name)
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
-            tokenizer.padding_side = "left"  # generation continues at the right edge
-            if tokenizer.pad_token is None:
-                tokenizer.pad_token = tokenizer.eos_token
-            self._model = load_scoring_model(  # a judge is not trained: never partition it
-                AutoModelForCausalLM, path, dtype=self.dtype, device=self.device, trust_remote_code=self.trust_remote_code
-            )
-            self._tokenizer = tokenizer
+    def _prepare_tokenizer(self, tokenizer: Any) -> None:
+        tokenizer.padding_side = "left"  # generation continues at the right edge
 
     def _text(self, item: JudgeItem) -> str:
         prompt = build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories)

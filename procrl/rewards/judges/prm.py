@@ -14,11 +14,10 @@ and two labels follows the same convention and loads without custom code.
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.standalone import load_scoring_model
+from procrl.rewards.judges import JudgeItem, Verdict
+from procrl.rewards.judges.local import LocalModelJudge
 
 __all__ = ["PRMJudge", "first_below"]
 
@@ -36,7 +35,8 @@ def first_below(probabilities: list[float], threshold: float) -> int:
     return -1
 
 
-class PRMJudge(Judge):
+class PRMJudge(LocalModelJudge):
+    backend = "prm"
     has_threshold = True
 
     def __init__(
@@ -49,44 +49,24 @@ class PRMJudge(Judge):
         dtype: str = "auto",
         trust_remote_code: bool = False,
     ):
-        if not model:
-            raise ValueError("the prm judge needs a model")
-        self.model_name = model
-        self.device = device
+        super().__init__(model, device, batch_size, dtype, trust_remote_code)
         self.threshold = threshold
-        self.batch_size = max(1, batch_size)
         self.step_separator = step_separator
-        self.dtype = dtype
-        self.trust_remote_code = trust_remote_code
-        self._model = None
-        self._tokenizer = None
         self._separator_id: int | None = None
-        self._lock = threading.Lock()
 
-    def _load(self) -> None:
-        with self._lock:
-            if self._model is not None:
-                return
-            from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification, AutoTokenizer
+    def _auto_class(self, path: str) -> Any:
+        from transformers import AutoConfig, AutoModel, AutoModelForTokenClassification
 
-            from procrl.models import resolve_model_path
+        config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
+        architectures = getattr(config, "architectures", None) or []
+        return AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
 
-            path = resolve_model_path(self.model_name)
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
-            ids = tokenizer.encode(self.step_separator, add_special_tokens=False)
-            if len(ids) != 1:
-                raise ValueError(f"step separator {self.step_separator!r} is not one token of {self.model_name} ({ids})")
-            if tokenizer.pad_token is None:
-                tokenizer.pad_token = tokenizer.eos_token
-            tokenizer.padding_side = "right"
-            config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
-            architectures = getattr(config, "architectures", None) or []
-            loader = AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
-            self._model = load_scoring_model(  # a judge is not trained: never partition it
-                loader, path, dtype=self.dtype, device=self.device, trust_remote_code=self.trust_remote_code
-            )
-            self._tokenizer = tokenizer
-            self._separator_id = ids[0]
+    def _prepare_tokenizer(self, tokenizer: Any) -> None:
+        ids = tokenizer.encode(self.step_separator, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ValueError(f"step separator {self.step_separator!r} is not one token of {self.model_name} ({ids})")
+        tokenizer.padding_side = "right"
+        self._separator_id = ids[0]
 
     def _text(self, item: JudgeItem) -> str:
         # a separator inside a step would split it in two: drop it from the text
