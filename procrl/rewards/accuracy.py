@@ -124,21 +124,15 @@ def extract_prediction(completion: str) -> tuple[float | None, str]:
     """The predicted number and the rule that found it (``none`` when nothing was found)."""
     if not isinstance(completion, str) or not completion.strip():
         return None, "none"
-    hashes = _HASHES.findall(completion)
-    if hashes:
-        value = parse_number(hashes[-1])
+    rules = (
+        ("hashes", lambda: (_HASHES.findall(completion) or [None])[-1]),
+        ("boxed", lambda: extract_boxed(completion)),
+        ("answer_is", lambda: (_ANSWER_IS.findall(completion) or [None])[-1]),
+    )
+    for rule, find in rules:  # first rule whose text parses wins
+        value = parse_number(find())
         if value is not None:
-            return value, "hashes"
-    boxed = extract_boxed(completion)
-    if boxed is not None:
-        value = parse_number(boxed)
-        if value is not None:
-            return value, "boxed"
-    stated = _ANSWER_IS.findall(completion)
-    if stated:
-        value = parse_number(stated[-1])
-        if value is not None:
-            return value, "answer_is"
+            return value, rule
     value = _last_number(completion)
     if value is not None:
         return value, "last_number"
