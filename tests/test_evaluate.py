@@ -186,6 +186,9 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     completions = [f"We add.\n\nWe multiply.\n\nThe answer is {golds[0]}.",
                    f"We add. MARK_STEP1\n\nWe multiply.\n\nThe answer is {golds[1]}."]
     report = ev.evaluate(recipe, limit=2, output_dir=tmp_path / "out", completions=completions, log_wandb=True)
+    import wandb
+
+    wandb.teardown()  # the in-process service may still be writing the run file after finish()
     assert report["reasoning_aware_accuracy"] == pytest.approx(0.5)
     items = {}
     for record in read_records(run_file(tmp_path / "wandb")):
