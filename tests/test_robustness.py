@@ -33,18 +33,28 @@ def hostile_completions() -> list[str]:
     ]
 
 
-def build(name: str):
+def tiny_model_settings(tmp_path) -> dict[str, dict]:
+    """Settings that swap a component's default (Hub) model for a tiny local one."""
+    from procrl.rewards.nli import write_tiny_nli_model
+
+    return {
+        "receval_correctness": {"nli_model": str(write_tiny_nli_model(tmp_path / "nli"))},
+        "receval_informativeness": {"lm": "procrl:tiny-qwen2"},
+    }
+
+
+def build(name: str, settings: dict):
+    from procrl.config import from_dict
+
     module, _, attribute = REWARDS[name].partition(":")
     cls = getattr(importlib.import_module(module), attribute)
-    component = cls(name=name)
-    return component
+    return cls(from_dict(cls.Settings, settings, f"rewards.{name}"), name=name)
 
 
 @pytest.mark.parametrize("name", sorted(REWARDS))
-def test_builtin_reward_survives_hostile_input(name):
-    component = build(name)
-    if component.needs_model() is not None:
-        pytest.skip(f"{name} loads {component.needs_model()} by default; its own tests cover tiny local models")
+def test_builtin_reward_survives_hostile_input(name, tmp_path):
+    component = build(name, tiny_model_settings(tmp_path).get(name, {}))
+    assert component.needs_model() is None or "tiny" in component.needs_model() or str(tmp_path) in component.needs_model()
     completions = hostile_completions()
     batch = RewardBatch.from_texts(completions, questions=["How many?"] * len(completions),
                                    golds=["#### 12"] * len(completions))
@@ -59,3 +69,15 @@ def test_builtin_reward_survives_hostile_input(name):
         for steps, segmentation in zip(output.step_scores, batch.segmentations):
             assert steps is None or len(steps) == len(segmentation.steps)
             assert steps is None or all(math.isfinite(v) for v in steps)
+
+
+@pytest.mark.parametrize("name", ["receval_correctness", "receval_informativeness"])
+def test_receval_skips_chains_longer_than_max_steps(name, tmp_path):
+    """A 500-step chain would cost ~125k NLI pairs: it is not scored and counted instead."""
+    settings = {**tiny_model_settings(tmp_path)[name], "max_steps": 64}
+    component = build(name, settings)
+    long_chain = "\n".join(f"Step {i}: {i} * 2 = {2 * i}." for i in range(500)) + "\n#### 998"
+    short_chain = "We have 3 apples.\nSo 3 * 2 = 6.\n#### 6"
+    output = component.score(RewardBatch.from_texts([long_chain, short_chain], questions=["How many?"] * 2))
+    assert output.scores[0] is None and output.failures.get("too_many_steps") == 1
+    assert output.scores[1] is not None

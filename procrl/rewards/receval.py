@@ -274,10 +274,13 @@ class ReCEvalCorrectness(RewardComponent):
         rcu_splitter: str = field(DEFAULT_SPLITTER, help="'module:function' splitting a step's text into premises and a conclusion.")
         cache_size: int = field(100_000, help="NLI results kept in the text-keyed LRU cache (0: no cache).")
         dtype: str = field("auto", help="torch dtype of the NLI model ('auto', 'float32', 'bfloat16', ...).")
+        max_steps: int = field(64, help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).")
 
         def validate(self, path: str) -> None:
             if self.batch_size < 1:
                 raise ConfigError(f"{path}.batch_size: must be >= 1, got {self.batch_size}")
+            if self.max_steps < 1:
+                raise ConfigError(f"{path}.max_steps: must be >= 1, got {self.max_steps}")
             if self.max_length < 8:
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
             if self.cache_size < 0:
@@ -318,7 +321,7 @@ class ReCEvalCorrectness(RewardComponent):
         conclusions: list[list[str] | None] = []
         for segmentation, question in zip(batch.segmentations, batch.questions):
             steps = [s.text for s in segmentation.steps]
-            if not steps:
+            if not steps or len(steps) > self.settings.max_steps:
                 plans.append(None)
                 conclusions.append(None)
                 continue
@@ -339,7 +342,7 @@ class ReCEvalCorrectness(RewardComponent):
         failures: dict[str, int] = {}
         for plan, segmentation in zip(plans, batch.segmentations):
             if plan is None:
-                kind = "no_steps" if not segmentation.steps else "rcu_split_error"
+                kind = _unscorable_kind(segmentation.steps, self.settings.max_steps) or "rcu_split_error"
                 failures[kind] = failures.get(kind, 0) + 1
         before = dict(self.scorer.stats)
         probabilities = self.scorer.score(p for plan in plans if plan is not None for p in plan.pairs())
@@ -379,6 +382,13 @@ class ReCEvalCorrectness(RewardComponent):
         return RewardOutput(scores=scores, step_scores=step_scores, metrics=metrics, details=details, failures=failures)
 
 
+def _unscorable_kind(steps, max_steps: int) -> str | None:
+    """Why a chain is not scored at all, if it is not: no steps, or more than max_steps."""
+    if not steps:
+        return "no_steps"
+    return "too_many_steps" if len(steps) > max_steps else None
+
+
 class ReCEvalInformativeness(RewardComponent):
     """min over steps of tanh(information gain / tau), in [-1, 1]."""
 
@@ -391,10 +401,13 @@ class ReCEvalInformativeness(RewardComponent):
         batch_size: int = field(16, help="Sequences per LM forward pass.")
         max_length: int = field(1024, help="Token limit of context + target; longer contexts lose their beginning.")
         dtype: str = field("auto", help="torch dtype of a named LM ('auto', 'float32', 'bfloat16', ...); unused for 'reference'.")
+        max_steps: int = field(64, help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).")
 
         def validate(self, path: str) -> None:
             if not self.tau > 0:
                 raise ConfigError(f"{path}.tau: must be > 0, got {self.tau}")
+            if self.max_steps < 1:
+                raise ConfigError(f"{path}.max_steps: must be >= 1, got {self.max_steps}")
             if "{answer}" not in self.target_template:
                 raise ConfigError(f"{path}.target_template: must contain {{answer}}, got {self.target_template!r}")
             try:
@@ -441,8 +454,8 @@ class ReCEvalInformativeness(RewardComponent):
         for completion, segmentation, question in zip(batch.completions, batch.segmentations, batch.questions):
             steps = [step.text for step in segmentation.steps]
             predicted, _ = extract_prediction(completion)
-            if not steps or predicted is None:
-                kind = "no_steps" if not steps else "no_answer"
+            kind = _unscorable_kind(steps, s.max_steps) or (None if predicted is not None else "no_answer")
+            if kind is not None:
                 failures[kind] = failures.get(kind, 0) + 1
                 chains.append(None)
                 continue
