@@ -72,11 +72,9 @@ def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe,
     import torch
     from transformers import AutoModelForCausalLM
 
-    from procrl.models import model_init_kwargs
+    from procrl.models import pretrained_kwargs
 
-    kwargs = model_init_kwargs(recipe.model)
-    if kwargs["dtype"] != "auto":
-        kwargs["dtype"] = getattr(torch, kwargs["dtype"])
+    kwargs = pretrained_kwargs(recipe.model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
     tokenizer.padding_side = "left"  # decoder-only batched generation continues after the prompt

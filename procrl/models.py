@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TINY_MODEL", "ensure_tiny_model", "load_policy", "load_tokenizer", "resolve_model_path"]
+__all__ = ["TINY_MODEL", "ensure_tiny_model", "load_tokenizer", "pretrained_kwargs", "resolve_model_path"]
 
 TINY_MODEL = "procrl:tiny-qwen2"
 TINY_VERSION = "v1"
@@ -138,14 +138,14 @@ def model_init_kwargs(model_section) -> dict[str, Any]:
     return kwargs
 
 
-def load_policy(model_section) -> Any:
-    import torch
-    from transformers import AutoModelForCausalLM
+def pretrained_kwargs(model_section) -> dict[str, Any]:
+    """``from_pretrained`` keyword arguments for the models procrl loads itself (PPO, evaluate):
+    ``model_init_kwargs`` with the dtype as a torch dtype."""
+    from procrl.rewards.standalone import torch_dtype
 
     kwargs = model_init_kwargs(model_section)
-    if kwargs["dtype"] != "auto":
-        kwargs["dtype"] = getattr(torch, kwargs["dtype"])
-    return AutoModelForCausalLM.from_pretrained(resolve_model_path(model_section.name_or_path), **kwargs)
+    kwargs["dtype"] = torch_dtype(kwargs["dtype"])
+    return kwargs
 
 
 def lora_config(model_section) -> Any:

@@ -501,10 +501,9 @@ def zero_value_head(value: nn.Module) -> None:
 
 def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
-    import torch as _torch
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
-    from procrl.models import lora_config, model_init_kwargs, resolve_model_path
+    from procrl.models import lora_config, pretrained_kwargs, resolve_model_path
 
     if getattr(args, "use_vllm", False):
         raise ConfigError("trainer.use_vllm: not supported by procrl's PPO trainer (it generates with transformers)")
@@ -515,9 +514,7 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
             f"trainer.num_generations: {settings.num_generations} must divide per_device_train_batch_size x processes "
             f"x gradient_accumulation_steps = {rows} (each prompt is rolled out num_generations times)"
         )
-    kwargs = model_init_kwargs(recipe.model)
-    if kwargs["dtype"] != "auto":
-        kwargs["dtype"] = getattr(_torch, kwargs["dtype"])
+    kwargs = pretrained_kwargs(recipe.model)
     policy_path = resolve_model_path(recipe.model.name_or_path)
     policy = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
     value_path = resolve_model_path(recipe.trainer.value_model) if recipe.trainer.value_model else policy_path
