@@ -3,7 +3,6 @@ padding, the model loaded once, lazily, on the trainer's device."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from procrl.rewards.judges import JudgeItem, Verdict
@@ -11,8 +10,6 @@ from procrl.rewards.judges.local import LocalModelJudge
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
 __all__ = ["HFJudge"]
-
-logger = logging.getLogger(__name__)
 
 
 class HFJudge(LocalModelJudge):
@@ -75,16 +72,9 @@ class HFJudge(LocalModelJudge):
             replies.extend(self._tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
         return replies
 
-    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
-        if not items:
-            return []
-        try:
-            replies = self.generate(items)
-        except Exception as error:  # e.g. out of memory: these samples fail, training goes on
-            logger.warning("first_error hf judge failed on %d items: %s: %s", len(items), type(error).__name__, error)
-            return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
-        verdicts = []
-        for item, reply in zip(items, replies):
-            parsed = parse_verdict(reply, len(item.steps))
-            verdicts.append(Verdict(parsed.index, status=parsed.status, category=parsed.category, note=reply))
-        return verdicts
+    def _model_outputs(self, items: list[JudgeItem]) -> list[str]:
+        return self.generate(items)
+
+    def _verdict(self, item: JudgeItem, reply: str) -> Verdict:
+        parsed = parse_verdict(reply, len(item.steps))
+        return Verdict(parsed.index, status=parsed.status, category=parsed.category, note=reply)

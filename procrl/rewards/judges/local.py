@@ -3,17 +3,21 @@ once-only loading of tokenizer and model (whole on every rank: a judge is never 
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
-from procrl.rewards.judges import Judge
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
 from procrl.rewards.standalone import load_scoring_model
 
 __all__ = ["LocalModelJudge"]
 
+logger = logging.getLogger(__name__)
+
 
 class LocalModelJudge(Judge):
-    """Subclasses name their backend, pick the auto class and prepare the tokenizer."""
+    """Subclasses name their backend, pick the auto class, prepare the tokenizer, run the model
+    on a batch (:meth:`_model_outputs`) and read one verdict from each output (:meth:`_verdict`)."""
 
     backend = "local"
 
@@ -53,3 +57,20 @@ class LocalModelJudge(Judge):
                 trust_remote_code=self.trust_remote_code,
             )
             self._tokenizer = tokenizer
+
+    def _model_outputs(self, items: list[JudgeItem]) -> list[Any]:
+        raise NotImplementedError
+
+    def _verdict(self, item: JudgeItem, output: Any) -> Verdict:
+        raise NotImplementedError
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        if not items:
+            return []
+        try:
+            outputs = self._model_outputs(items)
+        except Exception as error:  # e.g. out of memory: these samples fail, training goes on
+            logger.warning("first_error %s judge failed on %d items: %s: %s", self.backend, len(items),
+                           type(error).__name__, error)
+            return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
+        return [self._verdict(item, output) for item, output in zip(items, outputs)]

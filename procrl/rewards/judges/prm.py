@@ -13,15 +13,12 @@ and two labels follows the same convention and loads without custom code.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from procrl.rewards.judges import JudgeItem, Verdict
 from procrl.rewards.judges.local import LocalModelJudge
 
 __all__ = ["PRMJudge", "first_below"]
-
-logger = logging.getLogger(__name__)
 
 SYSTEM_PROMPT = "Please reason step by step, and put your final answer within \\boxed{}."
 POSITIVE_CLASS = 1
@@ -102,18 +99,10 @@ class PRMJudge(LocalModelJudge):
                 out.append(values if len(values) == len(item.steps) else None)
         return out
 
-    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
-        if not items:
-            return []
-        try:
-            all_probabilities = self.step_probabilities(items)
-        except Exception as error:  # e.g. out of memory: these samples fail, training goes on
-            logger.warning("first_error prm judge failed on %d items: %s: %s", len(items), type(error).__name__, error)
-            return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
-        verdicts = []
-        for probabilities in all_probabilities:
-            if probabilities is None:
-                verdicts.append(Verdict(None, status="bad_response", note="separator count differs from step count"))
-            else:
-                verdicts.append(Verdict(first_below(probabilities, self.threshold), step_probabilities=probabilities))
-        return verdicts
+    def _model_outputs(self, items: list[JudgeItem]) -> list[list[float] | None]:
+        return self.step_probabilities(items)
+
+    def _verdict(self, item: JudgeItem, probabilities: list[float] | None) -> Verdict:
+        if probabilities is None:
+            return Verdict(None, status="bad_response", note="separator count differs from step count")
+        return Verdict(first_below(probabilities, self.threshold), step_probabilities=probabilities)
