@@ -121,6 +121,20 @@ def _callbacks(recipe: Recipe, mix=None) -> list:
     return callbacks
 
 
+def require_vllm_if_used(args) -> None:
+    """``use_vllm: true`` without vLLM installed fails here, before any model loads (TRL would
+    raise only after loading the policy)."""
+    if not args.use_vllm:
+        return
+    from trl.import_utils import is_vllm_available
+
+    if not is_vllm_available():
+        raise ConfigError(
+            "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
+            "CUDA machine); set trainer.use_vllm=false to generate with transformers"
+        )
+
+
 def train(recipe: Recipe, resume: bool = False):
     """Train with a validated recipe; returns the trainer."""
     from transformers import set_seed
@@ -133,6 +147,7 @@ def train(recipe: Recipe, resume: bool = False):
         raise ConfigError(f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train")
     mix = RewardMix(recipe.rewards)
     args = build_training_args(recipe, mix.weights)
+    require_vllm_if_used(args)
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)

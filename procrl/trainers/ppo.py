@@ -5,8 +5,12 @@ TRL 1.16 has no PPO trainer any more; this one runs on the same stack as procrl'
 resume, callbacks, W&B and ``trainer_state.json`` work as for any Trainer) and the same reward
 mix. REWARDS.md section 5:
 
-* rollout: ``policy.generate`` (sampling at ``temperature``/``top_p``/``top_k``) on the prompts of
-  the batch (each prompt ``num_generations`` times, as TRL's GRPO sampler repeats it);
+* rollout: sampling at ``temperature``/``top_p``/``top_k`` on the prompts of the batch (each
+  prompt ``num_generations`` times, as TRL's GRPO sampler repeats it), with ``policy.generate``
+  or, with ``use_vllm: true``, through TRL's ``VLLMGeneration`` (``vllm_mode: colocate``, an
+  engine in each training process, or ``server``, a ``trl vllm-serve`` process), the same backend
+  TRL's GRPO uses: the policy's weights are pushed to vLLM before the first rollout after each
+  optimizer step (DeepSpeed ZeRO-3 parameters gathered, LoRA adapters merged for the push);
 * token rewards: with ``credit: process``, each step's reward (weighted per-step scores of the
   ``process_rewards`` components) on the step's last token (``credit: outcome``: no step rewards), ``outcome_weight`` x the mix's weighted sequence reward
   on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
@@ -26,8 +30,10 @@ Checkpoints hold the policy (``save_pretrained`` layout, loadable as the policy)
 model under ``value_model/``; resume restores both.
 
 Simplified on purpose (say so rather than pretend): one mini-batch per micro-batch (no extra
-PPO mini-batch shuffling), advantages whitened per process (not across ranks), generation with
-transformers only (``use_vllm`` is refused), no reward-model-based "missing EOS penalty", the
+PPO mini-batch shuffling), advantages whitened per process (not across ranks), vLLM samples are
+scored by the policy itself (old log-probs recomputed, no importance-sampling correction for the
+sampler mismatch; its size is logged as ``sampling/sampling_logp_difference/*``), no
+reward-model-based "missing EOS penalty", the
 reference model is a frozen copy of the initial policy (or the policy with adapters disabled
 under LoRA) and is only loaded when ``beta > 0``.
 """
@@ -186,6 +192,8 @@ class PPOTrainer(Trainer):
                 self.ref_model = prepare_deepspeed(ref_model, self.accelerator)
             else:
                 self.ref_model = self.accelerator.prepare_model(ref_model, evaluation_mode=True)
+        self.vllm_generation = vllm_generation(model.policy, self.accelerator, processing_class, args) if args.use_vllm else None
+        self._vllm_synced_step = -1  # global_step of the weights vLLM holds (-1: the initial checkpoint's)
         self._rollouts: list[dict | None] = [None] * args.gradient_accumulation_steps
         self._micro_step = 0
         self._metrics: dict[str, list[float]] = defaultdict(list)
@@ -250,21 +258,18 @@ class PPOTrainer(Trainer):
                 logits = policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
         return _logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
 
-    @torch.no_grad()
-    def _rollout(self, rows: list[dict]) -> dict[str, Any]:
+    def _generate_transformers(self, prompt_texts: list[str]):
         from trl.models.utils import unwrap_model_for_generation
 
-        device = self.accelerator.device
-        tokenizer = self.processing_class
-        settings = self.settings
+        tokenizer, settings = self.processing_class, self.settings
         encoded = tokenizer(
-            self._prompt_texts(rows), return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
-        ).to(device)
+            prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        ).to(self.accelerator.device)
         prompt_ids, prompt_mask = encoded["input_ids"], encoded["attention_mask"]
-        eos_ids = tokenizer.eos_token_id
+        eos_id = tokenizer.eos_token_id
         generation = dict(
             do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
-            max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_ids,
+            max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_id,
         )
         with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
             policy = unwrapped.policy
@@ -272,14 +277,50 @@ class PPOTrainer(Trainer):
             policy.eval()
             sequences = policy.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **generation)
             policy.train(was_training)
-        prompt_length = prompt_ids.size(1)
-        completion_ids = sequences[:, prompt_length:]
+        completion_ids = sequences[:, prompt_ids.size(1):]
         # Keep tokens up to and including the first EOS.
-        is_eos = completion_ids == eos_ids
+        is_eos = completion_ids == eos_id
         first_eos = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completion_ids.size(1))
-        positions = torch.arange(completion_ids.size(1), device=device).unsqueeze(0)
+        positions = torch.arange(completion_ids.size(1), device=completion_ids.device).unsqueeze(0)
         completion_mask = (positions <= first_eos.unsqueeze(1)).long()
         completion_ids = completion_ids.masked_fill(completion_mask == 0, tokenizer.pad_token_id)
+        return prompt_ids, prompt_mask, completion_ids, completion_mask, None
+
+    def _generate_vllm(self, prompt_texts: list[str]):
+        """Through TRL's ``VLLMGeneration``: weights pushed once per optimizer step (every rank
+        takes part: ZeRO-3 gathers are collective), one sample per row (vLLM's prefix cache
+        shares the repeated prompts), vLLM's stop-at-EOS completions right-padded."""
+        tokenizer, device = self.processing_class, self.accelerator.device
+        prompt_lists = tokenizer(prompt_texts, add_special_tokens=False)["input_ids"]
+        if self.state.global_step != self._vllm_synced_step:
+            self.vllm_generation.sync_weights()
+            self._vllm_synced_step = self.state.global_step
+        _, completion_lists, sampler_logprobs, _ = self.vllm_generation.generate(
+            prompts=prompt_lists, images=None, num_generations=1
+        )
+        padded = tokenizer.pad({"input_ids": prompt_lists}, padding=True, padding_side="left", return_tensors="pt")
+        width = max(1, max(len(ids) for ids in completion_lists))
+        completion_ids = torch.full((len(completion_lists), width), tokenizer.pad_token_id, dtype=torch.long)
+        completion_mask = torch.zeros_like(completion_ids)
+        logprobs = torch.zeros(completion_ids.shape, dtype=torch.float32) if sampler_logprobs is not None else None
+        for row, ids in enumerate(completion_lists):
+            completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            completion_mask[row, : len(ids)] = 1
+            if logprobs is not None:
+                logprobs[row, : len(ids)] = torch.tensor([lp[0] for lp in sampler_logprobs[row]], dtype=torch.float32)
+        return (padded["input_ids"].to(device), padded["attention_mask"].to(device), completion_ids.to(device),
+                completion_mask.to(device), None if logprobs is None else logprobs.to(device))
+
+    @torch.no_grad()
+    def _rollout(self, rows: list[dict]) -> dict[str, Any]:
+        device = self.accelerator.device
+        tokenizer = self.processing_class
+        settings = self.settings
+        prompt_texts = self._prompt_texts(rows)
+        generate = self._generate_vllm if self.vllm_generation is not None else self._generate_transformers
+        prompt_ids, prompt_mask, completion_ids, completion_mask, sampler_logprobs = generate(prompt_texts)
+        prompt_length = prompt_ids.size(1)
+        ended_with_eos = ((completion_ids == tokenizer.eos_token_id) & completion_mask.bool()).any(dim=1)
         id_lists = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1))]
         texts = tokenizer.batch_decode(id_lists, skip_special_tokens=True)
 
@@ -289,7 +330,7 @@ class PPOTrainer(Trainer):
             completions=texts,
             questions=list(columns.get("question", [None] * len(rows))),
             golds=list(columns.get("answer", [None] * len(rows))),
-            prompts=self._prompt_texts(rows),
+            prompts=prompt_texts,
             completion_ids=id_lists,
             columns=columns,
         )
@@ -319,14 +360,22 @@ class PPOTrainer(Trainer):
 
         mask = completion_mask.float()
         kl_per_sequence = (kl * mask).sum(dim=1)
+        sampler_stats = {}
+        if sampler_logprobs is not None:  # how far vLLM's sampler is from the policy it stands for
+            gap = (old_logprobs - sampler_logprobs).abs()
+            sampler_stats = {
+                "sampling/sampling_logp_difference/mean": _masked_mean(gap, mask),
+                "sampling/sampling_logp_difference/max": (gap * mask).max(),
+            }
         self._record_rollout_metrics(outputs, totals, {**credit_stats, **diagnostics}, {
+            **sampler_stats,
             "objective/kl": kl_per_sequence.mean(),
             "objective/entropy": (entropy * mask).sum(dim=1).mean(),
             "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
             "objective/scores": outcome.mean(),
             "objective/rlhf_reward": (rewards * mask).sum(dim=1).mean(),
             "val/mean": _masked_mean(old_values, mask),
-            "val/num_eos_tokens": (is_eos.any(dim=1)).float().sum(),
+            "val/num_eos_tokens": ended_with_eos.float().sum(),
             "completions/mean_length": mask.sum(dim=1).mean(),
         })
         return {
@@ -499,14 +548,46 @@ def zero_value_head(value: nn.Module) -> None:
             head.bias.zero_()
 
 
+def vllm_generation(policy: nn.Module, accelerator, tokenizer, args):
+    """TRL's vLLM backend for the policy, configured from the GRPOConfig fields exactly as TRL's
+    GRPOTrainer configures it (one micro-batch of rows per generate call)."""
+    from trl.generation.vllm_generation import VLLMGeneration
+
+    return VLLMGeneration(
+        model=policy,
+        accelerator=accelerator,
+        processing_class=tokenizer,
+        mode=args.vllm_mode,
+        structured_outputs_regex=args.vllm_structured_outputs_regex,
+        server_base_url=args.vllm_server_base_url,
+        server_host=args.vllm_server_host,
+        server_port=args.vllm_server_port,
+        group_port=args.vllm_group_port,
+        server_timeout=args.vllm_server_timeout,
+        tensor_parallel_size=args.vllm_tensor_parallel_size,
+        gpu_memory_utilization=args.vllm_gpu_memory_utilization,
+        max_model_length=args.vllm_max_model_length,
+        max_num_seqs=args.per_device_train_batch_size * args.vllm_tensor_parallel_size,
+        enable_sleep_mode=args.vllm_enable_sleep_mode,
+        model_impl=args.vllm_model_impl,
+        trust_remote_code=args.trust_remote_code,
+        repetition_penalty=args.repetition_penalty,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k or 0,
+        min_p=args.min_p,
+        max_completion_length=args.max_completion_length,
+        logprobs=0,  # the sampled token's log-prob only: logged against the policy's
+        generation_kwargs=args.generation_kwargs,
+    )
+
+
 def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
     from procrl.models import lora_config, pretrained_kwargs, resolve_model_path
 
-    if getattr(args, "use_vllm", False):
-        raise ConfigError("trainer.use_vllm: not supported by procrl's PPO trainer (it generates with transformers)")
     settings = PPOSettings.from_recipe(recipe, args)
     rows = args.per_device_train_batch_size * args.world_size * args.gradient_accumulation_steps
     if rows % settings.num_generations:
