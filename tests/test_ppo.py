@@ -1,6 +1,6 @@
 """procrl's PPO trainer (trainer.algorithm: ppo): a run with per-step rewards and TRL-style
 logging, the checkpoint layout, resume restoring the value model, CLI runs (1 process,
-2 processes, ZeRO-2)."""
+2 processes, ZeRO-2/3). Generation through vLLM: tests/test_vllm_generation.py."""
 
 from __future__ import annotations
 
@@ -120,11 +120,9 @@ def test_ppo_resume_restores_the_value_model(tmp_path):
     assert any(h.get("step") == 4 and "loss/policy" in h for h in resumed.state.log_history)
 
 
-def test_ppo_refuses_vllm_and_bad_group_sizes(tmp_path):
+def test_ppo_refuses_bad_group_sizes(tmp_path):
     from procrl.config import ConfigError
 
-    with pytest.raises(ConfigError, match="use_vllm"):
-        build(ppo_recipe(tmp_path, "trainer.use_vllm=true"))
     with pytest.raises(ConfigError, match="num_generations"):
         build(ppo_recipe(tmp_path, "trainer.num_generations=3"))
 

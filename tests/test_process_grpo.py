@@ -110,9 +110,9 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
     assert all(math.isfinite(h["loss"]) for h in steps)
 
 
-def _run_cli(tmp_path, args, launcher=None, timeout=900):
-    env = dict(os.environ, WANDB_MODE="offline", PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false",
-               OMP_NUM_THREADS="1")
+def _run_cli(tmp_path, args, launcher=None, timeout=900, env_extra: dict | None = None):
+    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false",
+           "OMP_NUM_THREADS": "1", **(env_extra or {})}
     command = (launcher or [sys.executable, "-m", "procrl.cli", "train"]) + args
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
