@@ -1,5 +1,5 @@
 """Process-supervised GRPO (trainer.credit: process): credit from the mix, process slicing,
-training with several TRL loss types, CLI runs (1 process, 2 processes, ZeRO-2)."""
+training with several TRL loss types, CLI runs (1 process, 2 processes, ZeRO-2, ZeRO-3)."""
 
 from __future__ import annotations
 
@@ -154,17 +154,22 @@ def launcher(extra: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["ddp", "zero2"])
+@pytest.mark.parametrize("mode", ["ddp", "zero2", "zero3"])
 def test_cli_process_credit_two_processes(tmp_path, mode):
     out = tmp_path / "run"
-    extra = ["--multi_gpu"] if mode == "ddp" else ["--config_file", str(zero2_config(tmp_path))]
+    if mode == "ddp":
+        extra = ["--multi_gpu"]
+    elif mode == "zero2":
+        extra = ["--config_file", str(zero2_config(tmp_path))]
+    else:
+        extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     # 2 prompts x 4 generations over 2 ranks of 4: groups are split across ranks
     _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
                         "--set", "trainer.per_device_train_batch_size=2", *CLI_OVERRIDES],
              launcher=launcher(extra), timeout=900)
     info = json.loads((out / "run_info.json").read_text())
     assert info["world_size"] == 2
-    if mode == "zero2":
-        assert info["deepspeed_stage"] == 2
+    if mode != "ddp":
+        assert info["deepspeed_stage"] == int(mode[-1])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("process/advantage_abs_mean" in h for h in history)

@@ -3,7 +3,8 @@ and process-supervised GRPO, on CPU.
 
 The vLLM engine is replaced by the test double in tests/fakes/vllm (CI has no GPU); everything
 else is the real code: procrl's trainers, TRL's ``VLLMGeneration`` (weight gathering under
-ZeRO-3, LoRA merging, the push through ``load_weights``), accelerate and DeepSpeed. The double
+ZeRO-3, LoRA merging, the push through ``load_weights``), accelerate and DeepSpeed (ZeRO-3 over
+2 CPU ranks). The double
 logs a digest of the weights it holds at each sync and generation, so the tests check that the
 engine samples with the policy's current weights: at the rollout after optimizer step 2 it
 holds exactly the weights saved in ``checkpoint-2``.
@@ -126,10 +127,17 @@ def test_ppo_with_vllm_under_zero3_two_processes(tmp_path):
 
 
 @pytest.mark.slow
-def test_process_grpo_generates_with_vllm(tmp_path):
-    out, events, logs = run_with_engine(tmp_path, ["--set", "trainer.credit=process", "--set", "trainer.max_steps=3",
-                                                   "--set", "trainer.max_completion_length=16"])
-    assert_engine_follows_policy(out, events[0], rollouts=3, checkpoint_rollout=2)
+@pytest.mark.parametrize("mode", ["one_process", "zero3"])
+def test_process_grpo_generates_with_vllm(tmp_path, mode):
+    args = ["--set", "trainer.credit=process", "--set", "trainer.max_steps=3", "--set", "trainer.max_completion_length=16"]
+    launch = None
+    if mode == "zero3":  # groups of 4 split over 2 ranks of 2 rows
+        args += ["--set", "trainer.per_device_train_batch_size=2"]
+        launch = launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")])
+    out, events, logs = run_with_engine(tmp_path, args, launcher_args=launch)
+    assert set(events) == ({0} if mode == "one_process" else {0, 1})
+    for rank_events in events.values():
+        assert_engine_follows_policy(out, rank_events, rollouts=3, checkpoint_rollout=2)
     assert len(logs) == 3
     for h in logs:  # TRL's vLLM importance-sampling metrics next to procrl's process credit
         assert h["process/steps_per_completion"] >= 1 and math.isfinite(h["process/advantage_abs_mean"])
