@@ -327,7 +327,9 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
     if estimate.reference_model:
         memory["reference_model"] = _gib(estimate.reference_model) + f" (beta={beta:g})"
     total, host = estimate.total, estimate.host_offload
-    if recipe.trainer.algorithm == "ppo":
+    if recipe.trainer.algorithm == "ppo" and recipe.trainer.value_head_on_policy:
+        memory["value_model"] = "a linear head on the policy (value_head_on_policy): negligible"
+    elif recipe.trainer.algorithm == "ppo":
         value = _value_model_memory(recipe, config, parameters, trainable, weight_bytes, processes, setup)
         if value is None:
             memory["value_model"] = "not estimated (value_model architecture unknown)"

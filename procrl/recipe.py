@@ -122,6 +122,9 @@ class TrainerSection:
     value_model: str | None = field(
         None, help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: the policy's weights with a fresh scalar head."
     )
+    value_head_on_policy: bool = field(
+        False, help="PPO: the value is a linear head on the policy's last hidden state (shared trunk; under LoRA the policy's adapters learn from both losses): one model in memory instead of a separate value model. Excludes value_model."
+    )
     cliprange_value: float = field(0.2, help="PPO: clip range of the value loss around the rollout values.")
     vf_coef: float = field(0.1, help="PPO: coefficient of the value loss.")
     value_learning_rate: float | None = field(
@@ -138,6 +141,11 @@ class TrainerSection:
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
         if self.process_rewards is not None and not self.process_rewards:
             raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
+        if self.value_head_on_policy and self.value_model:
+            raise ConfigError(
+                f"{path}.value_head_on_policy: true puts the value head on the policy; drop value_model "
+                f"({self.value_model!r}) or set value_head_on_policy: false"
+            )
         if self.process_rewards is not None and self.credit != "process":
             raise ConfigError(f"{path}.process_rewards: only used with credit: process (credit is {self.credit!r})")
 

@@ -147,9 +147,10 @@ def test_cli_ppo_one_process(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["ddp", "zero2", "zero3"])
+@pytest.mark.parametrize("mode", ["ddp", "zero2", "zero3", "zero3_value_head_on_policy"])
 def test_cli_ppo_two_processes(tmp_path, mode):
     out = tmp_path / "run"
+    head_on_policy = mode.endswith("value_head_on_policy")
     if mode == "ddp":
         extra = ["--multi_gpu"]
     elif mode == "zero2":
@@ -157,15 +158,22 @@ def test_cli_ppo_two_processes(tmp_path, mode):
     else:  # policy, value model and reference sharded; generation gathers the weights
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
-                        "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"],
+                        "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
+                        "--set", f"trainer.value_head_on_policy={str(head_on_policy).lower()}"],
              launcher=launcher(extra), timeout=900)
     info = json.loads((out / "run_info.json").read_text())
     assert info["world_size"] == 2 and info["algorithm"] == "ppo"
     if mode != "ddp":
-        assert info["deepspeed_stage"] == int(mode[-1])
+        assert info["deepspeed_stage"] == (2 if mode == "zero2" else 3)
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h and "loss/policy" in h for h in history)
-    assert (out / "value_model" / "model.safetensors").is_file()
+    if head_on_policy:  # the sharded head is saved whole, trained
+        from safetensors.torch import load_file
+
+        head = load_file(out / "value_model" / "value_head.safetensors")
+        assert head["weight"].shape == (1, 64) and head["weight"].abs().sum() > 0
+    else:
+        assert (out / "value_model" / "model.safetensors").is_file()
 
 
 def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
@@ -223,3 +231,47 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
         expected = [sum(r for r, k in zip(step_scores[i], last) if k is not None and k >= t) for t in range(len(ids))]
         assert rollout["returns"][i, : len(ids)].tolist() == pytest.approx(expected, abs=1e-6)
         assert rollout["returns"][i, len(ids):].abs().sum() == 0
+
+
+class HeadProbe(TrainerCallback):
+    """Records the value head (value_head_on_policy) when training (re)starts."""
+
+    def on_train_begin(self, args, state, control, model=None, **kwargs):
+        self.at_start = model.value.weight.detach().clone()
+        self.start_step = state.global_step
+
+
+@pytest.mark.slow
+def test_ppo_value_head_on_policy_under_lora_shares_the_trunk_and_resumes(tmp_path):
+    from safetensors.torch import load_file
+
+    lora = "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"
+    output = tmp_path / "run"
+    first = build(ppo_recipe(output, "trainer.max_steps=2", "trainer.value_head_on_policy=true", lora))
+    unwrapped = first.accelerator.unwrap_model(first.model)
+    assert isinstance(unwrapped.value, torch.nn.Linear) and first.ref_model is None  # one model in memory
+    first.train()
+    saved = load_file(output / "checkpoint-2" / "value_model" / "value_head.safetensors")
+    assert torch.equal(saved["weight"], unwrapped.value.weight.detach()) and saved["weight"].abs().sum() > 0
+    # the value loss reaches the policy's LoRA adapters through the shared trunk
+    batch = fixed_batch(first.processing_class)
+    unwrapped.zero_grad()
+    _, values = unwrapped(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+    values.sum().backward()
+    lora_grads = [p.grad for n, p in unwrapped.policy.named_parameters() if "lora_" in n and p.grad is not None]
+    assert lora_grads and any(g.abs().sum() > 0 for g in lora_grads)
+    del first
+
+    probe = HeadProbe()
+    resumed = build(ppo_recipe(output, "trainer.max_steps=4", "trainer.value_head_on_policy=true", lora), callbacks=[probe])
+    assert resumed.accelerator.unwrap_model(resumed.model).value.weight.abs().sum() == 0  # fresh head: V = 0
+    resumed.train(resume_from_checkpoint=str(output / "checkpoint-2"))
+    assert probe.start_step == 2 and torch.equal(probe.at_start, saved["weight"])
+    assert resumed.state.global_step == 4
+
+
+def test_value_head_on_policy_excludes_a_value_model(tmp_path):
+    from procrl.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"trainer\.value_head_on_policy: .*drop value_model"):
+        ppo_recipe(tmp_path, "trainer.value_head_on_policy=true", "trainer.value_model=some/critic")

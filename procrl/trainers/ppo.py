@@ -16,8 +16,9 @@ mix. REWARDS.md section 5:
   on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
 * a value model (``value_model``; default: the policy's weights under a fresh 1-output
   token-classification head initialised to V = 0, LoRA adapters too when the policy uses
-  LoRA), GAE (``gamma``,
-  ``lam``), advantages whitened over the batch's tokens;
+  LoRA), or with ``value_head_on_policy`` a linear head (V = 0 at start) on the policy's last
+  hidden state, sharing its trunk (and its LoRA adapters); GAE (``gamma``, ``lam``),
+  advantages whitened over the batch's tokens;
 * clipped policy loss (clip range ``epsilon``) and clipped value loss (``cliprange_value``,
   coefficient ``vf_coef``), ``num_iterations`` PPO epochs per rollout batch.
 
@@ -27,7 +28,8 @@ step = one PPO epoch over the rollout batch (``gradient_accumulation_steps`` mic
 a rollout is made at the first epoch of each cycle and reused for the next ``num_iterations - 1``
 optimizer steps (the sampler repeats the cycle's prompts, like TRL's GRPO ``RepeatSampler``).
 Checkpoints hold the policy (``save_pretrained`` layout, loadable as the policy) and the value
-model under ``value_model/``; resume restores both.
+model under ``value_model/`` (``value_head.safetensors`` for a head on the policy); resume
+restores both.
 
 Simplified on purpose (say so rather than pretend): one mini-batch per micro-batch (no extra
 PPO mini-batch shuffling), advantages whitened per process (not across ranks), vLLM samples are
@@ -61,6 +63,7 @@ __all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "
 logger = logging.getLogger(__name__)
 
 VALUE_DIR = "value_model"
+VALUE_HEAD_FILE = "value_head.safetensors"  # value_head_on_policy: the head alone
 
 
 @dataclass
@@ -109,8 +112,10 @@ class PPOSettings:
 
 
 class PolicyAndValue(nn.Module):
-    """The policy (causal LM) and the value model (1-output token classifier) as one module:
-    one forward gives the logits and the per-token values, so DDP/DeepSpeed see one model."""
+    """The policy (causal LM) and the value model as one module: one forward gives the logits
+    and the per-token values, so DDP/DeepSpeed see one model. ``value`` is either a separate
+    1-output token classifier or an ``nn.Linear`` head on the policy's last hidden state (one
+    forward through the shared trunk)."""
 
     def __init__(self, policy: nn.Module, value: nn.Module):
         super().__init__()
@@ -118,7 +123,15 @@ class PolicyAndValue(nn.Module):
         self.value = value
         self.config = policy.config
 
+    @property
+    def value_head_on_policy(self) -> bool:
+        return isinstance(self.value, nn.Linear)
+
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.value_head_on_policy:
+            out = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
+                              output_hidden_states=True)
+            return out.logits, self.value(out.hidden_states[-1].to(self.value.weight.dtype)).squeeze(-1)
         logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
         values = self.value(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1)
         return logits, values
@@ -509,7 +522,13 @@ class PPOTrainer(Trainer):
         policy_state = {k[len("policy."):]: v for k, v in state_dict.items() if k.startswith("policy.")}
         value_state = {k[len("value."):]: v for k, v in state_dict.items() if k.startswith("value.")}
         unwrapped.policy.save_pretrained(output_dir, state_dict=policy_state)
-        unwrapped.value.save_pretrained(os.path.join(output_dir, VALUE_DIR), state_dict=value_state)
+        if unwrapped.value_head_on_policy:
+            from safetensors.torch import save_file
+
+            os.makedirs(os.path.join(output_dir, VALUE_DIR), exist_ok=True)
+            save_file({k: v.contiguous() for k, v in value_state.items()}, os.path.join(output_dir, VALUE_DIR, VALUE_HEAD_FILE))
+        else:
+            unwrapped.value.save_pretrained(os.path.join(output_dir, VALUE_DIR), state_dict=value_state)
         if self.processing_class is not None:
             self.processing_class.save_pretrained(output_dir)
         torch.save(self.args, os.path.join(output_dir, "training_args.bin"))
@@ -522,9 +541,15 @@ class PPOTrainer(Trainer):
 
 
 def load_pretrained_into(model: nn.Module, directory: str) -> None:
-    """Load weights saved by ``save_pretrained`` (full model or PEFT adapter) into ``model``."""
+    """Load weights saved by ``save_pretrained`` (full model or PEFT adapter), or a value head
+    saved by ``PPOTrainer._save``, into ``model``."""
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"checkpoint directory not found: {directory}")
+    if isinstance(model, nn.Linear):
+        from safetensors.torch import load_file
+
+        model.load_state_dict(load_file(os.path.join(directory, VALUE_HEAD_FILE)))
+        return
     if hasattr(model, "peft_config"):
         from peft import set_peft_model_state_dict
         from peft.utils import load_peft_weights
@@ -534,6 +559,16 @@ def load_pretrained_into(model: nn.Module, directory: str) -> None:
     loaded = type(model).from_pretrained(directory, dtype=next(model.parameters()).dtype)
     model.load_state_dict(loaded.state_dict())
     del loaded
+
+
+def value_head_for(policy: nn.Module) -> nn.Linear:
+    """``value_head_on_policy``: a scalar head on the policy's last hidden state, V = 0 at start."""
+    config = policy.config.get_text_config()
+    head = nn.Linear(config.hidden_size, 1, dtype=next(policy.parameters()).dtype)
+    with torch.no_grad():
+        head.weight.zero_()
+        head.bias.zero_()
+    return head
 
 
 def zero_value_head(value: nn.Module) -> None:
@@ -598,12 +633,15 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
     kwargs = pretrained_kwargs(recipe.model)
     policy_path = resolve_model_path(recipe.model.name_or_path)
     policy = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
-    value_path = resolve_model_path(recipe.trainer.value_model) if recipe.trainer.value_model else policy_path
-    value = AutoModelForTokenClassification.from_pretrained(value_path, num_labels=1, **kwargs)
-    if value.config.pad_token_id is None:
-        value.config.pad_token_id = tokenizer.pad_token_id
-    if not recipe.trainer.value_model:
-        zero_value_head(value)
+    if recipe.trainer.value_head_on_policy:
+        value = value_head_for(policy)
+    else:
+        value_path = resolve_model_path(recipe.trainer.value_model) if recipe.trainer.value_model else policy_path
+        value = AutoModelForTokenClassification.from_pretrained(value_path, num_labels=1, **kwargs)
+        if value.config.pad_token_id is None:
+            value.config.pad_token_id = tokenizer.pad_token_id
+        if not recipe.trainer.value_model:
+            zero_value_head(value)
     peft = lora_config(recipe.model)
     ref_model = None
     if peft is not None:
@@ -612,9 +650,10 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         from peft import get_peft_model
 
         policy = get_peft_model(policy, peft)
-        value_peft = copy.deepcopy(peft)
-        value_peft.task_type = "TOKEN_CLS"
-        value = get_peft_model(value, value_peft)
+        if not recipe.trainer.value_head_on_policy:  # a head on the policy trains with the policy's adapters
+            value_peft = copy.deepcopy(peft)
+            value_peft.task_type = "TOKEN_CLS"
+            value = get_peft_model(value, value_peft)
     elif settings.kl_coef != 0.0:
         ref_model = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
         ref_model.eval()
