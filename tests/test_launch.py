@@ -289,7 +289,13 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = [shlex.split(line) for line in done.stdout.strip().splitlines()]
     serve, judge, *train = lines
-    assert serve[:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "n3"] and "vllm-serve" in serve
+    assert serve[:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "n3"]
+    # what TRL's VLLMClient needs of the server (trl.scripts.vllm_serve.build_command), no data parallelism
+    assert serve[5:7] == ["env", "VLLM_SERVER_DEV_MODE=1"] and "serve" in serve and "Qwen/Qwen2.5-7B-Instruct" in serve
+    for flag, value in (("--weight-transfer-config", '{"backend": "nccl"}'), ("--logprobs-mode", "processed_logprobs"),
+                        ("--max-logprobs", "-1"), ("--tensor-parallel-size", "1"), ("--port", "8000")):
+        assert serve[serve.index(flag) + 1] == value, flag
+    assert "--data-parallel-size" not in serve and "--data_parallel_size" not in serve
     assert judge[4] == "n4" and judge[-1] == "vllm serve judge --port 8000"
     assert len(train) == 2
     for rank, command in enumerate(train):
