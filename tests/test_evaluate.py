@@ -199,3 +199,47 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     assert items["eval/trace_transitions/_type"] == "image-file"
     assert items["eval/first_error_histogram/_type"] == "image-file"
     assert items["eval/completions/_type"] == "table-file"
+
+
+@pytest.mark.slow
+def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
+    """``--backend vllm`` with the vLLM engine double of tests/fakes (CI has no GPU): the same
+    greedy completions as the transformers backend, and the backend named in the report."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from procrl.models import ensure_tiny_model
+
+    # the tiny random model's greedy output is one repeated token; noise on its matrices makes it
+    # depend on the prompt, so that equal completions mean something
+    model_dir = tmp_path / "model"
+    model = AutoModelForCausalLM.from_pretrained(ensure_tiny_model())
+    noise = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for param in model.parameters():
+            if param.dim() == 2:
+                param.add_(torch.randn(param.shape, generator=noise) * 0.3)
+    model.save_pretrained(model_dir)
+    AutoTokenizer.from_pretrained(ensure_tiny_model()).save_pretrained(model_dir)
+    fakes = REPO / "tests" / "fakes"
+    completions = {}
+    for backend in ("vllm", "transformers"):
+        out = tmp_path / backend
+        env = {**os.environ, "PYTHONPATH": f"{fakes}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(tmp_path / "engine.jsonl")}
+        done = subprocess.run([
+            sys.executable, "-m", "procrl.cli", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
+            "--split", "test", "--limit", "6", "--output-dir", str(out), "--max-new-tokens", "12", "--backend", backend,
+            "--set", "rewards.trace=false",
+        ], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = json.loads((out / "report.json").read_text())
+        assert report["generation"]["backend"] == backend and report["n"] == 6
+        completions[backend] = [json.loads(line)["completion"] for line in (out / "completions.jsonl").read_text().splitlines()]
+    assert completions["vllm"] == completions["transformers"]
+    assert len(set(completions["vllm"])) == 6 and all(c.strip() for c in completions["vllm"])
+    events = [json.loads(line)["event"] for line in (tmp_path / "engine.jsonl").read_text().splitlines()]
+    assert events == ["init", "generate"]  # one engine, one batched call, only for the vllm backend

@@ -2,7 +2,7 @@
 
 What it keeps of vLLM's contract, because the trainers depend on it: the engine holds its own
 copy of the weights (loaded from ``model``, changed only by ``load_weights`` pushes), prompts
-are token ids, each request gives ``n`` samples, completions end with the EOS token when they
+are token ids (or text, tokenized by the engine), each request gives ``n`` samples, completions end with the EOS token when they
 stop on it, and each sampled token carries its log-probability after temperature
 ("processed_logprobs"). What it simplifies: sampling is transformers' ``generate`` one prompt at
 a time, no KV-cache management, no structured outputs, no NCCL (server mode).
@@ -105,7 +105,8 @@ class LLM:
 
         self.model = _load_unpartitioned(AutoModelForCausalLM, model)
         self.model.eval()
-        self.eos_token_id = AutoTokenizer.from_pretrained(model).eos_token_id
+        self.tokenizer = AutoTokenizer.from_pretrained(engine_kwargs.get("tokenizer") or model)
+        self.eos_token_id = self.tokenizer.eos_token_id
         self.pushed_since_reset: set[str] = set()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
@@ -137,8 +138,11 @@ class LLM:
         results = []
         with torch.random.fork_rng(devices=[]):
             torch.set_rng_state(self._rng_state)
-            for prompt in prompts:
-                ids = prompt["prompt_token_ids"] if isinstance(prompt, dict) else prompt
+            for prompt in [prompts] if isinstance(prompts, str) else prompts:
+                if isinstance(prompt, str):  # text prompts are tokenized by the engine, as vLLM does
+                    ids = self.tokenizer(prompt)["input_ids"]
+                else:
+                    ids = prompt["prompt_token_ids"] if isinstance(prompt, dict) else prompt
                 results.append(RequestOutput(prompt_token_ids=list(ids), outputs=self._sample(list(ids), params)))
             self._rng_state = torch.get_rng_state()
         _log("generate", digest=weights_digest(self.model), prompts=len(results),
@@ -168,5 +172,7 @@ class LLM:
             token_logprobs = None
             if params.logprobs is not None:
                 token_logprobs = [{t: Logprob(logprob=logprobs[index, i, t].item(), rank=1)} for i, t in enumerate(tokens)]
-            completions.append(CompletionOutput(index=index, token_ids=tokens, logprobs=token_logprobs, finish_reason=finish))
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+            completions.append(CompletionOutput(index=index, token_ids=tokens, logprobs=token_logprobs, text=text,
+                                                finish_reason=finish))
         return completions
