@@ -275,3 +275,50 @@ def test_value_head_on_policy_excludes_a_value_model(tmp_path):
 
     with pytest.raises(ConfigError, match=r"trainer\.value_head_on_policy: .*drop value_model"):
         ppo_recipe(tmp_path, "trainer.value_head_on_policy=true", "trainer.value_model=some/critic")
+
+
+def test_sampler_importance_weights_hand_computed():
+    """TRL's vLLM correction modes on one sequence: log-ratios old - sampler = [0.5, -1.0] (third
+    token padding), so token ratios e^0.5 = 1.6487, e^-1 = 0.3679 and sequence ratio e^-0.5 = 0.6065."""
+    from procrl.trainers.ppo import sampler_importance_weights
+
+    old = torch.tensor([[-1.0, -2.0, -7.0]])
+    sampler = torch.tensor([[-1.5, -1.0, float("nan")]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+
+    def weights(mode, low, high):
+        return sampler_importance_weights(old, sampler, mask, mode, low, high)
+
+    e = math.exp
+    assert weights("token_truncate", None, 1.5)[0, :2].tolist() == pytest.approx([1.5, e(-1.0)], abs=1e-6)
+    assert weights("token_truncate", 0.5, None)[0, :2].tolist() == pytest.approx([e(0.5), 0.5], abs=1e-6)
+    assert weights("token_mask", None, 1.5)[0, :2].tolist() == pytest.approx([0.0, e(-1.0)], abs=1e-6)
+    assert weights("token_mask", 0.5, 3.0)[0, :2].tolist() == pytest.approx([e(0.5), 0.0], abs=1e-6)
+    sequence = weights("sequence_truncate", None, 3.0)
+    assert sequence.shape == (1, 1) and sequence.item() == pytest.approx(e(-0.5), abs=1e-6)
+    assert weights("sequence_mask", None, 0.5).item() == 0.0
+    assert weights("sequence_mask", None, 3.0).item() == pytest.approx(e(-0.5), abs=1e-6)
+    with pytest.raises(ValueError, match="vllm_importance_sampling_mode"):
+        weights("per_step", None, 3.0)
+
+
+def test_sampler_weights_scale_the_policy_loss(tmp_path):
+    """The rollout's vLLM correction multiplies the per-token policy loss: zero weights give a
+    zero policy loss, unit weights the uncorrected one (the second PPO epoch reuses the rollout)."""
+    trainer = build(ppo_recipe(tmp_path, "trainer.num_iterations=2", "trainer.max_completion_length=8"))
+    trainer.current_gradient_accumulation_steps = 1  # set by the training loop, which is not run here
+    rows = [trainer.train_dataset[i] for i in range(4)]
+    rollout = trainer._rollout(rows)
+    assert rollout["sampler_weights"] is None  # transformers generation: no sampler to correct
+
+    def policy_loss(weights):
+        trainer._rollouts[0] = {**rollout, "sampler_weights": weights}
+        trainer._micro_step = 1  # the second epoch on the cycle's rollout
+        trainer.model.zero_grad()
+        trainer.training_step(trainer.model, rows)
+        return trainer._metrics["loss/policy"][-1]
+
+    plain = policy_loss(None)
+    assert plain != 0.0
+    assert policy_loss(torch.ones(len(rows), 1)) == pytest.approx(plain, abs=1e-7)
+    assert policy_loss(torch.zeros(len(rows), 1)) == 0.0

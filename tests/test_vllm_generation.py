@@ -94,6 +94,8 @@ def test_ppo_generates_with_vllm_and_pushes_weights_after_each_update(tmp_path):
     # the policy scores the engine's samples; with synced weights the two agree
     gaps = [h["sampling/sampling_logp_difference/mean"] for h in rollout_logs]
     assert all(math.isfinite(g) and g < 1e-3 for g in gaps), gaps
+    # TRL's sampler correction (default: sequence level, masked above 3) is on and, here, ~1
+    assert all(h["sampling/importance_sampling_ratio/mean"] == pytest.approx(1.0, abs=1e-2) for h in rollout_logs)
     assert (out / "value_model" / "model.safetensors").is_file()
 
 

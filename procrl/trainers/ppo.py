@@ -10,7 +10,11 @@ mix. REWARDS.md section 5:
   or, with ``use_vllm: true``, through TRL's ``VLLMGeneration`` (``vllm_mode: colocate``, an
   engine in each training process, or ``server``, a ``trl vllm-serve`` process), the same backend
   TRL's GRPO uses: the policy's weights are pushed to vLLM before the first rollout after each
-  optimizer step (DeepSpeed ZeRO-3 parameters gathered, LoRA adapters merged for the push);
+  optimizer step (DeepSpeed ZeRO-3 parameters gathered, LoRA adapters merged for the push).
+  vLLM's samples are re-scored by the policy (the rollout's old log-probs), and the policy loss is
+  re-weighted by TRL's importance-sampling correction for the sampler mismatch
+  (``vllm_importance_sampling_correction``/``_mode``/``_clip_min``/``_clip_max``, TRL's
+  defaults: sequence-level, masked above 3); logged as ``sampling/*`` under TRL's names;
 * token rewards: with ``credit: process``, each step's reward (weighted per-step scores of the
   ``process_rewards`` components) on the step's last token (``credit: outcome``: no step rewards), ``outcome_weight`` x the mix's weighted sequence reward
   on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
@@ -32,9 +36,7 @@ model under ``value_model/`` (``value_head.safetensors`` for a head on the polic
 restores both.
 
 Simplified on purpose (say so rather than pretend): one mini-batch per micro-batch (no extra
-PPO mini-batch shuffling), advantages whitened per process (not across ranks), vLLM samples are
-scored by the policy itself (old log-probs recomputed, no importance-sampling correction for the
-sampler mismatch; its size is logged as ``sampling/sampling_logp_difference/*``), no
+PPO mini-batch shuffling), advantages whitened per process (not across ranks), no
 reward-model-based "missing EOS penalty", the
 reference model is a frozen copy of the initial policy (or the policy with adapters disabled
 under LoRA) and is only loaded when ``beta > 0``.
@@ -86,6 +88,11 @@ class PPOSettings:
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int | None = None
+    # vLLM sampler correction (GRPOConfig.vllm_importance_sampling_*, TRL's defaults)
+    sampler_correction: bool = True
+    sampler_correction_mode: str = "sequence_mask"
+    sampler_clip_min: float | None = None
+    sampler_clip_max: float | None = 3.0
 
     @classmethod
     def from_recipe(cls, recipe, args) -> "PPOSettings":
@@ -108,6 +115,10 @@ class PPOSettings:
             temperature=float(args.temperature),
             top_p=float(args.top_p),
             top_k=args.top_k if args.top_k else None,
+            sampler_correction=bool(args.vllm_importance_sampling_correction),
+            sampler_correction_mode=args.vllm_importance_sampling_mode,
+            sampler_clip_min=args.vllm_importance_sampling_clip_min,
+            sampler_clip_max=args.vllm_importance_sampling_clip_max,
         )
 
 
@@ -152,6 +163,27 @@ class PolicyAndValue(nn.Module):
         for model in (self.policy, self.value):
             if hasattr(model, "gradient_checkpointing_disable"):
                 model.gradient_checkpointing_disable()
+
+
+def sampler_importance_weights(old_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, mask: torch.Tensor,
+                               mode: str, clip_min: float | None, clip_max: float | None) -> torch.Tensor:
+    """TRL's vLLM importance-sampling correction, for PPO: ratio pi_old / pi_sampler per token
+    (``token_*``) or per sequence (``sequence_*``, the product over its tokens), truncated to
+    [clip_min, clip_max] (``*_truncate``) or zeroed outside it (``*_mask``). Shape (B, T) or (B, 1);
+    tokens without a sampler log-prob (NaN) count as ratio 1."""
+    log_ratio = torch.nan_to_num((old_logprobs - sampler_logprobs) * mask, nan=0.0)
+    if mode.startswith("sequence_"):
+        log_ratio = log_ratio.sum(dim=-1, keepdim=True)
+    elif not mode.startswith("token_"):
+        raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
+    ratio = torch.exp(log_ratio)
+    if mode.endswith("_truncate"):
+        return torch.clamp(ratio, min=clip_min, max=clip_max)
+    if mode.endswith("_mask"):
+        low = -math.inf if clip_min is None else clip_min
+        high = math.inf if clip_max is None else clip_max
+        return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
+    raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
 
 
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -373,13 +405,24 @@ class PPOTrainer(Trainer):
 
         mask = completion_mask.float()
         kl_per_sequence = (kl * mask).sum(dim=1)
-        sampler_stats = {}
+        sampler_stats, sampler_weights = {}, None
         if sampler_logprobs is not None:  # how far vLLM's sampler is from the policy it stands for
             gap = (old_logprobs - sampler_logprobs).abs()
             sampler_stats = {
                 "sampling/sampling_logp_difference/mean": _masked_mean(gap, mask),
                 "sampling/sampling_logp_difference/max": (gap * mask).max(),
             }
+            if settings.sampler_correction:
+                sampler_weights = sampler_importance_weights(
+                    old_logprobs, sampler_logprobs, mask, settings.sampler_correction_mode,
+                    settings.sampler_clip_min, settings.sampler_clip_max,
+                )
+                per_token = sampler_weights.expand_as(mask)
+                sampler_stats.update({
+                    "sampling/importance_sampling_ratio/min": per_token[mask.bool()].min() if mask.any() else per_token.new_tensor(1.0),
+                    "sampling/importance_sampling_ratio/mean": _masked_mean(per_token, mask),
+                    "sampling/importance_sampling_ratio/max": (per_token * mask).max(),
+                })
         self._record_rollout_metrics(outputs, totals, {**credit_stats, **diagnostics}, {
             **sampler_stats,
             "objective/kl": kl_per_sequence.mean(),
@@ -401,6 +444,7 @@ class PPOTrainer(Trainer):
             "old_values": old_values,
             "advantages": advantages,
             "returns": returns,
+            "sampler_weights": sampler_weights,
         }
 
     def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
@@ -472,6 +516,8 @@ class PPOTrainer(Trainer):
         policy_losses = torch.max(
             -advantages * ratio, -advantages * torch.clamp(ratio, 1.0 - settings.cliprange, 1.0 + settings.cliprange)
         )
+        if rollout["sampler_weights"] is not None:  # vLLM's samples re-weighted towards the rollout policy
+            policy_losses = policy_losses * rollout["sampler_weights"]
         policy_loss = _masked_mean(policy_losses, mask)
         old_values = rollout["old_values"]
         clipped_values = old_values + torch.clamp(values - old_values, -settings.cliprange_value, settings.cliprange_value)
