@@ -393,10 +393,25 @@ def plan(recipe: Recipe) -> dict[str, Any]:
         "prompts_per_step": effective // generations if generations else None,
         "max_steps": args.get("max_steps", -1),
         "rewards": {spec.name: spec.weight for spec in recipe.rewards},
+        "generation": generation_text(args),
     }
     values["launch_command"] = launch_command_text(recipe)
     values.update(memory_plan(recipe, processes))
     return values
+
+
+def generation_text(args: dict[str, Any]) -> str:
+    """How rollouts are generated, and whether this environment has vLLM when the recipe asks for it."""
+    if not args.get("use_vllm"):
+        return "transformers generate"
+    import importlib.util
+
+    mode = args.get("vllm_mode", "colocate")
+    where = "an engine in each training process" if mode == "colocate" else (
+        f"server at {args.get('vllm_server_base_url') or '%s:%s' % (args.get('vllm_server_host', '0.0.0.0'), args.get('vllm_server_port', 8000))}")
+    installed = "installed here" if importlib.util.find_spec("vllm") else (
+        "not installed here: needed where it trains (pip install 'procrl[vllm]')")
+    return f"vLLM {mode} ({where}); vLLM {installed}"
 
 
 def launch_command_text(recipe: Recipe) -> str:

@@ -121,3 +121,22 @@ def test_ppo_plan_adds_the_critic():
     policy = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
     policy_total = float(plan(policy)["memory_per_gpu"]["total"].split()[0])
     assert float(memory["total"].split()[0]) == pytest.approx(policy_total + critic * 16 / 8 / GIB, abs=0.1)
+    # a value head on the policy adds (almost) nothing
+    shared = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml",
+                              ["trainer.algorithm=ppo", "trainer.value_head_on_policy=true"]))["memory_per_gpu"]
+    assert "negligible" in shared["value_model"] and shared["total"] == plan(policy)["memory_per_gpu"]["total"]
+
+
+def test_plan_says_how_rollouts_are_generated(monkeypatch):
+    import importlib.util
+
+    tiny = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+    assert plan(load_recipe(tiny))["generation"] == "transformers generate"
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
+    colocate = plan(load_recipe(REPO / "recipes" / "gsm8k_ppo_process.yaml"))["generation"]
+    assert colocate.startswith("vLLM colocate") and "not installed here" in colocate
+    server = plan(load_recipe(tiny, ["trainer.use_vllm=true", "trainer.vllm_mode=server",
+                                     "trainer.vllm_server_base_url=http://n3:8000"]))["generation"]
+    assert server.startswith("vLLM server (server at http://n3:8000)")
+
