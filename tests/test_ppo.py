@@ -322,3 +322,15 @@ def test_sampler_weights_scale_the_policy_loss(tmp_path):
     assert plain != 0.0
     assert policy_loss(torch.ones(len(rows), 1)) == pytest.approx(plain, abs=1e-7)
     assert policy_loss(torch.zeros(len(rows), 1)) == 0.0
+
+
+def test_pad_completions_from_vllm_outputs():
+    from procrl.trainers.ppo import pad_completions
+
+    ids, mask, logprobs = pad_completions([[5, 6, 2], [7], []], [[[-0.1], [-0.2], [None]], [[-0.3]], []], pad_token_id=0)
+    assert ids.tolist() == [[5, 6, 2], [7, 0, 0], [0, 0, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 0, 0], [0, 0, 0]]
+    assert logprobs[0, :2].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(logprobs[0, 2].item())
+    assert logprobs[1].tolist() == pytest.approx([-0.3, 0.0, 0.0])
+    ids, mask, none = pad_completions([[], []], None, pad_token_id=9)  # nothing generated: one padding column
+    assert ids.tolist() == [[9], [9]] and mask.sum() == 0 and none is None

@@ -8,7 +8,7 @@ mix. REWARDS.md section 5:
 * rollout: sampling at ``temperature``/``top_p``/``top_k`` on the prompts of the batch (each
   prompt ``num_generations`` times, as TRL's GRPO sampler repeats it), with ``policy.generate``
   or, with ``use_vllm: true``, through TRL's ``VLLMGeneration`` (``vllm_mode: colocate``, an
-  engine in each training process, or ``server``, a ``trl vllm-serve`` process), the same backend
+  engine in each training process, or ``server``, a ``vllm serve`` process), the same backend
   TRL's GRPO uses: the policy's weights are pushed to vLLM before the first rollout after each
   optimizer step (DeepSpeed ZeRO-3 parameters gathered, LoRA adapters merged for the push).
   vLLM's samples are re-scored by the policy (the rollout's old log-probs), and the policy loss is
@@ -186,6 +186,25 @@ def sampler_importance_weights(old_logprobs: torch.Tensor, sampler_logprobs: tor
     raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
 
 
+def pad_completions(completion_lists: list[list[int]], sampler_logprobs: list[list[list[float | None]]] | None,
+                    pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """vLLM's completions (token lists, EOS included when they stopped on it) as right-padded
+    (B, T) ids and mask (T >= 1), with the sampled tokens' log-probs (TRL's (B, T, k) lists, the
+    sampled token first); a log-prob vLLM could not give (None) becomes NaN (ratio 1, no gap)."""
+    width = max(1, max((len(ids) for ids in completion_lists), default=0))
+    completion_ids = torch.full((len(completion_lists), width), pad_token_id, dtype=torch.long)
+    completion_mask = torch.zeros_like(completion_ids)
+    logprobs = torch.zeros(completion_ids.shape, dtype=torch.float32) if sampler_logprobs is not None else None
+    for row, ids in enumerate(completion_lists):
+        completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+        completion_mask[row, : len(ids)] = 1
+        if logprobs is not None and ids:
+            logprobs[row, : len(ids)] = torch.tensor(
+                [math.nan if lp[0] is None else lp[0] for lp in sampler_logprobs[row]], dtype=torch.float32
+            )
+    return completion_ids, completion_mask, logprobs
+
+
 def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
     from trl.trainer.utils import selective_log_softmax
 
@@ -344,15 +363,7 @@ class PPOTrainer(Trainer):
             prompts=prompt_lists, images=None, num_generations=1
         )
         padded = tokenizer.pad({"input_ids": prompt_lists}, padding=True, padding_side="left", return_tensors="pt")
-        width = max(1, max(len(ids) for ids in completion_lists))
-        completion_ids = torch.full((len(completion_lists), width), tokenizer.pad_token_id, dtype=torch.long)
-        completion_mask = torch.zeros_like(completion_ids)
-        logprobs = torch.zeros(completion_ids.shape, dtype=torch.float32) if sampler_logprobs is not None else None
-        for row, ids in enumerate(completion_lists):
-            completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-            completion_mask[row, : len(ids)] = 1
-            if logprobs is not None:
-                logprobs[row, : len(ids)] = torch.tensor([lp[0] for lp in sampler_logprobs[row]], dtype=torch.float32)
+        completion_ids, completion_mask, logprobs = pad_completions(completion_lists, sampler_logprobs, tokenizer.pad_token_id)
         return (padded["input_ids"].to(device), padded["attention_mask"].to(device), completion_ids.to(device),
                 completion_mask.to(device), None if logprobs is None else logprobs.to(device))
 
@@ -407,7 +418,7 @@ class PPOTrainer(Trainer):
         kl_per_sequence = (kl * mask).sum(dim=1)
         sampler_stats, sampler_weights = {}, None
         if sampler_logprobs is not None:  # how far vLLM's sampler is from the policy it stands for
-            gap = (old_logprobs - sampler_logprobs).abs()
+            gap = torch.nan_to_num((old_logprobs - sampler_logprobs).abs(), nan=0.0)
             sampler_stats = {
                 "sampling/sampling_logp_difference/mean": _masked_mean(gap, mask),
                 "sampling/sampling_logp_difference/max": (gap * mask).max(),
