@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ import torch
 
 from procrl.recipe import load_recipe
 from tests.test_process_grpo import _run_cli, launcher
+from tests.weights_digest import weights_digest
 
 REPO = Path(__file__).resolve().parent.parent
 FAKES = REPO / "tests" / "fakes"
@@ -46,13 +46,7 @@ def engine_events(log: Path) -> dict[int, list[dict]]:
 
 
 def digest_of(directory: Path) -> str:
-    sys.path.insert(0, str(FAKES))
-    try:
-        from vllm import weights_digest  # the double's digest, applied to a saved checkpoint
-    finally:
-        sys.path.remove(str(FAKES))
-        sys.modules.pop("vllm", None)
-        sys.modules.pop("vllm.sampling_params", None)
+    """The engine double's digest of a saved checkpoint."""
     from transformers import AutoModelForCausalLM
 
     return weights_digest(AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32))

@@ -10,7 +10,6 @@ a time, no KV-cache management, no structured outputs, no NCCL (server mode).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from types import SimpleNamespace
 
 import torch
 
+from tests.weights_digest import weights_digest  # the repository is on PYTHONPATH next to tests/fakes
 from vllm.sampling_params import SamplingParams, StructuredOutputsParams
 
 __version__ = "0.30.0"
@@ -46,15 +46,6 @@ class CompletionOutput:
 class RequestOutput:
     prompt_token_ids: list[int]
     outputs: list[CompletionOutput] = field(default_factory=list)
-
-
-def weights_digest(model: torch.nn.Module) -> str:
-    """sha256 over the parameters by name, as float32 bytes (order- and device-independent)."""
-    digest = hashlib.sha256()
-    for name, param in sorted(model.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(param.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
-    return digest.hexdigest()
 
 
 def _log(event: str, **fields) -> None:
