@@ -404,13 +404,15 @@ def generation_text(args: dict[str, Any]) -> str:
     """How rollouts are generated, and whether this environment has vLLM when the recipe asks for it."""
     if not args.get("use_vllm"):
         return "transformers generate"
-    import importlib.util
+    from trl.import_utils import is_vllm_available  # the check TRL and procrl.run make
 
     mode = args.get("vllm_mode", "colocate")
-    where = "an engine in each training process" if mode == "colocate" else (
-        f"server at {args.get('vllm_server_base_url') or '%s:%s' % (args.get('vllm_server_host', '0.0.0.0'), args.get('vllm_server_port', 8000))}")
-    installed = "installed here" if importlib.util.find_spec("vllm") else (
-        "not installed here: needed where it trains (pip install 'procrl[vllm]')")
+    if mode == "colocate":
+        where = "an engine in each training process"
+    else:
+        url = args.get("vllm_server_base_url")
+        where = "server at " + (url or f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}")
+    installed = "installed here" if is_vllm_available() else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
     return f"vLLM {mode} ({where}); vLLM {installed}"
 
 

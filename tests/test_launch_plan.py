@@ -128,12 +128,12 @@ def test_ppo_plan_adds_the_critic():
 
 
 def test_plan_says_how_rollouts_are_generated(monkeypatch):
-    import importlib.util
+    import importlib
 
     tiny = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
     assert plan(load_recipe(tiny))["generation"] == "transformers generate"
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real_find_spec(name, *a))
+    trl_imports = importlib.import_module("trl.import_utils")  # trl's lazy module hides it as an attribute
+    monkeypatch.setattr(trl_imports, "is_vllm_available", lambda *a, **k: False)  # also where vLLM is installed
     colocate = plan(load_recipe(REPO / "recipes" / "gsm8k_ppo_process.yaml"))["generation"]
     assert colocate.startswith("vLLM colocate") and "not installed here" in colocate
     server = plan(load_recipe(tiny, ["trainer.use_vllm=true", "trainer.vllm_mode=server",
