@@ -334,3 +334,24 @@ def test_pad_completions_from_vllm_outputs():
     assert logprobs[1].tolist() == pytest.approx([-0.3, 0.0, 0.0])
     ids, mask, none = pad_completions([[], []], None, pad_token_id=9)  # nothing generated: one padding column
     assert ids.tolist() == [[9], [9]] and mask.sum() == 0 and none is None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value_head_on_policy", [False, True])
+def test_cli_ppo_resume_under_zero3_restores_the_value_model(tmp_path, value_head_on_policy):
+    """2 ranks, ZeRO-3: stop at checkpoint-2, `--resume` to step 4. DeepSpeed restores the whole
+    PolicyAndValue module; a fresh value model would predict exactly V = 0 at the first rollout
+    after the restart, the restored one does not."""
+    out = tmp_path / "run"
+    args = ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+            "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
+            "--set", "trainer.save_steps=2", "--set", f"trainer.value_head_on_policy={str(value_head_on_policy).lower()}"]
+    zero3 = launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")])
+    _run_cli(tmp_path, args, launcher=zero3)
+    first = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert [h["val/mean"] for h in first if "val/mean" in h][0] == 0.0  # a fresh value model: V = 0
+    _run_cli(tmp_path, [*args, "--set", "trainer.max_steps=4", "--resume"], launcher=zero3)
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    updates = [h for h in history if "loss/policy" in h]
+    assert [h["step"] for h in updates] == [1, 2, 3, 4]
+    assert updates[2]["val/mean"] != 0.0  # the first rollout after the restart: the restored value model

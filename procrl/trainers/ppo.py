@@ -631,13 +631,22 @@ def value_head_for(policy: nn.Module) -> nn.Linear:
 def zero_value_head(value: nn.Module) -> None:
     """Start a fresh value head at V = 0: the first advantages are then the (whitened)
     rewards-to-go instead of the noise of a random head, which on small rewards drowns the signal."""
+    from contextlib import nullcontext
+
+    from transformers.integrations import is_deepspeed_zero3_enabled
+
     head = getattr(value, "score", None) or getattr(value, "classifier", None)
     if not isinstance(head, nn.Linear):
         raise ValueError(f"{type(value).__name__}: no linear 'score' or 'classifier' head to initialise")
-    with torch.no_grad():
-        head.weight.zero_()
-        if head.bias is not None:
-            head.bias.zero_()
+    params = [p for p in (head.weight, head.bias) if p is not None]
+    gathered = nullcontext()
+    if is_deepspeed_zero3_enabled():  # built partitioned: zeroing the local shard alone would change nothing
+        import deepspeed
+
+        gathered = deepspeed.zero.GatheredParameters(params, modifier_rank=0)
+    with gathered, torch.no_grad():
+        for param in params:
+            param.zero_()
 
 
 def vllm_generation(policy: nn.Module, accelerator, tokenizer, args):
