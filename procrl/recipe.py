@@ -71,12 +71,17 @@ class ModelSection:
 
 @dataclass
 class SyntheticSection:
-    num_examples: int = field(1024, help="How many problems to generate.")
+    num_examples: int = field(1024, help="How many training problems to generate (split 'train').")
     seed: int = field(0, help="Generator seed; the same seed gives the same problems.")
+    held_out_examples: int = field(
+        1000, help="Problems in each held-out split ('test', 'validation'): their own seed stream, no training question."
+    )
 
     def validate(self, path: str) -> None:
         if self.num_examples < 1:
             raise ConfigError(f"{path}.num_examples: must be >= 1, got {self.num_examples}")
+        if self.held_out_examples < 1:
+            raise ConfigError(f"{path}.held_out_examples: must be >= 1, got {self.held_out_examples}")
 
 
 @dataclass

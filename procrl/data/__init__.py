@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from procrl.config import ConfigError
+from procrl.config import ConfigError, suggest
 
 __all__ = ["build_prompt_dataset", "format_prompt", "load_examples", "uses_chat_template"]
 
@@ -28,11 +28,15 @@ def load_examples(data, split: str | None = None):
 
     split = split or data.split
     if data.dataset == SYNTHETIC:
-        from procrl.data.synthetic import generate_problems
+        from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
 
-        # train and test draw from disjoint seeds so an evaluation never sees training problems
-        seed = data.synthetic.seed if split == "train" else data.synthetic.seed + 1_000_003
-        rows = generate_problems(data.synthetic.num_examples, seed=seed)
+        settings = data.synthetic
+        if split != "train" and split not in HELD_OUT_SPLITS:
+            raise ConfigError(f"data.split: the synthetic dataset has the splits 'train', 'test' and 'validation', "
+                              f"got {split!r}{suggest(split, ('train', *HELD_OUT_SPLITS))}")
+        # held-out splits: their own seed stream, minus every training question (procrl/data/synthetic.py)
+        size = settings.num_examples if split == "train" else settings.held_out_examples
+        rows = generate_split(split, size, settings.seed, train_examples=settings.num_examples)
         dataset = datasets.Dataset.from_list(rows)
     elif _is_local_file(data.dataset):
         if not Path(data.dataset).is_file():

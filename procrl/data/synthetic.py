@@ -4,6 +4,11 @@ Same format as GSM8K: ``question``; ``answer`` with one step per line, ``<<expr=
 calculator notes and a final ``#### N``. The CPU demo trains on these so it needs no network.
 Simplified on purpose: a handful of templates with 2-4 steps and integer results; the point is
 the format and the step structure, not linguistic variety.
+
+Splits: ``train`` draws from ``random.Random(seed)``; the held-out splits (``test``,
+``validation``) draw from a string seed (``"procrl-synthetic/test/<seed>"``), which no integer
+training seed can equal, and skip every problem whose question is in the training split of the
+same seed and size: a held-out problem is never a training problem, whatever the seed.
 """
 
 from __future__ import annotations
@@ -11,7 +16,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-__all__ = ["generate_problem", "generate_problems"]
+__all__ = ["HELD_OUT_SPLITS", "generate_problem", "generate_problems", "generate_split"]
+
+HELD_OUT_SPLITS = ("test", "validation")
 
 _NAMES = [("Ava", "She"), ("Ben", "He"), ("Chloe", "She"), ("Diego", "He"), ("Emma", "She"), ("Farid", "He"),
           ("Grace", "She"), ("Hiro", "He"), ("Ines", "She"), ("Jonas", "He"), ("Keiko", "She"), ("Liam", "He")]
@@ -106,3 +113,25 @@ def generate_problems(num_examples: int, seed: int = 0) -> list[dict[str, str]]:
     """``num_examples`` problems; the same seed always gives the same list."""
     rng = random.Random(seed)
     return [generate_problem(rng) for _ in range(num_examples)]
+
+
+def generate_split(split: str, num_examples: int, seed: int = 0, *, train_examples: int | None = None) -> list[dict[str, str]]:
+    """``num_examples`` problems of ``split``. ``train`` is ``generate_problems(num_examples, seed)``;
+    a held-out split has its own stream and leaves out the questions of the first
+    ``train_examples`` training problems of ``seed`` (default: as many as it generates)."""
+    if split == "train":
+        return generate_problems(num_examples, seed)
+    if split not in HELD_OUT_SPLITS:
+        raise ValueError(f"unknown split {split!r}; the synthetic dataset has 'train', 'test' and 'validation'")
+    training = {p["question"] for p in generate_problems(num_examples if train_examples is None else train_examples, seed)}
+    rng = random.Random(f"procrl-synthetic/{split}/{seed}")  # a str seed: never one an int training seed gives
+    rows: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for _ in range(50 * num_examples + 1000):  # the templates have far more problems than this ever asks
+        problem = generate_problem(rng)
+        if problem["question"] not in training and problem["question"] not in seen:
+            seen.add(problem["question"])
+            rows.append(problem)
+            if len(rows) == num_examples:
+                return rows
+    raise ValueError(f"could not draw {num_examples} distinct {split} problems outside the training set")
