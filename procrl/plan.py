@@ -381,7 +381,7 @@ def plan(recipe: Recipe) -> dict[str, Any]:
     effective = per_device * processes * accumulation
     values = {
         "algorithm": recipe.trainer.algorithm,
-        "credit": recipe.trainer.credit,
+        "credit": credit_text(recipe.trainer),
         "model": recipe.model.name_or_path,
         "lora": recipe.model.lora is not None,
         "num_processes": processes,
@@ -398,6 +398,15 @@ def plan(recipe: Recipe) -> dict[str, Any]:
     values["launch_command"] = launch_command_text(recipe)
     values.update(memory_plan(recipe, processes))
     return values
+
+
+def credit_text(trainer) -> str:
+    """The credit rule in words: outcome, or process with its aggregation of step rewards."""
+    if trainer.credit != "process":
+        return "outcome"
+    if trainer.process_aggregation == "min":
+        return f"process (min-form step returns, T={trainer.process_temperature:g})"
+    return "process (sum of later step rewards)"
 
 
 def generation_text(args: dict[str, Any]) -> str:

@@ -124,6 +124,15 @@ class TrainerSection:
     outcome_weight: float = field(
         1.0, help="Weight of the sequence-level (outcome) reward or advantage added to the per-step credit; 0: steps only."
     )
+    process_aggregation: Literal["min", "sum"] = field(
+        "min", help="How step rewards become returns (credit: process, GRPO and PPO): 'min' = PURE's min-form (each step "
+        "reward weighted by softmax(-r/process_temperature) over the completion's steps, so a return approximates the "
+        "worst remaining step and does not grow with the number of steps); 'sum' = DeepSeekMath's sum over the later steps "
+        "(pays for writing more above-average steps)."
+    )
+    process_temperature: float = field(
+        0.1, help="Temperature T of the min-form weights softmax(-r/T) (process_aggregation: min); smaller is closer to the minimum."
+    )
     value_model: str | None = field(
         None, help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: the policy's weights with a fresh scalar head."
     )
@@ -144,6 +153,8 @@ class TrainerSection:
             value = getattr(self, key)
             if not 0.0 <= value or (key in ("gamma", "lam") and value > 1.0):
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
+        if not self.process_temperature > 0:
+            raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
         if self.process_rewards is not None and not self.process_rewards:
             raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
         if self.value_head_on_policy and self.value_model:

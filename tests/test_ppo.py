@@ -136,10 +136,15 @@ CLI_OVERRIDES = [
 
 @pytest.mark.slow
 def test_cli_ppo_one_process(tmp_path):
+    """The CPU recipe under PPO with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES])
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+                        "--set", "trainer.process_aggregation=min"])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h for h in history)
+    rollouts = [h for h in history if "objective/scores" in h]
+    assert rollouts and all(0.0 <= h["process/single_step_fraction"] <= 1.0 for h in rollouts)
+    assert all("rewards/first_error/mean" in h for h in rollouts)
     assert (out / "value_model" / "model.safetensors").is_file()
     # the process diagnostics reach PPO's logs too (the mix's batch observers run on rollouts)
     assert any("diagnostics/seconds/first_error" in h and "diagnostics/first_error/error_found_rate" in h
@@ -216,6 +221,7 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
 
     recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.outcome_weight=0.0", "trainer.lam=1.0",
                         "trainer.whiten_advantages=false", "trainer.max_completion_length=24",
+                        "trainer.process_aggregation=sum",  # the raw step rewards, to check where they land
                         "rewards={steps: {type: 'tests.step_rewards:StepDigitShare'}}")
     trainer = build(recipe)
     rows = [trainer.train_dataset[i] for i in range(4)]
@@ -231,6 +237,59 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
         expected = [sum(r for r, k in zip(step_scores[i], last) if k is not None and k >= t) for t in range(len(ids))]
         assert rollout["returns"][i, : len(ids)].tolist() == pytest.approx(expected, abs=1e-6)
         assert rollout["returns"][i, len(ids):].abs().sum() == 0
+
+
+FIXED_COMPLETIONS = [
+    "Ava buys 3 x 4 = 12 apples.\nThen she has 12 + 5 = 17 apples.\n#### 17",  # steps [1, 0], right answer
+    "#### 17",  # no steps, right answer
+    "Ava has 17 apples.\nAva ate none.\n#### 16",  # steps [1, 1], wrong answer
+    "Then 5.\nThen 6.\n#### 11",  # steps [0, 0], wrong answer
+]
+
+
+def generate_fixed(trainer, texts):
+    """Stands in for the policy's sampling only (what is under test is what the rollout does with
+    the completions): the prompts as the trainer tokenizes them, ``texts`` + EOS as completions."""
+    tokenizer = trainer.processing_class
+
+    def generate(prompt_texts):
+        prompts = tokenizer(prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+        ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
+        width = max(map(len, ids))
+        completion_ids = torch.full((len(ids), width), tokenizer.pad_token_id)
+        completion_mask = torch.zeros_like(completion_ids)
+        for row, sequence in enumerate(ids):
+            completion_ids[row, : len(sequence)] = torch.tensor(sequence)
+            completion_mask[row, : len(sequence)] = 1
+        return prompts["input_ids"], prompts["attention_mask"], completion_ids, completion_mask, None
+
+    return generate
+
+
+@pytest.mark.parametrize("aggregation", ["min", "sum"])
+def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, aggregation):
+    """No component counts twice. `steps` (1.0 per step starting with "Ava") gives step rewards;
+    accuracy and format are outcome-only. With V = 0, no KL, gamma = lambda = 1 and no
+    whitening, the first token's return is the sum of all token rewards, the last token's the
+    last-token reward. Hand-computed: outcome = accuracy + 0.2 format (+ the steps scalar only
+    for the completion without steps, where it is 0); min-form step rewards [1, 0] -> weights
+    softmax([-10, 0]) -> 1 / (1 + e^10) on the 1, [1, 1] -> 0.5 each."""
+    recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
+                        "trainer.max_completion_length=32", f"trainer.process_aggregation={aggregation}",
+                        "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, "
+                        "steps: {type: 'tests.step_rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}")
+    trainer = build(recipe)
+    trainer._generate_transformers = generate_fixed(trainer, FIXED_COMPLETIONS)
+    rows = [{"prompt": "How many apples?", "question": "How many apples?", "answer": "#### 17"} for _ in range(4)]
+    rollout = trainer._rollout(rows)
+    lengths = rollout["completion_mask"].sum(dim=1).tolist()
+    last = [rollout["returns"][i, n - 1].item() for i, n in enumerate(lengths)]
+    first = rollout["returns"][:, 0].tolist()
+    outcome = [1.2, 1.2, 0.2, 0.2]  # never + the steps scalar (0.5, 1.0, 0.0) a second time
+    assert last == pytest.approx(outcome, abs=1e-6)
+    small = 1 / (1 + math.exp(10))
+    steps = [small, 0.0, 1.0, 0.0] if aggregation == "min" else [1.0, 0.0, 2.0, 0.0]
+    assert first == pytest.approx([o + s for o, s in zip(outcome, steps)], abs=1e-6)
 
 
 class HeadProbe(TrainerCallback):

@@ -138,11 +138,33 @@ CLI_OVERRIDES = [
 
 @pytest.mark.slow
 def test_cli_process_credit_one_process(tmp_path):
+    """The CPU recipe with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
-                        *CLI_OVERRIDES])
+    result = _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+                                 "--set", "trainer.process_aggregation=min", *CLI_OVERRIDES])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
-    assert any("process/advantage_abs_mean" in h for h in history)
+    logged = [h for h in history if "process/advantage_abs_mean" in h]
+    assert len(logged) == 2
+    assert all(0.0 <= h["process/single_step_fraction"] <= 1.0 for h in logged)
+    assert all(math.isfinite(h["loss"]) and "rewards/first_error/mean" in h for h in logged)
+    import yaml
+
+    resolved = yaml.safe_load((out / "recipe.yaml").read_text())["trainer"]
+    assert (resolved["process_aggregation"], resolved["process_temperature"]) == ("min", 0.1)
+    # the random tiny model writes one line or none: the single-step warning says so, once
+    if any(h["process/single_step_fraction"] > 0.5 for h in logged):
+        assert (result.stdout + result.stderr).count("have a single step") == 1
+
+
+def test_single_step_warning_once(caplog):
+    from procrl.trainers.process_grpo import SingleStepWarning
+
+    warning = SingleStepWarning()
+    with caplog.at_level("WARNING"):
+        for fraction in (0.25, 0.5, 0.75, 1.0):
+            warning.observe(fraction)
+    messages = [r.getMessage() for r in caplog.records if "single step" in r.getMessage()]
+    assert len(messages) == 1 and "75%" in messages[0]
 
 
 def zero2_config(tmp_path) -> Path:

@@ -185,3 +185,14 @@ def test_training_on_test_split_is_refused(tmp_path):
     recipe = parse_recipe({**BASE, "data": {"dataset": "synthetic", "split": "test"}})
     with pytest.raises(ConfigError, match="data.split"):
         train(recipe)
+
+
+def test_process_aggregation_keys_are_validated():
+    base = apply_overrides(BASE, ["trainer.credit=process"])
+    recipe = parse_recipe(base)
+    assert (recipe.trainer.process_aggregation, recipe.trainer.process_temperature) == ("min", 0.1)
+    assert parse_recipe(apply_overrides(base, ["trainer.process_aggregation=sum"])).trainer.process_aggregation == "sum"
+    with pytest.raises(ConfigError, match=r"trainer\.process_aggregation: invalid value 'mean'; allowed values: 'min', 'sum'"):
+        parse_recipe(apply_overrides(base, ["trainer.process_aggregation=mean"]))
+    with pytest.raises(ConfigError, match=r"trainer\.process_temperature: must be > 0"):
+        parse_recipe(apply_overrides(base, ["trainer.process_temperature=0"]))

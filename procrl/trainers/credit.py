@@ -8,12 +8,21 @@ used only to decode) and returns numbers; no model, no trainer.
   reward scored);
 * :func:`combine_step_scores`: the weighted per-step reward of a completion from several
   components (weights as in the mix);
-* :func:`process_advantages`: DeepSeekMath 4.1.3 process supervision for one group of
-  completions (step rewards normalised by the mean/std of every step of the group; a token's
-  advantage is the sum of the normalised rewards of the steps ending at or after it);
+* :func:`aggregate_step_rewards`: how a completion's step rewards become the rewards whose
+  suffix sums are the returns: ``sum`` (DeepSeekMath, unchanged) or ``min`` (PURE's min-form,
+  Cheng et al. arXiv 2504.15275: each step reward weighted by softmax(-r/T) over the
+  completion's steps, so that the sum over all steps approximates their minimum);
+* :func:`process_advantages`: process supervision for one group of completions (step rewards
+  normalised by the mean/std of every step of the group, then aggregated; a token's advantage
+  is the sum of the aggregated rewards of the steps ending at or after it);
 * :func:`token_rewards` and :func:`gae`: PPO's token-level rewards (step rewards on each step's
   last token, the outcome reward on the last token, minus the per-token KL penalty) and
   generalised advantage estimation.
+
+Why ``min`` is the default: under ``sum`` every extra step with an above-average reward adds to
+the return of the tokens before it, so a policy earns more for writing more steps (with
+first-error scores, every error-free step is worth +c after normalisation). The min-form return
+of a completion's first token is close to its worst step whatever the number of steps.
 """
 
 from __future__ import annotations
@@ -25,9 +34,14 @@ from typing import Any
 import torch
 
 __all__ = [
+    "AGGREGATIONS",
+    "aggregate_step_rewards",
     "combine_step_scores",
     "gae",
+    "gives_step_credit",
     "masked_whiten",
+    "min_form_weights",
+    "outcome_rewards",
     "process_advantages",
     "scatter_step_rewards",
     "step_last_tokens",
@@ -106,6 +120,38 @@ def step_last_tokens(step_ends: Sequence[int], char_ends: Sequence[int]) -> list
     return positions
 
 
+def gives_step_credit(scores: Sequence[float] | None, num_steps: int) -> bool:
+    """Whether a component's step scores for one completion reach the policy as step rewards
+    (they exist, the completion has steps, and they align with them)."""
+    return scores is not None and num_steps > 0 and len(scores) == num_steps
+
+
+def outcome_rewards(
+    scores: dict[str, Sequence[float | None]],
+    weights: dict[str, float],
+    step_credited: dict[str, Sequence[bool]],
+) -> list[float | None]:
+    """PPO's last-token reward per completion: the weighted sum of the component scores that
+    did not reach the policy as step rewards, so that no component counts twice.
+
+    ``scores[name][i]``: component scalar (None: no opinion, skipped); ``step_credited[name][i]``:
+    True when that component's step scores of completion i are already in the token rewards (a
+    component absent from ``step_credited`` is outcome-only). A process component that gave a
+    completion no step scores (no steps, a failure) keeps its scalar here: a chain without steps
+    still pays its ``no_steps_score``. None when no score at all remains.
+    """
+    n = len(next(iter(scores.values()))) if scores else 0
+    totals: list[float | None] = []
+    for i in range(n):
+        parts = [
+            weights[name] * float(values[i])
+            for name, values in scores.items()
+            if values[i] is not None and not (name in step_credited and step_credited[name][i])
+        ]
+        totals.append(sum(parts) if parts else None)
+    return totals
+
+
 def combine_step_scores(
     per_component: Sequence[Sequence[float] | None], weights: Sequence[float], num_steps: int
 ) -> list[float] | None:
@@ -115,7 +161,7 @@ def combine_step_scores(
     total = [0.0] * num_steps
     seen = False
     for scores, weight in zip(per_component, weights):
-        if scores is None or len(scores) != num_steps:
+        if not gives_step_credit(scores, num_steps):
             continue
         seen = True
         for j, value in enumerate(scores):
@@ -124,18 +170,57 @@ def combine_step_scores(
     return total if seen else None
 
 
+AGGREGATIONS = ("min", "sum")
+
+
+def min_form_weights(rewards: Sequence[float], temperature: float = 0.1) -> list[float]:
+    """PURE's min-form weights of one completion's step rewards: softmax(-r / T) over its steps.
+
+    As T -> 0 the weight concentrates on the smallest reward (ties share it equally), so
+    ``sum(w * r)`` tends to ``min(r)``; equal rewards get equal weights 1/n.
+    """
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    values = [float(r) for r in rewards]
+    if not values:
+        return []
+    logits = [-v / temperature for v in values]
+    top = max(logits)
+    exps = [math.exp(x - top) for x in logits]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def aggregate_step_rewards(rewards: Sequence[float], aggregation: str = "min", temperature: float = 0.1) -> list[float]:
+    """The per-step rewards whose suffix sums are a completion's returns.
+
+    ``sum``: the rewards unchanged (DeepSeekMath: a token's return is the sum of the rewards of
+    its step and the later ones). ``min``: each reward times its min-form weight
+    (:func:`min_form_weights`), so the return of the first token approximates the minimum step
+    reward and does not grow with the number of steps.
+    """
+    if aggregation == "sum":
+        return [float(r) for r in rewards]
+    if aggregation == "min":
+        return [w * float(r) for w, r in zip(min_form_weights(rewards, temperature), rewards)]
+    raise ValueError(f"process aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+
+
 def process_advantages(
     step_rewards: Sequence[Sequence[float]], step_tokens: Sequence[Sequence[int | None]], lengths: Sequence[int],
-    epsilon: float = 1e-4,
+    epsilon: float = 1e-4, aggregation: str = "min", temperature: float = 0.1,
 ) -> list[list[float]]:
-    """DeepSeekMath process-supervised advantages for ONE group of completions.
+    """Process-supervised advantages for ONE group of completions.
 
     ``step_rewards[i][j]``: reward of step j of completion i; ``step_tokens[i][j]``: its last
     token (None: maps to no token, the reward still counts in the group statistics but credits
     nothing); ``lengths[i]``: number of tokens of completion i. Every step reward is normalised
     by the mean and (population) std of all step rewards of the group, ``(r - mean) / (std +
-    epsilon)``; token t of completion i gets the sum of the normalised rewards of its steps whose
-    last token is at or after t. A group with fewer than two steps in total gives zeros.
+    epsilon)`` (DeepSeekMath 4.1.3); the normalised rewards of each completion are aggregated
+    (:func:`aggregate_step_rewards`: ``sum`` keeps them, ``min`` applies PURE's min-form weights
+    over the completion's steps); token t of completion i gets the sum of the aggregated rewards
+    of its steps whose last token is at or after t. A group with fewer than two steps in total
+    gives zeros.
     """
     flat = [float(r) for rewards in step_rewards for r in rewards]
     out = [[0.0] * int(n) for n in lengths]
@@ -145,12 +230,12 @@ def process_advantages(
     std = math.sqrt(sum((r - mean) ** 2 for r in flat) / len(flat))
     for i, (rewards, tokens) in enumerate(zip(step_rewards, step_tokens)):
         row = out[i]
-        for reward, token in zip(rewards, tokens):
+        normalised = [(float(reward) - mean) / (std + epsilon) for reward in rewards]
+        for reward, token in zip(aggregate_step_rewards(normalised, aggregation, temperature), tokens):
             if token is None or not row:
                 continue
-            normalised = (float(reward) - mean) / (std + epsilon)
             for t in range(min(int(token), len(row) - 1) + 1):
-                row[t] += normalised
+                row[t] += reward
     return out
 
 

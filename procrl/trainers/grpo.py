@@ -23,6 +23,8 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
         kwargs["reward_mix"] = mix
         kwargs["process_rewards"] = recipe.trainer.process_rewards
         kwargs["outcome_weight"] = recipe.trainer.outcome_weight
+        kwargs["process_aggregation"] = recipe.trainer.process_aggregation
+        kwargs["process_temperature"] = recipe.trainer.process_temperature
     trainer = trainer_class(
         model=resolve_model_path(recipe.model.name_or_path),
         reward_funcs=mix.reward_functions(),

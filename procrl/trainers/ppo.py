@@ -16,8 +16,12 @@ mix. REWARDS.md section 5:
   (``vllm_importance_sampling_correction``/``_mode``/``_clip_min``/``_clip_max``, TRL's
   defaults: sequence-level, masked above 3); logged as ``sampling/*`` under TRL's names;
 * token rewards: with ``credit: process``, each step's reward (weighted per-step scores of the
-  ``process_rewards`` components) on the step's last token (``credit: outcome``: no step rewards), ``outcome_weight`` x the mix's weighted sequence reward
-  on the last token, minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
+  ``process_rewards`` components, min-form weighted over the completion's steps under
+  ``process_aggregation: min``) on the step's last token (``credit: outcome``: no step rewards);
+  ``outcome_weight`` x the weighted sum of the scores of the components that gave this
+  completion no step rewards on the last token (so no component counts twice: a process
+  component's scalar goes there only for a completion it gave no step scores, e.g. one without
+  steps); minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
 * a value model (``value_model``; default: the policy's weights under a fresh 1-output
   token-classification head initialised to V = 0, LoRA adapters too when the policy uses
   LoRA), or with ``value_head_on_policy`` a linear head (V = 0 at start) on the policy's last
@@ -57,8 +61,16 @@ from transformers import Trainer
 
 from procrl.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
-from procrl.trainers.credit import gae, masked_whiten, scatter_step_rewards, token_rewards
-from procrl.trainers.process_grpo import local_step_credit
+from procrl.trainers.credit import (
+    aggregate_step_rewards,
+    gae,
+    gives_step_credit,
+    masked_whiten,
+    outcome_rewards,
+    scatter_step_rewards,
+    token_rewards,
+)
+from procrl.trainers.process_grpo import SingleStepWarning, local_step_credit, process_component_names
 
 __all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "VALUE_DIR"]
 
@@ -83,6 +95,8 @@ class PPOSettings:
     value_learning_rate: float | None = None
     outcome_weight: float = 1.0
     process_rewards: list[str] | None = None
+    process_aggregation: str = "min"
+    process_temperature: float = 0.1
     num_generations: int = 1
     max_completion_length: int = 256
     temperature: float = 1.0
@@ -110,6 +124,8 @@ class PPOSettings:
             outcome_weight=trainer.outcome_weight,
             # credit: outcome -> no step rewards, only the sequence reward on the last token
             process_rewards=trainer.process_rewards if trainer.credit == "process" else [],
+            process_aggregation=trainer.process_aggregation,
+            process_temperature=trainer.process_temperature,
             num_generations=int(args.num_generations or 1),
             max_completion_length=int(args.max_completion_length),
             temperature=float(args.temperature),
@@ -261,6 +277,7 @@ class PPOTrainer(Trainer):
         self._rollouts: list[dict | None] = [None] * args.gradient_accumulation_steps
         self._micro_step = 0
         self._metrics: dict[str, list[float]] = defaultdict(list)
+        self._single_step_warning = SingleStepWarning()
         self.model_accepts_loss_kwargs = False
 
     def create_optimizer(self, model=None):
@@ -393,10 +410,16 @@ class PPOTrainer(Trainer):
         diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/diagnostics.py)
         outputs = self.reward_mix.score_all(batch, log_metric=diagnostics.__setitem__)
         totals = self.reward_mix.total(outputs)
-        outcome = torch.tensor([0.0 if t is None else t for t in totals], dtype=torch.float32, device=device)
         step_rewards, step_tokens, credit_stats = local_step_credit(
             self.reward_mix, tokenizer, id_lists, settings.process_rewards
         )
+        outcome = torch.tensor(
+            [0.0 if t is None else t for t in ppo_outcome(self.reward_mix, outputs, batch, settings.process_rewards)],
+            dtype=torch.float32, device=device,
+        )
+        step_rewards = [
+            aggregate_step_rewards(r, settings.process_aggregation, settings.process_temperature) for r in step_rewards
+        ]
         width = completion_ids.size(1)
         step_reward_tokens = scatter_step_rewards(step_rewards, step_tokens, width).to(device)
 
@@ -499,6 +522,8 @@ class PPOTrainer(Trainer):
             averaged = {key: value for key, value in zip(names, values) if math.isfinite(value)}
         for key, value in averaged.items():
             self._metrics[key].append(value)
+        if self.settings.process_rewards != [] and "process/single_step_fraction" in averaged:
+            self._single_step_warning.observe(averaged["process/single_step_fraction"])
 
     # -- PPO update --
 
@@ -595,6 +620,23 @@ class PPOTrainer(Trainer):
         load_pretrained_into(unwrapped.policy, resume_from_checkpoint)
         load_pretrained_into(unwrapped.value, os.path.join(resume_from_checkpoint, VALUE_DIR))
         logger.info("restored policy and value model from %s", resume_from_checkpoint)
+
+
+def ppo_outcome(mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewards: list[str] | None) -> list[float | None]:
+    """The last-token (outcome) reward of each completion: the weighted scores of the components
+    whose step scores did not reach it as step rewards (:func:`~procrl.trainers.credit.outcome_rewards`).
+    ``process_rewards``: the process components as the recipe names them (None: every component
+    with step scores; ``[]``: none, outcome credit)."""
+    process_names = process_component_names(mix, outputs, process_rewards)
+    credited: dict[str, list[bool]] = {}
+    for name in process_names:
+        step_scores = outputs[name].step_scores if name in outputs else None
+        credited[name] = [
+            step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps))
+            for i, segmentation in enumerate(batch.segmentations)
+        ]
+    scores = {name: output.scores for name, output in outputs.items()}
+    return outcome_rewards(scores, {name: mix.specs[name].weight for name in outputs}, credited)
 
 
 def load_pretrained_into(model: nn.Module, directory: str) -> None:

@@ -1,5 +1,6 @@
 """Process-supervised GRPO (``trainer.credit: process``): TRL's GRPOTrainer with per-token
-advantages from per-step rewards (DeepSeekMath section 4.1.3, REWARDS.md section 5)."""
+advantages from per-step rewards (DeepSeekMath section 4.1.3 normalisation; PURE's min-form
+or DeepSeekMath's sum over later steps, ``trainer.process_aggregation``; REWARDS.md section 5)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,36 @@ from trl import GRPOTrainer
 from procrl.rewards.base import RewardMix
 from procrl.trainers.credit import combine_step_scores, process_advantages, step_last_tokens, token_char_ends
 
-__all__ = ["ProcessGRPOTrainer", "local_process_advantages", "local_step_credit"]
+__all__ = [
+    "ProcessGRPOTrainer",
+    "SingleStepWarning",
+    "local_process_advantages",
+    "local_step_credit",
+    "process_component_names",
+]
 
 logger = logging.getLogger(__name__)
+
+# Above this share of single-step completions process credit is (nearly) outcome credit.
+SINGLE_STEP_WARNING_FRACTION = 0.5
+
+
+class SingleStepWarning:
+    """Warns once per trainer when most completions of a batch have a single step: one step
+    reward on the last step is outcome credit under another name (a policy answering in one
+    line, or a segmentation that finds no steps in its format)."""
+
+    def __init__(self) -> None:
+        self.warned = False
+
+    def observe(self, fraction: float) -> None:
+        if not self.warned and fraction > SINGLE_STEP_WARNING_FRACTION:
+            logger.warning(
+                "process credit: %.0f%% of the completions of this batch have a single step, so their process "
+                "credit is outcome credit (logged as process/single_step_fraction). Ask the policy for one step "
+                "per line, or check how procrl.text segments its completions.", 100 * fraction,
+            )
+            self.warned = True
 
 
 def process_component_names(mix: RewardMix, outputs: dict, requested: list[str] | None) -> list[str]:
@@ -50,8 +78,10 @@ def local_step_credit(
     last_tokens: list[list[int | None]] = []
     unaligned = 0
     without_steps = 0
+    single_step = 0
     for i, ids in enumerate(completion_ids):
         steps = batch.segmentations[i].steps
+        single_step += len(steps) == 1
         per_component = []
         for name in names:
             step_scores = outputs[name].step_scores if name in outputs else None
@@ -78,6 +108,7 @@ def local_step_credit(
         "process/unaligned_fraction": unaligned / n,
         "process/no_step_scores_fraction": without_steps / n,
         "process/steps_per_completion": sum(len(r) for r in rewards) / n,
+        "process/single_step_fraction": single_step / n,
     }
     return rewards, last_tokens, stats
 
@@ -90,11 +121,13 @@ def local_process_advantages(
     start: int,
     local: int,
     width: int,
+    aggregation: str = "min",
+    temperature: float = 0.1,
 ) -> torch.Tensor:
     """(local, width) process advantages of completions ``start .. start+local`` of the
     gathered batch (all processes, TRL's order: groups of ``num_generations`` consecutive
     completions, possibly spanning processes). Only the groups overlapping the slice are
-    computed."""
+    computed; ``aggregation`` / ``temperature``: see :func:`~procrl.trainers.credit.process_advantages`."""
     if len(all_rewards) % num_generations:
         raise ValueError(f"{len(all_rewards)} completions are not whole groups of {num_generations}")
     dense = torch.zeros(local, width, dtype=torch.float32)
@@ -104,7 +137,8 @@ def local_process_advantages(
     for group in range(first_group, last_group + 1):
         members = range(group * num_generations, (group + 1) * num_generations)
         group_advantages = process_advantages(
-            [all_rewards[k] for k in members], [all_tokens[k] for k in members], [all_lengths[k] for k in members]
+            [all_rewards[k] for k in members], [all_tokens[k] for k in members], [all_lengths[k] for k in members],
+            aggregation=aggregation, temperature=temperature,
         )
         for k, row in zip(members, group_advantages):
             if start <= k < start + local and row:
@@ -114,14 +148,16 @@ def local_process_advantages(
 
 
 class ProcessGRPOTrainer(GRPOTrainer):
-    """GRPO whose advantages are per token: DeepSeekMath process supervision plus the outcome.
+    """GRPO whose advantages are per token: process supervision plus the outcome.
 
-    Overrides exactly one method, ``_generate_and_score_completions``: it calls TRL's (which
-    generates, scores every reward function, gathers rewards over processes and returns the
-    local slice of the outcome advantages, shape (B,)), then replaces ``advantages`` by a
-    (B, T) tensor
+    Overrides ``_generate_and_score_completions``: it calls TRL's (which generates, scores every
+    reward function, gathers rewards over processes and returns the local slice of the outcome
+    advantages, shape (B,)), then replaces ``advantages`` by a (B, T) tensor
 
         A[i, t] = process advantage of token t (REWARDS.md section 5) + outcome_weight * A_outcome[i]
+
+    where the process advantage is the suffix sum of the group-normalised step rewards,
+    min-form weighted (``process_aggregation: min``, PURE) or not (``sum``, DeepSeekMath).
 
     The step rewards of the local completions are gathered over processes (groups may span
     ranks), normalised per group over all steps of the group, and the local rows are kept with
@@ -138,13 +174,18 @@ class ProcessGRPOTrainer(GRPOTrainer):
         reward_mix: RewardMix,
         process_rewards: list[str] | None = None,
         outcome_weight: float = 1.0,
+        process_aggregation: str = "min",
+        process_temperature: float = 0.1,
         **kwargs: Any,
     ):
         super().__init__(*args, **kwargs)
         self.reward_mix = reward_mix
         self.process_rewards = process_rewards
         self.outcome_weight = float(outcome_weight)
+        self.process_aggregation = process_aggregation
+        self.process_temperature = float(process_temperature)
         self._warned_no_steps = False
+        self._single_step_warning = SingleStepWarning()
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
@@ -168,7 +209,8 @@ class ProcessGRPOTrainer(GRPOTrainer):
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         start = self.accelerator.process_index * len(ids)
         dense = local_process_advantages(
-            all_rewards, all_tokens, all_lengths, num_generations, start, len(ids), completion_ids.size(1)
+            all_rewards, all_tokens, all_lengths, num_generations, start, len(ids), completion_ids.size(1),
+            aggregation=self.process_aggregation, temperature=self.process_temperature,
         )
         if all(not r for r in all_rewards) and not self._warned_no_steps:
             logger.warning(
@@ -186,4 +228,5 @@ class ProcessGRPOTrainer(GRPOTrainer):
         averaged = self.accelerator.gather(local_stats).view(-1, len(stats)).mean(dim=0).tolist()
         for name, value in zip(stats, averaged):
             self._metrics[mode][name].append(value)
+        self._single_step_warning.observe(averaged[list(stats).index("process/single_step_fraction")])
         return output
