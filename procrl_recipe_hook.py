@@ -64,9 +64,8 @@ def run() -> None:
         return
     code = 1
     try:
-        # what `python -m procrl.run` would have on sys.path: custom reward modules next to the cwd
-        if "" not in sys.path and os.getcwd() not in sys.path:
-            sys.path.insert(0, os.getcwd())
+        # custom reward modules next to the recipe or in the cwd: procrl.recipe.load_recipe puts
+        # both directories on sys.path, in every process that reads the recipe
         from procrl.launch import run_recipe_script
 
         code = _exit_code(run_recipe_script(script, sys.argv[1:]))

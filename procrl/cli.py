@@ -46,8 +46,7 @@ def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
 
 
 def _cmd_check(args) -> int:
-    import yaml
-
+    from procrl import yaml_core
     from procrl.plan import format_plan, plan
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardBatch, RewardMix
@@ -57,7 +56,7 @@ def _cmd_check(args) -> int:
     mix = RewardMix(recipe.rewards)
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
-    print(yaml.safe_dump(redact(recipe.resolved()), sort_keys=False).rstrip())
+    print(yaml_core.dump(redact(recipe.resolved())).rstrip())
     print("\nplan:")
     print(format_plan(plan(recipe)))
     rows, source = _check_examples(recipe)

@@ -30,12 +30,14 @@ from typing import Any, Literal
 
 import yaml
 
+from procrl import yaml_core
 from procrl.config import ConfigError, check_value, field, from_dict, suggest
 from procrl.rewards.base import ComponentSpec, parse_rewards
 
 __all__ = [
     "MARKER",
     "Recipe",
+    "add_import_paths",
     "apply_overrides",
     "is_recipe_file",
     "load_recipe",
@@ -257,9 +259,13 @@ class Recipe:
 TOP_LEVEL_KEYS = ("recipe", "description", "output_dir", "model", "data", "trainer", "rewards", "logging", "launch")
 
 
-def _parse_scalar(text: str) -> Any:
+def _parse_scalar(text: str, override: str) -> Any:
+    """A ``--set`` value, read by the recipes' own YAML loader (YAML 1.2 core schema); text
+    that is not valid YAML stays a string."""
     try:
-        return yaml.safe_load(text) if text.strip() else ""
+        return yaml_core.load(text) if text.strip() else ""
+    except yaml_core.YAMLSizeError as error:
+        raise ConfigError(f"--set {override!r}: {error}") from None
     except yaml.YAMLError:
         return text
 
@@ -283,7 +289,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 where = ".".join(parts[: i + 1])
                 raise ConfigError(f"--set {override!r}: {where} is a {type(child).__name__}, not a mapping")
             node = child
-        node[parts[-1]] = _parse_scalar(text)
+        node[parts[-1]] = _parse_scalar(text, override)
     return result
 
 
@@ -370,7 +376,9 @@ def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
     if not file.is_file():
         raise ConfigError(f"{path}: recipe file not found")
     try:
-        raw = yaml.safe_load(file.read_text(encoding="utf-8"))
+        raw = yaml_core.load(file.read_text(encoding="utf-8"))
+    except yaml_core.YAMLSizeError as error:
+        raise ConfigError(f"{path}: {error}") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -380,9 +388,25 @@ def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
     return raw
 
 
+def add_import_paths(recipe_path: str | os.PathLike) -> list[str]:
+    """Put the recipe's directory and the working directory first on ``sys.path`` (as Python
+    puts a script's directory there), so that ``type: my_module:fn`` finds ``my_module.py`` next
+    to the recipe or in the current directory without PYTHONPATH. Returns the paths added."""
+    import sys
+
+    added = []
+    for directory in (str(Path(recipe_path).resolve().parent), os.getcwd()):
+        if directory not in sys.path:
+            sys.path.insert(len(added), directory)
+            added.append(directory)
+    return added
+
+
 def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None) -> Recipe:
-    """Read, override and validate a recipe file."""
+    """Read, override and validate a recipe file (its directory and the working directory go on
+    the import path first: :func:`add_import_paths`)."""
     raw = apply_overrides(read_recipe_file(path), overrides or [])
+    add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir
     return parse_recipe(raw, path=str(path))
@@ -400,7 +424,7 @@ def is_recipe_file(path: str | os.PathLike, max_bytes: int = 1 << 20) -> bool:
     if MARKER not in text:
         return False
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_core.load(text)
     except yaml.YAMLError:
         return False
     return isinstance(raw, dict) and raw.get("recipe") == MARKER

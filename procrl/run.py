@@ -100,13 +100,13 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
 
 
 def _write_artifacts(trainer, recipe: Recipe) -> None:
-    import yaml
+    from procrl import yaml_core
 
     if not trainer.accelerator.is_main_process:
         return
     output = Path(recipe.output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    (output / "recipe.yaml").write_text(yaml.safe_dump(redact(recipe.resolved()), sort_keys=False))
+    (output / "recipe.yaml").write_text(yaml_core.dump(redact(recipe.resolved())))
     (output / "run_info.json").write_text(json.dumps(run_info(trainer, recipe), indent=2) + "\n")
 
 

@@ -291,15 +291,33 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
         raise ConfigError(f"{path}.fallback: expected a finite number or null, got {fallback!r}")
     own = {k: v for k, v in raw.items() if k not in COMMON_KEYS}
     if inspect.isclass(target) and issubclass(target, RewardComponent):
-        try:
-            settings = from_dict(target.Settings, own, path)
-        except ConfigError as error:
-            if "unknown key" in str(error):
-                raise ConfigError(str(error) + f"; common keys: {', '.join(sorted(COMMON_KEYS))}") from None
-            raise
+        known = [f.name for f in dataclasses.fields(target.Settings) if f.init]
+        for key in own:
+            if key not in known:  # the suggestion looks at the common keys too: 'wieght' -> 'weight'
+                raise ConfigError(
+                    f"{path}.{key}: unknown key{suggest(key, [*known, *sorted(COMMON_KEYS)])}; "
+                    f"known keys: {', '.join(sorted(known)) or 'none'}; common keys: {', '.join(sorted(COMMON_KEYS))}"
+                )
+        settings = from_dict(target.Settings, own, path)
     else:
+        _check_function_settings(target, own, path)
         settings = own
     return ComponentSpec(name, type_name, float(weight), gate, fallback, settings, target)
+
+
+def _check_function_settings(target: Any, own: dict[str, Any], path: str) -> None:
+    """A plain function takes its settings as keyword arguments (``**kwargs`` swallows any name):
+    a key the function does not name that is a near-miss of a common key is a typo, not a setting."""
+    try:
+        parameters = inspect.signature(target).parameters
+    except (TypeError, ValueError):
+        return
+    for key in own:
+        if key in parameters:
+            continue
+        hint = suggest(key, sorted(COMMON_KEYS))
+        if hint and not str(key).startswith(tuple(COMMON_KEYS)):
+            raise ConfigError(f"{path}.{key}: unknown key{hint}; common keys: {', '.join(sorted(COMMON_KEYS))}")
 
 
 def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
