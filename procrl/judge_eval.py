@@ -1,7 +1,9 @@
 """``procrl eval-judge``: meta-evaluate a first-error judge on ProcessBench-format data.
 
 Data: a JSON list or JSONL of ``{problem, steps, label}`` (label = index of the earliest wrong
-step, -1 when all are correct; an optional ``answer`` is shown to reference-mode judges).
+step, -1 when all are correct; an optional ``answer``, the gold final answer or a GSM8K solution,
+is shown to reference-mode judges exactly as training shows it: ``reference: answer`` the final
+answer, ``reference: solution`` all of it).
 Metrics (REWARDS.md section 4): acc_err = accuracy on samples with an error, acc_cor = accuracy
 on all-correct samples, F1 = their harmonic mean (the ProcessBench metric). A sample without a
 verdict counts as wrong. For a ``prm`` judge the step probabilities are kept and the threshold
@@ -122,9 +124,11 @@ def sweep_thresholds(labels: list[int], probabilities: list[list[float] | None],
 
 def evaluate_judge(component, records: list[dict], chunk: int = 256, progress: bool = False) -> dict[str, Any]:
     """Run ``component``'s judge over the records (concurrency applies within each chunk)."""
-    from procrl.rewards.judges import FAILURE_KINDS, JudgeItem
+    from procrl.rewards.judges import FAILURE_KINDS
 
-    items = [JudgeItem(r["problem"], tuple(r["steps"]), r.get("answer")) for r in records]
+    # the judge is asked exactly as in training: the same prompt, the gold reduced to what the
+    # component's `reference` setting shows (its final answer by default in reference mode)
+    items = [component.make_item(r["problem"], tuple(r["steps"]), r.get("answer")) for r in records]
     verdicts = []
     from tqdm.auto import tqdm
 

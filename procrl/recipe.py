@@ -236,8 +236,7 @@ class Recipe:
             entry = {"type": spec.type, "weight": spec.weight}
             if spec.gate is not None:
                 entry["gate"] = dataclasses.asdict(spec.gate)
-            if spec.fallback is not None:
-                entry["fallback"] = spec.fallback
+            entry["fallback"] = spec.fallback
             if dataclasses.is_dataclass(spec.settings):
                 entry.update(dataclasses.asdict(spec.settings))
             else:

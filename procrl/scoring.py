@@ -55,7 +55,15 @@ def _batches(rows: list[dict], size: int) -> Iterator[list[dict]]:
 
 
 def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64, progress: bool = True) -> Iterable[dict]:
-    """Yield each input row plus ``rewards``, ``reward``, ``steps`` and ``diagnostics``."""
+    """Yield each input row plus ``rewards``, ``reward``, ``steps``, ``diagnostics`` and, for
+    components without an opinion on the row, ``fallbacks``.
+
+    ``rewards`` holds each component's own score (None: no opinion); ``reward`` is the total
+    the trainer would use, under the same fallback policy, every row being its own generation
+    group (and its own batch: rows are separate problems). So a numeric fallback is counted, and
+    a ``group_mean`` fallback finds no other score in its group: the component is left out of
+    that row's total (as TRL's nansum leaves it out of a group in which no sample has a score,
+    the same for every member) and ``fallbacks`` says so."""
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(rows), desc="scoring", unit="row", disable=not progress)
@@ -66,7 +74,8 @@ def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64,
             golds=[r.get("answer") for r in chunk],
         )
         outputs: dict[str, RewardOutput] = mix.score_all(batch)
-        totals = mix.total(outputs)
+        resolved, _ = mix.resolve(outputs, groups=list(range(len(chunk))), batch_level=False)
+        totals = mix.total(resolved)
         for i, row in enumerate(chunk):
             segmentation = batch.segmentations[i]
             steps = []
@@ -77,6 +86,11 @@ def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64,
                         scores[name] = output.step_scores[i][j]
                 steps.append({"text": step.text, "start": step.start, "end": step.end, "scores": scores})
             diagnostics = {name: out.details[i] for name, out in outputs.items() if out.details is not None}
+            fallbacks = {
+                name: {"fallback": mix.specs[name].fallback, "score": resolved[name].scores[i]}
+                for name, out in outputs.items()
+                if out.scores[i] is None
+            }
             yield _jsonable(
                 {
                     **row,
@@ -84,6 +98,7 @@ def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64,
                     "reward": totals[i],
                     "steps": steps,
                     "diagnostics": diagnostics,
+                    **({"fallbacks": fallbacks} if fallbacks else {}),
                 }
             )
         bar.update(len(chunk))

@@ -15,7 +15,7 @@ from procrl.arithmetic import NotArithmeticError, check_step, evaluate, find_cla
 from procrl.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.first_error import (
     FirstErrorReward,
     build_prompt,
@@ -41,16 +41,20 @@ def train_rows():
 
 
 def test_position_penalty_is_minus_remaining_fraction():
-    assert first_error_penalty(0, 4) == -1.0
-    assert first_error_penalty(1, 4) == -0.75
-    assert first_error_penalty(3, 4) == -0.25
-    assert first_error_penalty(-1, 4) == 0.0
+    assert first_error_penalty(0, 4, "position") == -1.0
+    assert first_error_penalty(1, 4, "position") == -0.75
+    assert first_error_penalty(3, 4, "position") == -0.25
+    assert first_error_penalty(-1, 4, "position") == 0.0
+    # the padding caveat: the same error after three restatement steps costs a quarter
+    assert first_error_penalty(0, 1, "position") == -1.0 and first_error_penalty(3, 4, "position") == -0.25
 
 
 def test_flat_and_correct_only_penalties():
+    assert first_error_penalty(2, 5) == -1.0  # flat is the default: padding cannot shrink it
+    assert first_error_penalty(0, 1) == first_error_penalty(3, 4) == -1.0
     assert first_error_penalty(2, 5, "flat") == -1.0
     assert first_error_penalty(-1, 5, "flat") == 0.0
-    assert first_error_penalty(2, 5, "correct_only", answer_correct=True) == pytest.approx(-0.6)
+    assert first_error_penalty(2, 5, "correct_only", answer_correct=True) == -1.0
     assert first_error_penalty(2, 5, "correct_only", answer_correct=False) == 0.0
     assert first_error_penalty(2, 5, "correct_only", answer_correct=None) is None
 
@@ -232,8 +236,9 @@ def test_component_scores_through_the_mix_with_steps_of_the_shared_segmentation(
     mix = _mix()
     batch = RewardBatch.from_texts(completions, ["q"] * 4, ["14"] * 4)
     output = mix.compute("first_error", batch)
-    assert output.scores == [0.0, -1.0, -0.5, None]
-    assert output.step_scores == [[0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, -1.0], None]
+    assert output.scores == [0.0, -1.0, -1.0, -1.0]  # flat; no steps: no_steps_score -1
+    assert output.step_scores == [[0.0, 0.0], [-1.0, 0.0, 0.0], [0.0, -1.0], []]
+    assert _mix(penalty="position").compute("first_error", batch).scores == [0.0, -1.0, -0.5, -1.0]
     for i, steps in enumerate(output.step_scores[:3]):
         assert len(steps) == len(batch.segmentations[i].steps)
     assert [d["index"] for d in output.details] == [-1, 0, 1, None]
@@ -243,12 +248,81 @@ def test_component_scores_through_the_mix_with_steps_of_the_shared_segmentation(
     assert output.failures["no_steps"] == 1 and sum(output.failures.values()) == 1
     assert output.metrics["error_found_fraction"] == pytest.approx(2 / 3)
     assert output.metrics["mean_relative_position"] == pytest.approx((0 / 3 + 1 / 2) / 2)
+    assert [d["checked_steps"] for d in output.details] == [2, 3, 2, 0]
+    assert output.metrics["no_steps_fraction"] == 0.25 and output.metrics["failed_fraction"] == 0.0
 
 
-def test_fallback_applies_to_samples_without_verdict():
-    mix = RewardMix(parse_rewards({"first_error": {"backend": "arithmetic", "fallback": -0.5}}))
-    output = mix.compute("first_error", RewardBatch.from_texts(["#### 3", "1 + 1 = 2.\n2 + 2 = 4.\n#### 4"]))
-    assert output.scores == [-0.5, 0.0]
+def test_no_steps_and_unverified_scores_are_defined_and_configurable():
+    hedging = "I think the answer could be this.\nIt might be right, but I am not sure.\nProbably.\n#### 14"
+    prose = "She buys some apples and then some more.\nThat makes the total.\n#### 14"
+    checked = "She buys 3 + 4 = 7 apples.\nThen she doubles them.\n#### 14"  # one checkable step is enough
+    batch = RewardBatch.from_texts(["#### 14", hedging, prose, checked], ["q"] * 4, ["14"] * 4)
+    output = _mix().compute("first_error", batch)
+    assert output.scores == [-1.0, -1.0, -1.0, 0.0]
+    assert [d["verdict"] for d in output.details] == ["no_steps", "unverified", "unverified", "ok"]
+    assert [d["checked_steps"] for d in output.details] == [0, 0, 0, 1]
+    assert [d["index"] for d in output.details] == [None, None, None, -1]
+    # unverified: the score sits on the last step (dense credit sees it), no steps: no step scores
+    assert output.step_scores == [[], [0.0, 0.0, -1.0], [0.0, -1.0], [0.0, 0.0]]
+    assert output.metrics["unverified_fraction"] == 0.5 and output.failures["no_steps"] == 1
+    custom = _mix(no_steps_score=-0.5, unverified_score=-0.25).compute("first_error", batch)
+    assert custom.scores == [-0.5, -0.25, -0.25, 0.0]
+    # correct_only: the scores apply to right answers only (accuracy already prices wrong ones)
+    wrong = RewardBatch.from_texts(["#### 14", hedging], ["q"] * 2, ["15"] * 2)
+    assert _mix(penalty="correct_only").compute("first_error", wrong).scores == [0.0, 0.0]
+    assert _mix(penalty="correct_only").compute("first_error", batch).scores == [-1.0, -1.0, -1.0, 0.0]
+
+
+def test_scores_of_no_opinion_must_not_beat_checked_and_correct():
+    from procrl.config import ConfigError
+
+    for key in ("no_steps_score", "unverified_score"):
+        with pytest.raises(ConfigError, match=rf"rewards\.first_error\.{key}: must be <= 0"):
+            parse_rewards({"first_error": {key: 0.5}})
+
+
+def test_hand_written_worked_slip_answer_hedging_padding_cases():
+    """REWARDS.md's integrity rule on one problem: W (worked), S (one slipped calculation, final
+    answer kept), P (S after three restatement steps), A (answer alone), H (hedging)."""
+    worked = "She sold 48 / 2 = 24 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72"
+    slip = "She sold 48 / 2 = 26 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72"
+    padded = "Let us restate the problem.\nWe know what she sold in April.\nWe need the total.\n" + slip
+    hedging = "I think the answer is probably this.\nIt seems about right.\nI am fairly sure.\n#### 72"
+    batch = RewardBatch.from_texts([worked, slip, padded, "#### 72", hedging], ["q"] * 5, ["72"] * 5)
+    for penalty in ("flat", "correct_only"):
+        w, s, p, a, h = _mix(penalty=penalty).compute("first_error", batch).scores
+        assert w == 0.0 and w > s and w > a and w > h and p <= s, (penalty, w, s, p, a, h)
+    w, s, p, a, h = _mix(penalty="position").compute("first_error", batch).scores
+    assert w > s and w > a and w > h
+    assert p > s  # the documented caveat of `position`: padding shrinks it (-0.4 vs -1)
+
+
+def test_judge_failures_get_the_group_mean_by_default():
+    from procrl.rewards.fallback import GROUP_MEAN
+
+    mix = _mix()
+    assert mix.specs["first_error"].fallback == GROUP_MEAN
+    outputs = {"first_error": RewardOutput(scores=[0.0, -1.0, None, -1.0, None, None])}
+    resolved, results = mix.resolve(outputs, groups=[0, 0, 0, 1, 1, 2])
+    # group 0: mean(0, -1) = -0.5; group 1: -1; group 2 has no score: the batch mean (-2/3)
+    assert resolved["first_error"].scores == pytest.approx([0.0, -1.0, -0.5, -1.0, -1.0, -2 / 3])
+    assert (results["first_error"].from_group, results["first_error"].from_batch) == (2, 1)
+    numeric = RewardMix(parse_rewards({"first_error": {"fallback": -0.5}}))
+    assert numeric.resolve(outputs, groups=[0, 0, 0, 1, 1, 2])[0]["first_error"].scores == [0.0, -1.0, -0.5, -1.0, -0.5, -0.5]
+
+
+def test_reference_shows_the_gold_final_answer_by_default():
+    from procrl.rewards.first_error import reference_text
+
+    gold = "Natalia sold 48/2 = <<48/2=24>>24 clips in May.\n#### 72"
+    assert reference_text(gold, False) is None
+    assert reference_text(gold, True) == reference_text(gold, "answer") == "72"
+    assert reference_text(gold, "solution") == gold
+    assert reference_text("72", "answer") == "72" and reference_text(None, "answer") is None
+    component = FirstErrorReward(FirstErrorReward.Settings(reference="answer"))
+    assert component.make_item("q", ("a",), gold).gold == "72"
+    prompt = build_prompt("q", ["a"], component.make_item("q", ("a",), gold).gold)
+    assert "Correct final answer (for your reference): 72" in prompt and "<<" not in prompt
 
 
 def test_flat_and_correct_only_in_the_component():

@@ -69,7 +69,7 @@ def test_scripted_verdicts_failures_retries_and_fallback(server):
              "no-box", "slow", "slow-once", "box-7"]
     mix = RewardMix(parse_rewards({"first_error": {
         "backend": "openai", "model": "judge", "base_url": server.base_url, "backoff_s": 0.01, "timeout_s": 0.5,
-        "max_retries": 2, "fallback": -0.25, "categories": True}}))
+        "max_retries": 2, "fallback": -0.25, "categories": True, "penalty": "position"}}))
     output = mix.compute("first_error", _batch(cases))  # must not raise
     details = {case: d for case, d in zip(cases, output.details)}
     scores = dict(zip(cases, output.scores))
@@ -161,7 +161,7 @@ def test_trl_reward_function_is_async_and_logs_failure_counts(server):
     prompts = ["Question CASE box-1", "Question CASE no-box"]
     values = asyncio.run(reward(prompts=prompts, completions=[COMPLETION] * 2, completion_ids=None,
                                 question=prompts, answer=["13", "13"], log_metric=logged.__setitem__))
-    assert values == [pytest.approx(-2 / 3), None]
+    assert values == [-1.0, None]  # flat penalty (the default); None: TRL's no opinion, resolved after the gather
     assert logged["rewards/first_error/failures/no_verdict"] == 1.0
     assert logged["rewards/first_error/failures/timeout"] == 0.0  # zeros are logged too
     assert logged["rewards/first_error/error_found_fraction"] == 1.0

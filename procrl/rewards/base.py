@@ -9,8 +9,12 @@ it hands TRL a reward function named after the component (so TRL logs
 process credit see every component's result without scoring twice.
 
 Failure policy ("nothing is lost"): an exception, a wrong-length result or a non-finite score
-never reaches the trainer. The affected samples get the component's ``fallback`` (default
-``None``) and the failure kind is counted and logged as ``rewards/<name>/failures/<kind>``.
+never reaches the trainer. The affected samples get no opinion (None), the failure kind is
+counted and logged as ``rewards/<name>/failures/<kind>``, and every None is resolved by the
+component's ``fallback`` before it reaches a total (:mod:`procrl.rewards.fallback`): by default
+``group_mean``, the mean of the component's scores in the sample's generation group (where the
+groups are known: the trainers, ``procrl score``); a number is substituted at once; ``null``
+leaves TRL's None.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from functools import cached_property
 from typing import Any, Callable
 
 from procrl.config import ConfigError, field, from_dict, suggest
+from procrl.rewards.fallback import GROUP_MEAN, FallbackResult, resolve_fallback
 from procrl.text import Segmentation, segment_batch
 
 logger = logging.getLogger(__name__)
@@ -240,7 +245,7 @@ class ComponentSpec:
     type: str
     weight: float
     gate: GateSettings | None
-    fallback: float | None
+    fallback: float | str | None  # a number, "group_mean" (default) or None (TRL's no opinion)
     settings: Any  # the component's Settings instance, or a kwargs dict for plain functions
     target: Any  # the class or function
 
@@ -284,11 +289,16 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
     if not math.isfinite(weight):
         raise ConfigError(f"{path}.weight: must be a finite number, got {weight!r}")
     gate = from_dict(GateSettings, raw["gate"], f"{path}.gate") if raw.get("gate") is not None else None
-    fallback = raw.get("fallback")
-    if fallback is not None and (
+    fallback = raw.get("fallback", GROUP_MEAN)
+    if fallback is not None and fallback != GROUP_MEAN and (
         isinstance(fallback, bool) or not isinstance(fallback, (int, float)) or not math.isfinite(fallback)
     ):
-        raise ConfigError(f"{path}.fallback: expected a finite number or null, got {fallback!r}")
+        raise ConfigError(
+            f"{path}.fallback: expected {GROUP_MEAN!r} (the default: the mean of the component's scores in the "
+            f"sample's generation group), a finite number, or null, got {fallback!r}"
+        )
+    if isinstance(fallback, (int, float)):
+        fallback = float(fallback)
     own = {k: v for k, v in raw.items() if k not in COMMON_KEYS}
     if inspect.isclass(target) and issubclass(target, RewardComponent):
         known = [f.name for f in dataclasses.fields(target.Settings) if f.init]
@@ -393,18 +403,24 @@ class RewardMix:
                 self.last_batch = batch
             return self.last_batch
 
+    def _immediate_fallback(self, name: str) -> float | None:
+        """A numeric fallback is substituted at once; ``group_mean`` and null keep None here
+        (the group mean is taken where the groups are known: :meth:`resolve`)."""
+        fallback = self.specs[name].fallback
+        return fallback if isinstance(fallback, float) else None
+
     def _sanitize(self, name: str, output: Any, n: int) -> RewardOutput:
-        spec = self.specs[name]
+        fallback = self._immediate_fallback(name)
         if not isinstance(output, RewardOutput):
             output = RewardOutput(scores=list(output))
         failures = dict(output.failures)
         if len(output.scores) != n:
             failures["wrong_length"] = failures.get("wrong_length", 0) + n
-            return RewardOutput(scores=[spec.fallback] * n, failures=failures)
+            return RewardOutput(scores=[fallback] * n, failures=failures)
         scores: list[float | None] = []
         for value in output.scores:
             if value is None:
-                scores.append(spec.fallback)
+                scores.append(fallback)
                 continue
             try:
                 value = float(value)
@@ -412,7 +428,7 @@ class RewardMix:
                 value = math.nan
             if not math.isfinite(value):
                 failures["non_finite"] = failures.get("non_finite", 0) + 1
-                scores.append(spec.fallback)
+                scores.append(fallback)
             else:
                 scores.append(value)
         output.scores = scores
@@ -429,7 +445,7 @@ class RewardMix:
 
     def _failed(self, name: str, error: BaseException, n: int) -> RewardOutput:
         logger.warning("reward component %r failed on a batch of %d: %s: %s", name, n, type(error).__name__, error)
-        return RewardOutput(scores=[self.specs[name].fallback] * n, failures={"exception": n})
+        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={"exception": n})
 
     def _apply_gate(self, name: str, batch: RewardBatch, output: RewardOutput) -> RewardOutput:
         gate = self.specs[name].gate
@@ -523,8 +539,24 @@ class RewardMix:
         self._notify(batch, outputs, log_metric, log_extra)
         return outputs
 
+    def resolve(
+        self, outputs: dict[str, RewardOutput], groups: list, batch_level: bool = True
+    ) -> tuple[dict[str, RewardOutput], dict[str, FallbackResult]]:
+        """Outputs whose None scores are resolved by each component's ``fallback``
+        (:mod:`procrl.rewards.fallback`; ``groups[i]``: the generation group of sample i), and
+        per component how many were filled. The cached outputs are left as they are."""
+        resolved: dict[str, RewardOutput] = {}
+        results: dict[str, FallbackResult] = {}
+        for name, output in outputs.items():
+            result = resolve_fallback(output.scores, self.specs[name].fallback, groups, batch_level)
+            resolved[name] = dataclasses.replace(output, scores=result.scores)
+            results[name] = result
+        return resolved, results
+
     def total(self, outputs: dict[str, RewardOutput]) -> list[float | None]:
-        """Weighted sum per sample, skipping None (as TRL's nansum); None when all are None."""
+        """Weighted sum per sample, skipping None (as TRL's nansum); None when all are None.
+        Resolve the fallbacks first (:meth:`resolve`): a None left here is one no group or
+        batch could fill."""
         n = len(next(iter(outputs.values())).scores) if outputs else 0
         totals: list[float | None] = []
         for i in range(n):

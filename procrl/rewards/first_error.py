@@ -1,17 +1,32 @@
 """First-error judge reward (REWARDS.md section 4): a judge names the earliest wrong step k of a
 completion (-1 when every step is correct) and the reward penalises it.
 
-Penalty from k over n steps: ``position`` (default) -(n - k)/n when an error is found, else 0
-(an early error costs more than a late one); ``flat`` -1 when an error is found;
-``correct_only`` the position penalty only when the final answer is right (correct answer,
-flawed reasoning), else 0. Dense per-step scores: 0 before k, -1 at k, 0 after.
+Penalty from k over n steps: ``flat`` (default) -1 when an error is found, else 0; ``position``
+-(n - k)/n (an early error costs more than a late one; padding the chain with trivial steps
+before the error shrinks it, which is why it is not the default); ``correct_only`` the flat
+penalty only when the final answer is right (correct answer, flawed reasoning), else 0. Dense
+per-step scores: 0 before k, -1 at k, 0 after.
+
+What it gives when it has no opinion (the integrity rule: a completion without reasoning, or
+whose reasoning could not be checked, never scores better than one whose reasoning was checked
+and found correct, 0):
+
+* no reasoning steps (an answer alone): ``no_steps_score`` (default -1), no step scores;
+  counted as ``failures/no_steps``;
+* arithmetic backend, no step holding a checkable calculation (hedging, prose without numbers):
+  ``unverified`` (details), ``unverified_score`` (default -1), on the last step as a step score;
+  ``checked_steps`` per completion in the details;
+* a judge failure (no verdict / unparseable reply, out-of-range index, timeout, HTTP or
+  connection error, bad response, in-process model error): None, counted per kind, resolved by
+  the component's ``fallback`` (default ``group_mean``: the mean of this component's scores in
+  the completion's generation group, so the failure gives no advantage either way);
+* ``correct_only`` without a gold answer: None (the same fallback); with a wrong answer 0.
 
 The judge sees the shared segmentation's steps (``batch.segmentations[i].steps``), so its k
-indexes the same steps as every other component and as dense credit. Backends:
-:mod:`procrl.rewards.judges`. A judge failure (no verdict, timeout, HTTP error...) gives the
-sample ``None`` (the mix substitutes the recipe's ``fallback``) and is counted per kind in
-``failures``; every kind is reported each batch, zeros included, so the logged curves exist
-from step one.
+indexes the same steps as every other component and as dense credit; reference-based LLM
+judges see the gold *final answer* (``reference: answer``, as ReTraceQA), or the whole gold
+solution (``reference: solution``). Backends: :mod:`procrl.rewards.judges`. Every failure kind
+is reported each batch, zeros included, so the logged curves exist from step one.
 """
 
 from __future__ import annotations
@@ -37,10 +52,11 @@ __all__ = [
     "parse_verdict",
 ]
 
-Penalty = Literal["position", "flat", "correct_only"]
+Penalty = Literal["flat", "position", "correct_only"]
+Reference = Literal["answer", "solution"]
 
 
-def first_error_penalty(index: int, num_steps: int, penalty: str = "position", answer_correct: bool | None = None) -> float | None:
+def first_error_penalty(index: int, num_steps: int, penalty: str = "flat", answer_correct: bool | None = None) -> float | None:
     """The reward for a first error at ``index`` (-1: none) among ``num_steps`` steps.
 
     ``correct_only`` needs ``answer_correct``; without it (no gold answer) there is no opinion
@@ -55,7 +71,7 @@ def first_error_penalty(index: int, num_steps: int, penalty: str = "position", a
             return None
         if not answer_correct:
             return 0.0
-        penalty = "position"
+        penalty = "flat"
     if index == -1:
         return 0.0
     if penalty == "position":
@@ -68,6 +84,28 @@ def first_error_penalty(index: int, num_steps: int, penalty: str = "position", a
 def first_error_step_scores(index: int, num_steps: int) -> list[float]:
     """Dense credit: 0 before the first error, -1 at it, 0 after (all 0 when index is -1)."""
     return [-1.0 if step == index else 0.0 for step in range(num_steps)]
+
+
+def unchecked_score(score: float, penalty: str, answer_correct: bool | None) -> float | None:
+    """``no_steps_score`` / ``unverified_score`` under the penalty mode: as given, except that
+    ``correct_only`` applies it only to a right answer (0 for a wrong one, None without gold)."""
+    if penalty != "correct_only":
+        return score
+    if answer_correct is None:
+        return None
+    return score if answer_correct else 0.0
+
+
+def reference_text(gold: str | None, reference: bool | str) -> str | None:
+    """What a reference-based judge is shown: nothing (``false``), the gold final answer
+    (``answer`` or ``true``: the text after the last ``####`` of a GSM8K answer, or the gold as
+    given when it is a bare answer), or the whole gold solution (``solution``)."""
+    if gold is None or reference is False:
+        return None
+    text = str(gold).strip()
+    if reference == "solution":
+        return text
+    return text.rsplit("####", 1)[-1].strip() if "####" in text else text
 
 
 class FirstErrorReward(RewardComponent):
@@ -90,12 +128,25 @@ class FirstErrorReward(RewardComponent):
         max_retries: int = field(3, help="openai: retries after a 429, 5xx, timeout or connection error.")
         backoff_s: float = field(0.5, help="openai: first retry delay; doubles each retry (a Retry-After header wins).")
         cache_size: int = field(100_000, help="openai: replies cached by (model, prompt); 0 disables the cache.")
-        reference: bool = field(False, help="LLM judges: show the gold answer in the prompt (reference-based mode).")
+        reference: bool | Reference = field(
+            False,
+            help="LLM judges, reference-based mode: 'answer' (or true) shows the gold final answer (the number after "
+            "'####', as ReTraceQA); 'solution' shows the whole gold solution; false: reference-free.",
+        )
         categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/Reasoning).")
         penalty: Penalty = field(
-            "position",
-            help="'position': -(n-k)/n when step k is the first error; 'flat': -1; "
-            "'correct_only': the position penalty only when the final answer is right.",
+            "flat",
+            help="'flat': -1 when an error is found; 'position': -(n-k)/n when step k is the first error (padding "
+            "the chain with steps before the error shrinks it); 'correct_only': the flat penalty only when the "
+            "final answer is right.",
+        )
+        no_steps_score: float = field(
+            -1.0, help="Score of a completion without reasoning steps (an answer alone): never better than checked and correct (0)."
+        )
+        unverified_score: float = field(
+            -1.0,
+            help="arithmetic: score of a chain in which no step holds a checkable calculation (hedging, prose "
+            "without numbers): the judge checked nothing, so it is not 'no error'.",
         )
         threshold: float = field(0.5, help="prm: a step whose probability of being correct is below this is an error.")
         max_tokens: int = field(1024, help="LLM judges: most tokens the judge may write.")
@@ -126,6 +177,11 @@ class FirstErrorReward(RewardComponent):
                 raise ConfigError(f"{path}.threshold: must be in [0, 1], got {self.threshold}")
             if self.temperature < 0:
                 raise ConfigError(f"{path}.temperature: must be >= 0, got {self.temperature}")
+            for name in ("no_steps_score", "unverified_score"):
+                if getattr(self, name) > 0:
+                    raise ConfigError(
+                        f"{path}.{name}: must be <= 0 (0 is what a checked, error-free chain gets), got {getattr(self, name)}"
+                    )
 
     is_async = True
 
@@ -166,33 +222,67 @@ class FirstErrorReward(RewardComponent):
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.ascore(batch)).result()
 
+    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None) -> JudgeItem:
+        """What the judge is asked about one solution, the same in training, ``eval-judge`` and
+        ``evaluate``: the gold reduced to what ``reference`` shows."""
+        return JudgeItem(question, tuple(steps), reference_text(gold, self.settings.reference))
+
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
         items = [
-            JudgeItem(question, tuple(step.text for step in segmentation.steps), gold)
+            self.make_item(question, tuple(step.text for step in segmentation.steps), gold)
             for question, gold, segmentation in zip(batch.questions, batch.golds, segmentations)
         ]
         verdicts = await self.judge_items(items)
         return self.output_from_verdicts(batch, items, verdicts)
 
+    def _answer_correct(self, completion: str, gold: str | None, detail: dict) -> bool | None:
+        if self.settings.penalty != "correct_only":
+            return None
+        gold_value = parse_gold(gold)
+        correct = None if gold_value is None else answers_match(extract_prediction(completion)[0], gold_value)
+        detail["answer_correct"] = correct
+        return correct
+
     def output_from_verdicts(self, batch: RewardBatch, items: list[JudgeItem], verdicts: list[Verdict]) -> RewardOutput:
+        settings = self.settings
         failures = dict.fromkeys(FAILURE_KINDS, 0)
         scores: list[float | None] = []
         step_scores: list[list[float] | None] = []
         details: list[dict] = []
-        found, judged, relative_positions = 0, 0, []
+        found, judged, unverified, relative_positions = 0, 0, 0, []
         for completion, gold, item, verdict in zip(batch.completions, batch.golds, items, verdicts):
             n = len(item.steps)
             detail = {"index": verdict.index, "category": verdict.category, "num_steps": n, "verdict": verdict.status}
+            if verdict.checked_steps is not None:
+                detail["checked_steps"] = verdict.checked_steps
             if verdict.step_probabilities is not None:
                 detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
-            if verdict.note is not None and self.settings.backend == "arithmetic":
+            if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
-            if not verdict.ok or verdict.index is None:
+            if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"
+                failures["no_steps"] += 1
+                if settings.backend == "arithmetic":
+                    detail["checked_steps"] = 0
+                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                scores.append(value)
+                step_scores.append([])
+                detail.update(index=None, verdict="no_steps", penalty=value)
+                details.append(detail)
+                continue
+            if not verdict.ok or verdict.index is None:  # a judge failure: no opinion (-> fallback)
                 kind = "no_verdict" if verdict.ok else verdict.status
                 failures[kind] = failures.get(kind, 0) + 1
                 scores.append(None)
                 step_scores.append(None)
+                details.append(detail)
+                continue
+            if verdict.index == -1 and verdict.checked_steps == 0:  # the judge checked nothing
+                unverified += 1
+                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                scores.append(value)
+                step_scores.append([0.0] * (n - 1) + [value if value else 0.0])
+                detail.update(index=None, verdict="unverified", penalty=value)
                 details.append(detail)
                 continue
             k = verdict.index
@@ -200,12 +290,7 @@ class FirstErrorReward(RewardComponent):
             if k >= 0:
                 found += 1
                 relative_positions.append(k / n)
-            correct = None
-            if self.settings.penalty == "correct_only":
-                gold_value = parse_gold(gold)
-                correct = None if gold_value is None else answers_match(extract_prediction(completion)[0], gold_value)
-                detail["answer_correct"] = correct
-            value = first_error_penalty(k, n, self.settings.penalty, correct)
+            value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail))
             scores.append(value)
             penalised = value is not None and value != 0.0
             step_scores.append(first_error_step_scores(k, n) if penalised else [0.0] * n)
@@ -216,8 +301,11 @@ class FirstErrorReward(RewardComponent):
             "error_found_fraction": found / judged if judged else math.nan,
             "mean_relative_position": sum(relative_positions) / len(relative_positions) if relative_positions else math.nan,
             "no_verdict_fraction": failures["no_verdict"] / total,
-            "failed_fraction": sum(failures.values()) / total,
+            "failed_fraction": sum(v for k, v in failures.items() if k != "no_steps") / total,
+            "no_steps_fraction": failures["no_steps"] / total,
         }
+        if settings.backend == "arithmetic":
+            metrics["unverified_fraction"] = unverified / total
         try:
             metrics.update({f"judge_{key}": value for key, value in self.judge.stats().items()})
         except Exception:  # stats are diagnostics only

@@ -1,26 +1,76 @@
-"""TRL GRPOTrainer wiring: one TRL reward function per component, weights as reward_weights."""
+"""TRL GRPOTrainer wiring: one TRL reward function per component, weights as reward_weights,
+and the components' ``fallback`` applied to the gathered rewards (:class:`ProcrlGRPOTrainer`)."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import torch
+from trl import GRPOTrainer
 
 from procrl.models import lora_config, resolve_model_path
 from procrl.rewards.base import RewardMix, RuntimeContext
+from procrl.rewards.fallback import consecutive_groups, resolve_fallback
 
-__all__ = ["build_grpo_trainer"]
+__all__ = ["ProcrlGRPOTrainer", "build_grpo_trainer", "resolve_reward_columns"]
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_reward_columns(
+    rewards_per_func: torch.Tensor, mix: RewardMix, group_size: int
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """TRL's gathered (completions, components) rewards, NaN = no opinion, with every NaN
+    resolved by its component's ``fallback`` over groups of ``group_size`` (TRL's order), and
+    the counts to log (``rewards/<name>/fallback/from_group|from_batch|unresolved``)."""
+    resolved = rewards_per_func.clone()
+    counts: dict[str, float] = {}
+    groups = consecutive_groups(rewards_per_func.size(0), group_size)
+    for column, name in enumerate(mix.names):
+        values = rewards_per_func[:, column].tolist()
+        result = resolve_fallback(values, mix.specs[name].fallback, groups)
+        resolved[:, column] = torch.tensor(
+            [float("nan") if v is None else v for v in result.scores], dtype=resolved.dtype, device=resolved.device
+        )
+        counts[f"rewards/{name}/fallback/from_group"] = float(result.from_group)
+        counts[f"rewards/{name}/fallback/from_batch"] = float(result.from_batch)
+        counts[f"rewards/{name}/fallback/unresolved"] = float(result.unresolved)
+    return resolved, counts
+
+
+class ProcrlGRPOTrainer(GRPOTrainer):
+    """TRL's GRPOTrainer whose rewards resolve "no opinion" before the advantages.
+
+    TRL turns a reward function's None into NaN and ``nansum``s it to 0: the best score of a
+    penalty. Overrides ``_calculate_rewards`` only: after TRL has scored and gathered the
+    rewards of every process (groups may span processes), each NaN gets its component's
+    ``fallback`` (default ``group_mean``: the mean of that component in the completion's
+    group; :mod:`procrl.rewards.fallback`). TRL then computes advantages and logs
+    ``rewards/<name>/mean|std`` from the resolved rewards.
+    """
+
+    def __init__(self, *args: Any, reward_mix: RewardMix, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.reward_mix = reward_mix
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        mode = "train" if self.model.training else "eval"
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        resolved, counts = resolve_reward_columns(rewards_per_func, self.reward_mix, group_size)
+        for key, value in counts.items():  # already over all processes: the tensor was gathered
+            self._metrics[mode][key].append(value)
+        return resolved
 
 
 def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> Any:
-    from trl import GRPOTrainer
-
-    trainer_class = GRPOTrainer
+    trainer_class = ProcrlGRPOTrainer
+    kwargs: dict[str, Any] = {"reward_mix": mix}
     if recipe.trainer.credit == "process":
-        from procrl.trainers.process_grpo import ProcessGRPOTrainer  # issue: dense process credit
+        from procrl.trainers.process_grpo import ProcessGRPOTrainer  # dense process credit
 
         trainer_class = ProcessGRPOTrainer
-    kwargs = {}
-    if trainer_class is not GRPOTrainer:
-        kwargs["reward_mix"] = mix
         kwargs["process_rewards"] = recipe.trainer.process_rewards
         kwargs["outcome_weight"] = recipe.trainer.outcome_weight
         kwargs["process_aggregation"] = recipe.trainer.process_aggregation

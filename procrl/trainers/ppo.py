@@ -22,6 +22,10 @@ mix. REWARDS.md section 5:
   completion no step rewards on the last token (so no component counts twice: a process
   component's scalar goes there only for a completion it gave no step scores, e.g. one without
   steps); minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
+* "no opinion": every component's None scores are resolved by its ``fallback`` (default
+  ``group_mean``: the mean over the completions of the same prompt, gathered over processes;
+  :mod:`procrl.rewards.fallback`) before any reward is formed, so a failed judge call is never
+  the free 0 of a penalty;
 * a value model (``value_model``; default: the policy's weights under a fresh 1-output
   token-classification head initialised to V = 0, LoRA adapters too when the policy uses
   LoRA), or with ``value_head_on_policy`` a linear head (V = 0 at start) on the policy's last
@@ -48,6 +52,7 @@ under LoRA) and is only loaded when ``beta > 0``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -60,7 +65,7 @@ from torch import nn
 from transformers import Trainer
 
 from procrl.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
+from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
 from procrl.trainers.credit import (
     aggregate_step_rewards,
     gae,
@@ -409,6 +414,7 @@ class PPOTrainer(Trainer):
         )
         diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/diagnostics.py)
         outputs = self.reward_mix.score_all(batch, log_metric=diagnostics.__setitem__)
+        outputs, fallback_stats = self._resolve_fallbacks(outputs, prompt_texts)
         totals = self.reward_mix.total(outputs)
         step_rewards, step_tokens, credit_stats = local_step_credit(
             self.reward_mix, tokenizer, id_lists, settings.process_rewards
@@ -457,7 +463,7 @@ class PPOTrainer(Trainer):
                     "sampling/importance_sampling_ratio/mean": _masked_mean(per_token, mask),
                     "sampling/importance_sampling_ratio/max": (per_token * mask).max(),
                 })
-        self._record_rollout_metrics(outputs, totals, {**credit_stats, **diagnostics}, {
+        self._record_rollout_metrics(outputs, totals, {**credit_stats, **fallback_stats, **diagnostics}, {
             **sampler_stats,
             "objective/kl": kl_per_sequence.mean(),
             "objective/entropy": (entropy * mask).sum(dim=1).mean(),
@@ -480,6 +486,36 @@ class PPOTrainer(Trainer):
             "returns": returns,
             "sampler_weights": sampler_weights,
         }
+
+    def _resolve_fallbacks(self, outputs: dict, prompt_texts: list[str]) -> tuple[dict, dict[str, float]]:
+        """Each component's None scores resolved by its ``fallback`` (default ``group_mean``:
+        the mean over the completions of the same prompt, gathered over processes since a
+        group may span them; :mod:`procrl.rewards.fallback`), and the fill counts to log."""
+        names = list(outputs)
+        local = [[prompt_texts, *[outputs[name].scores for name in names]]]
+        if self.accelerator.num_processes > 1:
+            from accelerate.utils import gather_object
+
+            parts = gather_object(local)
+        else:
+            parts = local
+        start = sum(len(part[0]) for part in parts[: self.accelerator.process_index])
+        count = len(prompt_texts)
+        groups = [prompt for part in parts for prompt in part[0]]
+        gathered = {name: [score for part in parts for score in part[1 + j]] for j, name in enumerate(names)}
+        resolved_all, results = self.reward_mix.resolve(
+            {name: RewardOutput(scores=scores) for name, scores in gathered.items()}, groups
+        )
+        resolved = {
+            name: dataclasses.replace(outputs[name], scores=resolved_all[name].scores[start : start + count])
+            for name in names
+        }
+        stats: dict[str, float] = {}
+        for name, result in results.items():
+            stats[f"rewards/{name}/fallback/from_group"] = float(result.from_group)
+            stats[f"rewards/{name}/fallback/from_batch"] = float(result.from_batch)
+            stats[f"rewards/{name}/fallback/unresolved"] = float(result.unresolved)
+        return resolved, stats
 
     def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
         """Average over processes (every rank calls this with the same keys, in the same order)."""

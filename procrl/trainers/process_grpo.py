@@ -8,10 +8,10 @@ import logging
 from typing import Any
 
 import torch
-from trl import GRPOTrainer
 
 from procrl.rewards.base import RewardMix
 from procrl.trainers.credit import combine_step_scores, process_advantages, step_last_tokens, token_char_ends
+from procrl.trainers.grpo import ProcrlGRPOTrainer
 
 __all__ = [
     "ProcessGRPOTrainer",
@@ -147,7 +147,7 @@ def local_process_advantages(
     return dense
 
 
-class ProcessGRPOTrainer(GRPOTrainer):
+class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     """GRPO whose advantages are per token: process supervision plus the outcome.
 
     Overrides ``_generate_and_score_completions``: it calls TRL's (which generates, scores every
@@ -178,8 +178,7 @@ class ProcessGRPOTrainer(GRPOTrainer):
         process_temperature: float = 0.1,
         **kwargs: Any,
     ):
-        super().__init__(*args, **kwargs)
-        self.reward_mix = reward_mix
+        super().__init__(*args, reward_mix=reward_mix, **kwargs)
         self.process_rewards = process_rewards
         self.outcome_weight = float(outcome_weight)
         self.process_aggregation = process_aggregation

@@ -51,6 +51,7 @@ class Verdict:
     category: str | None = None
     step_probabilities: list[float] | None = None  # prm: positive-class probability per step
     note: str | None = None  # e.g. the judge reply, or the wrong calculation found
+    checked_steps: int | None = None  # arithmetic: steps holding at least one checkable calculation
 
     @property
     def ok(self) -> bool:
