@@ -1,10 +1,12 @@
 """Reasoning-aware evaluation: ``procrl evaluate --recipe R --model M [--split test] [--limit N]``.
 
-Generates one answer per problem (vLLM when installed and a GPU is present, else batched
-transformers generation, greedy), scores the answers with the recipe's reward mix and reports
-answer-only accuracy, reasoning-aware accuracy (answer right AND the first-error component
-found no error), their gap (ReTraceQA's inflation) and the mean of every component. Writes
-``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory.
+Generates one greedy answer per problem, or ``--num-samples k`` sampled ones (``--temperature``,
+``--top-p``, ``--seed``; vLLM when installed and a GPU is present, else batched transformers
+generation), scores them with the recipe's reward mix and reports answer-only accuracy,
+reasoning-aware accuracy (answer right AND the first-error component found no error), their gap
+(ReTraceQA's inflation), pass@k and maj@k with their reasoning-aware variants
+(``procrl/eval_metrics.py``), each with its standard error, and the mean of every component.
+Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory.
 """
 
 from __future__ import annotations
@@ -15,11 +17,42 @@ import time
 from pathlib import Path
 from typing import Any
 
+from dataclasses import dataclass
+
 from procrl import diagnostics as diag
 from procrl.config import ConfigError
+from procrl.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
 
-__all__ = ["aggregate_outputs", "build_report", "evaluate", "generate_completions", "write_report"]
+__all__ = ["Sampling", "aggregate_outputs", "build_report", "evaluate", "generate_completions", "sample_outcomes",
+           "write_report"]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How completions are drawn: ``temperature`` 0 is greedy (one completion per problem);
+    above 0, ``num_samples`` completions per problem with nucleus ``top_p`` (no top-k), the
+    random generator seeded with ``seed`` (same seed, model, batch size and backend: same samples)."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    num_samples: int = 1
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def validate(self) -> None:
+        if not (math.isfinite(self.temperature) and self.temperature >= 0.0):
+            raise ConfigError(f"--temperature: must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ConfigError(f"--top-p: must be in (0, 1], got {self.top_p}")
+        if self.num_samples < 1:
+            raise ConfigError(f"--num-samples: must be >= 1, got {self.num_samples}")
+        if self.greedy and self.num_samples > 1:
+            raise ConfigError(f"--num-samples {self.num_samples} with --temperature 0 (greedy) gives {self.num_samples} "
+                              f"identical completions; sample with --temperature > 0 (e.g. 0.7)")
 
 
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
@@ -59,18 +92,23 @@ def _vllm_available() -> bool:
 
 
 def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
-                         batch_size: int = 8, backend: str = "auto") -> tuple[list[str], str]:
-    """Greedy completions of ``prompts``; returns them and the backend used."""
+                         batch_size: int = 8, backend: str = "auto",
+                         sampling: Sampling = Sampling()) -> tuple[list[str], str]:
+    """``sampling.num_samples`` completions per prompt, grouped by prompt (prompt i's are at
+    ``i * k .. i * k + k - 1``); returns them and the backend used."""
+    k = sampling.num_samples
     if backend == "vllm" or (backend == "auto" and _vllm_available()):
         from vllm import LLM, SamplingParams
 
         llm = LLM(model=model_path, tokenizer=model_path, dtype=recipe.model.dtype,
-                  trust_remote_code=recipe.model.trust_remote_code)
-        results = llm.generate(prompts, SamplingParams(temperature=0.0, max_tokens=max_new_tokens))
-        return [r.outputs[0].text for r in results], "vllm"
+                  trust_remote_code=recipe.model.trust_remote_code, seed=sampling.seed)
+        params = SamplingParams(n=k, temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
+                                max_tokens=max_new_tokens)
+        results = llm.generate(prompts, params)
+        return [output.text for r in results for output in r.outputs], "vllm"
 
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, set_seed
 
     from procrl.models import pretrained_kwargs
 
@@ -78,14 +116,20 @@ def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe,
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
     tokenizer.padding_side = "left"  # decoder-only batched generation continues after the prompt
+    if sampling.greedy:
+        options: dict[str, Any] = {"do_sample": False}
+    else:
+        options = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0,
+                   "num_return_sequences": k}
+        set_seed(sampling.seed)
     completions: list[str] = []
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start : start + batch_size]
         inputs = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.inference_mode():
-            output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
-                                    pad_token_id=tokenizer.pad_token_id)
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]
+            output = model.generate(**inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                                    **options)
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]  # k rows per prompt, in prompt order
         completions.extend(tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
     return completions, "transformers"
 
@@ -141,32 +185,58 @@ def _stats(values: list[float | None]) -> dict[str, Any]:
             "none": len(values) - len(present)}
 
 
+ACCURACY_KEYS = ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "process_error_rate")
+
+
+def sample_outcomes(accuracy_scores: list[float | None], records: list | None, completions: list[str],
+                    num_samples: int = 1) -> list[SampleOutcome]:
+    """Per completion: its problem (completions grouped by problem, ``num_samples`` each), answer
+    right or not, the judge's verdict and the predicted number (for majority voting)."""
+    from procrl.rewards.accuracy import extract_prediction
+
+    return [SampleOutcome(problem=i // num_samples, correct=None if score is None else score >= 1.0,
+                          verdict=records[i].index if records is not None else None,
+                          answer=extract_prediction(completions[i])[0])
+            for i, score in enumerate(accuracy_scores)]
+
+
 def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weights: dict[str, float],
-                 accuracy_scores: list[float | None], accuracy_source: str) -> dict[str, Any]:
-    """The numbers of ``report.json`` from the merged outputs of every component."""
+                 accuracy_scores: list[float | None], accuracy_source: str, completions: list[str] | None = None,
+                 golds: list[str] | None = None, num_samples: int = 1) -> dict[str, Any]:
+    """The numbers of ``report.json`` from the merged outputs of every component: completions are
+    grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k."""
+    from procrl.rewards.accuracy import parse_gold
+
     kinds = diag.component_kinds(types, outputs)
     judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
     records = diag.first_error_records(outputs[judge]) if judge is not None else None
     correct = [None if s is None else s >= 1.0 for s in accuracy_scores]
     stats = diag.process_error_stats(correct, records)
+    outcomes = sample_outcomes(accuracy_scores, records, completions or [""] * len(accuracy_scores), num_samples)
+    summary = summarize(outcomes, judged=judge is not None,
+                        golds=[parse_gold(g) for g in golds] if golds is not None and completions is not None else None)
     notes = []
     if judge is None:
-        notes.append("no first_error component in the recipe: reasoning_aware_accuracy and inflation are null")
+        notes.append("no first_error component in the recipe: reasoning-aware accuracies and inflation are null")
     elif len([n for n, k in kinds.items() if k == diag.FIRST_ERROR]) > 1:
         notes.append(f"several first-error components; reasoning-aware accuracy uses {judge!r}")
     report: dict[str, Any] = {
-        "n": len(accuracy_scores),
-        "answer_accuracy": stats["answer_accuracy"],
-        "reasoning_aware_accuracy": stats["reasoning_aware_accuracy"],
-        "inflation": stats["inflation"],
-        "process_error_rate": stats["process_error_rate"],
+        "n": summary["problems"],
+        "num_samples": num_samples,
+        "completions": summary["completions"],
+    }
+    for key in ACCURACY_KEYS:
+        report[key] = summary.get(key)
+        report[f"{key}_stderr"] = summary.get(f"{key}_stderr")
+    report["sampled"] = {k: v for k, v in summary.items() if "@" in k}  # pass@k, maj@k and their errors
+    report.update({
         "accuracy_source": accuracy_source,
         "first_error_component": judge,
         "first_error_unjudged": None if stats["first_error_unjudged"] is None else int(stats["first_error_unjudged"]),
         "components": {},
         "correlations": diag.component_correlations({k: o.scores for k, o in outputs.items()}),
         "notes": notes,
-    }
+    })
     for name, output in outputs.items():
         report["components"][name] = {
             "type": types.get(name), "weight": weights.get(name), **_stats(output.scores),
@@ -215,11 +285,27 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _with_error(report: dict[str, Any], key: str, source: dict[str, Any] | None = None) -> str:
+    source = report if source is None else source
+    value, error = source.get(key), source.get(f"{key}_stderr")
+    return _fmt(value) if value is None or error is None else f"{value:.4f} ± {error:.4f}"
+
+
 def report_markdown(report: dict[str, Any]) -> str:
-    lines = [f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']})", ""]
-    lines += ["| metric | value |", "|---|---|"]
-    for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "process_error_rate", "first_error_unjudged"):
-        lines.append(f"| {key} | {_fmt(report.get(key))} |")
+    generation = report.get("generation") or {}
+    how = ("greedy" if generation.get("greedy", True) else
+           f"{report.get('num_samples', 1)} samples per problem, temperature {generation.get('temperature')}, "
+           f"top-p {generation.get('top_p')}, seed {generation.get('seed')}")
+    lines = [f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']}, {how})", ""]
+    lines += ["| metric | value ± standard error |", "|---|---|"]
+    for key in ACCURACY_KEYS:
+        lines.append(f"| {key} | {_with_error(report, key)} |")
+    for key in report.get("sampled", {}):
+        if not key.endswith("_stderr"):
+            lines.append(f"| {key} | {_with_error(report, key, report['sampled'])} |")
+    lines.append(f"| first_error_unjudged | {_fmt(report.get('first_error_unjudged'))} |")
+    lines += ["", "Standard errors are over problems (binomial for one sample per problem); process_error_rate's is "
+              "binomial over the right, judged completions. pass@k: unbiased estimator (Chen et al. 2021)."]
     lines += ["", f"Answer accuracy from: {report['accuracy_source']}. First-error judge: "
               f"{report['first_error_component'] or 'none'}.", ""]
     lines += ["## Components", "", "| component | type | weight | mean | std | scored | none | failures |", "|---|---|---|---|---|---|---|---|"]
@@ -305,13 +391,17 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
 
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
-             backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None) -> dict[str, Any]:
-    """Generate (unless ``completions`` are given), score, write the report; returns it."""
+             backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
+             sampling: Sampling = Sampling()) -> dict[str, Any]:
+    """Generate (unless ``completions`` are given: ``sampling.num_samples`` per problem, grouped
+    by problem), score, write the report; returns it."""
     from procrl.data import load_examples
     from procrl.models import resolve_model_path
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
+    sampling.validate()
+    k = sampling.num_samples
     model = model or recipe.model.name_or_path
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     directory.mkdir(parents=True, exist_ok=True)
@@ -337,42 +427,56 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         max_new_tokens = max_new_tokens or int(recipe.trainer_args.get("max_completion_length", 256))
         started = time.perf_counter()
         completions, used = generate_completions(model_path, _prompt_texts(recipe, questions, tokenizer), tokenizer,
-                                                 recipe, max_new_tokens, batch_size, backend)
-        generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size, "greedy": True,
-                      "seconds": time.perf_counter() - started}
-    elif len(completions) != len(questions):
-        raise ConfigError(f"{len(completions)} completions for {len(questions)} problems")
+                                                 recipe, max_new_tokens, batch_size, backend, sampling)
+        generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
+                      "greedy": sampling.greedy, "num_samples": k, "seconds": time.perf_counter() - started}
+        if not sampling.greedy:
+            generation.update(temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed)
+    elif len(completions) != len(questions) * k:
+        raise ConfigError(f"{len(completions)} completions for {len(questions)} problems x {k} samples")
     import torch
 
     # components with their own models (NLI, taggers, judges) run where the policy ran
     mix.bind(RuntimeContext(device="cuda" if torch.cuda.is_available() else "cpu", tokenizer=tokenizer))
     types = {name: spec.type for name, spec in mix.specs.items()}
-    outputs = score_completions(mix, questions, completions, golds)
-    accuracy, source = _accuracy_scores(outputs, types, questions, completions, golds)
-    report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source)
+    sample_questions = [q for q in questions for _ in range(k)]
+    sample_golds = [g for g in golds for _ in range(k)]
+    outputs = score_completions(mix, sample_questions, completions, sample_golds)
+    accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds)
+    report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source,
+                          completions=completions, golds=golds, num_samples=k)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
     report["plots"] = write_plots(outputs, types, directory)
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     with (directory / "completions.jsonl").open("w", encoding="utf-8") as handle:
         for i, completion in enumerate(completions):
-            row = {"question": questions[i], "answer": golds[i], "completion": completion, "correct": accuracy[i],
+            row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
+                   "completion": completion, "correct": accuracy[i],
                    "first_error": records[i].index if records is not None else None,
-                   "rewards": {k: o.scores[i] for k, o in outputs.items()}}
+                   "rewards": {name: o.scores[i] for name, o in outputs.items()}}
             handle.write(json.dumps(row) + "\n")
     write_report(report, directory)
     if log_wandb:
-        _log_wandb(report, outputs, types, directory, recipe, completions, questions)
+        _log_wandb(report, outputs, types, directory, recipe, completions, sample_questions)
     return report
+
+
+def scalar_metrics(report: dict[str, Any]) -> dict[str, float]:
+    """Every accuracy of the report and its standard error, flat (``answer_accuracy``,
+    ``answer_accuracy_stderr``, ``pass@4``, ...), None values left out."""
+    flat = {key: report.get(key) for name in ACCURACY_KEYS for key in (name, f"{name}_stderr")}
+    flat.update(report.get("sampled", {}))
+    return {k: float(v) for k, v in flat.items() if v is not None}
 
 
 def _log_wandb(report, outputs, types, directory: Path, recipe, completions, questions) -> None:
     import wandb
 
     run = wandb.init(project=recipe.logging.wandb_project or "procrl", entity=recipe.logging.wandb_entity,
-                     job_type="evaluate", config={"model": report["model"], "split": report["split"], "n": report["n"]})
-    scalars = {f"eval/{k}": report[k] for k in ("answer_accuracy", "reasoning_aware_accuracy", "inflation",
-                                                 "process_error_rate") if report[k] is not None}
+                     job_type="evaluate", config={"model": report["model"], "split": report["split"], "n": report["n"],
+                                                  "generation": report["generation"]})
+    scalars = {f"eval/{k}": v for k, v in scalar_metrics(report).items()}
     scalars.update({f"eval/rewards/{k}/mean": c["mean"] for k, c in report["components"].items() if c["mean"] is not None})
     images = {f"eval/{Path(p).stem}": wandb.Image(str(directory / p)) for p in report["plots"]}
     table = wandb.Table(columns=["question", "completion", "steps", "first_error", *[f"reward/{k}" for k in outputs]])
@@ -402,6 +506,12 @@ def add_evaluate_command(commands) -> None:
                    help="Generation length (default: the recipe's trainer.max_completion_length, else 256).")
     p.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto",
                    help="'auto': vLLM when installed and a GPU is present, else transformers.")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help="Sampling temperature; 0 (default) is greedy decoding, one completion per problem.")
+    p.add_argument("--top-p", type=float, default=1.0, help="Nucleus sampling threshold (with --temperature > 0).")
+    p.add_argument("--num-samples", type=int, default=1, metavar="K",
+                   help="Completions sampled per problem (needs --temperature > 0): pass@k and maj@k are reported.")
+    p.add_argument("--seed", type=int, default=0, help="Seed of the sampler (same seed, same samples).")
     p.add_argument("--wandb", action="store_true", help="Also log the report, plots and completions to W&B.")
     p.set_defaults(handler=_cmd_evaluate)
 
@@ -410,12 +520,19 @@ def _cmd_evaluate(args) -> int:
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(args.recipe, args.overrides)
+    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
-                      log_wandb=args.wandb)
+                      log_wandb=args.wandb, sampling=sampling)
     directory = Path(args.output_dir or Path(recipe.output_dir) / f"eval-{args.split}")
-    for key in ("n", "answer_accuracy", "reasoning_aware_accuracy", "inflation", "process_error_rate"):
-        print(f"{key:<26} {_fmt(report[key])}")
+    how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
+                                            f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
+    print(f"{report['n']} problems, {how} (value ± standard error)")
+    for key in ACCURACY_KEYS:
+        print(f"{key:<28} {_with_error(report, key)}")
+    for key in report["sampled"]:
+        if not key.endswith("_stderr"):
+            print(f"{key:<28} {_with_error(report, key, report['sampled'])}")
     for note in report["notes"]:
         print(f"note: {note}")
     print(f"wrote {directory / 'report.json'}, {directory / 'report.md'} and {', '.join(report['plots'])}")

@@ -5,6 +5,7 @@ and the command on CPU with the embedded tiny model."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from procrl import evaluate as ev
 from procrl.cli import main as cli_main
+from procrl.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardOutput
@@ -95,7 +97,9 @@ def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
     assert len(judge.prompts) == 5
     assert report["n"] == 5
     assert report["answer_accuracy"] == pytest.approx(4 / 5)
+    assert report["answer_accuracy_stderr"] == pytest.approx(math.sqrt(0.8 * 0.2 / 5))  # binomial
     assert report["reasoning_aware_accuracy"] == pytest.approx(1 / 5)  # only the first: right and judged sound
+    assert report["reasoning_aware_accuracy_stderr"] == pytest.approx(math.sqrt(0.2 * 0.8 / 5))
     assert report["inflation"] == pytest.approx(3 / 5)
     assert report["process_error_rate"] == pytest.approx(2 / 3)  # right and judged: 0, 1, 4; flawed: 1, 4
     assert report["first_error_unjudged"] == 1
@@ -110,7 +114,7 @@ def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
     for name in on_disk["plots"]:
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
     markdown = (tmp_path / "report.md").read_text()
-    assert "| reasoning_aware_accuracy | 0.2000 |" in markdown and "| inflation | 0.6000 |" in markdown
+    assert "| reasoning_aware_accuracy | 0.2000 ± 0.1789 |" in markdown and "| inflation | 0.6000 ± 0.2191 |" in markdown
     rows = [json.loads(line) for line in (tmp_path / "completions.jsonl").read_text().splitlines()]
     assert [r["first_error"] for r in rows] == [-1, 0, -1, None, 1]
 
@@ -123,6 +127,56 @@ def test_without_a_judge_reasoning_aware_accuracy_is_null(tmp_path):
     assert report["reasoning_aware_accuracy"] is None and report["inflation"] is None
     assert any("no first_error component" in note for note in report["notes"])
     assert report["plots"] == ["component_distributions.png"]
+
+
+def test_pass_and_majority_at_k_from_sampled_completions(judge, tmp_path):
+    """3 problems x 4 samples with hand-computed pass@k, maj@4 and their reasoning-aware variants."""
+    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+                                "model: judge, max_retries: 0}", "rewards.trace=false"])
+    golds = [int(_gold_number(a)) for a in load_examples(recipe.data, "test").select(range(3))["answer"]]
+
+    def solution(answer, mark=""):
+        return f"We read the problem.{mark}\n\nWe combine the numbers.\n\nThe answer is {answer}."
+
+    g0, g1, g2 = golds
+    completions = [
+        solution(g0), solution(g0, " MARK_STEP0"), solution(g0 + 1), solution(g0 + 2),  # 2 right (1 sound); vote g0
+        solution(g1 + 1), solution(g1 + 1), solution(g1 + 1), solution(g1 + 1),  # none right; vote wrong
+        solution(g2), solution(g2 + 1), solution(g2 + 2), "I give up.",  # 1 right, sound; a 3-way tie: first seen wins
+    ]
+    report = ev.evaluate(recipe, limit=3, output_dir=tmp_path, completions=completions,
+                         sampling=ev.Sampling(temperature=1.0, num_samples=4))
+    sampled = report["sampled"]
+    assert report["n"] == 3 and report["num_samples"] == 4 and report["completions"] == 12
+    # per problem (n=4): c = 2, 0, 1; sound s = 1, 0, 1
+    assert report["answer_accuracy"] == pytest.approx(0.25) == sampled["pass@1"]
+    assert report["answer_accuracy_stderr"] == pytest.approx(math.sqrt(((0.25) ** 2 + 0.25**2 + 0) / 3 / 3))
+    assert sampled["pass@2"] == pytest.approx((1 - 1 / 6 + 0 + 1 - 3 / 6) / 3)  # 1 - C(n-c,2)/C(4,2)
+    assert sampled["pass@4"] == pytest.approx(2 / 3)
+    assert sampled["reasoning_aware_pass@1"] == pytest.approx(1 / 6) == report["reasoning_aware_accuracy"]
+    assert sampled["reasoning_aware_pass@2"] == pytest.approx((0.5 + 0 + 0.5) / 3)
+    assert sampled["reasoning_aware_pass@4"] == pytest.approx(2 / 3)
+    assert sampled["maj@4"] == pytest.approx(2 / 3)
+    assert sampled["maj@4_stderr"] == pytest.approx(math.sqrt(2 / 3 * 1 / 3 / 3))  # binomial over problems
+    assert sampled["reasoning_aware_maj@4"] == pytest.approx((1 / 2 + 0 + 1) / 3)  # share of sound voters
+    assert report["inflation"] == pytest.approx(0.25 - 1 / 6)
+    assert report["process_error_rate"] == pytest.approx(1 / 3)
+    rows = [json.loads(line) for line in (tmp_path / "completions.jsonl").read_text().splitlines()]
+    assert [(r["problem"], r["sample"]) for r in rows[3:6]] == [(0, 3), (1, 0), (1, 1)]
+    markdown = (tmp_path / "report.md").read_text()
+    assert "| pass@2 | 0.4444 ± " in markdown and "| reasoning_aware_maj@4 | 0.5000 ± " in markdown
+    with pytest.raises(ConfigError, match="12 completions for 3 problems x 3 samples"):
+        ev.evaluate(recipe, limit=3, output_dir=tmp_path, completions=completions,
+                    sampling=ev.Sampling(temperature=1.0, num_samples=3))
+
+
+def test_sampling_settings_are_checked():
+    with pytest.raises(ConfigError, match="identical completions"):
+        ev.Sampling(num_samples=4).validate()
+    with pytest.raises(ConfigError, match="--top-p"):
+        ev.Sampling(temperature=0.7, top_p=0.0).validate()
+    with pytest.raises(ConfigError, match="--temperature"):
+        ev.Sampling(temperature=-1.0).validate()
 
 
 def test_aggregate_outputs_merges_batches():
@@ -160,9 +214,30 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     assert "reasoning_aware_accuracy" in capsys.readouterr().out
 
 
-def test_local_training_file_is_not_evaluated_as_test(tmp_path):
-    from procrl.config import ConfigError
+def test_sampled_evaluation_with_tiny_model_is_seeded(tmp_path, capsys):
+    def run(seed: int, name: str) -> tuple[dict, list[str]]:
+        out = tmp_path / name
+        code = cli_main(["evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--split", "test",
+                         "--limit", "3", "--output-dir", str(out), "--max-new-tokens", "8", "--temperature", "1.0",
+                         "--num-samples", "3", "--seed", str(seed), "--set", "rewards.trace=false"])
+        assert code == 0
+        rows = (out / "completions.jsonl").read_text().splitlines()
+        return json.loads((out / "report.json").read_text()), [json.loads(r)["completion"] for r in rows]
 
+    report, first = run(7, "a")
+    _, again = run(7, "b")
+    _, other = run(8, "c")
+    assert len(first) == 9 and first == again and first != other
+    assert report["generation"]["seed"] == 7 and report["generation"]["temperature"] == 1.0
+    assert not report["generation"]["greedy"] and report["num_samples"] == 3
+    assert {"pass@1", "pass@2", "pass@3", "maj@3", "pass@1_stderr", "maj@3_stderr"} <= set(report["sampled"])
+    out = capsys.readouterr().out
+    assert "3 samples per problem, temperature 1.0" in out and "pass@3" in out and "±" in out
+    code = cli_main(["evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--num-samples", "2"])
+    assert code == 2 and "--temperature > 0" in capsys.readouterr().err
+
+
+def test_local_training_file_is_not_evaluated_as_test(tmp_path):
     train_file = tmp_path / "train.jsonl"
     train_file.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
     recipe = load_recipe(TINY, [f"data.dataset={train_file}", "rewards.trace=false"])
@@ -196,6 +271,9 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
             items.update({item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item})
     assert items["eval/reasoning_aware_accuracy"] == pytest.approx(0.5)
     assert items["eval/inflation"] == pytest.approx(0.5)
+    assert items["eval/answer_accuracy_stderr"] == pytest.approx(0.0)
+    assert items["eval/reasoning_aware_accuracy_stderr"] == pytest.approx(math.sqrt(0.5 * 0.5 / 2))
+    assert items["eval/pass@1"] == pytest.approx(1.0)
     assert items["eval/trace_transitions/_type"] == "image-file"
     assert items["eval/first_error_histogram/_type"] == "image-file"
     assert items["eval/completions/_type"] == "table-file"
@@ -243,3 +321,43 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     assert len(set(completions["vllm"])) == 6 and all(c.strip() for c in completions["vllm"])
     events = [json.loads(line)["event"] for line in (tmp_path / "engine.jsonl").read_text().splitlines()]
     assert events == ["init", "generate"]  # one engine, one batched call, only for the vllm backend
+
+
+@pytest.mark.parametrize(("n", "c", "k", "expected"), [
+    (5, 2, 1, 2 / 5),  # 1 - C(3,1)/C(5,1)
+    (5, 2, 2, 7 / 10),  # 1 - C(3,2)/C(5,2) = 1 - 3/10
+    (5, 2, 3, 9 / 10),  # 1 - C(3,3)/C(5,3) = 1 - 1/10
+    (5, 2, 4, 1.0),  # fewer than k wrong samples: a right one is always drawn
+    (4, 1, 2, 1 / 2),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+    (10, 3, 5, 11 / 12),  # 1 - C(7,5)/C(10,5) = 1 - 21/252
+    (10, 0, 5, 0.0),
+    (1, 1, 1, 1.0),
+])
+def test_pass_at_k_hand_computed(n, c, k, expected):
+    from procrl.eval_metrics import pass_at_k
+
+    assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
+
+
+def test_pass_at_k_matches_the_binomial_formula_and_rejects_bad_input():
+    from procrl.eval_metrics import pass_at_k
+
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
+    assert pass_at_k(200, 3, 100) == pytest.approx(1 - math.comb(197, 100) / math.comb(200, 100))  # no overflow
+    for bad in ((4, 5, 1), (4, 2, 0), (4, 2, 5)):
+        with pytest.raises(ValueError):
+            pass_at_k(*bad)
+
+
+def test_majority_vote_and_standard_error():
+    from procrl.eval_metrics import default_ks, majority_answer, standard_error
+
+    assert majority_answer([3.0, 4.0, 4.0, None, 3.0]) == 3.0  # tie: the answer seen first
+    assert majority_answer([None, 2.0000000001, 2.0, 5.0]) == pytest.approx(2.0)  # equal within 1e-6
+    assert majority_answer([None, None]) is None
+    assert standard_error([1, 0, 1, 1]) == pytest.approx(math.sqrt(0.75 * 0.25 / 4))  # binomial
+    assert standard_error([]) is None
+    assert default_ks(1) == [1] and default_ks(4) == [1, 2, 4] and default_ks(10) == [1, 2, 4, 8, 10]
