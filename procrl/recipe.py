@@ -100,14 +100,40 @@ class DataSection:
     chat_template: Literal["auto", "on", "off"] = field(
         "auto", help="'auto': use the tokenizer's chat template when it has one."
     )
-    max_samples: int | None = field(None, help="Keep only the first N examples.")
+    max_samples: int | None = field(None, help="Keep only the first N training examples.")
     synthetic: SyntheticSection = field(default_factory=SyntheticSection, help="Settings of dataset: synthetic.")
+    eval_split: str = field(
+        "test", help="Held-out split evaluated during training (trainer.eval_steps); never the training split."
+    )
+    eval_dataset: str | None = field(
+        None, help="Dataset holding the held-out split when it is not data.dataset (e.g. a local test .jsonl); null: data.dataset."
+    )
+    eval_limit: int | None = field(None, help="Evaluate during training on the first N held-out problems only; null: all.")
 
     def validate(self, path: str) -> None:
         if "{question}" not in self.prompt_template:
             raise ConfigError(f"{path}.prompt_template: must contain '{{question}}'")
-        if self.max_samples is not None and self.max_samples < 1:
-            raise ConfigError(f"{path}.max_samples: must be >= 1, got {self.max_samples}")
+        for key in ("max_samples", "eval_limit"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ConfigError(f"{path}.{key}: must be >= 1, got {value}")
+
+    def check_held_out(self, path: str) -> None:
+        """The held-out data of evaluation during training is not the training data."""
+        from procrl.data import SYNTHETIC, _is_local_file
+        from procrl.data.synthetic import HELD_OUT_SPLITS
+
+        source = self.eval_dataset or self.dataset
+        if self.eval_dataset is None and _is_local_file(self.dataset):
+            raise ConfigError(f"{path}.eval_dataset: data.dataset is a local file ({self.dataset}), which has no "
+                              f"held-out split; name the held-out file with {path}.eval_dataset")
+        if source == self.dataset and self.eval_split == self.split:
+            raise ConfigError(f"{path}.eval_split: {self.eval_split!r} is the training split; evaluate on held-out "
+                              f"data (e.g. 'test')")
+        if source == SYNTHETIC and self.eval_split not in HELD_OUT_SPLITS:
+            raise ConfigError(f"{path}.eval_split: the synthetic dataset's held-out splits are "
+                              f"{', '.join(map(repr, HELD_OUT_SPLITS))}, got {self.eval_split!r}"
+                              f"{suggest(self.eval_split, HELD_OUT_SPLITS)}")
 
 
 @dataclass
@@ -325,6 +351,11 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
     return section, trainer_args
 
 
+def evaluates_during_training(trainer_args: dict[str, Any]) -> bool:
+    """Whether the Trainer will evaluate: ``eval_steps`` alone turns on ``eval_strategy: steps``."""
+    return str(trainer_args.get("eval_strategy", "steps" if trainer_args.get("eval_steps") else "no")) != "no"
+
+
 def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
     """Validate a recipe mapping (overrides already applied)."""
     if not isinstance(raw, dict):
@@ -347,6 +378,8 @@ def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
     for name in trainer.process_rewards or []:
         if name not in reward_names:
             raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
+    if evaluates_during_training(trainer_args):
+        data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
     launch = from_dict(LaunchSection, raw.get("launch"), "launch")
     output_dir = raw.get("output_dir", "outputs/procrl")

@@ -52,6 +52,8 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
     if "use_cpu" not in kwargs and not torch.cuda.is_available():
         kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
     kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
+    if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
+        kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
     if recipe.logging.wandb_project:
         os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
     if recipe.logging.wandb_entity:
@@ -151,14 +153,21 @@ def train(recipe: Recipe, resume: bool = False):
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)
+    eval_dataset = None
+    if args.eval_strategy != "no":  # trainer.eval_steps: the held-out split (procrl/trainers/held_out.py)
+        from procrl.data import build_eval_dataset
+
+        eval_dataset = build_eval_dataset(recipe.data, tokenizer)
     if recipe.trainer.algorithm == "ppo":
         from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
 
-        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix))
+        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                    eval_dataset=eval_dataset)
     else:
         from procrl.trainers.grpo import build_grpo_trainer
 
-        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix))
+        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                     eval_dataset=eval_dataset)
     _write_artifacts(trainer, recipe)
     checkpoint = None
     if resume:

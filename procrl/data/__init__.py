@@ -13,7 +13,7 @@ from typing import Any
 
 from procrl.config import ConfigError, suggest
 
-__all__ = ["build_prompt_dataset", "format_prompt", "load_examples", "uses_chat_template"]
+__all__ = ["build_eval_dataset", "build_prompt_dataset", "format_prompt", "load_examples", "uses_chat_template"]
 
 SYNTHETIC = "synthetic"
 
@@ -81,8 +81,18 @@ def format_prompt(data, question: str, chat: bool) -> Any:
 
 
 def build_prompt_dataset(data, tokenizer: Any, split: str | None = None):
+    """The prompt dataset of ``split`` (default ``data.split``), at most ``data.max_samples`` rows."""
     dataset = load_examples(data, split)
     chat = uses_chat_template(data, tokenizer)
     keep = {"question", "answer"}
     dataset = dataset.remove_columns([c for c in dataset.column_names if c not in keep])
     return dataset.map(lambda row: {"prompt": format_prompt(data, row["question"], chat)})
+
+
+def build_eval_dataset(data, tokenizer: Any):
+    """The held-out prompts evaluated during training: ``data.eval_split`` of ``data.eval_dataset``
+    (default ``data.dataset``), the first ``data.eval_limit`` rows (``max_samples`` is for training)."""
+    import dataclasses
+
+    held_out = dataclasses.replace(data, dataset=data.eval_dataset or data.dataset, max_samples=data.eval_limit)
+    return build_prompt_dataset(held_out, tokenizer, split=data.eval_split)

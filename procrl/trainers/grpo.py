@@ -12,6 +12,7 @@ from trl import GRPOTrainer
 from procrl.models import lora_config, resolve_model_path
 from procrl.rewards.base import RewardMix, RuntimeContext
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
+from procrl.trainers.held_out import HeldOutEvaluation
 
 __all__ = ["ProcrlGRPOTrainer", "build_grpo_trainer", "resolve_reward_columns"]
 
@@ -39,7 +40,7 @@ def resolve_reward_columns(
     return resolved, counts
 
 
-class ProcrlGRPOTrainer(GRPOTrainer):
+class ProcrlGRPOTrainer(HeldOutEvaluation, GRPOTrainer):
     """TRL's GRPOTrainer whose rewards resolve "no opinion" before the advantages.
 
     TRL turns a reward function's None into NaN and ``nansum``s it to 0: the best score of a
@@ -47,7 +48,8 @@ class ProcrlGRPOTrainer(GRPOTrainer):
     rewards of every process (groups may span processes), each NaN gets its component's
     ``fallback`` (default ``group_mean``: the mean of that component in the completion's
     group; :mod:`procrl.rewards.fallback`). TRL then computes advantages and logs
-    ``rewards/<name>/mean|std`` from the resolved rewards.
+    ``rewards/<name>/mean|std`` from the resolved rewards. Its evaluation loop adds the held-out
+    accuracies of :mod:`procrl.trainers.held_out` (``trainer.eval_steps``).
     """
 
     def __init__(self, *args: Any, reward_mix: RewardMix, **kwargs: Any):
@@ -64,7 +66,8 @@ class ProcrlGRPOTrainer(GRPOTrainer):
         return resolved
 
 
-def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> Any:
+def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
+                       eval_dataset=None) -> Any:
     trainer_class = ProcrlGRPOTrainer
     kwargs: dict[str, Any] = {"reward_mix": mix}
     if recipe.trainer.credit == "process":
@@ -80,6 +83,7 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
         reward_funcs=mix.reward_functions(),
         args=args,
         train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
         processing_class=tokenizer,
         peft_config=lora_config(recipe.model),
         callbacks=callbacks,

@@ -75,6 +75,7 @@ from procrl.trainers.credit import (
     scatter_step_rewards,
     token_rewards,
 )
+from procrl.trainers.held_out import HeldOutEvaluation
 from procrl.trainers.process_grpo import SingleStepWarning, local_step_credit, process_component_names
 
 __all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "VALUE_DIR"]
@@ -242,7 +243,7 @@ def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (values * mask).sum() / mask.sum().clamp(min=1.0)
 
 
-class PPOTrainer(Trainer):
+class PPOTrainer(HeldOutEvaluation, Trainer):
     """PPO with token-level (process) rewards as a transformers ``Trainer``; see the module
     docstring for the algorithm and what is simplified. ``training_step`` makes (or reuses) a
     rollout and runs one PPO epoch on it; ``log`` adds the PPO metrics; ``_save`` /
@@ -258,12 +259,14 @@ class PPOTrainer(Trainer):
         processing_class,
         train_dataset,
         callbacks: list | None = None,
+        eval_dataset=None,
     ):
         super().__init__(
             model=model,
             args=args,
             data_collator=lambda rows: rows,  # prompts stay rows: the rollout tokenizes them
             train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
             processing_class=processing_class,
             callbacks=callbacks,
         )
@@ -517,6 +520,26 @@ class PPOTrainer(Trainer):
             stats[f"rewards/{name}/fallback/unresolved"] = float(result.unresolved)
         return resolved, stats
 
+    @torch.no_grad()
+    def prediction_step(self, model: nn.Module, inputs: list[dict], prediction_loss_only: bool, ignore_keys=None):
+        """Evaluation (``trainer.eval_steps``): one completion per held-out prompt, sampled with the
+        rollout's settings, scored by the mix (held_out.py collects the outcomes); no loss."""
+        tokenizer = self.processing_class
+        prompt_texts = self._prompt_texts(inputs)
+        generate = self._generate_vllm if self.vllm_generation is not None else self._generate_transformers
+        _, _, completion_ids, completion_mask, _ = generate(prompt_texts)
+        id_lists = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1))]
+        columns = {k: [row.get(k) for row in inputs] for k in inputs[0] if k != "prompt"}
+        self.reward_mix.score_all(RewardBatch(
+            completions=tokenizer.batch_decode(id_lists, skip_special_tokens=True),
+            questions=list(columns.get("question", [None] * len(inputs))),
+            golds=list(columns.get("answer", [None] * len(inputs))),
+            prompts=prompt_texts,
+            completion_ids=id_lists,
+            columns=columns,
+        ))
+        return None, None, None
+
     def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
         """Average over processes (every rank calls this with the same keys, in the same order)."""
         names: list[str] = []
@@ -761,7 +784,8 @@ def vllm_generation(policy: nn.Module, accelerator, tokenizer, args):
     )
 
 
-def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None) -> PPOTrainer:
+def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
+                      eval_dataset=None) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
     from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
 
@@ -810,6 +834,7 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         reward_mix=mix,
         processing_class=tokenizer,
         train_dataset=train_dataset,
+        eval_dataset=eval_dataset,
         callbacks=callbacks,
     )
     mix.bind(RuntimeContext.from_trainer(trainer, tokenizer))

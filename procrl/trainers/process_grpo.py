@@ -166,6 +166,7 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     splitting act on dim 0 only. TRL's logged ``advantages`` column stays the outcome advantage;
     process statistics are logged as ``process/*``. Generation (transformers or vLLM) and
     DeepSpeed are untouched: the override only reads token ids and the reward mix's cache.
+    Evaluation on a held-out split adds the accuracies of procrl/trainers/held_out.py.
     """
 
     def __init__(
