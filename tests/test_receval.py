@@ -135,17 +135,75 @@ def test_informativeness_contexts_and_answer_format():
 @pytest.mark.parametrize(
     "step, premises, conclusion",
     [
-        ("She has 3 apples and 4 pears, so she has 7 fruits.", ("She has 3 apples", "4 pears"), "she has 7 fruits."),
+        ("She has 3 apples and 4 pears, so she has 7 fruits.", ("She has 3 apples", "4 pears"), "she has 7 fruits"),
         ("He runs 3 miles a day; thus he runs 21 miles a week", ("He runs 3 miles a day",), "he runs 21 miles a week"),
-        ("Because it rained, the game was late, which means it ended at 9.", ("it rained, the game was late",), "it ended at 9."),
-        ("Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.", ("Weng earns 12/60",), "$0.2 per minute"),
-        ("She sold 48/2 = 24 clips in May; she kept 5 since they were red.", ("She sold 48/2", "she kept 5", "they were red"), "24 clips in May"),
-        ("Tom is tall.", (), "Tom is tall."),
+        ("Because it rained, the game was late, which means it ended at 9.", ("it rained", "the game was late"), "it ended at 9"),
+        # the clause that states the result, the calculation a premise (the released code's SRL gives clauses too)
+        ("Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.", ("12/60 = $0.2",), "Weng earns $0.2 per minute"),
+        ("She sold 48/2 = 24 clips in May; she kept 5 since they were red.", ("they were red", "she kept 5", "48/2 = 24"), "She sold 24 clips in May"),
+        ("He made a profit of 80,000 - 10,000 = $70,000.", ("80,000 - 10,000 = $70,000",), "He made a profit of $70,000"),
+        ("First find the total number of baby minks: 30 minks * 6 babies/mink = <<30*6=180>>180 minks",
+         ("30 minks * 6 babies/mink = 180",), "First find the total number of baby minks: 180 minks"),
+        # because / since: the clause after them is a premise (ReCEval)
+        ("Jenny has $25 because 5 x 5 = 25", ("5 x 5 = 25",), "Jenny has $25"),
+        ("Since each box has 12 pens, 5 boxes have 5*12 = 60 pens.", ("each box has 12 pens", "5*12 = 60"), "5 boxes have 60 pens"),
+        # not conclusion markers
+        ("So far she has 7 eggs.", (), "So far she has 7 eggs"),
+        ("She saved so that she could buy 5 toys.", (), "She saved so that she could buy 5 toys"),
+        ("Even so, he ate 3 apples.", (), "Even so, he ate 3 apples"),
+        ("1 hour = 60 minutes", (), "1 hour = 60 minutes"),  # a quantity, not a calculation
+        ("Tom is tall.", (), "Tom is tall"),
         ("So we are done", (), "we are done"),
     ],
 )
 def test_split_rcus_rules(step, premises, conclusion):
     assert split_rcus(step) == RCU(premises, conclusion)
+
+
+def test_the_because_example_concludes_with_a_clause():
+    rcu = split_rcus("Jenny has $25 because 5 x 5 = 25")
+    assert "Jenny has" in rcu.conclusion and "5 x 5 = 25" in rcu.premises
+
+
+def test_joined_premises_carry_no_final_periods():
+    rcus = [split_rcus("She has 7 eggs."), split_rcus("She buys 3 more eggs, so she has 7 + 3 = 10 eggs.")]
+    plan = plan_correctness_pairs(rcus, [])
+    premise, conclusion = plan.intra[1]
+    assert premise == "She buys 3 more eggs and 7 + 3 = 10 and She has 7 eggs" and conclusion == "she has 10 eggs"
+    assert ". and" not in premise
+
+
+def _fragment_share(rows) -> tuple[int, float]:
+    from procrl.rewards.receval import letter_words
+    from procrl.text import segment_batch
+
+    conclusions = [split_rcus(step.text).conclusion for seg in segment_batch([r["answer"] for r in rows]) for step in seg.steps]
+    return len(conclusions), sum(letter_words(c) < 2 for c in conclusions) / len(conclusions)
+
+
+def test_conclusions_are_clauses_on_gsm8k_reference_steps(gsm8k_train):
+    """Fewer than two words of letters ('$40', '80 sheep', '1.5 hours') is a fragment; the old
+    split (the result of the last equation) gave 48% on these steps."""
+    count, share = _fragment_share(_gsm8k_rows(gsm8k_train, 1000))
+    assert count > 3000 and share <= 0.10, share
+
+
+@pytest.mark.slow
+def test_conclusions_are_clauses_on_all_gsm8k_train_reference_steps(gsm8k_train):
+    """The README's number: every reference step of the 7,473 GSM8K train solutions."""
+    count, share = _fragment_share(_gsm8k_rows(gsm8k_train, 10_000))
+    print(f"\nGSM8K train reference steps: {count}, fragment conclusions: {share:.1%}")
+    assert count > 25_000 and share <= 0.10, share
+
+
+def test_nli_truncation_keeps_the_end_of_a_long_premise(forced_models):
+    scorer = NLIScorer(str(forced_models["random"]), max_length=24)
+    premise = " and ".join(f"step {i} gave {i} apples" for i in range(40)) + " and the last conclusion is here"
+    (encoded,) = scorer.encode([(premise, "Tom has apples.")])
+    text = scorer._tokenizer.decode(encoded["input_ids"])
+    assert len(encoded["input_ids"]) <= 24
+    assert "the last conclusion is here" in text and "Tom has apples." in text and "step 0 " not in text
+    assert ReCEvalCorrectness.Settings().max_length == 512 and NLIScorer("x").max_length == 512
 
 
 def test_splitter_is_pluggable_and_validated():
@@ -321,7 +379,9 @@ def test_informativeness_component(tiny_lm, gsm8k_train):
         unbound(batch)
     component.bind(RuntimeContext(device="cpu", tokenizer=tokenizer, trainer=SimpleNamespace(ref_model=model)))
     output = component.score(batch)
-    assert output.scores[3] is None and output.failures == {"no_answer": 1}
+    # no predicted answer: no_answer_score (-1), the bottom of the range, not "no opinion"
+    assert output.scores[3] == -1.0 and output.failures == {"no_answer": 1}
+    assert output.details[3]["unscored"] == "no_answer"
     for i in range(3):
         details = output.details[i]
         assert -1.0 <= output.scores[i] <= 1.0
@@ -331,7 +391,14 @@ def test_informativeness_component(tiny_lm, gsm8k_train):
     assert output.details[0]["target"] == " The answer is 72."
     assert {"step_mean", "ig_mean", "min_step_mean", "min_step_fraction_mean"} <= set(output.metrics)
     nothing = component.score(RewardBatch.from_texts(["no number here", ""], ["Q?", "Q?"]))
-    assert nothing.scores == [None, None] and nothing.failures == {"no_answer": 1, "no_steps": 1}
+    assert nothing.scores == [-1.0, -1.0] and nothing.failures == {"no_answer": 1, "no_steps": 1}
+    assert nothing.step_scores == [None, []]
+    # the released code's GSM8K hypothesis: the question, then the answer statement
+    both = ReCEvalInformativeness(ReCEvalInformativeness.Settings(lm="reference", target="question_and_answer"))
+    both.bind(RuntimeContext(device="cpu", tokenizer=tokenizer, trainer=SimpleNamespace(ref_model=model)))
+    output = both.score(RewardBatch.from_texts([rows[0]["answer"]], [rows[0]["question"]]))
+    assert output.details[0]["target"] == " " + rows[0]["question"].strip() + " The answer is 72."
+    assert -1.0 <= output.scores[0] <= 1.0
 
 
 def test_settings_are_validated():
@@ -343,6 +410,10 @@ def test_settings_are_validated():
         RewardMix.from_recipe_rewards({"receval_correctness": {"batch_size": 0}})
     with pytest.raises(ConfigError, match="dtype"):
         RewardMix.from_recipe_rewards({"receval_informativeness": {"dtype": "bf16"}})
+    with pytest.raises(ConfigError, match="no_steps_score"):
+        RewardMix.from_recipe_rewards({"receval_correctness": {"no_steps_score": -1.0}})
+    with pytest.raises(ConfigError, match="target"):
+        RewardMix.from_recipe_rewards({"receval_informativeness": {"target": "question"}})
 
 
 def test_a_failing_splitter_fails_only_its_sample(forced_models):
@@ -351,5 +422,6 @@ def test_a_failing_splitter_fails_only_its_sample(forced_models):
     output = ReCEvalCorrectness(settings).score(
         RewardBatch.from_texts(["A is 2.\nB is 3.", "A is 2.\nboom 3.", ""], ["Q is here.", "Q is here.", "Q?"])
     )
-    assert output.scores[0] > 0.999 and output.scores[1:] == [None, None]
+    # the splitter's failure is no opinion (-> fallback); a chain without steps scores no_steps_score (0)
+    assert output.scores[0] > 0.999 and output.scores[1:] == [None, 0.0]
     assert output.failures == {"rcu_split_error": 1, "no_steps": 1}

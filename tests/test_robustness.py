@@ -73,11 +73,15 @@ def test_builtin_reward_survives_hostile_input(name, tmp_path):
 
 @pytest.mark.parametrize("name", ["receval_correctness", "receval_informativeness"])
 def test_receval_skips_chains_longer_than_max_steps(name, tmp_path):
-    """A 500-step chain would cost ~125k NLI pairs: it is not scored and counted instead."""
+    """A 500-step chain would cost ~125k NLI pairs: it is not scored, it is counted and gets the
+    bottom of the range (no_steps_score: 0 correctness, -1 informativeness), never "no opinion"
+    (a policy must not escape the reward by writing more steps than it needs)."""
     settings = {**tiny_model_settings(tmp_path)[name], "max_steps": 64}
     component = build(name, settings)
     long_chain = "\n".join(f"Step {i}: {i} * 2 = {2 * i}." for i in range(500)) + "\n#### 998"
     short_chain = "We have 3 apples.\nSo 3 * 2 = 6.\n#### 6"
     output = component.score(RewardBatch.from_texts([long_chain, short_chain], questions=["How many?"] * 2))
-    assert output.scores[0] is None and output.failures.get("too_many_steps") == 1
+    bottom = 0.0 if name == "receval_correctness" else -1.0
+    assert output.scores[0] == bottom and output.failures.get("too_many_steps") == 1
+    assert output.step_scores[0] is None and output.details[0]["unscored"] == "too_many_steps"
     assert output.scores[1] is not None

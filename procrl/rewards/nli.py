@@ -6,6 +6,11 @@ model whose labels cannot be mapped is refused). All pairs of a whole batch of c
 through one call: identical pairs are computed once, pairs already seen come from a bounded
 LRU cache keyed by text, and the rest run in length-sorted batches so that padding is small.
 The model is loaded lazily on first use, once.
+
+Truncation keeps the END of a long premise: ReCEval's premise is the step's premises followed by
+all earlier conclusions, so the most recent conclusions (the ones a step builds on) sit at its
+end; the tokenizer truncates from the left (``truncation_side = "left"``, longest sequence
+first), so the beginning of the premise is what a too-long pair loses.
 """
 
 from __future__ import annotations
@@ -73,7 +78,7 @@ class NLIScorer:
         tokenizer: Any = None,
         device: Any = "cpu",
         batch_size: int = 64,
-        max_length: int = 256,
+        max_length: int = 512,
         cache_size: int = 100_000,
         dtype: str = "auto",
     ):
@@ -108,6 +113,7 @@ class NLIScorer:
             self._tokenizer = AutoTokenizer.from_pretrained(str(self.source))
         if self._tokenizer.pad_token is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token or self._tokenizer.unk_token
+        self._tokenizer.truncation_side = "left"  # keep the end of a long premise (module docstring)
         self._model = model.to(self.device).eval()
         self._indices = indices
 
@@ -149,11 +155,7 @@ class NLIScorer:
                     results[pair] = cached
             self.stats["cache_hits"] += len(unique) - len(missing)
             if missing:
-                self._load()
-                encoded = self._tokenizer(
-                    [p for p, _ in missing], [h for _, h in missing], truncation=True, max_length=self.max_length
-                )
-                rows = [{k: encoded[k][i] for k in encoded.keys()} for i in range(len(missing))]
+                rows = self.encode(missing)
                 order = sorted(range(len(missing)), key=lambda i: len(rows[i]["input_ids"]))
                 for start in range(0, len(order), self.batch_size):
                     chunk = order[start : start + self.batch_size]
@@ -162,6 +164,15 @@ class NLIScorer:
                         self._remember(missing[i], value)
                 self.stats["computed"] += len(missing)
         return results
+
+    def encode(self, pairs: Sequence[Pair]) -> list[dict[str, list[int]]]:
+        """Token ids (and the tokenizer's other inputs) of each pair, at most ``max_length``
+        tokens, a long premise losing its beginning."""
+        self._load()
+        encoded = self._tokenizer(
+            [p for p, _ in pairs], [h for _, h in pairs], truncation="longest_first", max_length=self.max_length
+        )
+        return [{k: encoded[k][i] for k in encoded.keys()} for i in range(len(pairs))]
 
     def score_one_by_one(self, pairs: Sequence[Pair]) -> list[tuple[float, float]]:
         """One forward pass per pair, no cache: the naive baseline of the benchmark (and of the
@@ -172,7 +183,8 @@ class NLIScorer:
         entailment, contradiction = self._indices
         out = []
         for premise, hypothesis in pairs:
-            inputs = self._tokenizer(premise, hypothesis, truncation=True, max_length=self.max_length, return_tensors="pt")
+            inputs = self._tokenizer(premise, hypothesis, truncation="longest_first", max_length=self.max_length,
+                                     return_tensors="pt")
             with torch.no_grad():
                 logits = self._model(**{k: v.to(self.device) for k, v in inputs.items()}).logits.float()
             probabilities = torch.softmax(logits[0], dim=-1)

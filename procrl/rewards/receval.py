@@ -12,7 +12,12 @@ Per step i with conclusion c_i and premises P_i (Reasoning Content Units, RCUs):
 
 ``receval_correctness`` = min_i min(intra_i, inter_i) in [0, 1];
 ``receval_informativeness`` = min_i tanh(IG_i / tau) in [-1, 1]. Per-step values are the
-per-step scores. The formulas and the RCU split are pure functions (text / probabilities in,
+per-step scores.
+
+No opinion is never the best score: a chain without steps or with more than ``max_steps``
+gets ``no_steps_score`` (the bottom of the range: 0 / -1), a completion without a predicted
+answer ``no_answer_score`` (-1, informativeness); only a failure of the model or of a custom
+splitter gives None, which the mix resolves by the component's ``fallback`` (group mean). The formulas and the RCU split are pure functions (text / probabilities in,
 numbers out); models live in :mod:`procrl.rewards.nli` and :mod:`procrl.rewards.info_gain`.
 """
 
@@ -22,7 +27,7 @@ import importlib
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.config import ConfigError, field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput, RuntimeContext
@@ -38,8 +43,10 @@ __all__ = [
     "information_gains",
     "informativeness_contexts",
     "informativeness_step_scores",
+    "informativeness_target",
     "inter_step_score",
     "intra_step_score",
+    "letter_words",
     "load_rcu_splitter",
     "plan_correctness_pairs",
     "score_correctness_plan",
@@ -116,47 +123,158 @@ class RCU:
 
 
 _CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")
-_CONCLUSION_MARKER = re.compile(r"\b(?:so|therefore|thus|hence|which\s+means|this\s+means)\b", re.IGNORECASE)
-_EQUATION_RESULT = re.compile(r"=\s*(?=[-−]?\s?\$?\s?\.?\d)")
-_CLAUSE_END = re.compile(r";|,\s|\.(?=\s|$)|[!?](?=\s|$)")
+# Conclusion markers; "so far", "so that", "even so", "or so", "so many/much" are not markers.
+_CONCLUSION_MARKER = re.compile(
+    r"(?<!\beven )(?<!\bor )\bso\b(?!\s+(?:far|that|many|much)\b)|\b(?:therefore|thus|hence|which\s+means|this\s+means)\b",
+    re.IGNORECASE,
+)
+# Per ReCEval, the clause after "because" / "since" is a premise of the step's conclusion.
+_REASON_MARKER = re.compile(r"\b(?:because|since)\b", re.IGNORECASE)
+# Where a clause ends: ";", a comma before a space (not "1,000"), a sentence end.
+_CLAUSE_END = re.compile(r";|,(?=\s)|[.!?](?=\s|$)")
 _PREMISE_SEPARATOR = re.compile(r";|,\s*and\b|\s+and\s+|\bbecause\b|\bsince\b", re.IGNORECASE)
+_EQUALS = re.compile(r"(?<![<>=!])\s*=\s*(?!=)")
+_NUMBER_TOKEN = re.compile(r"^[-−(]?\$?[-−]?(?:\d|\.\d)")
+_OPERATOR_TOKEN = re.compile(r"^(?:[-+*/x×÷^−]|\*\*)$")
+_WORD = re.compile(r"(?<![\w$])[A-Za-z]+(?![\w])")
+_UNIT_WORD = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+)?")
 
 
 def _clean(text: str) -> str:
     return text.strip().strip(",;:").strip()
 
 
-def _premises(text: str) -> tuple[str, ...]:
-    pieces = (_clean(p).rstrip(".").strip() for p in _PREMISE_SEPARATOR.split(text))
-    return tuple(p for p in pieces if any(ch.isalnum() for ch in p))
+def _tidy(text: str) -> str:
+    """A clause as an NLI text: single spaces, no dangling separators or final period."""
+    text = re.sub(r"\s+", " ", text).strip()
+    text = re.sub(r"\s+([,;:.!?%])", r"\1", text)
+    return text.strip(" ,;:").rstrip(".!?").strip()
+
+
+def _premises(text: str) -> list[str]:
+    pieces = (_tidy(p) for p in _PREMISE_SEPARATOR.split(text))
+    return [p for p in pieces if any(ch.isalnum() for ch in p)]
+
+
+def letter_words(text: str) -> int:
+    """Number of words made of letters only ("Jenny has $25" has 2; "80 sheep" has 1)."""
+    return len(_WORD.findall(text))
+
+
+def _math_token(token: str) -> bool:
+    return bool(_NUMBER_TOKEN.match(token) or _OPERATOR_TOKEN.match(token) or re.search(r"\d[*/x×÷+^-]|[*/x×÷+^(]\d", token))
+
+
+def _expression_start(tokens: list[str]) -> int:
+    """Index of the first token of the arithmetic expression that ends the token list (the
+    left side of an ``=``): numbers, operators, and unit words between them ("30 minks * 6
+    babies/mink"); ``len(tokens)`` when the list does not end in one."""
+    start = len(tokens)
+    while start > 0:
+        token = tokens[start - 1].strip(",")
+        if _math_token(token):
+            start -= 1
+            continue
+        # a unit word inside the expression: a number before it, an operator (or the "=") after
+        before_number = start >= 2 and _NUMBER_TOKEN.match(tokens[start - 2])
+        after_ok = start == len(tokens) or _OPERATOR_TOKEN.match(tokens[start]) or tokens[start][:1] in "*/x×÷+-"
+        if _UNIT_WORD.fullmatch(token) and before_number and after_ok:
+            start -= 1
+            continue
+        break
+    # a run that is one bare number with no operator is a quantity, not a calculation ("1 hour = 60 minutes")
+    run = tokens[start:]
+    if not any(_OPERATOR_TOKEN.match(t) or re.search(r"[*/x×÷+^(]", t) or re.search(r"\d-\d", t) for t in run):
+        return len(tokens)
+    return start
+
+
+def _state_results(clause: str) -> tuple[str, list[str]]:
+    """The clause with every calculation replaced by its stated result ("He made a profit of
+    80000 - 10000 = $70,000" -> "He made a profit of $70,000"), and the calculations."""
+    equations: list[str] = []
+    while True:
+        matches = [m for m in _EQUALS.finditer(clause) if _NUMBER_TOKEN.match(clause[m.end():])]
+        changed = False
+        for match in reversed(matches):
+            before = clause[: match.start()]
+            tokens = before.split()
+            first = _expression_start(tokens)
+            if first == len(tokens):
+                continue
+            kept = " ".join(tokens[:first])
+            expression = " ".join(tokens[first:])
+            result = re.match(r"\S+", clause[match.end():]).group(0)
+            equations.append(f"{expression} = {result.rstrip('.,;:')}")
+            clause = (kept + " " if kept else "") + clause[match.end():]
+            changed = True
+            break
+        if not changed:
+            return clause, list(reversed(equations))
+
+
+def _clause_around(text: str, start: int, end: int) -> tuple[int, int]:
+    """The clause of ``text`` holding ``text[start:end]``: from the last clause end before it
+    to the next one after it."""
+    left = 0
+    for match in _CLAUSE_END.finditer(text, 0, start):
+        left = match.end()
+    right = _CLAUSE_END.search(text, end)
+    return left, right.start() if right else len(text)
+
+
+def _reasons(text: str) -> tuple[str, list[str]]:
+    """The step without its because/since clauses, and those clauses (premises)."""
+    reasons: list[str] = []
+    while True:
+        match = _REASON_MARKER.search(text)
+        if not match:
+            return text, reasons
+        end = _CLAUSE_END.search(text, match.end())
+        marker = _CONCLUSION_MARKER.search(text, match.end())
+        stop = min(m.start() for m in (end, marker) if m) if (end or marker) else len(text)
+        reasons.append(text[match.end() : stop])
+        text = text[: match.start()] + " " + text[stop:]
 
 
 def split_rcus(step: str) -> RCU:
-    """The default RCU split (REWARDS.md section 3; no SRL model).
+    """The default RCU split (REWARDS.md section 3; no SRL model): a conclusion that is a
+    clause, never a bare number.
 
-    Conclusion: the clause after the last of {so, therefore, thus, hence, which means, this
-    means}; else the right-hand ``= number`` result of the last equation (from the number to
-    the end of its clause); else the whole step. The rest, split on ``;``, ``, and``,
-    `` and ``, ``because``, ``since``, are the premises. GSM8K calculator notes ``<<a*b=c>>``
-    are dropped first (they repeat the visible equation).
+    GSM8K calculator notes ``<<a*b=c>>`` are dropped first (they repeat the visible equation).
+    Clauses after *because* / *since* are premises (ReCEval). The conclusion is the clause after
+    the last of {so, therefore, thus, hence, which means, this means} (not "so far", "so that",
+    "even so"), else the clause holding the last ``= number`` result, else the whole step; in it,
+    each calculation is replaced by its stated result ("She sold 48/2 = 24 clips in May" ->
+    "She sold 24 clips in May") and becomes a premise. The rest of the step, split on ``;``,
+    ``, and``, `` and ``, are premises. No trailing period on any RCU (they are joined with
+    " and ").
     """
-    text = _CALCULATOR_NOTE.sub("", step).strip()
+    text = _CALCULATOR_NOTE.sub("", step)
+    text = _EQUALS.sub(" = ", text).strip()
+    text, reasons = _reasons(text)
+    premises: list[str] = []
     markers = list(_CONCLUSION_MARKER.finditer(text))
+    conclusion = ""
     if markers:
         last = markers[-1]
-        conclusion = _clean(text[last.end() :])
-        if any(ch.isalnum() for ch in conclusion):
-            return RCU(_premises(text[: last.start()]), conclusion)
-    equations = list(_EQUATION_RESULT.finditer(text))
-    if equations:
-        last = equations[-1]
-        end = _CLAUSE_END.search(text, last.end())
-        stop = end.start() if end else len(text)
-        conclusion = _clean(text[last.end() : stop])
-        if any(ch.isalnum() for ch in conclusion):
-            rest = text[: last.start()] + " ; " + text[stop:]
-            return RCU(_premises(rest), conclusion)
-    return RCU((), _clean(text) or text)
+        clause = text[last.end() :]
+        if any(ch.isalnum() for ch in clause):
+            conclusion, equations = _state_results(clause)
+            premises += _premises(text[: last.start()]) + equations
+    if not conclusion:
+        results = [m for m in _EQUALS.finditer(text) if _NUMBER_TOKEN.match(text[m.end():])]
+        if results:
+            last = results[-1]
+            left, right = _clause_around(text, last.start(), last.end() + 1)
+            conclusion, equations = _state_results(text[left:right])
+            premises += _premises(text[:left] + " ; " + text[right:]) + equations
+    if not _tidy(conclusion):
+        conclusion, equations = _state_results(text)
+        premises = equations
+    premises = [_tidy(p) for p in reasons] + premises
+    conclusion = _tidy(conclusion) or _tidy(step) or step
+    return RCU(tuple(p for p in premises if any(ch.isalnum() for ch in p)), conclusion)
 
 
 def load_rcu_splitter(reference: str) -> Callable[[str], RCU]:
@@ -229,6 +347,16 @@ def format_answer(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".")
 
 
+def informativeness_target(template: str, answer: str, question: str | None, target: str = "answer") -> str:
+    """The statement whose log-probability the steps should raise: the answer statement, or
+    (``question_and_answer``, the released code's GSM8K hypothesis) the question followed by it
+    (the answer statement alone when there is no question)."""
+    statement = template.format(answer=answer)
+    if target == "question_and_answer" and question and question.strip():
+        return " " + question.strip() + statement
+    return statement
+
+
 def informativeness_contexts(steps: Sequence[str], question: str | None, condition_on_question: bool = True) -> list[str]:
     """The n + 1 contexts (question, steps<k, " Therefore,") for k = 0..n."""
     head = [question.strip()] if condition_on_question and question and question.strip() else []
@@ -270,17 +398,26 @@ class ReCEvalCorrectness(RewardComponent):
     class Settings:
         nli_model: str = field(DEFAULT_NLI_MODEL, help="Hub id or directory of a 3-way NLI sequence classifier (labels read from config.id2label).")
         batch_size: int = field(64, help="NLI pairs per forward pass.")
-        max_length: int = field(256, help="Token limit of a (premise, hypothesis) pair; longer pairs are truncated.")
+        max_length: int = field(
+            512, help="Token limit of a (premise, hypothesis) pair (the released code's 512); a longer pair loses the "
+            "beginning of its premise, so the most recent conclusions are kept."
+        )
         rcu_splitter: str = field(DEFAULT_SPLITTER, help="'module:function' splitting a step's text into premises and a conclusion.")
         cache_size: int = field(100_000, help="NLI results kept in the text-keyed LRU cache (0: no cache).")
         dtype: str = field("auto", help="torch dtype of the NLI model ('auto', 'float32', 'bfloat16', ...).")
-        max_steps: int = field(64, help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).")
+        max_steps: int = field(64, help="Chains with more steps are not scored (their NLI pairs grow quadratically): they get no_steps_score, counted as too_many_steps.")
+        no_steps_score: float = field(
+            0.0, help="Score of a chain without reasoning steps, or with more than max_steps: the bottom of the range, "
+            "never better than a checked chain."
+        )
 
         def validate(self, path: str) -> None:
             if self.batch_size < 1:
                 raise ConfigError(f"{path}.batch_size: must be >= 1, got {self.batch_size}")
             if self.max_steps < 1:
                 raise ConfigError(f"{path}.max_steps: must be >= 1, got {self.max_steps}")
+            if not 0.0 <= self.no_steps_score <= 1.0:
+                raise ConfigError(f"{path}.no_steps_score: must be in [0, 1], got {self.no_steps_score}")
             if self.max_length < 8:
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
             if self.cache_size < 0:
@@ -351,11 +488,13 @@ class ReCEvalCorrectness(RewardComponent):
         details: list[dict[str, Any]] = []
         all_intra: list[float] = []
         all_inter: list[float] = []
-        for plan, chain_conclusions in zip(plans, conclusions):
+        for plan, chain_conclusions, segmentation in zip(plans, conclusions, batch.segmentations):
             if plan is None:
-                scores.append(None)
-                step_scores.append(None)
-                details.append({"min_step": None, "step_values": []})
+                unscorable = _unscorable_kind(segmentation.steps, self.settings.max_steps)
+                # no steps / too many: the policy's doing, the bottom score; a failing splitter: no opinion
+                scores.append(self.settings.no_steps_score if unscorable else None)
+                step_scores.append([] if unscorable == "no_steps" else None)
+                details.append({"min_step": None, "step_values": [], **({"unscored": unscorable} if unscorable else {})})
                 continue
             try:
                 values, intra, inter = score_correctness_plan(plan, probabilities)
@@ -398,6 +537,17 @@ class ReCEvalInformativeness(RewardComponent):
         tau: float = field(1.0, help="Temperature of tanh(IG / tau).")
         condition_on_question: bool = field(True, help="Put the question before the steps in both contexts (the released ReCEval code omits it).")
         target_template: str = field(" The answer is {answer}.", help="Target statement; {answer} is the chain's predicted answer.")
+        target: Literal["answer", "question_and_answer"] = field(
+            "answer",
+            help="'answer': the target is the answer statement (target_template); 'question_and_answer': the question "
+            "followed by it (the released ReCEval code's GSM8K hypothesis).",
+        )
+        no_steps_score: float = field(
+            -1.0, help="Score of a chain without reasoning steps, or with more than max_steps: the bottom of the range."
+        )
+        no_answer_score: float = field(
+            -1.0, help="Score of a completion without a predicted answer (no target to gain information about)."
+        )
         batch_size: int = field(16, help="Sequences per LM forward pass.")
         max_length: int = field(1024, help="Token limit of context + target; longer contexts lose their beginning.")
         dtype: str = field("auto", help="torch dtype of a named LM ('auto', 'float32', 'bfloat16', ...); unused for 'reference'.")
@@ -408,6 +558,9 @@ class ReCEvalInformativeness(RewardComponent):
                 raise ConfigError(f"{path}.tau: must be > 0, got {self.tau}")
             if self.max_steps < 1:
                 raise ConfigError(f"{path}.max_steps: must be >= 1, got {self.max_steps}")
+            for name in ("no_steps_score", "no_answer_score"):
+                if not -1.0 <= getattr(self, name) <= 1.0:
+                    raise ConfigError(f"{path}.{name}: must be in [-1, 1], got {getattr(self, name)}")
             if "{answer}" not in self.target_template:
                 raise ConfigError(f"{path}.target_template: must contain {{answer}}, got {self.target_template!r}")
             try:
@@ -450,16 +603,16 @@ class ReCEvalInformativeness(RewardComponent):
         s = self.settings
         failures: dict[str, int] = {}
         requests: list[tuple[str, str]] = []
-        chains: list[tuple[int, int, str] | None] = []  # (first request, number of steps, target)
+        chains: list[tuple[int, int, str] | str] = []  # (first request, number of steps, target), or why unscored
         for completion, segmentation, question in zip(batch.completions, batch.segmentations, batch.questions):
             steps = [step.text for step in segmentation.steps]
             predicted, _ = extract_prediction(completion)
             kind = _unscorable_kind(steps, s.max_steps) or (None if predicted is not None else "no_answer")
             if kind is not None:
                 failures[kind] = failures.get(kind, 0) + 1
-                chains.append(None)
+                chains.append(kind)
                 continue
-            target = s.target_template.format(answer=format_answer(predicted))
+            target = informativeness_target(s.target_template, format_answer(predicted), question, s.target)
             contexts = informativeness_contexts(steps, question, s.condition_on_question)
             chains.append((len(requests), len(steps), target))
             requests += [(context, target) for context in contexts]
@@ -470,10 +623,10 @@ class ReCEvalInformativeness(RewardComponent):
         details: list[dict[str, Any]] = []
         all_gains: list[float] = []
         for chain in chains:
-            if chain is None:
-                scores.append(None)
-                step_scores.append(None)
-                details.append({"min_step": None, "step_values": []})
+            if isinstance(chain, str):  # no steps, too many, no answer: the bottom scores, not "no opinion"
+                scores.append(s.no_answer_score if chain == "no_answer" else s.no_steps_score)
+                step_scores.append([] if chain == "no_steps" else None)
+                details.append({"min_step": None, "step_values": [], "unscored": chain})
                 continue
             first, count, target = chain
             gains = information_gains(logprobs[first : first + count + 1])
