@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import logging
 import math
+import textwrap
 import threading
 import time
 from collections import deque
@@ -48,6 +49,7 @@ __all__ = [
     "receval_stats",
     "relative_position",
     "row_normalized",
+    "score_range",
     "step_rows",
 ]
 
@@ -334,13 +336,24 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
 
 
 # --- plots (matplotlib Figures, no pyplot state: safe off the main thread) ----------------------
+#
+# Readable on degenerate data too: each component's scores on its own fixed range, a "constant
+# value X" note, explicit "no errors found" / "no verdicts" / "no transitions" text instead of
+# empty axes, and a constrained layout so that titles never overlap.
+
+# score range of the built-in components (README "Rewards"); a fallback outside it widens the axis
+SCORE_RANGES: dict[str, tuple[float, float]] = {
+    "accuracy": (0.0, 1.0), "format": (0.0, 1.0), "first_error": (-1.0, 0.0), "trace": (0.0, 1.0),
+    "receval_correctness": (0.0, 1.0), "receval_informativeness": (-1.0, 1.0),
+}
+_PANELS_PER_ROW = 4
 
 
 def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(width, height), dpi=100)
+    figure = Figure(figsize=(width, height), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure
 
@@ -351,31 +364,94 @@ def figure_png(figure) -> bytes:
     return buffer.getvalue()
 
 
+def _message_figure(title: str, message: str, width: float = 7.0):
+    """A titled figure that says in words why there is nothing to draw."""
+    figure = _figure(width, 1.8)
+    axis = figure.subplots()
+    axis.set_axis_off()
+    axis.text(0.5, 0.5, message, ha="center", va="center", fontsize=11, wrap=True, transform=axis.transAxes)
+    figure.suptitle(title)
+    return figure
+
+
+def _note(axis, text: str) -> None:
+    axis.text(0.5, 0.95, text, ha="center", va="top", fontsize=8, transform=axis.transAxes,
+              bbox={"boxstyle": "round", "facecolor": "#fdf2d0", "edgecolor": "#c9a227"})
+
+
+def _integer_y(axis) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    axis.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def score_range(type_name: str | None, values: list[float]) -> tuple[float, float]:
+    """The x range of a component's histogram: its known range (widened to include every value),
+    else the values' own range (a constant value gets a unit-wide range around it)."""
+    finite = [v for v in values if math.isfinite(v)]
+    known = SCORE_RANGES.get(str(type_name)) if type_name is not None else None
+    if known is not None:
+        return min([known[0], *finite]), max([known[1], *finite])
+    if not finite:
+        return 0.0, 1.0
+    low, high = min(finite), max(finite)
+    return (low - 0.5, high + 0.5) if high - low < 1e-12 else (low, high)
+
+
 def plot_first_error_histogram(records: list[FirstErrorRecord], title: str = "first error position"):
-    """Two panels: the first wrong step's index, and its position relative to the chain length."""
+    """Two panels: the first wrong step's index, and its position relative to the chain length
+    (on [0, 1]); a sentence instead when no completion was judged or none has an error."""
     found = [r for r in records if r.index is not None and r.index >= 0]
+    judged = sum(r.index is not None for r in records)
+    unjudged = len(records) - judged
+    if not records:
+        return _message_figure(title, "no completions judged")
+    if not judged:
+        return _message_figure(title, f"no verdicts: the judge gave none for the {len(records)} completions\n"
+                                      "(e.g. completions without steps, or a judge failure)")
+    if not found:
+        extra = f"; {unjudged} without a verdict" if unjudged else ""
+        return _message_figure(title, f"no errors found: all {judged} judged completions have no wrong step{extra}")
     figure = _figure(9, 3.4)
     absolute, relative = figure.subplots(1, 2)
-    top = max([r.index for r in found], default=0)
+    top = max(max(r.index for r in found), 4)  # at least steps 0..4 on the axis
     absolute.bar(range(top + 1), histogram([r.index for r in found], [i - 0.5 for i in range(top + 2)]), color="#c0392b")
+    absolute.set_xlim(-0.6, top + 0.6)
+    absolute.set_xticks(range(0, top + 1, max(1, (top + 1) // 10)))
     absolute.set_xlabel("first wrong step (index)")
     absolute.set_ylabel("completions")
     edges = [i / RELATIVE_BINS for i in range(RELATIVE_BINS + 1)]
     relative.bar([(a + b) / 2 for a, b in zip(edges, edges[1:])], histogram([relative_position(r.index, r.num_steps) for r in found], edges),
                  width=1 / RELATIVE_BINS * 0.9, color="#e67e22")
+    relative.set_xlim(0.0, 1.0)
+    relative.set_xticks(edges)
     relative.set_xlabel("relative position (index / number of steps)")
-    judged = sum(r.index is not None for r in records)
-    figure.suptitle(f"{title}: errors in {len(found)} of {judged} judged completions")
+    for axis in (absolute, relative):
+        _integer_y(axis)
+    extra = f", {unjudged} without a verdict" if unjudged else ""
+    figure.suptitle(f"{title}: errors in {len(found)} of {judged} judged completions{extra}")
     return figure
 
 
 def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None = None, title: str = "TRACE transitions"):
-    """Row-normalised transition matrix (previous label -> next label), counts in each cell."""
+    """Row-normalised transition matrix (previous label -> next label), counts in each cell;
+    rows of labels never followed by another are grey; a sentence instead when there is no
+    transition at all."""
+    total = int(sum(map(sum, matrix)))
+    if total == 0:
+        return _message_figure(title, "no transitions: no completion has two consecutive labelled sentences")
+    import numpy
+
     labels = labels or TRACE_LABELS[: len(matrix)]
     shares = row_normalized(matrix)
-    figure = _figure(6.4, 5.6)
+    empty_rows = [r for r, row in enumerate(matrix) if not sum(row)]
+    masked = numpy.ma.masked_array(shares, mask=[[r in empty_rows] * len(row) for r, row in enumerate(matrix)])
+    figure = _figure(6.6, 5.8)
     axes = figure.subplots()
-    image = axes.imshow(shares, cmap="viridis", vmin=0.0, vmax=1.0)
+    import matplotlib
+
+    colormap = matplotlib.colormaps["viridis"].with_extremes(bad="#d5d5d5")
+    image = axes.imshow(masked, cmap=colormap, vmin=0.0, vmax=1.0)
     axes.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     axes.set_yticks(range(len(labels)), labels)
     axes.set_xlabel("next sentence's label")
@@ -386,21 +462,53 @@ def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None 
                 axes.text(c, r, f"{int(count)}", ha="center", va="center", fontsize=7,
                           color="black" if shares[r][c] > 0.6 else "white")
     figure.colorbar(image, ax=axes, label="share of the row")
-    axes.set_title(title)
+    note = "; grey rows: label never followed by another" if empty_rows else ""
+    axes.set_title(f"{title}\n{total} transitions{note}", fontsize=10)
     return figure
 
 
-def plot_component_distributions(scores: dict[str, list[float | None]], title: str = "reward components"):
-    """One histogram per component (None = no opinion, counted in the panel title)."""
+def plot_component_distributions(scores: dict[str, list[float | None]], title: str = "reward components",
+                                 types: dict[str, str] | None = None):
+    """One histogram per component on its score range (``SCORE_RANGES`` by type), with the mean
+    dashed; None = no opinion, counted in the panel title; a note on a constant component, a
+    sentence for one without any score."""
+    if not scores:
+        return _message_figure(title, "no reward components")
     names = list(scores)
-    figure = _figure(3.2 * max(len(names), 1), 3.0)
-    axes = figure.subplots(1, max(len(names), 1), squeeze=False)[0]
-    for axis, name in zip(axes, names):
-        present = [v for v in scores[name] if v is not None]
-        if present:
-            axis.hist(present, bins=min(20, max(len(set(present)), 1)), color="#2980b9")
-        axis.set_title(f"{name} (n={len(present)}, none={len(scores[name]) - len(present)})", fontsize=9)
+    columns = min(len(names), _PANELS_PER_ROW)
+    rows = math.ceil(len(names) / columns)
+    figure = _figure(3.3 * columns, 2.7 * rows + 0.5)
+    axes = figure.subplots(rows, columns, squeeze=False)
+    flat = [axis for row in axes for axis in row]
+    for axis in flat[len(names):]:
+        axis.set_axis_off()
+    for i, (axis, name) in enumerate(zip(flat, names)):
+        values = scores.get(name, [])
+        present = [float(v) for v in values if v is not None]
+        type_name = (types or {}).get(name, name)
+        # name and type on lines of their own, wrapped: neighbouring titles never run into each other
+        label = "\n".join(textwrap.wrap(name, 32, break_on_hyphens=False)
+                          + ([] if type_name == name else textwrap.wrap(f"({type_name})", 32)))
+        low, high = score_range(type_name, present)
+        width = (high - low) / 20  # 21 bins centred on low, low + width, ..., high
+        axis.set_xlim(low - width, high + width)
         axis.set_xlabel("score")
+        if i % columns == 0:
+            axis.set_ylabel("completions")
+        if not present:
+            axis.set_yticks([])
+            axis.text(0.5, 0.5, f"no scores\n(all {len(values)} none)", ha="center", va="center", fontsize=9,
+                      transform=axis.transAxes)
+            axis.set_title(f"{label}\nnone={len(values)}", fontsize=9)
+            continue
+        counts, _, _ = axis.hist(present, bins=[low + width * (j - 0.5) for j in range(22)], color="#2980b9")
+        mean = sum(present) / len(present)
+        axis.axvline(mean, color="#34495e", linestyle="--", linewidth=1)
+        _integer_y(axis)
+        if max(present) - min(present) < 1e-12:
+            axis.set_ylim(0, max(counts) * 1.35)  # room for the note above the bar
+            _note(axis, f"constant value {present[0]:.4g}")
+        axis.set_title(f"{label}\nn={len(present)}, none={len(values) - len(present)}, mean {mean:.3g}", fontsize=9)
     figure.suptitle(title)
     return figure
 

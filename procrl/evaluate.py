@@ -339,7 +339,7 @@ def report_markdown(report: dict[str, Any]) -> str:
 def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
-    figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()})
+    figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
     figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
     written.append("component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
