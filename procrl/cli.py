@@ -31,7 +31,7 @@ def _cmd_train(args) -> int:
     from procrl.launch import run_train, split_launch_args
 
     launch_args = split_launch_args(getattr(args, "launch_args", []))
-    return run_train(args.recipe, args.overrides, args.output_dir, args.resume, launch_args)
+    return run_train(args.recipe, args.overrides, args.output_dir, args.resume, launch_args, overwrite=args.overwrite)
 
 
 def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
@@ -107,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_recipe_options(train)
     train.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
-    train.add_argument("--resume", action="store_true", help="Continue from the last checkpoint in the output dir.")
+    train.add_argument("--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir.")
+    train.add_argument("--overwrite", action="store_true",
+                       help="Start afresh in an output dir that holds a run (deletes its checkpoints).")
     train.set_defaults(handler=_cmd_train)
 
     check = commands.add_parser("check", help="Validate a recipe, print it resolved with the plan, score 2 examples.")

@@ -12,7 +12,6 @@ Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`proc
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -26,7 +25,6 @@ __all__ = [
     "LAUNCHED_ENV",
     "WANDB_RUN_ID_FILE",
     "accelerate_command",
-    "announce_resume",
     "inside_launcher",
     "needs_launcher",
     "parent_accelerate_flags",
@@ -132,7 +130,7 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
 
 
 def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-                  launch_args: list[str] | None = None) -> list[str]:
+                  launch_args: list[str] | None = None, overwrite: bool = False) -> list[str]:
     """The full command ``procrl train`` runs: accelerate launching ``-m procrl.run`` on the recipe."""
     script = ["-m", "procrl.run", recipe_path]
     for override in overrides:
@@ -141,13 +139,15 @@ def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: st
         script += ["--output-dir", output_dir]
     if resume:
         script.append("--resume")
+    if overwrite:
+        script.append("--overwrite")
     return accelerate_command(recipe, launch_args) + script
 
 
 def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-                    launch_args: list[str] | None = None) -> int:
+                    launch_args: list[str] | None = None, overwrite: bool = False) -> int:
     """Run accelerate as a subprocess and return its exit status."""
-    command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args)
+    command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     print("procrl: launching " + shlex.join(command), file=sys.stderr, flush=True)
     env = dict(os.environ, **{LAUNCHED_ENV: "1"})
     try:
@@ -199,7 +199,7 @@ def plain_accelerate_launch(script: str | None) -> bool:
 
 
 def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-              launch_args: list[str] | None = None, script: str | None = None) -> int:
+              launch_args: list[str] | None = None, script: str | None = None, overwrite: bool = False) -> int:
     """``procrl train`` / ``python RECIPE.yaml``: launch through accelerate when the recipe asks for
     it (or accelerate flags were given) and we are not inside a launcher; else train here.
 
@@ -208,19 +208,24 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     the user's would be overridden."""
     from procrl.recipe import load_recipe
 
+    from procrl.output_dir import RunLock, check_output_dir
+
     recipe = load_recipe(recipe_path, overrides, output_dir)
+    # fail before anything starts (the launched run checks again, and its main process locks)
+    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    RunLock(recipe.output_dir).check()
     if resume:
-        resume_checkpoint(recipe.output_dir)  # fail before anything starts
+        resume_checkpoint(recipe.output_dir)
     if needs_launcher(recipe) and plain_accelerate_launch(script):
-        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args)
+        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     if not inside_launcher() and (needs_launcher(recipe) or launch_args):
-        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args)
+        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     if launch_args:
         raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
     note_outer_launch(recipe)
     from procrl.run import train
 
-    train(recipe, resume=resume)
+    train(recipe, resume=resume, overwrite=overwrite)
     return 0
 
 
@@ -228,26 +233,11 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
 
 
 def resume_checkpoint(output_dir: str) -> str:
-    """The last ``checkpoint-N`` directory of ``output_dir`` (a clear error when there is none)."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete ``checkpoint-N`` directory of ``output_dir`` (a clear error when there
+    is none; :func:`procrl.checkpoints.find_resume_checkpoint` says what it skipped)."""
+    from procrl.checkpoints import find_resume_checkpoint
 
-    checkpoint = get_last_checkpoint(output_dir) if Path(output_dir).is_dir() else None
-    if checkpoint is None:
-        raise ConfigError(f"--resume: no checkpoint-* directory in {output_dir}")
-    return checkpoint
-
-
-def checkpoint_step(checkpoint: str) -> int | None:
-    state = Path(checkpoint) / "trainer_state.json"
-    try:
-        return int(json.loads(state.read_text())["global_step"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def announce_resume(checkpoint: str, is_main: bool = True) -> None:
-    if is_main:
-        print(f"procrl: resuming from {checkpoint} (global step {checkpoint_step(checkpoint)})", file=sys.stderr, flush=True)
+    return find_resume_checkpoint(output_dir).checkpoint
 
 
 def set_wandb_run_id(output_dir: str, resume: bool, is_main: bool = True) -> str:
@@ -275,7 +265,8 @@ def run_recipe_script(script: str, argv: list[str]) -> int:
 
     args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
     try:
-        return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra), script=script)
+        return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra), script=script,
+                         overwrite=args.overwrite)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr)
         return 2

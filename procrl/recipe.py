@@ -101,6 +101,9 @@ class DataSection:
         "auto", help="'auto': use the tokenizer's chat template when it has one."
     )
     max_samples: int | None = field(None, help="Keep only the first N training examples.")
+    allow_test_data: bool = field(
+        False, help="Train even though split or the data file's name says test (refused by default: never train on test)."
+    )
     synthetic: SyntheticSection = field(default_factory=SyntheticSection, help="Settings of dataset: synthetic.")
     eval_split: str = field(
         "test", help="Held-out split evaluated during training (trainer.eval_steps); never the training split."
@@ -346,6 +349,12 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
         value = trainer_args.get(key)
         if isinstance(value, int) and value < (-1 if key == "max_steps" else 1):
             raise ConfigError(f"trainer.{key}: must be positive, got {value}")
+    if trainer_args.get("max_steps") == 0:
+        raise ConfigError("trainer.max_steps: 0 trains nothing; give a positive number of steps, or -1 to train num_train_epochs")
+    for key in ("save_steps", "logging_steps", "eval_steps"):
+        value = trainer_args.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:
+            raise ConfigError(f"trainer.{key}: must be positive (steps, or a fraction of the run below 1), got {value}")
     if "learning_rate" in trainer_args and trainer_args["learning_rate"] < 0:
         raise ConfigError(f"trainer.learning_rate: must be >= 0, got {trainer_args['learning_rate']}")
     return section, trainer_args

@@ -7,9 +7,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from typing import Any
 from procrl.config import ConfigError
 from procrl.recipe import Recipe, load_recipe
 
-__all__ = ["build_training_args", "main", "redact", "train"]
+__all__ = ["build_training_args", "check_training_data", "main", "preflight", "redact", "train"]
 
 _SECRET_WORDS = ("api_key", "apikey", "token", "secret", "password", "passwd", "credential")
 
@@ -137,19 +139,108 @@ def require_vllm_if_used(args) -> None:
         )
 
 
-def train(recipe: Recipe, resume: bool = False):
-    """Train with a validated recipe; returns the trainer."""
-    from transformers import set_seed
+def check_training_data(recipe: Recipe) -> None:
+    """Refuse to train on a test split: ``data.split`` or a data file whose name says test
+    (``test.jsonl``, ``gsm8k_test.json``), unless ``data.allow_test_data: true``."""
+    if recipe.data.allow_test_data:
+        return
+    if "test" in recipe.data.split.lower():
+        raise ConfigError(
+            f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
+            "(data.allow_test_data: true forces it)"
+        )
+    from procrl.data import SYNTHETIC, _is_local_file
 
-    from procrl.data import build_prompt_dataset
-    from procrl.models import load_tokenizer
+    if recipe.data.dataset != SYNTHETIC and _is_local_file(recipe.data.dataset):
+        words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
+        if any(word in ("test", "tests", "testing") for word in words):
+            raise ConfigError(
+                f"data.dataset: refusing to train on {recipe.data.dataset!r}: its name says it is a test split "
+                "(data.allow_test_data: true forces it)"
+            )
+
+
+def check_group_sizes(recipe: Recipe, args, processes: int) -> None:
+    """A training batch must hold whole generation groups (every prompt num_generations times)."""
+    generations = args.num_generations
+    rows = args.per_device_train_batch_size * processes * args.gradient_accumulation_steps
+    if generations and rows % generations:
+        raise ConfigError(
+            f"trainer.num_generations: {generations} must divide per_device_train_batch_size x processes x "
+            f"gradient_accumulation_steps = {args.per_device_train_batch_size} x {processes} x "
+            f"{args.gradient_accumulation_steps} = {rows} (each prompt is rolled out num_generations times)"
+        )
+
+
+def preflight(recipe: Recipe, processes: int | None = None):
+    """Everything :func:`train` checks before it loads a model or writes a file, as one-line
+    ConfigErrors; ``procrl check`` runs the same checks (``processes``: the planned world size).
+    Returns the reward mix and TRL's GRPOConfig."""
+    check_training_data(recipe)
     from procrl.rewards.base import RewardMix
 
-    if "test" in recipe.data.split.lower():
-        raise ConfigError(f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train")
     mix = RewardMix(recipe.rewards)
+    if processes is not None and processes > 1:
+        # validate the batch layout the launched run will have: TRL checks the global batch of
+        # this process's world size (1 here), so give it the global per-device share
+        scaled = dict(recipe.trainer_args)
+        for key in ("per_device_train_batch_size", "per_device_eval_batch_size"):
+            scaled[key] = int(scaled.get(key, 8)) * processes
+        validation = dataclasses.replace(recipe, trainer_args=scaled)
+        build_training_args(validation, mix.weights)
     args = build_training_args(recipe, mix.weights)
     require_vllm_if_used(args)
+    if recipe.trainer.algorithm == "ppo":  # TRL checks GRPO's generation batch itself
+        check_group_sizes(recipe, args, processes if processes is not None else args.world_size)
+    return mix, args
+
+
+def _is_global_main() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def _note(message: str) -> None:
+    print(f"procrl: {message}", file=sys.stderr, flush=True)
+
+
+def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
+    """Main process: take the output dir's lock, clear what a killed save left (and, with
+    ``--overwrite``, the earlier run's checkpoints). Returns the lock."""
+    from procrl.output_dir import RunLock, clear_previous_run, discard_staging
+
+    lock = RunLock(recipe.output_dir)
+    try:
+        note = lock.acquire()
+    except OSError as error:
+        raise ConfigError(f"output_dir: cannot write to {recipe.output_dir} ({error.strerror or error})") from None
+    if note:
+        _note(note)
+    staged = discard_staging(recipe.output_dir)
+    if staged:
+        _note(f"discarded the interrupted save of {', '.join(staged)} in {recipe.output_dir}")
+    if overwrite:
+        removed = clear_previous_run(recipe.output_dir)
+        if removed:
+            _note(f"--overwrite: removed {', '.join(removed)} from {recipe.output_dir}")
+    return lock
+
+
+def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
+    """Train with a validated recipe; returns the trainer.
+
+    Before anything loads: the output dir may take this run (:func:`procrl.output_dir.check_output_dir`),
+    ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
+    output dir's lock from before the model loads until it exits."""
+    from transformers import set_seed
+
+    from procrl.checkpoints import find_resume_checkpoint, set_aside
+    from procrl.data import build_prompt_dataset
+    from procrl.models import load_tokenizer
+    from procrl.output_dir import check_output_dir
+
+    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
+    mix, args = preflight(recipe)
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)
@@ -158,30 +249,38 @@ def train(recipe: Recipe, resume: bool = False):
         from procrl.data import build_eval_dataset
 
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
-    if recipe.trainer.algorithm == "ppo":
-        from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
+    lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
+    try:
+        if recipe.trainer.algorithm == "ppo":
+            from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
 
-        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                    eval_dataset=eval_dataset)
-    else:
-        from procrl.trainers.grpo import build_grpo_trainer
+            trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                        eval_dataset=eval_dataset)
+        else:
+            from procrl.trainers.grpo import build_grpo_trainer
 
-        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                     eval_dataset=eval_dataset)
-    _write_artifacts(trainer, recipe)
-    checkpoint = None
-    if resume:
-        from procrl.launch import announce_resume, resume_checkpoint
+            trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                         eval_dataset=eval_dataset)
+        _write_artifacts(trainer, recipe)
+        checkpoint = None
+        if resume_point is not None:
+            checkpoint = resume_point.checkpoint
+            if trainer.accelerator.is_main_process:
+                for line in resume_point.describe():
+                    _note(line)
+                moved = set_aside([path for path, _ in resume_point.skipped])
+                if moved:
+                    _note(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
+        if "wandb" in (args.report_to or []):
+            from procrl.launch import set_wandb_run_id
 
-        checkpoint = resume_checkpoint(recipe.output_dir)
-        announce_resume(checkpoint, is_main=trainer.accelerator.is_main_process)
-    if "wandb" in (args.report_to or []):
-        from procrl.launch import set_wandb_run_id
-
-        set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
-    trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(recipe.output_dir)
-    trainer.save_state()
+            set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
+        trainer.train(resume_from_checkpoint=checkpoint)
+        trainer.save_model(recipe.output_dir)
+        trainer.save_state()
+    finally:
+        if lock is not None:
+            lock.release()
     return trainer
 
 
@@ -191,7 +290,9 @@ def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
     p.add_argument("--output-dir", default=None, help="Output directory (overrides the recipe's output_dir).")
-    p.add_argument("--resume", action="store_true", help="Continue from the last checkpoint in the output dir.")
+    p.add_argument("--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir.")
+    p.add_argument("--overwrite", action="store_true",
+                   help="Start afresh in an output dir that holds a run (deletes its checkpoints).")
     return p
 
 
@@ -199,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-        train(recipe, resume=args.resume)
+        train(recipe, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr)
         return 2

@@ -257,7 +257,8 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path):
         resume_checkpoint(str(tmp_path))
     (tmp_path / "checkpoint-2").mkdir()
     (tmp_path / "checkpoint-10").mkdir()
-    assert resume_checkpoint(str(tmp_path)).endswith("checkpoint-10")
+    with pytest.raises(ConfigError, match="no complete checkpoint .*checkpoint-10: empty.*checkpoint-2: empty"):
+        resume_checkpoint(str(tmp_path))
 
 
 def test_wandb_run_id_is_persisted_and_reused_on_resume(tmp_path, monkeypatch):

@@ -1,5 +1,6 @@
 """TRL GRPOTrainer wiring: one TRL reward function per component, weights as reward_weights,
-and the components' ``fallback`` applied to the gathered rewards (:class:`ProcrlGRPOTrainer`)."""
+and the components' ``fallback`` applied to the gathered rewards (:class:`ProcrlGRPOTrainer`);
+checkpoints saved atomically (:mod:`procrl.checkpoints`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
+from procrl.checkpoints import atomic_checkpoints
 from procrl.models import lora_config, resolve_model_path
 from procrl.rewards.base import RewardMix, RuntimeContext
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
@@ -78,7 +80,7 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
         kwargs["outcome_weight"] = recipe.trainer.outcome_weight
         kwargs["process_aggregation"] = recipe.trainer.process_aggregation
         kwargs["process_temperature"] = recipe.trainer.process_temperature
-    trainer = trainer_class(
+    trainer = atomic_checkpoints(trainer_class)(
         model=resolve_model_path(recipe.model.name_or_path),
         reward_funcs=mix.reward_functions(),
         args=args,

@@ -826,7 +826,9 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         ref_model = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
         ref_model.eval()
         ref_model.requires_grad_(False)
-    trainer = PPOTrainer(
+    from procrl.checkpoints import atomic_checkpoints
+
+    trainer = atomic_checkpoints(PPOTrainer)(
         model=PolicyAndValue(policy, value),
         ref_model=ref_model,
         args=args,

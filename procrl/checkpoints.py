@@ -1,0 +1,211 @@
+"""Checkpoints that are complete or absent, and resuming from the newest complete one.
+
+transformers writes ``checkpoint-N/`` file by file (weights, optimizer, scheduler, RNG states,
+``trainer_state.json`` last); a run killed during that write used to leave a directory that
+``--resume`` then picked and failed on. procrl's trainers (:func:`atomic_checkpoints`) run
+transformers' / TRL's own save path unchanged but point it at ``<output_dir>/.partial/``;
+once every rank has written its part, the main process renames
+``.partial/checkpoint-N`` to ``checkpoint-N`` (one ``rename``, atomic on a POSIX file system)
+and only then rotates old checkpoints. A kill at any moment leaves either the complete
+``checkpoint-N`` or none, plus debris in ``.partial/`` that the next start removes.
+
+:func:`find_resume_checkpoint` takes the newest checkpoint that passes :func:`checkpoint_problem`
+(it also catches checkpoints written by other tools or copied half-way) and says which ones it
+skipped and why; :func:`set_aside` renames the skipped ones to ``incomplete-checkpoint-N`` so
+that neither transformers' rotation nor a later resume can mistake them for checkpoints.
+
+Guarantee: against a killed process (kill -9, OOM killer, a lost node), not against power loss
+(files are not fsync'ed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from procrl.config import ConfigError
+
+__all__ = [
+    "INCOMPLETE_PREFIX",
+    "STAGING_DIR",
+    "ResumePoint",
+    "atomic_checkpoints",
+    "checkpoint_problem",
+    "find_resume_checkpoint",
+    "list_checkpoints",
+    "set_aside",
+]
+
+STAGING_DIR = ".partial"
+INCOMPLETE_PREFIX = "incomplete-"
+_CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
+# What holds the model in a checkpoint: transformers' weights (full or sharded), a PEFT adapter,
+# or (DeepSpeed) the engine's own checkpoint named by the ``latest`` tag file.
+_WEIGHTS = (
+    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json",
+    "adapter_model.safetensors", "adapter_model.bin",
+)
+
+
+def list_checkpoints(output_dir: str | os.PathLike) -> list[tuple[int, Path]]:
+    """``(step, path)`` of every ``checkpoint-N`` directory, newest (highest N) first."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    found = []
+    for entry in folder.iterdir():
+        match = _CHECKPOINT.match(entry.name)
+        if match and entry.is_dir():
+            found.append((int(match.group(1)), entry))
+    return sorted(found, key=lambda item: item[0], reverse=True)
+
+
+def checkpoint_problem(path: str | os.PathLike) -> str | None:
+    """Why ``path`` is not a complete checkpoint (a short phrase), or None when it is one."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return "not a directory"
+    names = {entry.name for entry in folder.iterdir()}
+    if not names:
+        return "empty (a save was interrupted)"
+    if "trainer_state.json" not in names:
+        return "no trainer_state.json (a save was interrupted; transformers writes it last)"
+    try:
+        step = json.loads((folder / "trainer_state.json").read_text(encoding="utf-8"))["global_step"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "trainer_state.json is unreadable or truncated"
+    match = _CHECKPOINT.match(folder.name)
+    if match and step != int(match.group(1)):
+        return f"trainer_state.json says global step {step}"
+    if not names.intersection(_WEIGHTS):
+        if "latest" not in names:
+            return "no model weights"
+        tag = (folder / "latest").read_text(encoding="utf-8", errors="replace").strip()
+        if not tag or not (folder / tag).is_dir():
+            return f"DeepSpeed's latest tag names {tag!r}, which is missing"
+    return None
+
+
+@dataclass
+class ResumePoint:
+    """The checkpoint a resumed run starts from, and the newer ones it passed over."""
+
+    checkpoint: str
+    step: int
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+    def describe(self) -> list[str]:
+        """What ``--resume`` reports: one line for the choice, one per skipped checkpoint."""
+        lines = [f"resuming from {self.checkpoint} (global step {self.step}): the newest complete checkpoint"]
+        lines += [f"skipped {path}: {reason}" for path, reason in self.skipped]
+        return lines
+
+
+def find_resume_checkpoint(output_dir: str | os.PathLike) -> ResumePoint:
+    """The newest complete ``checkpoint-N`` of ``output_dir``; ConfigError when there is none."""
+    skipped: list[tuple[str, str]] = []
+    for step, path in list_checkpoints(output_dir):
+        problem = checkpoint_problem(path)
+        if problem is None:
+            return ResumePoint(str(path), step, skipped)
+        skipped.append((str(path), problem))
+    if not skipped:
+        raise ConfigError(f"--resume: no checkpoint-* directory in {output_dir}")
+    reasons = "; ".join(f"{Path(path).name}: {reason}" for path, reason in skipped)
+    raise ConfigError(f"--resume: no complete checkpoint in {output_dir} ({reasons})")
+
+
+def set_aside(paths: list[str]) -> list[str]:
+    """Rename incomplete checkpoints to ``incomplete-checkpoint-N`` (kept for inspection, out of
+    reach of rotation and resume); returns the new paths."""
+    moved = []
+    for path in paths:
+        source = Path(path)
+        target = source.with_name(INCOMPLETE_PREFIX + source.name)
+        suffix = 1
+        while target.exists():
+            suffix += 1
+            target = source.with_name(f"{INCOMPLETE_PREFIX}{source.name}.{suffix}")
+        source.rename(target)
+        moved.append(str(target))
+    return moved
+
+
+# --- the trainer hook --------------------------------------------------------------------------
+
+
+class AtomicCheckpoints:
+    """Mixin for a transformers ``Trainer`` (TRL's GRPOTrainer, procrl's PPOTrainer): the
+    trainer's own ``_save_checkpoint`` writes into ``.partial/`` and the finished checkpoint is
+    renamed into the output dir. Everything transformers and TRL save (weights, optimizer,
+    DeepSpeed shards of every rank, RNG states, trainer state, TRL's extra files) keeps its
+    layout and its code path."""
+
+    _procrl_staging = False
+
+    def _get_output_dir(self, trial):
+        run_dir = super()._get_output_dir(trial)
+        return os.path.join(run_dir, STAGING_DIR) if self._procrl_staging else run_dir
+
+    def _save_checkpoint(self, model, trial):
+        from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
+
+        run_dir = super()._get_output_dir(trial)
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        staged = os.path.join(run_dir, STAGING_DIR, name)
+        final = os.path.join(run_dir, name)
+        self._procrl_staging = True
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._procrl_staging = False
+        self.accelerator.wait_for_everyone()  # every rank has written its shards and RNG state
+        if self.args.should_save:
+            publish(staged, final)
+            if self.state.best_model_checkpoint and os.path.dirname(self.state.best_model_checkpoint) == os.path.join(run_dir, STAGING_DIR):
+                self.state.best_model_checkpoint = os.path.join(run_dir, os.path.basename(self.state.best_model_checkpoint))
+            rotate_checkpoints(
+                output_dir=run_dir,
+                save_total_limit=self.args.save_total_limit,
+                best_model_checkpoint=self.state.best_model_checkpoint,
+                use_mtime=True,
+            )
+        self.accelerator.wait_for_everyone()
+
+
+def publish(staged: str, final: str) -> None:
+    """Move a finished checkpoint into place. A stale directory under the final name (left by a
+    killed run that did not save atomically) is replaced, never merged into."""
+    if not os.path.isdir(staged):
+        raise FileNotFoundError(f"checkpoint was not written: {staged}")
+    if os.path.lexists(final):
+        stale = os.path.join(os.path.dirname(staged), "replaced-" + os.path.basename(final))
+        shutil.rmtree(stale, ignore_errors=True)
+        os.rename(final, stale)
+        os.rename(staged, final)
+        shutil.rmtree(stale, ignore_errors=True)
+    else:
+        os.rename(staged, final)
+    try:
+        os.rmdir(os.path.dirname(staged))  # .partial/ exists only while a save is under way
+    except OSError:
+        pass
+
+
+_ATOMIC_CLASSES: dict[type, type] = {}
+
+
+def atomic_checkpoints(trainer_class: type) -> type:
+    """``trainer_class`` with :class:`AtomicCheckpoints` mixed in (same name, cached)."""
+    if issubclass(trainer_class, AtomicCheckpoints):
+        return trainer_class
+    if trainer_class not in _ATOMIC_CLASSES:
+        _ATOMIC_CLASSES[trainer_class] = type(
+            trainer_class.__name__, (AtomicCheckpoints, trainer_class),
+            {"__module__": trainer_class.__module__, "__doc__": trainer_class.__doc__},
+        )
+    return _ATOMIC_CLASSES[trainer_class]
