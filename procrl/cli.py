@@ -7,9 +7,7 @@ naming the key, before any model or dataset is loaded.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 from procrl.config import ConfigError
 
@@ -78,21 +76,27 @@ def _cmd_check(args) -> int:
 def _cmd_score(args) -> int:
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
-    from procrl.scoring import read_rows, score_rows, summarize
+    from procrl.scoring import check_paths, count_rows, score_file
 
     recipe = load_recipe(args.recipe, args.overrides)
-    rows = read_rows(args.input)
+    check_paths(args.input, args.output)
+    count_rows(args.input)  # a bad row fails here, before any component loads
     mix = RewardMix(recipe.rewards)
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    scored = []
-    with output.open("w", encoding="utf-8") as handle:
-        for row in score_rows(mix, rows, batch_size=args.batch_size, progress=not args.quiet):
-            handle.write(json.dumps(row) + "\n")
-            scored.append(row)
-    print(summarize(scored, mix.names))
-    print(f"wrote {len(scored)} rows to {output}")
+    summary = score_file(mix, args.input, args.output, batch_size=args.batch_size, progress=not args.quiet,
+                         report=lambda line: print(f"procrl: {line}", file=sys.stderr, flush=True))
+    print(summary.format())
+    print(f"wrote {summary.rows} rows to {args.output}")
     return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,8 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")
     _add_recipe_options(score, positional=False)
     score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer.")
-    score.add_argument("--output", required=True, help="Output JSONL (input rows plus rewards, steps, diagnostics).")
-    score.add_argument("--batch-size", type=int, default=64, help="Completions scored together.")
+    score.add_argument("--output", required=True,
+                       help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file and "
+                       "renamed when complete, so an interrupted run leaves an existing output as it was.")
+    score.add_argument("--batch-size", type=_positive_int, default=64, help="Completions scored together.")
     score.add_argument("--quiet", action="store_true", help="No progress bar.")
     score.set_defaults(handler=_cmd_score)
 

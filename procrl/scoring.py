@@ -1,38 +1,270 @@
-"""Score completions with a recipe's reward mix outside training (``procrl score``, ``check``)."""
+"""Score completions with a recipe's reward mix outside training (``procrl score``).
+
+* Streaming: rows are read one at a time (JSON lines, or a JSON array parsed incrementally),
+  scored ``batch_size`` at a time, written as soon as they are scored and summarised with
+  running sums, so memory does not grow with the number of rows
+  (benchmarks/score_memory_bench.py measures it).
+* Nothing half-written: a first pass checks every row (one-line error naming ``file:line``)
+  before anything is scored; the output is written to a temporary file next to it and renamed
+  over it only when every row is in, so a crash, Ctrl-C or a full disk leaves the previous
+  output as it was. ``--output`` equal to ``--input`` is refused.
+* A failing row does not fail the file: when a component raises on a batch, the batch's rows
+  are scored one by one for that component; the rows that still fail get the failure policy of
+  training (the component's ``fallback``, the failure counted and written to the row's
+  diagnostics) and are named by their line number on stderr; the other rows keep their scores.
+"""
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import os
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from procrl.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
 
-__all__ = ["read_rows", "score_rows", "summarize"]
+__all__ = ["AtomicOutput", "RunningSummary", "check_paths", "iter_rows", "score_file", "score_rows"]
+
+_CHUNK = 1 << 20  # bytes read at a time
+_ROW_FAILURE_KINDS = ("exception", "wrong_length")
 
 
-def read_rows(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a JSONL file (or a JSON list)."""
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _decode_error(path: str, where: int, error: UnicodeDecodeError, data: bytes) -> ConfigError:
+    byte = data[error.start] if error.start < len(data) else 0
+    return ConfigError(f"{path}:{where}: not UTF-8 text (byte {byte:#04x}); procrl score reads UTF-8 JSON lines")
+
+
+def _parse(text: str, path: str, where: int) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}:{where}: not valid JSON ({error.msg}, column {error.colno})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}:{where}: JSON nested too deeply") from None
+
+
+def _check_row(row: Any, path: str, where: int) -> dict:
+    if not isinstance(row, dict):
+        raise ConfigError(f"{path}:{where}: expected a JSON object per row, got {type(row).__name__}")
+    if "completion" not in row:
+        raise ConfigError(f"{path}:{where}: row needs a 'completion' field")
+    if not isinstance(row["completion"], str):
+        raise ConfigError(f"{path}:{where}: 'completion' must be a string, got {type(row['completion']).__name__}")
+    question = row.get("question")
+    if question is not None and not isinstance(question, str):
+        raise ConfigError(f"{path}:{where}: 'question' must be a string, got {type(question).__name__}")
+    answer = row.get("answer")
+    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
+        raise ConfigError(f"{path}:{where}: 'answer' must be a string or a number, got {type(answer).__name__}")
+    return row
+
+
+def _iter_json_lines(handle, path: str) -> Iterator[tuple[int, dict]]:
+    for number, raw in enumerate(handle, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _decode_error(path, number, error, raw) from None
+        if text.strip():
+            yield number, _check_row(_parse(text, path, number), path, number)
+
+
+class _ArrayReader:
+    """Elements of a JSON array read incrementally: one element in memory at a time."""
+
+    def __init__(self, handle, path: str):
+        self.handle, self.path = handle, path
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.text, self.pos, self.line, self.eof = "", 0, 1, False
+        self.json = json.JSONDecoder()
+
+    def _more(self, at_least: int = _CHUNK) -> bool:
+        if self.eof:
+            return False
+        data = self.handle.read(max(_CHUNK, at_least))
+        try:
+            self.text += self.decoder.decode(data, final=not data)
+        except UnicodeDecodeError as error:
+            where = self.line + self.text.count("\n", self.pos) + data[: error.start].count(b"\n")
+            raise _decode_error(self.path, where, error, data) from None
+        self.eof = not data
+        return True
+
+    def _skip_space(self) -> bool:
+        """Move to the next non-space character; False at the end of the input."""
+        while True:
+            while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n\ufeff":
+                if self.text[self.pos] == "\n":
+                    self.line += 1
+                self.pos += 1
+            if self.pos < len(self.text):
+                return True
+            self.text, self.pos = "", 0
+            if not self._more():
+                return False
+
+    def _error(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.path}:{self.line}: not a valid JSON array ({message})")
+
+    def __iter__(self) -> Iterator[tuple[int, dict]]:
+        if not self._skip_space() or self.text[self.pos] != "[":
+            raise self._error("expected '['")
+        self.pos += 1
+        first = True
+        while True:
+            if not self._skip_space():
+                raise self._error("the array is not closed with ']'")
+            if self.text[self.pos] == "]":
+                self.pos += 1
+                if self._skip_space():
+                    raise self._error("text after the closing ']'")
+                return
+            if not first:
+                if self.text[self.pos] != ",":
+                    raise self._error(f"expected ',' or ']', got {self.text[self.pos]!r}")
+                self.pos += 1
+                if not self._skip_space():
+                    raise self._error("the array is not closed with ']'")
+            first = False
+            start_line = self.line
+            value = self._element()
+            yield start_line, _check_row(value, self.path, start_line)
+
+    def _element(self) -> Any:
+        if self.pos > _CHUNK:  # drop what was consumed
+            self.text, self.pos = self.text[self.pos :], 0
+        while True:
+            try:
+                value, end = self.json.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as error:
+                incomplete = error.msg.startswith("Unterminated string") or error.pos >= len(self.text.rstrip())
+                if incomplete and self._more(len(self.text) - self.pos):
+                    continue
+                where = self.line + self.text.count("\n", self.pos, error.pos)
+                raise ConfigError(f"{self.path}:{where}: not valid JSON ({error.msg})") from None
+            except RecursionError:
+                raise ConfigError(f"{self.path}:{self.line}: JSON nested too deeply") from None
+            if end == len(self.text) and not isinstance(value, (dict, list)) and self._more():
+                continue  # a number or literal cut by the read boundary
+            self.line += self.text.count("\n", self.pos, end)
+            self.pos = end
+            return value
+
+
+def iter_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """``(line, row)`` of every row of a JSON-lines file or a JSON array, streamed; a one-line
+    ConfigError naming ``file:line`` for anything that is not a row of text to score."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"--input: file not found: {path}")
-    text = file.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        rows = json.loads(text)
-    else:
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as error:
-                    raise ConfigError(f"{path}:{number}: not valid JSON ({error.msg})") from None
-    for number, row in enumerate(rows, 1):
-        if not isinstance(row, dict) or "completion" not in row:
-            raise ConfigError(f"{path}: row {number} needs a 'completion' field")
-    return rows
+    name = str(path)
+    try:
+        handle = file.open("rb")
+    except FileNotFoundError:
+        raise ConfigError(f"--input: file not found: {name}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"--input: {name} is a directory, not a file") from None
+    except OSError as error:
+        raise ConfigError(f"--input: cannot read {name} ({error.strerror or error})") from None
+    with handle:
+        head = handle.read(4096)
+        handle.seek(0)
+        if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
+            yield from _ArrayReader(handle, name)
+        else:
+            yield from _iter_json_lines(handle, name)
+
+
+def count_rows(path: str | os.PathLike) -> int:
+    """Check every row (the first pass) and count them; the file holding no row is an error."""
+    count = sum(1 for _ in iter_rows(path))
+    if count == 0:
+        raise ConfigError(f"--input: {path} holds no rows")
+    return count
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_paths(input_path: str, output_path: str) -> None:
+    """Refuse an output that would destroy the input or cannot be a file (before any work)."""
+    source, target = Path(input_path), Path(output_path)
+    if source.exists() and _same_file(source, target):
+        raise ConfigError(f"--output: {output_path} is the input file; write the scores to another file")
+    if target.is_dir():
+        raise ConfigError(f"--output: {output_path} is a directory; give a file path")
+    for parent in target.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ConfigError(f"--output: {parent} is a file, so {output_path} cannot be created")
+            break
+
+
+class AtomicOutput:
+    """Lines written to a temporary file beside ``path``, renamed over ``path`` by :meth:`commit`;
+    :meth:`abort` removes the temporary file (``path`` is never touched then)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
+        except OSError as error:
+            raise ConfigError(f"--output: cannot write in {self.path.parent} ({error.strerror or error})") from None
+        self.temporary = Path(temporary)
+        self.handle = os.fdopen(descriptor, "w", encoding="utf-8")
+
+    def write(self, text: str) -> None:
+        try:
+            self.handle.write(text)
+        except OSError as error:
+            self.abort()
+            raise self._failed(error) from None
+
+    def _failed(self, error: OSError) -> ConfigError:
+        kept = "left as it was" if self.path.exists() else "not created"
+        return ConfigError(f"--output: writing {self.path} failed ({error.strerror or error}); nothing written, {self.path} {kept}")
+
+    def commit(self) -> None:
+        try:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+            self.handle.close()
+            mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o666 & ~_umask()
+            os.chmod(self.temporary, mode)  # mkstemp makes it 0600
+            os.replace(self.temporary, self.path)
+        except OSError as error:
+            self.abort()
+            raise self._failed(error) from None
+
+    def abort(self) -> None:
+        try:
+            self.handle.close()
+        except OSError:
+            pass
+        self.temporary.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+# --- scoring ------------------------------------------------------------------------------------
 
 
 def _jsonable(value: Any) -> Any:
@@ -49,14 +281,117 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _batches(rows: list[dict], size: int) -> Iterator[list[dict]]:
-    for start in range(0, len(rows), size):
-        yield rows[start : start + size]
+def _batch(rows: list[dict]) -> RewardBatch:
+    return RewardBatch.from_texts(
+        [r.get("completion") for r in rows], questions=[r.get("question") for r in rows], golds=[r.get("answer") for r in rows]
+    )
 
 
-def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64, progress: bool = True) -> Iterable[dict]:
-    """Yield each input row plus ``rewards``, ``reward``, ``steps``, ``diagnostics`` and, for
-    components without an opinion on the row, ``fallbacks``.
+def _concat(parts: list[RewardOutput]) -> RewardOutput:
+    """Per-row outputs joined into one batch output (batch metrics are dropped)."""
+    scores, steps, details, failures = [], [], [], {}
+    for part in parts:
+        scores += part.scores
+        steps += part.step_scores if part.step_scores is not None else [None] * len(part.scores)
+        details += part.details if part.details is not None else [{} for _ in part.scores]
+        for kind, count in part.failures.items():
+            failures[kind] = failures.get(kind, 0) + count
+    return RewardOutput(scores=scores, step_scores=steps, details=details, failures=failures)
+
+
+@dataclass
+class RowProblem:
+    """A row a component failed on (it got the component's fallback)."""
+
+    line: int
+    component: str
+    error: str
+
+
+def _segment_one(completion: str):
+    from procrl.text import Segmentation, segment_batch
+
+    try:
+        return segment_batch([completion])[0], None
+    except Exception as error:  # noqa: BLE001 - a row that cannot be segmented is scored without steps
+        return Segmentation(completion, 0, (), (), ()), f"{type(error).__name__}: {error}"
+
+
+def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[list[dict], list[RowProblem], dict[str, dict[str, int]]]:
+    """Score one batch: the output rows, the rows a component failed on, failure counts per component."""
+    batch = _batch(rows)
+    problems: list[RowProblem] = []
+    try:
+        segmentations = batch.segmentations
+    except Exception:  # noqa: BLE001 - find the row(s): segment them one by one
+        pairs = [_segment_one(row["completion"]) for row in rows]
+        segmentations = [segmentation for segmentation, _ in pairs]
+        batch.__dict__["segmentations"] = segmentations
+        problems += [RowProblem(line, "segmentation", error) for line, (_, error) in zip(lines, pairs) if error]
+    outputs = mix.score_all(batch)
+    for name, output in list(outputs.items()):
+        if not any(output.failures.get(kind) for kind in _ROW_FAILURE_KINDS):
+            continue
+        if len(rows) == 1:
+            single = [output]
+        else:  # which rows? score them one at a time for this component
+            single = []
+            for row, segmentation in zip(rows, segmentations):
+                one = _batch([row])
+                one.__dict__["segmentations"] = [segmentation]
+                single.append(mix.compute(name, one))
+            outputs[name] = _concat(single)
+        for line, part in zip(lines, single):
+            kinds = [kind for kind in _ROW_FAILURE_KINDS if part.failures.get(kind)]
+            if kinds:
+                error = ((part.details or [{}])[0] or {}).get("error") or ", ".join(kinds)
+                problems.append(RowProblem(line, name, error))
+    # the total the trainer would use, under the same fallback policy, each row its own group
+    resolved, _ = mix.resolve(outputs, groups=list(range(len(rows))), batch_level=False)
+    totals = mix.total(resolved)
+    scored = []
+    for i, row in enumerate(rows):
+        steps = []
+        for j, step in enumerate(segmentations[i].steps):
+            scores = {}
+            for name, output in outputs.items():
+                step_scores = output.step_scores[i] if output.step_scores is not None else None
+                if step_scores is not None and j < len(step_scores):
+                    scores[name] = step_scores[j]
+            steps.append({"text": step.text, "start": step.start, "end": step.end, "scores": scores})
+        diagnostics = {name: out.details[i] for name, out in outputs.items() if out.details is not None}
+        fallbacks = {
+            name: {"fallback": mix.specs[name].fallback, "score": resolved[name].scores[i]}
+            for name, out in outputs.items()
+            if out.scores[i] is None
+        }
+        scored.append(_jsonable({
+            **row,
+            "rewards": {name: out.scores[i] for name, out in outputs.items()},
+            "reward": totals[i],
+            "steps": steps,
+            "diagnostics": diagnostics,
+            **({"fallbacks": fallbacks} if fallbacks else {}),
+        }))
+    failures = {name: {k: v for k, v in out.failures.items() if v} for name, out in outputs.items()}
+    return scored, problems, failures
+
+
+def _chunks(items: Iterable[tuple[int, dict]], size: int) -> Iterator[list[tuple[int, dict]]]:
+    chunk: list[tuple[int, dict]] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def score_rows(mix: RewardMix, rows: Iterable[dict], batch_size: int = 64) -> Iterator[dict]:
+    """Each row plus ``rewards``, ``reward``, ``steps``, ``diagnostics`` and, for components
+    without an opinion on the row, ``fallbacks`` (rows as an iterable: nothing is held beyond
+    one batch).
 
     ``rewards`` holds each component's own score (None: no opinion); ``reward`` is the total
     the trainer would use, under the same fallback policy, every row being its own generation
@@ -64,56 +399,97 @@ def score_rows(mix: RewardMix, rows: list[dict[str, Any]], batch_size: int = 64,
     a ``group_mean`` fallback finds no other score in its group: the component is left out of
     that row's total (as TRL's nansum leaves it out of a group in which no sample has a score,
     the same for every member) and ``fallbacks`` says so."""
+    for chunk in _chunks(enumerate(rows, 1), batch_size):
+        scored, _, _ = score_batch(mix, [line for line, _ in chunk], [row for _, row in chunk])
+        yield from scored
+
+
+@dataclass
+class _Stats:
+    n: int = 0
+    none: int = 0
+    total: float = 0.0
+    low: float = math.inf
+    high: float = -math.inf
+
+    def add(self, value: float | None) -> None:
+        if value is None:
+            self.none += 1
+            return
+        self.n += 1
+        self.total += value
+        self.low = min(self.low, value)
+        self.high = max(self.high, value)
+
+
+@dataclass
+class RunningSummary:
+    """Per component (and the weighted total): rows scored, no-opinion count, mean, min, max and
+    failure counts, kept as running sums."""
+
+    names: list[str]
+    stats: dict[str, _Stats] = field(default_factory=dict)
+    failures: dict[str, dict[str, int]] = field(default_factory=dict)
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        self.stats = {name: _Stats() for name in [*self.names, "reward"]}
+
+    def add(self, row: dict) -> None:
+        self.rows += 1
+        for name in self.names:
+            self.stats[name].add(row["rewards"].get(name))
+        self.stats["reward"].add(row["reward"])
+
+    def add_failures(self, failures: dict[str, dict[str, int]]) -> None:
+        for name, kinds in failures.items():
+            for kind, count in kinds.items():
+                bucket = self.failures.setdefault(name, {})
+                bucket[kind] = bucket.get(kind, 0) + count
+
+    def format(self) -> str:
+        lines = [f"{'component':<28}{'n':>7}{'none':>7}{'mean':>10}{'min':>10}{'max':>10}"]
+        for name, s in self.stats.items():
+            if s.n:
+                lines.append(f"{name:<28}{s.n:>7}{s.none:>7}{s.total / s.n:>10.4f}{s.low:>10.4f}{s.high:>10.4f}")
+            else:
+                lines.append(f"{name:<28}{0:>7}{s.none:>7}{'-':>10}{'-':>10}{'-':>10}")
+        for name, kinds in self.failures.items():
+            if kinds:
+                lines.append(f"failures of {name}: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
+        return "\n".join(lines)
+
+
+def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: int = 64, progress: bool = True,
+               report=None, max_reported: int = 20) -> RunningSummary:
+    """Check, score and write ``input_path`` to ``output_path`` (streamed, atomic).
+    ``report(line)`` receives one line per row a component failed on (at most ``max_reported``)."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(rows), desc="scoring", unit="row", disable=not progress)
-    for chunk in _batches(rows, batch_size):
-        batch = RewardBatch.from_texts(
-            [r.get("completion") for r in chunk],
-            questions=[r.get("question") for r in chunk],
-            golds=[r.get("answer") for r in chunk],
-        )
-        outputs: dict[str, RewardOutput] = mix.score_all(batch)
-        resolved, _ = mix.resolve(outputs, groups=list(range(len(chunk))), batch_level=False)
-        totals = mix.total(resolved)
-        for i, row in enumerate(chunk):
-            segmentation = batch.segmentations[i]
-            steps = []
-            for j, step in enumerate(segmentation.steps):
-                scores = {}
-                for name, output in outputs.items():
-                    if output.step_scores is not None and output.step_scores[i] is not None and j < len(output.step_scores[i]):
-                        scores[name] = output.step_scores[i][j]
-                steps.append({"text": step.text, "start": step.start, "end": step.end, "scores": scores})
-            diagnostics = {name: out.details[i] for name, out in outputs.items() if out.details is not None}
-            fallbacks = {
-                name: {"fallback": mix.specs[name].fallback, "score": resolved[name].scores[i]}
-                for name, out in outputs.items()
-                if out.scores[i] is None
-            }
-            yield _jsonable(
-                {
-                    **row,
-                    "rewards": {name: out.scores[i] for name, out in outputs.items()},
-                    "reward": totals[i],
-                    "steps": steps,
-                    "diagnostics": diagnostics,
-                    **({"fallbacks": fallbacks} if fallbacks else {}),
-                }
-            )
-        bar.update(len(chunk))
-    bar.close()
-
-
-def summarize(scored: list[dict[str, Any]], names: list[str]) -> str:
-    """A plain-text table: component, n scored, no-opinion count, mean, min, max."""
-    lines = [f"{'component':<28}{'n':>7}{'none':>7}{'mean':>10}{'min':>10}{'max':>10}"]
-    for name in names + ["reward"]:
-        values = [row["rewards"].get(name) if name != "reward" else row["reward"] for row in scored]
-        present = [v for v in values if v is not None]
-        if present:
-            mean = sum(present) / len(present)
-            lines.append(f"{name:<28}{len(present):>7}{len(values) - len(present):>7}{mean:>10.4f}{min(present):>10.4f}{max(present):>10.4f}")
-        else:
-            lines.append(f"{name:<28}{0:>7}{len(values):>7}{'-':>10}{'-':>10}{'-':>10}")
-    return "\n".join(lines)
+    check_paths(input_path, output_path)
+    total = count_rows(input_path)
+    summary = RunningSummary(mix.names)
+    output = AtomicOutput(output_path)
+    reported = 0
+    try:
+        with tqdm(total=total, desc="scoring", unit="row", disable=not progress) as bar:
+            for chunk in _chunks(iter_rows(input_path), batch_size):
+                lines = [line for line, _ in chunk]
+                scored, problems, failures = score_batch(mix, lines, [row for _, row in chunk])
+                for row in scored:
+                    output.write(json.dumps(row) + "\n")
+                    summary.add(row)
+                summary.add_failures(failures)
+                for problem in problems:
+                    reported += 1
+                    if report is not None and reported <= max_reported:
+                        report(f"{input_path}:{problem.line}: {problem.component} failed ({problem.error}); "
+                               "scored with its fallback")
+                bar.update(len(chunk))
+        if report is not None and reported > max_reported:
+            report(f"... {reported - max_reported} more failed rows (see each row's diagnostics)")
+        output.commit()
+    except BaseException:
+        output.abort()
+        raise
+    return summary

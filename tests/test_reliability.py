@@ -200,3 +200,227 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
     with RunLock(str(tmp_path)):
         assert (tmp_path / ".procrl.lock").exists()
     assert not (tmp_path / ".procrl.lock").exists()
+
+
+# --- 3. procrl score: atomic, streaming, row failures named -----------------------------------------
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+GOOD_ROWS = [
+    {"question": "Ava has 3 bags of 4 apples. How many apples?", "completion": "3 x 4 = 12 apples.\n#### 12", "answer": "#### 12"},
+    {"question": "Ben has 5 pens and buys 2. How many?", "completion": "5 + 2 = 7 pens.\n#### 7", "answer": "#### 7"},
+    {"question": "Cy has 10 cards and gives 4 away. How many?", "completion": "10 - 4 = 6.\n#### 6", "answer": "#### 6"},
+]
+
+
+def score(capsys, source: Path, output: Path, *extra) -> CliResult:
+    return cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet", *extra)
+
+
+def test_score_refuses_to_write_over_its_input(tmp_path, capsys):
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    before = source.read_bytes()
+    for same in (source, tmp_path / "." / "rows.jsonl"):
+        assert_one_line_error(score(capsys, source, same), "--output", "is the input file")
+    assert source.read_bytes() == before
+
+
+def reward_module(tmp_path: Path, monkeypatch, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+def test_score_names_a_failing_row_and_scores_the_others(tmp_path, capsys, monkeypatch):
+    module = reward_module(tmp_path, monkeypatch, "boom_on_row", (
+        "def boom(prompts, completions, **kwargs):\n"
+        "    if any('BOOM' in c for c in completions):\n"
+        "        raise ValueError('cannot score BOOM')\n"
+        "    return [float(len(c)) for c in completions]\n"))
+    rows = [*GOOD_ROWS[:2], {"question": "?", "completion": "BOOM 1 + 1 = 2\n#### 2", "answer": "2"}, GOOD_ROWS[2]]
+    source = write_rows(tmp_path / "rows.jsonl", rows)
+    output = tmp_path / "scored.jsonl"
+    result = score(capsys, source, output, "--set", f"rewards.length={{type: '{module}:boom', weight: 0.0, fallback: -1.0}}")
+    assert result.code == 0, result.err[-3000:]
+    scored = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["rewards"]["length"] for row in scored] == [float(len(r["completion"])) for r in rows[:2]] + [
+        -1.0, float(len(rows[3]["completion"]))]
+    assert scored[2]["diagnostics"]["length"]["error"] == "ValueError: cannot score BOOM"
+    assert all(row["rewards"]["accuracy"] == 1.0 for row in scored)
+    assert f"procrl: {source}:3: length failed (ValueError: cannot score BOOM); scored with its fallback" in result.err
+    assert "failures of length: exception 1" in result.out
+
+
+def test_score_streams_rows(monkeypatch):
+    """score_rows takes an iterable and yields as it goes: an endless input gives its first rows."""
+    import itertools
+
+    from procrl.recipe import load_recipe
+    from procrl.rewards.base import RewardMix
+    from procrl.scoring import score_rows
+
+    mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
+    endless = ({**GOOD_ROWS[i % 3], "id": i} for i in itertools.count())
+    first = list(itertools.islice(score_rows(mix, endless, batch_size=2), 5))
+    assert [row["id"] for row in first] == [0, 1, 2, 3, 4]
+    assert all(row["rewards"]["accuracy"] == 1.0 for row in first)
+
+
+KILL_ON_THIRD_BATCH = (
+    "import os, signal\n"
+    "calls = []\n"
+    "def killer(prompts, completions, **kwargs):\n"
+    "    calls.append(1)\n"
+    "    if len(calls) == 3:\n"
+    "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    "    return [0.0 for _ in completions]\n")
+
+
+def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
+    (tmp_path / "kill_third.py").write_text(KILL_ON_THIRD_BATCH)
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS * 4)
+    output = tmp_path / "scored.jsonl"
+    output.write_text('{"previous": "results"}\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+                           "--output", output, "--quiet", "--batch-size", "2",
+                           "--set", "rewards.killer={type: 'kill_third:killer', weight: 0.0}"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == -9, done.stderr[-2000:]
+    assert output.read_text() == '{"previous": "results"}\n'
+
+
+def test_score_on_a_full_disk_is_a_one_line_error_and_keeps_the_previous_output(tmp_path):
+    """RLIMIT_FSIZE makes writes past 20 kB fail as a full disk would (EFBIG; Python ignores SIGXFSZ)."""
+    import resource
+
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS * 40)
+    output = tmp_path / "scored.jsonl"
+    output.write_text('{"previous": "results"}\n')
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+                           "--output", output, "--quiet", "--batch-size", "8"],
+                          capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert f"writing {output} failed (File too large); nothing written, {output} left as it was" in errors[0]
+    assert output.read_text() == '{"previous": "results"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl", "scored.jsonl"]
+
+
+@pytest.mark.parametrize("case", ["directory", "parent_is_file", "unwritable"])
+def test_score_unwritable_output_is_a_one_line_error(tmp_path, capsys, case):
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    if case == "directory":
+        output, words = tmp_path, ("is a directory",)
+    elif case == "parent_is_file":
+        output, words = source / "scored.jsonl", ("is a file",)
+    elif os.geteuid() == 0:  # root writes through file modes: a place the kernel refuses to anyone
+        output, words = Path("/sys/procrl-scores.jsonl"), ("cannot write in /sys",)
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        output, words = locked / "scored.jsonl", ("cannot write in", "Permission denied")
+    assert_one_line_error(score(capsys, source, output), "--output", *words)
+    assert not Path(output).is_file()
+
+
+def test_score_batch_size_must_be_positive(tmp_path, capsys):
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    for size in ("0", "-3"):
+        result = score(capsys, source, tmp_path / "out.jsonl", "--batch-size", size)
+        assert result.code == 2 and "Traceback" not in result.err
+        assert "error: argument --batch-size: must be a positive integer" in result.err
+        assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("case", ["latin1", "binary", "array", "nested", "nested_array", "not_object", "no_completion",
+                                  "question_number", "empty"])
+def test_bad_score_input_is_a_one_line_error_naming_the_line(tmp_path, capsys, case):
+    source = tmp_path / "rows.jsonl"
+    good = json.dumps(GOOD_ROWS[0]) + "\n"
+    where = f"{source}:2:"
+    if case == "latin1":
+        source.write_bytes(good.encode() + '{"completion": "caf\xe9"}\n'.encode("latin-1"))
+        words = (where, "not UTF-8")
+    elif case == "binary":
+        source.write_bytes(bytes(range(256)) * 4)
+        words = (f"{source}:1:",)
+    elif case == "array":
+        source.write_text("[\n" + json.dumps(GOOD_ROWS[0]) + ",\n" + '{"completion": "x",]\n' + "]\n")
+        words = (f"{source}:3:", "not valid JSON")
+    elif case == "nested":
+        source.write_text(good + "[" * 100_000 + "]" * 100_000 + "\n")
+        words = (where, "nested too deeply")
+    elif case == "nested_array":
+        source.write_text("[\n" + json.dumps(GOOD_ROWS[0]) + ",\n" + "[" * 100_000 + "]" * 100_000 + "]\n")
+        words = (f"{source}:3:", "nested too deeply")
+    elif case == "not_object":
+        source.write_text(good + "[1, 2]\n")
+        words = (where, "expected a JSON object")
+    elif case == "no_completion":
+        source.write_text(good + '{"question": "q"}\n')
+        words = (where, "'completion'")
+    elif case == "question_number":
+        source.write_text(good + '{"question": 12, "completion": "x"}\n')
+        words = (where, "'question' must be a string, got int")
+    else:
+        source.write_text("\n \n")
+        words = ("holds no rows",)
+    output = tmp_path / "scored.jsonl"
+    assert_one_line_error(score(capsys, source, output), *words)
+    assert not output.exists()
+
+
+def test_score_reads_a_json_array_in_pieces(tmp_path, capsys, monkeypatch):
+    """A JSON array is parsed incrementally (here with 64-byte reads), rows keep their line numbers."""
+    import procrl.scoring as scoring
+
+    monkeypatch.setattr(scoring, "_CHUNK", 64)
+    source = tmp_path / "rows.json"
+    source.write_text("[\n" + ",\n".join(json.dumps(row) for row in GOOD_ROWS * 5) + "\n]\n")
+    assert [line for line, _ in scoring.iter_rows(source)] == list(range(2, 17))
+    output = tmp_path / "scored.jsonl"
+    result = score(capsys, source, output)
+    assert result.code == 0, result.err[-2000:]
+    assert len(output.read_text().splitlines()) == 15
+
+
+# --- tracebacks -> one-line errors: custom reward code ----------------------------------------------
+
+
+@pytest.mark.parametrize("case", ["raises_at_import", "syntax_error", "constructor_raises", "exits_at_import"])
+def test_broken_reward_code_is_a_one_line_error_naming_the_key(tmp_path, capsys, monkeypatch, case):
+    body, target, words = {
+        "raises_at_import": ("raise RuntimeError('needs a GPU')\n", "f", ("rewards.custom.type", "RuntimeError: needs a GPU")),
+        "syntax_error": ("def f(prompts, completions:\n    return []\n", "f", ("rewards.custom.type", "SyntaxError", "line 1")),
+        "constructor_raises": ("class Scorer:\n    def __init__(self, **kwargs):\n        raise ValueError('no vocabulary')\n"
+                               "    def __call__(self, prompts, completions, **kwargs):\n        return [0.0] * len(completions)\n",
+                               "Scorer", ("rewards.custom", "could not be set up", "ValueError: no vocabulary")),
+        "exits_at_import": ("import sys\nsys.exit(3)\n", "f", ("rewards.custom.type", "SystemExit: 3")),
+    }[case]
+    module = reward_module(tmp_path, monkeypatch, f"broken_{case}", body)
+    result = cli(capsys, "check", TINY_RECIPE, "--set", f"rewards.custom={{type: '{module}:{target}'}}")
+    assert_one_line_error(result, *words)
+
+
+def test_a_reward_raising_system_exit_does_not_end_training(tmp_path, capsys, monkeypatch, caplog):
+    module = reward_module(tmp_path, monkeypatch, "quits", "import sys\ndef quits(prompts, completions, **kwargs):\n    sys.exit(3)\n")
+    out = tmp_path / "run"
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP, "--set", "trainer.max_steps=2",
+                 "--set", f"rewards.quits={{type: '{module}:quits', weight: 0.5}}")
+    assert result.code == 0, result.err[-3000:]
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    # both steps trained; the 4 completions of each batch got the fallback, counted as failures
+    assert [h.get("rewards/quits/failures/exception") for h in history if "loss" in h] == [4.0, 4.0]
+    assert "reward component 'quits' failed on a batch of 4: SystemExit: 3" in caplog.text

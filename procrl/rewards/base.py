@@ -265,6 +265,8 @@ def resolve_type(type_name: str, path: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise ConfigError(f"{path}: cannot import module {module_name!r} ({error})") from None
+    except (Exception, SystemExit) as error:  # a module that fails at import (syntax error, raises)
+        raise ConfigError(f"{path}: module {module_name!r} failed at import: {_one_line(error)}") from None
     try:
         target = getattr(module, attribute)
     except AttributeError:
@@ -360,13 +362,18 @@ class RewardMix:
         self.specs = {s.name: s for s in specs}
         self.components: dict[str, RewardComponent] = {}
         for spec in specs:
-            if inspect.isclass(spec.target) and issubclass(spec.target, RewardComponent):
-                self.components[spec.name] = spec.target(spec.settings, name=spec.name)
-            elif inspect.isclass(spec.target):
-                instance = spec.target(**spec.settings)
-                self.components[spec.name] = FunctionComponent(instance, {}, name=spec.name)
-            else:
-                self.components[spec.name] = FunctionComponent(spec.target, spec.settings, name=spec.name)
+            try:
+                if inspect.isclass(spec.target) and issubclass(spec.target, RewardComponent):
+                    self.components[spec.name] = spec.target(spec.settings, name=spec.name)
+                elif inspect.isclass(spec.target):
+                    instance = spec.target(**spec.settings)
+                    self.components[spec.name] = FunctionComponent(instance, {}, name=spec.name)
+                else:
+                    self.components[spec.name] = FunctionComponent(spec.target, spec.settings, name=spec.name)
+            except ConfigError:
+                raise
+            except (Exception, SystemExit) as error:
+                raise ConfigError(f"rewards.{spec.name}: {spec.type} could not be set up: {_one_line(error)}") from None
         self._lock = threading.RLock()
         self._batch_key: Any = None
         self._outputs: dict[str, RewardOutput] = {}
@@ -444,8 +451,9 @@ class RewardMix:
         return output
 
     def _failed(self, name: str, error: BaseException, n: int) -> RewardOutput:
-        logger.warning("reward component %r failed on a batch of %d: %s: %s", name, n, type(error).__name__, error)
-        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={"exception": n})
+        logger.warning("reward component %r failed on a batch of %d: %s", name, n, _one_line(error))
+        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={"exception": n},
+                            details=[{"error": _one_line(error)} for _ in range(n)])
 
     def _apply_gate(self, name: str, batch: RewardBatch, output: RewardOutput) -> RewardOutput:
         gate = self.specs[name].gate
@@ -499,7 +507,7 @@ class RewardMix:
             else:
                 raw = component.score(batch)
             output = self._sanitize(name, raw, len(batch))
-        except Exception as error:  # a component must never crash training
+        except (Exception, SystemExit) as error:  # a component must never crash (or quietly end) training
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
         try:
@@ -519,7 +527,7 @@ class RewardMix:
         started = time.perf_counter()
         try:
             output = self._sanitize(name, await self.components[name].ascore(batch), len(batch))
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
         try:
@@ -632,6 +640,12 @@ class RewardMix:
 
     def reward_functions(self) -> list[Callable]:
         return [self.reward_function(name) for name in self.specs]
+
+
+def _one_line(error: BaseException) -> str:
+    """``Type: message`` on one line (a SyntaxError keeps its file and line)."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _loop_running() -> bool:
