@@ -34,10 +34,13 @@ def _cmd_train(args) -> int:
 
 def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
     """Two dataset rows to score; embedded problems when the dataset needs the network."""
-    from procrl.data import SYNTHETIC, _is_local_file, load_examples
+    from procrl.data import SYNTHETIC, _is_local_file, load_examples, synthetic_rows
     from procrl.data.synthetic import generate_problems
 
-    if recipe.data.dataset == SYNTHETIC or _is_local_file(recipe.data.dataset):
+    if recipe.data.dataset == SYNTHETIC:  # no `datasets` import for two embedded rows
+        rows = synthetic_rows(recipe.data, recipe.data.split)
+        return rows[: min(count, recipe.data.max_samples or count)], recipe.data.dataset
+    if _is_local_file(recipe.data.dataset):
         dataset = load_examples(recipe.data)
         return [dataset[i] for i in range(min(count, len(dataset)))], recipe.data.dataset
     return generate_problems(count, seed=0), f"embedded problems (not fetching {recipe.data.dataset!r})"
@@ -78,7 +81,7 @@ def _cmd_score(args) -> int:
     from procrl.rewards.base import RewardMix
     from procrl.scoring import check_paths, count_rows, score_file
 
-    recipe = load_recipe(args.recipe, args.overrides)
+    recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
     check_paths(args.input, args.output)
     count_rows(args.input)  # a bad row fails here, before any component loads
     mix = RewardMix(recipe.rewards)

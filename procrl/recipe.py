@@ -23,7 +23,6 @@ import copy
 import dataclasses
 import functools
 import os
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -234,11 +233,11 @@ MANAGED_TRL_FIELDS = {
 
 @functools.lru_cache(maxsize=1)
 def trl_fields() -> dict[str, Any]:
-    """GRPOConfig field name -> type (TRL is imported only to read its schema)."""
-    from trl import GRPOConfig
+    """GRPOConfig field name -> type, from procrl's table of TRL's fields (procrl/trl_schema.py,
+    checked against the installed TRL by the tests): validating a recipe never imports TRL."""
+    from procrl.trl_schema import GRPO_CONFIG_FIELDS
 
-    hints = typing.get_type_hints(GRPOConfig)
-    return {f.name: hints.get(f.name, Any) for f in dataclasses.fields(GRPOConfig) if f.init}
+    return dict(GRPO_CONFIG_FIELDS)
 
 
 @dataclass
@@ -246,7 +245,7 @@ class Recipe:
     """A validated recipe. ``trainer_args`` are the TRL GRPOConfig fields it sets."""
 
     raw: dict[str, Any]
-    model: ModelSection
+    model: ModelSection | None  # None only for recipes loaded for scoring (procrl score)
     data: DataSection
     trainer: TrainerSection
     trainer_args: dict[str, Any]
@@ -275,7 +274,7 @@ class Recipe:
             "recipe": MARKER,
             "description": self.description,
             "output_dir": self.output_dir,
-            "model": dataclasses.asdict(self.model),
+            "model": dataclasses.asdict(self.model) if self.model is not None else None,
             "data": dataclasses.asdict(self.data),
             "trainer": {**dataclasses.asdict(self.trainer), **self.trainer_args},
             "rewards": rewards,
@@ -365,8 +364,11 @@ def evaluates_during_training(trainer_args: dict[str, Any]) -> bool:
     return str(trainer_args.get("eval_strategy", "steps" if trainer_args.get("eval_steps") else "no")) != "no"
 
 
-def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
-    """Validate a recipe mapping (overrides already applied)."""
+def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) -> Recipe:
+    """Validate a recipe mapping (overrides already applied).
+
+    ``scoring``: for ``procrl score``, which uses the reward mix only: the ``model`` section is
+    optional and the ``trainer`` section is not read (``recipe.trainer`` has the defaults)."""
     if not isinstance(raw, dict):
         raise ConfigError(f"recipe file must hold a mapping, got {type(raw).__name__}")
     marker = raw.get("recipe")
@@ -377,11 +379,11 @@ def parse_recipe(raw: Any, *, path: str | None = None) -> Recipe:
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
             raise ConfigError(f"{key}: unknown key{suggest(key, TOP_LEVEL_KEYS)}; top-level keys: {', '.join(TOP_LEVEL_KEYS)}")
-    if raw.get("model") is None:
+    if raw.get("model") is None and not scoring:
         raise ConfigError("model: required section is missing (at least model.name_or_path)")
-    model = from_dict(ModelSection, raw.get("model"), "model")
+    model = from_dict(ModelSection, raw.get("model"), "model") if raw.get("model") is not None else None
     data = from_dict(DataSection, raw.get("data"), "data")
-    trainer, trainer_args = _validate_trainer(raw.get("trainer"))
+    trainer, trainer_args = (TrainerSection(), {}) if scoring else _validate_trainer(raw.get("trainer"))
     rewards = parse_rewards(raw.get("rewards"), "rewards")
     reward_names = [spec.name for spec in rewards]
     for name in trainer.process_rewards or []:
@@ -443,14 +445,15 @@ def add_import_paths(recipe_path: str | os.PathLike) -> list[str]:
     return added
 
 
-def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None) -> Recipe:
+def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None,
+                *, scoring: bool = False) -> Recipe:
     """Read, override and validate a recipe file (its directory and the working directory go on
-    the import path first: :func:`add_import_paths`)."""
+    the import path first: :func:`add_import_paths`); ``scoring``: see :func:`parse_recipe`."""
     raw = apply_overrides(read_recipe_file(path), overrides or [])
     add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir
-    return parse_recipe(raw, path=str(path))
+    return parse_recipe(raw, path=str(path), scoring=scoring)
 
 
 def is_recipe_file(path: str | os.PathLike, max_bytes: int = 1 << 20) -> bool:

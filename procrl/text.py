@@ -121,9 +121,33 @@ _ABBREVIATIONS = frozenset(
 _ABBREV_AT_END = re.compile(r"(?:^|[\s(])((?:[A-Za-z]\.){1,3}[A-Za-z]?|[A-Za-z]{1,6})\.\s*$")
 
 
+def _import_spacy():
+    """``import spacy``, without letting thinc import torch when nothing has imported it yet.
+
+    thinc (spaCy's ML library) imports torch at import time only to record whether it is
+    available; the pipelines used here (``en_core_web_sm``, the rule-based sentencizer) never
+    use it. Where torch is not loaded yet (``procrl score`` with rewards that need no model),
+    that probe alone costs ~1.5 s and ~250 MB, the larger part of scoring one row. So torch is
+    hidden for the duration of the import (thinc then records it as absent; torch imports
+    normally afterwards). Training imports torch first, so there nothing changes."""
+    import sys
+
+    if "spacy" in sys.modules or "torch" in sys.modules or "thinc.compat" in sys.modules:
+        import spacy
+
+        return spacy
+    sys.modules["torch"] = None  # type: ignore[assignment]  # `import torch` raises ImportError
+    try:
+        import spacy
+    finally:
+        if sys.modules.get("torch", 0) is None:
+            del sys.modules["torch"]
+    return spacy
+
+
 @functools.lru_cache(maxsize=1)
 def _sentence_pipeline():
-    import spacy
+    spacy = _import_spacy()
 
     try:
         return spacy.load("en_core_web_sm", disable=["ner", "lemmatizer", "tagger", "attribute_ruler"])

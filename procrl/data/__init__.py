@@ -13,7 +13,8 @@ from typing import Any
 
 from procrl.config import ConfigError, suggest
 
-__all__ = ["build_eval_dataset", "build_prompt_dataset", "format_prompt", "load_examples", "uses_chat_template"]
+__all__ = ["build_eval_dataset", "build_prompt_dataset", "format_prompt", "load_examples", "synthetic_rows",
+           "uses_chat_template"]
 
 SYNTHETIC = "synthetic"
 
@@ -22,22 +23,26 @@ def _is_local_file(dataset: str) -> bool:
     return Path(dataset).suffix.lower() in (".json", ".jsonl") or Path(dataset).is_file()
 
 
+def synthetic_rows(data, split: str) -> list[dict[str, Any]]:
+    """The embedded problems of ``split`` as plain rows (no ``datasets`` import)."""
+    from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
+
+    settings = data.synthetic
+    if split != "train" and split not in HELD_OUT_SPLITS:
+        raise ConfigError(f"data.split: the synthetic dataset has the splits 'train', 'test' and 'validation', "
+                          f"got {split!r}{suggest(split, ('train', *HELD_OUT_SPLITS))}")
+    # held-out splits: their own seed stream, minus every training question (procrl/data/synthetic.py)
+    size = settings.num_examples if split == "train" else settings.held_out_examples
+    return generate_split(split, size, settings.seed, train_examples=settings.num_examples)
+
+
 def load_examples(data, split: str | None = None):
     """A ``datasets.Dataset`` with ``question`` and ``answer`` columns."""
     import datasets
 
     split = split or data.split
     if data.dataset == SYNTHETIC:
-        from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
-
-        settings = data.synthetic
-        if split != "train" and split not in HELD_OUT_SPLITS:
-            raise ConfigError(f"data.split: the synthetic dataset has the splits 'train', 'test' and 'validation', "
-                              f"got {split!r}{suggest(split, ('train', *HELD_OUT_SPLITS))}")
-        # held-out splits: their own seed stream, minus every training question (procrl/data/synthetic.py)
-        size = settings.num_examples if split == "train" else settings.held_out_examples
-        rows = generate_split(split, size, settings.seed, train_examples=settings.num_examples)
-        dataset = datasets.Dataset.from_list(rows)
+        dataset = datasets.Dataset.from_list(synthetic_rows(data, split))
     elif _is_local_file(data.dataset):
         if not Path(data.dataset).is_file():
             raise ConfigError(f"data.dataset: file not found: {data.dataset}")
