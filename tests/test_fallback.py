@@ -129,3 +129,18 @@ def test_procrl_score_total_uses_the_same_policy(tmp_path, capsys):
     assert second["rewards"]["judge"] is None and second["rewards"]["strict"] == -1.0
     assert second["reward"] == pytest.approx(0.0 + 0.5 * -1.0)
     assert second["fallbacks"] == {"judge": {"fallback": "group_mean", "score": None}}
+
+
+class NaNSteps(RewardComponent):
+    """A penalty with per-step scores; its second completion has a NaN step score."""
+
+    def score(self, batch: RewardBatch) -> RewardOutput:
+        steps = [[0.0, -1.0], [math.nan, 0.0], [None, 0.0]][: len(batch)]
+        return RewardOutput(scores=[-1.0, -1.0, -1.0][: len(batch)], step_scores=steps)
+
+
+def test_a_non_finite_step_score_is_no_step_credit_not_the_best_step():
+    mix = RewardMix(parse_rewards({"steps": {"type": "tests.test_fallback:NaNSteps"}}))
+    output = mix.score_all(RewardBatch.from_texts(["a\nb", "c\nd", "e\nf"]))["steps"]
+    assert output.step_scores == [[0.0, -1.0], None, None]  # not [0.0, 0.0]: 0 is the best step of a penalty
+    assert output.failures["non_finite_step"] == 2 and output.scores == [-1.0, -1.0, -1.0]

@@ -440,12 +440,19 @@ class RewardMix:
                 scores.append(value)
         output.scores = scores
         if output.step_scores is not None:
-            cleaned = []
+            # A None or non-finite step score is no opinion about that step; read as 0 it would be
+            # the best step of a penalty. The completion then gets no step credit from this
+            # component (its scalar, resolved by the fallback, still counts).
+            cleaned: list[list[float] | None] = []
             for steps in output.step_scores:
-                if steps is None:
-                    cleaned.append(None)
-                else:
-                    cleaned.append([float(v) if v is not None and math.isfinite(float(v)) else 0.0 for v in steps])
+                values = None if steps is None else [_finite(v) for v in steps]
+                if values is not None and any(v is None for v in values):
+                    failures["non_finite_step"] = failures.get("non_finite_step", 0) + 1
+                    values = None
+                cleaned.append(values)
+            if len(cleaned) != n:
+                failures["wrong_length"] = failures.get("wrong_length", 0) + n
+                cleaned = [None] * n
             output.step_scores = cleaned
         output.failures = failures
         return output
@@ -646,6 +653,14 @@ def _one_line(error: BaseException) -> str:
     """``Type: message`` on one line (a SyntaxError keeps its file and line)."""
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _loop_running() -> bool:

@@ -1,0 +1,125 @@
+"""No built-in reward mix pays a policy for skipping, padding, hedging or slipping in its
+reasoning (REWARDS.md section 0; README "What the mixes guarantee").
+
+For 500 GSM8K train problems, five completions each (procrl/data/integrity.py): the reference
+solution W; W with one intermediate calculation result changed, final answer kept (S); S after
+three number-free restatement steps (P); the answer line alone (A); three hedging sentences and
+the answer line (H). Every recipe in recipes/ whose rewards run without a download (judges with
+the arithmetic backend, TRACE with the cue tagger) is scored exactly as ``procrl score`` scores
+(the same code path, the same fallback policy), on the problems whose W the arithmetic verifier
+accepts:
+
+* every mix: W >= S, W >= A, W >= H and P <= S (nothing pays for a slip, for skipping, hedging
+  or padding) on >= 98% of the problems;
+* a mix with a process reward (first_error, TRACE, ReCEval): W > A and W > H strictly;
+* a mix with a component that checks the steps' correctness (first_error): also W > S.
+
+An outcome-only mix (accuracy + format) cannot tell W, S, A and H apart, and a structure-only
+mix (TRACE) cannot see a changed number: for them the strict W > S (and, outcome-only, W > A,
+W > H) is not promised, and the test says which orderings each recipe is held to.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from procrl.data.integrity import KINDS, build_cases, orderings
+from procrl.recipe import load_recipe
+from procrl.rewards.base import RewardMix
+from procrl.scoring import score_rows
+
+REPO = Path(__file__).resolve().parent.parent
+RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
+NUM_PROBLEMS = 500
+THRESHOLD = 0.98
+PROCESS_TYPES = {"first_error", "trace", "receval_correctness", "receval_informativeness"}
+# recipes whose rewards cannot run without a download even with the substitutions below
+NEEDS_A_DOWNLOAD = {"gsm8k_receval.yaml"}  # an NLI model and a causal LM
+
+
+@pytest.fixture(scope="module")
+def cases(gsm8k_train):
+    rows = [json.loads(line) for line in gsm8k_train.read_text(encoding="utf-8").splitlines() if line.strip()]
+    built = build_cases(rows, NUM_PROBLEMS, seed=0)
+    assert len(built) == NUM_PROBLEMS * len(KINDS)
+    verified = sum(c["w_verified"] for c in built) // len(KINDS)
+    assert verified >= 0.97 * NUM_PROBLEMS  # the verifier accepts nearly every reference
+    return built
+
+
+def offline_overrides(path: Path) -> list[str]:
+    """Judges on the arithmetic backend, TRACE on the embedded cue tagger."""
+    overrides = []
+    for spec in load_recipe(path).rewards:
+        if spec.type == "first_error":
+            overrides.append(f"rewards.{spec.name}.backend=arithmetic")
+        elif spec.type == "trace":
+            overrides.append(f"rewards.{spec.name}.tagger=cues")
+    return overrides
+
+
+def weak_orderings(scored: list[dict]) -> dict[str, float]:
+    """Share of verified problems where nothing pays: W >= S, W >= A, W >= H, P <= S."""
+    by_problem: dict = {}
+    for row in scored:
+        if row["w_verified"]:
+            by_problem.setdefault(row["problem"], {})[row["kind"]] = row["reward"]
+    shares = {}
+    for name, check in {"W>=S": lambda t: t["W"] >= t["S"], "W>=A": lambda t: t["W"] >= t["A"],
+                        "W>=H": lambda t: t["W"] >= t["H"], "P<=S": lambda t: t["P"] <= t["S"]}.items():
+        shares[name] = sum(all(t[k] is not None for k in KINDS) and check(t) for t in by_problem.values()) / len(by_problem)
+    return shares
+
+
+def test_every_recipe_is_covered():
+    names = {path.name for path in RECIPES}
+    assert NEEDS_A_DOWNLOAD <= names
+    assert len(names - NEEDS_A_DOWNLOAD) >= 6  # accuracy, judge, grpo_process, ppo_process, trace, tiny_cpu
+
+
+@pytest.mark.parametrize("path", [p for p in RECIPES if p.name not in NEEDS_A_DOWNLOAD], ids=lambda p: p.stem)
+def test_no_built_in_mix_pays_for_skipping_padding_hedging_or_slips(path, cases):
+    recipe = load_recipe(path, offline_overrides(path))
+    mix = RewardMix(recipe.rewards)
+    assert all(component.needs_model() is None for component in mix.components.values()), path.name
+    scored = list(score_rows(mix, cases))
+    strict = orderings(scored)
+    weak = weak_orderings(scored)
+    types = {spec.type for spec in recipe.rewards}
+    print(f"\n{path.name}: {strict['problems']} verified problems; strict {strict}; weak {weak}")
+    for name, share in weak.items():
+        assert share >= THRESHOLD, (path.name, name, share)
+    if types & PROCESS_TYPES:
+        assert strict["W>A"] >= THRESHOLD and strict["W>H"] >= THRESHOLD, (path.name, strict)
+    if "first_error" in types:
+        assert strict["W>S"] >= THRESHOLD and strict["P<=S"] >= THRESHOLD and strict["all"] >= THRESHOLD, (path.name, strict)
+
+
+def test_receval_recipe_is_the_only_one_skipped():
+    for path in RECIPES:
+        mix = RewardMix(load_recipe(path, offline_overrides(path)).rewards)
+        needs = {name for name, c in mix.components.items() if c.needs_model() is not None}
+        assert bool(needs) == (path.name in NEEDS_A_DOWNLOAD), (path.name, needs)
+
+
+def test_judge_recipe_through_procrl_score(cases, tmp_path, capsys):
+    """The issue's command, end to end: procrl score on the five-completion sets of 100 problems."""
+    from procrl.cli import main
+
+    data = tmp_path / "cases.jsonl"
+    data.write_text("".join(json.dumps(c) + "\n" for c in cases[: 100 * len(KINDS)]))
+    out = tmp_path / "scored.jsonl"
+    assert main(["score", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"), "--set",
+                 "rewards.first_error.backend=arithmetic", "--input", str(data), "--output", str(out), "--quiet"]) == 0
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    result = orderings(scored)
+    assert result["problems"] >= 97
+    for name in ("W>S", "W>A", "W>H", "P<=S"):
+        assert result[name] >= THRESHOLD, (name, result)
+    kinds = {row["kind"]: row for row in scored if row["problem"] == scored[0]["problem"]}
+    assert kinds["W"]["reward"] == 1.0 and kinds["A"]["diagnostics"]["first_error"]["verdict"] == "no_steps"
+    assert kinds["H"]["diagnostics"]["first_error"]["verdict"] == "unverified"
+    assert kinds["S"]["diagnostics"]["first_error"]["index"] >= 0
