@@ -74,7 +74,7 @@ def test_grpo_columns_are_resolved_after_the_gather():
     assert resolved[:, 1].tolist() == pytest.approx([0.0, 0.0, -1.0, -1.0, -0.5, -0.5, -1.0, 0.0])
     # null: None stays (TRL's nansum), counted as unresolved
     assert torch.isnan(resolved[[0, 4, 5], 2]).all() and resolved[1, 2] == 1.0
-    assert counts["rewards/judge/fallback/from_group"] == 2.0 and counts["rewards/judge/fallback/from_batch"] == 2.0
+    assert counts["rewards/judge/fallback/filled"] == 4.0  # 2 from their group, 2 from the batch
     assert counts["rewards/raw/fallback/unresolved"] == 3.0
 
 
@@ -87,7 +87,7 @@ def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
     ], output_dir=str(tmp_path / "run"))
     trainer = train(recipe)
     logged = next(h for h in trainer.state.log_history if "rewards/judge/mean" in h)
-    assert logged["rewards/judge/fallback/from_group"] == 2.0  # 4 completions, 2 failed, one group
+    assert logged["rewards/judge/fallback/filled"] == 2.0  # 4 completions, 2 failed, one group
     assert logged["rewards/judge/fallback/unresolved"] == 0.0
     assert -1.0 <= logged["rewards/judge/mean"] <= 0.0
 
@@ -107,7 +107,7 @@ def test_ppo_rollout_resolves_failures_per_prompt_group(tmp_path):
     last = [rollout["returns"][i, n - 1].item() for i, n in enumerate(lengths)]
     # prompt P1: -1 and a failure -> -1; prompt P2: 0 and a failure -> 0 (never the free 0 for P1's)
     assert last == pytest.approx([-1.0, -1.0, 0.0, 0.0])
-    assert trainer._metrics["rewards/judge/fallback/from_group"] == [2.0]
+    assert trainer._metrics["rewards/judge/fallback/filled"] == [2.0]
 
 
 def test_procrl_score_total_uses_the_same_policy(tmp_path, capsys):

@@ -43,6 +43,14 @@ class FallbackResult:
     from_batch: int = 0
     unresolved: int = 0
 
+    def metrics(self, name: str) -> dict[str, float]:
+        """What the trainers log per batch: ``rewards/<name>/fallback/filled`` (no-opinion scores
+        filled from the group or the batch) and ``.../unresolved`` (left None)."""
+        return {
+            f"rewards/{name}/fallback/filled": float(self.from_group + self.from_batch),
+            f"rewards/{name}/fallback/unresolved": float(self.unresolved),
+        }
+
 
 def _present(value: float | None) -> bool:
     return value is not None and math.isfinite(value)

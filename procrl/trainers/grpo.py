@@ -26,7 +26,7 @@ def resolve_reward_columns(
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """TRL's gathered (completions, components) rewards, NaN = no opinion, with every NaN
     resolved by its component's ``fallback`` over groups of ``group_size`` (TRL's order), and
-    the counts to log (``rewards/<name>/fallback/from_group|from_batch|unresolved``)."""
+    the counts to log (``rewards/<name>/fallback/filled|unresolved``)."""
     resolved = rewards_per_func.clone()
     counts: dict[str, float] = {}
     groups = consecutive_groups(rewards_per_func.size(0), group_size)
@@ -36,9 +36,7 @@ def resolve_reward_columns(
         resolved[:, column] = torch.tensor(
             [float("nan") if v is None else v for v in result.scores], dtype=resolved.dtype, device=resolved.device
         )
-        counts[f"rewards/{name}/fallback/from_group"] = float(result.from_group)
-        counts[f"rewards/{name}/fallback/from_batch"] = float(result.from_batch)
-        counts[f"rewards/{name}/fallback/unresolved"] = float(result.unresolved)
+        counts.update(result.metrics(name))
     return resolved, counts
 
 

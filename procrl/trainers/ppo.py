@@ -515,9 +515,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         }
         stats: dict[str, float] = {}
         for name, result in results.items():
-            stats[f"rewards/{name}/fallback/from_group"] = float(result.from_group)
-            stats[f"rewards/{name}/fallback/from_batch"] = float(result.from_batch)
-            stats[f"rewards/{name}/fallback/unresolved"] = float(result.unresolved)
+            stats.update(result.metrics(name))
         return resolved, stats
 
     @torch.no_grad()
