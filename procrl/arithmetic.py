@@ -17,6 +17,12 @@ What a step claims and what is checked (REWARDS.md section 4c):
   (``X*1/4 = ...``, ``60 minutes x 3/4 = 45``), algebra (``2x + 3 = 7``), mixed numbers
   (``= 1 1/2``).
 
+Cost is linear in the text length: an arithmetic side is looked for at most
+:data:`MAX_SIDE_SCAN` characters from its ``=`` (a longer run of arithmetic characters is not a
+calculation: the claim is skipped, as the evaluator refuses expressions over 200 characters
+anyway), and every check around a character reads a bounded neighbourhood, never a copy of the
+text before or after it.
+
 Everything here is pure text in, values out.
 """
 
@@ -57,6 +63,7 @@ _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _MAX_MAGNITUDE = 1e15
 _MAX_EXPONENT = 64
 _MAX_LENGTH = 200
+MAX_SIDE_SCAN = 4 * _MAX_LENGTH  # characters scanned for one side of an equation
 
 
 def _evaluate_node(node: ast.AST) -> float:
@@ -192,6 +199,7 @@ _ANNOTATION = re.compile(r"<<([^<>]*?)=([^<>=]*)>>")
 # Characters of an arithmetic side: numbers, operators, parentheses, money, percent, spaces.
 _SIDE_CHARS = set("0123456789.,+-*/xX×÷·−–^()$% \\")
 _BINARY_START = set("+*/×÷·^xX")
+_THREE_DIGITS = re.compile(r"\d{3}(?!\d)")
 _STATED_NUMBER = re.compile(r"\s*-?\s*\\?\$?\s*(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?<=\d)\s*(?:\\?%)?")
 _OPERATOR_RE = re.compile(r"[\d)%]\s*(?:\*\*|[+\-*/×÷·−–^xX])\s*[\d(.$]")
 # "25 / 1/3": a tight fraction after a spaced operator is one number (25 / (1/3)).
@@ -207,18 +215,33 @@ def _has_operator(text: str) -> bool:
     return bool(_OPERATOR_RE.search(text))
 
 
+def _last_non_space(text: str, end: int) -> int:
+    """Index of the last non-space character before ``end`` (-1 when there is none)."""
+    index = end - 1
+    while index >= 0 and text[index].isspace():
+        index -= 1
+    return index
+
+
 def _scan_left(text: str, end: int) -> str:
     """The arithmetic expression ending at ``text[end]`` (the left side of an ``=``); empty
-    when it is a fragment of something larger ("X*1/4 =", "60 days / (2/3) =")."""
+    when it is a fragment of something larger ("X*1/4 =", "60 days / (2/3) =") or longer than
+    :data:`MAX_SIDE_SCAN` characters."""
     start = end
+    limit = max(0, end - MAX_SIDE_SCAN)
     while start > 0 and text[start - 1] in _SIDE_CHARS and _side_char_ok(text, start - 1):
+        if start == limit:
+            return ""  # too long to be a calculation
         start -= 1
     side = text[start:end].strip().lstrip(",)%").strip()
     if not side or side[0] in _BINARY_START or (side[0] in "-−–" and side[1:2] == " "):
         return ""  # begins with a binary operator (or a dash): part of a longer expression
-    before = text[:start].rstrip()
-    if before.endswith((",", ":", "/")) or before[-1:].isdigit() or re.search(r"(?:^|\s)[xX]$", before):
-        return ""  # "14, 400 / 80", "6:00+48", "60 minutes x 3/4": the scan stopped mid-expression
+    last = _last_non_space(text, start)
+    if last >= 0:
+        before = text[last]
+        lone_x = before in "xX" and (last == 0 or text[last - 1].isspace())
+        if before in ",:/" or before.isdigit() or lone_x:
+            return ""  # "14, 400 / 80", "6:00+48", "60 minutes x 3/4": the scan stopped mid-expression
     side = _drop_unmatched_parentheses(side)
     return side
 
@@ -227,7 +250,10 @@ def _scan_right(text: str, start: int) -> str:
     """The arithmetic run starting at ``text[start]`` (the right side of an ``=``); empty when
     it ends in a dangling operator (algebra: "= 32 + x")."""
     end = start
+    limit = min(len(text), start + MAX_SIDE_SCAN)
     while end < len(text) and text[end] in _SIDE_CHARS and _side_char_ok(text, end):
+        if end == limit:
+            return ""  # too long to be a calculation
         end += 1
     side = text[start:end].rstrip().rstrip(",(").rstrip()
     if side.rstrip("$\\ ").endswith(tuple("+-−–*/×÷·^xX")):
@@ -237,16 +263,22 @@ def _scan_right(text: str, start: int) -> str:
 
 def _drop_unmatched_parentheses(text: str) -> str:
     """Remove parentheses without a partner at either end ("(3+4" -> "3+4", "7)" -> "7")."""
-    while True:
-        opened = text.count("(") - text.count(")")
-        if opened > 0 and text.startswith("("):
-            text = text[1:].strip()
-        elif opened < 0 and text.endswith(")"):
-            text = text[:-1].strip()
-        elif opened != 0:
-            return ""  # unbalanced inside: not a well-formed side
+    opened = text.count("(") - text.count(")")
+    start, end = 0, len(text)
+    while opened != 0:
+        if opened > 0 and start < end and text[start] == "(":
+            start += 1
+            opened -= 1
+        elif opened < 0 and start < end and text[end - 1] == ")":
+            end -= 1
+            opened += 1
         else:
-            return text
+            return ""  # unbalanced inside: not a well-formed side
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+    return text[start:end]
 
 
 def _side_char_ok(text: str, index: int) -> bool:
@@ -256,7 +288,7 @@ def _side_char_ok(text: str, index: int) -> bool:
     if character in "xX":
         return _times_letter_at(text, index)
     if character == ",":  # thousands separator only: digit before, exactly three digits after
-        return index > 0 and text[index - 1].isdigit() and re.match(r"\d{3}(?!\d)", text[index + 1 :]) is not None
+        return index > 0 and text[index - 1].isdigit() and _THREE_DIGITS.match(text, index + 1) is not None
     if character == ".":  # decimal point only (a full stop ends the side)
         return following.isdigit()
     return True
@@ -268,8 +300,12 @@ def _times_letter_at(text: str, index: int) -> bool:
     after = text[index + 1] if index + 1 < len(text) else " "
     if before.isalpha() or after.isalpha():
         return False
-    left_ok = re.search(r"[\d)%]\s*$", text[:index]) is not None
-    right_ok = re.match(r"\s*[\d($.]", text[index + 1 :]) is not None
+    left = _last_non_space(text, index)
+    left_ok = left >= 0 and text[left] in "0123456789)%"
+    right = index + 1
+    while right < len(text) and text[right].isspace():
+        right += 1
+    right_ok = right < len(text) and text[right] in "0123456789($."
     return left_ok and right_ok
 
 
@@ -312,7 +348,8 @@ def find_claims(text: str) -> list[Claim]:
         if not stated:
             continue
         right = stated.group(0).strip()
-        if re.match(r" ?\d| and \(?\d", right_run[stated.end():] + visible[position + 1 + len(right_run):][:8]):
+        after_run = position + 1 + len(right_run)
+        if re.match(r" ?\d| and \(?\d", right_run[stated.end():] + visible[after_run : after_run + 8]):
             continue  # "1 1/2", "18 000", "5 and 2/3": a mixed number or spaced digits
         try:
             right_value = evaluate(right)

@@ -12,6 +12,15 @@ One implementation, one meaning of "step" (REWARDS.md section 0):
   rule-based sentencizer), run line by line, with merges for abbreviations and decimals the
   sentencizer would otherwise split.
 
+Cost is linear in the text length and bounded (REWARDS.md section 0, README "Reliability"): a
+completion is segmented only when it has at most :data:`MAX_CHARS` characters, :data:`MAX_LINES`
+non-empty lines and :data:`MAX_STEPS` steps and sentences; otherwise its segmentation is empty
+and ``too_long`` (the reward mix then gives it every component's fallback, counted as the failure
+kind ``too_long``). spaCy sees each line in chunks of at most :data:`SPACY_CHUNK` characters and
+with a space in place of every :data:`SPACY_MAX_TOKEN`-th character of a run without spaces
+(offsets unchanged): its tokenizer strips affixes one at a time, quadratic in the length of a
+token ("((((...", "$$$$..."), and refuses texts over 1M characters.
+
 Everything here is pure text in, spans out; no models.
 """
 
@@ -22,6 +31,9 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "MAX_CHARS",
+    "MAX_LINES",
+    "MAX_STEPS",
     "Span",
     "Segmentation",
     "answer_line_start",
@@ -43,16 +55,29 @@ class Span:
     end: int
 
 
+# Caps of segmentation (documented in the README's reliability section): a longer completion is
+# ``too_long``. Generous for real reasoning (a 32k-token trace is ~130k characters, a few hundred
+# lines), small enough that the whole pipeline stays within seconds per completion.
+MAX_CHARS = 1 << 20  # characters of a completion (1 MiB)
+MAX_LINES = 8192  # non-empty lines of the reasoning (spaCy runs line by line)
+MAX_STEPS = 8192  # steps, and sentences, of the reasoning
+SPACY_CHUNK = 10_000  # characters spaCy gets at once (a longer line is cut at a space)
+SPACY_MAX_TOKEN = 64  # longest run without spaces spaCy sees
+
+
 @dataclass(frozen=True)
 class Segmentation:
     """Steps and sentences of one completion. ``sentence_step[i]`` is the step index holding
-    sentence ``i`` (TRACE turns sentence scores into per-step scores with it)."""
+    sentence ``i`` (TRACE turns sentence scores into per-step scores with it). ``too_long``: the
+    completion exceeds a cap (:data:`MAX_CHARS`, :data:`MAX_LINES`, :data:`MAX_STEPS`) and was
+    not segmented (no steps, no sentences)."""
 
     completion: str
     reasoning_end: int
     steps: tuple[Span, ...]
     sentences: tuple[Span, ...]
     sentence_step: tuple[int, ...]
+    too_long: bool = False
 
     @property
     def reasoning(self) -> str:
@@ -96,8 +121,9 @@ def answer_line_start(text: str) -> int | None:
     sentence_start = 0
     for end in _SENTENCE_END_BEFORE.finditer(line, 0, marker.start()):
         sentence_start = end.end()
-    lead_in = line[sentence_start : marker.start()]
-    cut = sentence_start if _LEAD_IN.match(lead_in) else marker.start()
+    lead_in = line[sentence_start : marker.start()].strip()
+    # a lead-in is a few words; matching a long one would backtrack quadratically
+    cut = sentence_start if len(lead_in) <= 40 and _LEAD_IN.match(lead_in) else marker.start()
     while cut < len(line) and line[cut].isspace():
         cut += 1
     return line_start + cut
@@ -157,20 +183,26 @@ def _sentence_pipeline():
         return nlp
 
 
-def _should_merge(previous: str, following: str) -> bool:
-    """True when the sentencizer split inside one sentence (abbreviation, decimal, lowercase)."""
-    previous = previous.rstrip()
-    following = following.lstrip()
-    if not following or not previous:
+def _should_merge(text: str, previous_start: int, previous_end: int, following_start: int, following_end: int) -> bool:
+    """True when the sentencizer split inside one sentence (abbreviation, decimal, lowercase).
+    Reads a few characters at each side of the boundary only: the cost does not grow with the
+    length of the sentences."""
+    while previous_end > previous_start and text[previous_end - 1].isspace():
+        previous_end -= 1
+    while following_start < following_end and text[following_start].isspace():
+        following_start += 1
+    if previous_end <= previous_start or following_start >= following_end:
         return True
-    if _STEP_PREFIX.fullmatch(previous + " "):
+    if previous_end - previous_start <= 16 and _STEP_PREFIX.fullmatch(text[previous_start:previous_end] + " "):
         return True  # "1." alone is a list marker, not a sentence
-    abbreviation = _ABBREV_AT_END.search(previous)
+    # the abbreviation pattern spans at most 9 characters: a 12-character tail decides as the whole would
+    abbreviation = _ABBREV_AT_END.search(text[max(previous_start, previous_end - 12) : previous_end])
     if abbreviation and abbreviation.group(1).lower().rstrip(".") in _ABBREVIATIONS:
         return True
-    if previous[-1] == "." and previous[-2:-1].isdigit() and following[0].isdigit():
+    last, before_last, first = text[previous_end - 1], text[previous_end - 2 : previous_end - 1], text[following_start]
+    if last == "." and before_last.isdigit() and first.isdigit():
         return True  # "3." + "5 apples": a decimal split by the tokenizer
-    if following[0].islower() or following[0] in ",;:)]}%=+*/":
+    if first.islower() or first in ",;:)]}%=+*/":
         return True
     return False
 
@@ -187,41 +219,85 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _sentences_in_lines(text: str, lines: list[tuple[int, int]], docs) -> list[Span]:
-    sentences: list[Span] = []
-    for (line_start, _), doc in zip(lines, docs):
-        pieces: list[list[int]] = []
+_LONG_RUN = re.compile(r"\S{%d,}" % (SPACY_MAX_TOKEN + 1))
+
+
+def _spaced(run: str) -> str:
+    """``run`` with a space every :data:`SPACY_MAX_TOKEN` characters or so: never its first or
+    last character (the sentence edges spaCy reports stay where they are) and, where a neighbour
+    will do, not a sentence-ending mark."""
+    chars = list(run)
+    index = SPACY_MAX_TOKEN
+    while index < len(chars) - 1:
+        for candidate in range(index, min(index + 4, len(chars) - 1)):
+            if chars[candidate] not in ".!?":
+                index = candidate
+                break
+        chars[index] = " "
+        index += SPACY_MAX_TOKEN + 1
+    return "".join(chars)
+
+
+def _spacy_chunks(text: str, start: int, end: int) -> list[tuple[int, str]]:
+    """``(offset, text)`` pieces of one line as spaCy sees them: at most :data:`SPACY_CHUNK`
+    characters (cut at a space near the limit when there is one), long runs without spaces broken
+    by a space (same length, so offsets stay valid)."""
+    pieces = []
+    position = start
+    while end - position > SPACY_CHUNK:
+        cut = text.rfind(" ", position + SPACY_CHUNK // 2, position + SPACY_CHUNK)
+        cut = cut + 1 if cut > position else position + SPACY_CHUNK
+        pieces.append((position, cut))
+        position = cut
+    pieces.append((position, end))
+    out = []
+    for a, b in pieces:
+        piece = text[a:b]
+        out.append((a, _LONG_RUN.sub(lambda m: _spaced(m.group(0)), piece) if _LONG_RUN.search(piece) else piece))
+    return out
+
+
+def _sentences_in_line(text: str, parts: list[tuple[int, object]]) -> list[Span]:
+    """Sentences of one line from spaCy's docs of its pieces (``(offset, doc)``)."""
+    pieces: list[list[int]] = []
+    for offset, doc in parts:
         for sent in doc.sents:
-            if not sent.text.strip():
+            start = offset + sent.start_char
+            stop = offset + sent.end_char
+            if not text[start:stop].strip():
                 continue
-            start = line_start + sent.start_char
-            stop = line_start + sent.end_char
-            if pieces and _should_merge(text[pieces[-1][0] : pieces[-1][1]], text[start:stop]):
+            if pieces and _should_merge(text, pieces[-1][0], pieces[-1][1], start, stop):
                 pieces[-1][1] = stop
             else:
                 pieces.append([start, stop])
-        for start, stop in pieces:
-            raw = text[start:stop]
-            left = len(raw) - len(raw.lstrip())
-            right = len(raw.rstrip())
-            if right > left:
-                sentences.append(_to_span(text, start + left, start + right))
+    sentences = []
+    for start, stop in pieces:
+        raw = text[start:stop]
+        left = len(raw) - len(raw.lstrip())
+        right = len(raw.rstrip())
+        if right > left:
+            sentences.append(_to_span(text, start + left, start + right))
     return sentences
 
 
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
     """Sentences of ``text[start:end]`` with offsets into ``text``; never crosses a newline."""
-    return _split_sentences_many([(text, start, len(text) if end is None else end)])[0]
+    end = len(text) if end is None else end
+    return _sentences_of_lines([(text, _line_spans(text, start, end))])[0]
 
 
-def _split_sentences_many(regions: list[tuple[str, int, int]]) -> list[list[Span]]:
+def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[list[Span]]:
+    """Sentences of each ``(text, lines)``: one spaCy pass over every piece of every line."""
     nlp = _sentence_pipeline()
-    all_lines = [_line_spans(text, start, end) for text, start, end in regions]
-    flat = [text[a:b] for (text, _, _), lines in zip(regions, all_lines) for a, b in lines]
-    docs = iter(nlp.pipe(flat, batch_size=256))
+    layout = [[_spacy_chunks(text, a, b) for a, b in lines] for text, lines in items]
+    flat = (piece for lines in layout for chunks in lines for _, piece in chunks)
+    docs = iter(nlp.pipe(flat, batch_size=64))
     out = []
-    for (text, _, _), lines in zip(regions, all_lines):
-        out.append(_sentences_in_lines(text, lines, [next(docs) for _ in lines]))
+    for (text, _), lines in zip(items, layout):
+        sentences: list[Span] = []
+        for chunks in lines:
+            sentences += _sentences_in_line(text, [(offset, next(docs)) for offset, _ in chunks])
+        out.append(sentences)
     return out
 
 
@@ -279,14 +355,34 @@ def segment(completion: str) -> Segmentation:
     return segment_batch([completion])[0]
 
 
+def _too_long(completion: str) -> Segmentation:
+    return Segmentation(completion=completion, reasoning_end=0, steps=(), sentences=(), sentence_step=(), too_long=True)
+
+
 def segment_batch(completions: list[str]) -> list[Segmentation]:
-    """Segment many completions; sentence splitting runs as one spaCy pass for the batch."""
-    masked = [_mask_think_tags(c if isinstance(c, str) else "") for c in completions]
-    ends = [reasoning_end(m) for m in masked]
-    step_pieces = [_steps_from_pieces(m, e) for m, e in zip(masked, ends)]
-    sentence_lists = _split_sentences_many([(m, 0, e) for m, e in zip(masked, ends)])
-    out = []
-    for completion, text, end, pieces, sentences in zip(completions, masked, ends, step_pieces, sentence_lists):
+    """Segment many completions; sentence splitting runs as one spaCy pass for the batch.
+    Completions over a cap come back ``too_long`` without being processed further."""
+    texts = [c if isinstance(c, str) else "" for c in completions]
+    out: list[Segmentation | None] = [None] * len(texts)
+    todo = []  # (index, masked text, reasoning end, step pieces, lines)
+    for index, completion in enumerate(texts):
+        if len(completion) > MAX_CHARS:
+            out[index] = _too_long(completion)
+            continue
+        masked = _mask_think_tags(completion)
+        end = reasoning_end(masked)
+        lines = _line_spans(masked, 0, end)
+        pieces = _steps_from_pieces(masked, end)
+        if len(lines) > MAX_LINES or (pieces is not None and len(pieces) > MAX_STEPS):
+            out[index] = _too_long(completion)
+            continue
+        todo.append((index, masked, end, pieces, lines))
+    sentence_lists = _sentences_of_lines([(masked, lines) for _, masked, _, _, lines in todo])
+    for (index, text, end, pieces, _), sentences in zip(todo, sentence_lists):
+        completion = texts[index]
+        if len(sentences) > MAX_STEPS:
+            out[index] = _too_long(completion)
+            continue
         if pieces is None:
             steps = [Span(_to_span(text, s.start, s.end).text, s.start, s.end) for s in sentences]
         else:
@@ -298,13 +394,11 @@ def segment_batch(completions: list[str]) -> list[Segmentation]:
             while step_index + 1 < len(steps) and sentence.start >= steps[step_index].end:
                 step_index += 1
             sentence_step.append(step_index)
-        out.append(
-            Segmentation(
-                completion=completion if isinstance(completion, str) else "",
-                reasoning_end=end,
-                steps=tuple(steps),
-                sentences=tuple(sentences),
-                sentence_step=tuple(sentence_step),
-            )
+        out[index] = Segmentation(
+            completion=completion,
+            reasoning_end=end,
+            steps=tuple(steps),
+            sentences=tuple(sentences),
+            sentence_step=tuple(sentence_step),
         )
-    return out
+    return out  # type: ignore[return-value]

@@ -424,3 +424,139 @@ def test_a_reward_raising_system_exit_does_not_end_training(tmp_path, capsys, mo
     # both steps trained; the 4 completions of each batch got the fallback, counted as failures
     assert [h.get("rewards/quits/failures/exception") for h in history if "loss" in h] == [4.0, 4.0]
     assert "reward component 'quits' failed on a batch of 4: SystemExit: 3" in caplog.text
+
+
+# --- 4. bounded cost on hostile text (timings: benchmarks/hostile_text_bench.py) --------------------
+
+
+def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
+    """spaCy's tokenizer is quadratic in the length of a token of affixes ("((((", "$$$$") and
+    refuses texts over 1M characters: it is given chunks with long runs broken."""
+    import procrl.text as text_module
+
+    real = text_module._sentence_pipeline()
+    seen: list[str] = []
+
+    class Recording:
+        def pipe(self, texts, **kwargs):
+            texts = list(texts)
+            seen.extend(texts)
+            return real.pipe(texts, **kwargs)
+
+    monkeypatch.setattr(text_module, "_sentence_pipeline", lambda: Recording())
+    completion = "We start.\n" + "(" * 4000 + " done.\n" + ("$" * 3000 + " ") * 10 + "\n#### 3"
+    segmentation = text_module.segment(completion)
+    assert seen and max(len(t) for t in seen) <= text_module.SPACY_CHUNK
+    assert max(len(run) for t in seen for run in t.split()) <= text_module.SPACY_MAX_TOKEN
+    assert [s.text for s in segmentation.steps][0] == "We start."
+    assert segmentation.steps[1].start == completion.index("(")  # offsets still into the completion
+
+
+def test_a_line_over_spacys_limit_is_segmented():
+    """Over 1M characters in one line spaCy raises E088; under the cap it is now chunked."""
+    from procrl.text import MAX_CHARS, segment
+
+    line = ("each box holds twelve apples and " * 40_000)[:1_040_000]
+    assert 1_000_000 < len(line) <= MAX_CHARS
+    segmentation = segment(line + "\n#### 12")
+    assert not segmentation.too_long
+    assert segmentation.sentences[0].start == 0 and segmentation.sentences[-1].end == len(line.rstrip())
+
+
+def test_completions_over_the_caps_are_too_long():
+    from procrl.text import MAX_CHARS, MAX_LINES, MAX_STEPS, segment_batch
+
+    normal = "3 x 4 = 12 apples.\n#### 12"
+    cases = [
+        "a" * (MAX_CHARS + 1),  # characters
+        "apples\n" * (MAX_LINES + 1),  # lines
+        "One step. " * (MAX_STEPS + 1),  # sentences (= steps of a one-line completion)
+    ]
+    segmentations = segment_batch([normal, *cases])
+    assert not segmentations[0].too_long and len(segmentations[0].steps) == 1
+    for segmentation in segmentations[1:]:
+        assert segmentation.too_long and segmentation.steps == () and segmentation.sentences == ()
+
+
+def test_the_mix_gives_too_long_completions_the_fallback_and_counts_them():
+    from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+
+    mix = RewardMix(parse_rewards({"accuracy": {}, "first_error": {"fallback": -1.0}, "trace": {"tagger": "cues"}}))
+    huge = "(" * (1 << 20) + "\n#### 12"
+    batch = RewardBatch.from_texts(["3 x 4 = 12.\n#### 12", huge], golds=["12", "12"])
+    outputs = mix.score_all(batch)
+    assert outputs["accuracy"].scores == [1.0, None] and outputs["accuracy"].failures["too_long"] == 1
+    assert outputs["first_error"].scores[1] == -1.0 and outputs["first_error"].failures["too_long"] == 1
+    assert outputs["first_error"].step_scores[1] is None and outputs["trace"].details[1] == {"failure": "too_long"}
+    assert outputs["trace"].scores[0] is not None
+
+
+def test_score_gives_a_too_long_row_the_failure_policy(tmp_path, capsys):
+    rows = [GOOD_ROWS[0], {"question": "?", "completion": "(" * 1_100_000 + "\n#### 1", "answer": "1"}, GOOD_ROWS[1]]
+    source = write_rows(tmp_path / "rows.jsonl", rows)
+    output = tmp_path / "scored.jsonl"
+    result = score(capsys, source, output)
+    assert result.code == 0, result.err[-2000:]
+    scored = [json.loads(line) for line in output.read_text().splitlines()]
+    assert scored[1]["rewards"]["accuracy"] is None and scored[1]["steps"] == []
+    assert scored[0]["rewards"]["accuracy"] == scored[2]["rewards"]["accuracy"] == 1.0
+    assert "failures of accuracy: too_long 1" in result.out
+
+
+def test_arithmetic_scans_a_bounded_side_per_equation(monkeypatch):
+    """Each '=' looks at most MAX_SIDE_SCAN characters to each side (a 64 KB '2 x 2 x ...' chain
+    used to be walked whole, copying the text before every 'x')."""
+    import procrl.arithmetic as arithmetic
+
+    calls = 0
+    real = arithmetic._side_char_ok
+
+    def counting(text, index):
+        nonlocal calls
+        calls += 1
+        return real(text, index)
+
+    monkeypatch.setattr(arithmetic, "_side_char_ok", counting)
+    chain = ("2 x " * 5000)[:-1] + " = 4 so 1 + 1 = 2"
+    claims = arithmetic.find_claims(chain)
+    assert [(c.left, c.right) for c in claims] == [("1 + 1", "2")]
+    assert calls <= 3 * arithmetic.MAX_SIDE_SCAN
+
+
+def _line_events(function, *args) -> int:
+    """Python line events inside ``function``'s own code (a deterministic measure of its loops)."""
+    code = function.__code__
+    count = 0
+
+    def tracer(frame, event, arg):
+        nonlocal count
+        if frame.f_code is not code:
+            return None
+        if event == "line":
+            count += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        function(*args)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_boxed_extraction_is_linear_on_unbalanced_boxes():
+    from procrl.rewards.accuracy import extract_boxed
+
+    text = "\\boxed{" * 1500 + "\\boxed{42}"
+    assert extract_boxed(text) == "42"
+    unbalanced = "\\boxed{" * 1500
+    assert extract_boxed(unbalanced) is None
+    assert _line_events(extract_boxed, unbalanced) < 20 * len(unbalanced)
+
+
+def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
+    from procrl.rewards.taggers import CueTagger
+
+    tagger = CueTagger()
+    long_sentence = "x " * 400 + "we know that she has 3 apples"
+    assert tagger.sentence_proba(long_sentence) == tagger.sentence_proba(long_sentence[: CueTagger.MAX_CHARS])

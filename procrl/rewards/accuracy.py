@@ -35,21 +35,42 @@ _ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
 _LATEX_FRAC = re.compile(r"^\\[dt]?frac\s*\{\s*(-?[\d.]+)\s*\}\s*\{\s*(-?[\d.]+)\s*\}$")
 
 
+_BOX_GAP = frozenset("\\boxedfx ")  # what may stand between \boxed / \fbox and its brace
+
+
 def extract_boxed(text: str) -> str | None:
-    """Content of the last balanced ``\\boxed{...}`` (or ``\\fbox{...}``); None if there is none."""
+    """Content of the last balanced ``\\boxed{...}`` (or ``\\fbox{...}``); None if there is none.
+    Linear in the length of ``text`` (one pass matches every brace), also for thousands of
+    unbalanced boxes."""
     position = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if position < 0:
+        return None
+    brace = text.find("{", position)
+    if brace >= 0 and text[position:brace].strip("\\boxedfx ") == "":  # the usual case: the last box is balanced
+        depth = 0
+        for i in range(brace, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[brace + 1 : i]
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for index, char in enumerate(text):
+        if char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            closing[stack.pop()] = index
+    gap_end = [0] * (len(text) + 1)  # gap_end[i]: first index >= i holding a character outside _BOX_GAP
+    gap_end[len(text)] = len(text)
+    for index in range(len(text) - 1, -1, -1):
+        gap_end[index] = gap_end[index + 1] if text[index] in _BOX_GAP else index
     while position >= 0:
-        brace = text.find("{", position)
-        if brace >= 0 and text[position:brace].strip("\\boxedfx ") == "":
-            depth = 0
-            for i in range(brace, len(text)):
-                if text[i] == "{":
-                    depth += 1
-                elif text[i] == "}":
-                    depth -= 1
-                    if depth == 0:
-                        return text[brace + 1 : i]
-        # unbalanced: try an earlier box
+        brace = gap_end[position]
+        if brace < len(text) and text[brace] == "{" and brace in closing:
+            return text[brace + 1 : closing[brace]]
+        # no brace right after it, or unbalanced: try an earlier box
         position = max(text.rfind("\\boxed", 0, position), text.rfind("\\fbox", 0, position))
     return None
 

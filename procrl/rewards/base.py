@@ -14,7 +14,9 @@ counted and logged as ``rewards/<name>/failures/<kind>``, and every None is reso
 component's ``fallback`` before it reaches a total (:mod:`procrl.rewards.fallback`): by default
 ``group_mean``, the mean of the component's scores in the sample's generation group (where the
 groups are known: the trainers, ``procrl score``); a number is substituted at once; ``null``
-leaves TRL's None.
+leaves TRL's None. A completion over the segmentation caps (:mod:`procrl.text`: characters,
+lines, steps) is never given to a component: it is such a failure, of kind ``too_long``, so
+that every component's cost per completion is bounded.
 """
 
 from __future__ import annotations
@@ -90,6 +92,22 @@ class RewardBatch:
     def segmentations(self) -> list[Segmentation]:
         """Steps and sentences of every completion, computed once per batch."""
         return segment_batch(self.completions)
+
+    def subset(self, indices: list[int]) -> "RewardBatch":
+        """The batch restricted to ``indices`` (segmentations carried over, not recomputed)."""
+        n = len(self)
+
+        def pick(values):
+            return [values[i] for i in indices] if isinstance(values, list) and len(values) == n else values
+
+        sub = RewardBatch(
+            completions=pick(self.completions), questions=pick(self.questions), golds=pick(self.golds),
+            prompts=pick(self.prompts), completion_ids=pick(self.completion_ids),
+            columns={key: pick(value) for key, value in self.columns.items()},
+        )
+        if "segmentations" in self.__dict__:
+            sub.__dict__["segmentations"] = [self.segmentations[i] for i in indices]
+        return sub
 
     @classmethod
     def from_texts(cls, completions, questions=None, golds=None, **columns) -> "RewardBatch":
@@ -457,6 +475,44 @@ class RewardMix:
         output.failures = failures
         return output
 
+    @staticmethod
+    def _within_caps(batch: RewardBatch) -> tuple[RewardBatch | None, list[int]]:
+        """The batch without its ``too_long`` completions (:mod:`procrl.text`'s caps; None when
+        none is left) and their indices: no component is given text over the caps, so every
+        component's cost per completion is bounded."""
+        too_long = [i for i, segmentation in enumerate(batch.segmentations) if segmentation.too_long]
+        if not too_long:
+            return batch, []
+        skip = set(too_long)
+        kept = [i for i in range(len(batch)) if i not in skip]
+        return (batch.subset(kept) if kept else None), too_long
+
+    def _spread(self, name: str, output: RewardOutput, n: int, too_long: list[int]) -> RewardOutput:
+        """``output`` of the batch without ``too_long`` back at full length: those samples get the
+        component's fallback, no step scores, and the failure kind ``too_long``."""
+        if not too_long:
+            return output
+        skip = set(too_long)
+        fallback = self._immediate_fallback(name)
+        kept = iter(range(len(output.scores)))
+        scores, steps, details = [], [], []
+        for i in range(n):
+            if i in skip:
+                scores.append(fallback)
+                steps.append(None)
+                details.append({"failure": "too_long"})
+                continue
+            j = next(kept)
+            scores.append(output.scores[j])
+            steps.append(output.step_scores[j] if output.step_scores is not None else None)
+            details.append(output.details[j] if output.details is not None else {})
+        failures = dict(output.failures)
+        failures["too_long"] = failures.get("too_long", 0) + len(too_long)
+        return dataclasses.replace(
+            output, scores=scores, step_scores=steps if output.step_scores is not None or not output.scores else None,
+            details=details, failures=failures,
+        )
+
     def _failed(self, name: str, error: BaseException, n: int) -> RewardOutput:
         logger.warning("reward component %r failed on a batch of %d: %s", name, n, _one_line(error))
         return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={"exception": n},
@@ -508,12 +564,16 @@ class RewardMix:
             return self._outputs[name]
         started = time.perf_counter()
         try:
-            component = self.components[name]
-            if component.is_async:
-                raw = asyncio.run(component.ascore(batch)) if not _loop_running() else _run_in_thread(component, batch)
+            scored, too_long = self._within_caps(batch)
+            if scored is None:
+                output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
             else:
-                raw = component.score(batch)
-            output = self._sanitize(name, raw, len(batch))
+                component = self.components[name]
+                if component.is_async:
+                    raw = asyncio.run(component.ascore(scored)) if not _loop_running() else _run_in_thread(component, scored)
+                else:
+                    raw = component.score(scored)
+                output = self._spread(name, self._sanitize(name, raw, len(scored)), len(batch), too_long)
         except (Exception, SystemExit) as error:  # a component must never crash (or quietly end) training
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
@@ -533,7 +593,12 @@ class RewardMix:
             return self._outputs[name]
         started = time.perf_counter()
         try:
-            output = self._sanitize(name, await self.components[name].ascore(batch), len(batch))
+            scored, too_long = self._within_caps(batch)
+            if scored is None:
+                output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
+            else:
+                raw = await self.components[name].ascore(scored)
+                output = self._spread(name, self._sanitize(name, raw, len(scored)), len(batch), too_long)
         except (Exception, SystemExit) as error:
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started

@@ -156,7 +156,10 @@ BLOCKERS: dict[str, list[str]] = {
 
 
 class CueTagger(Tagger):
-    """Probabilities from cue phrases (:data:`CUES`, :data:`BLOCKERS`); deterministic, no model."""
+    """Probabilities from cue phrases (:data:`CUES`, :data:`BLOCKERS`); deterministic, no model.
+    Reads the first :attr:`MAX_CHARS` characters of a sentence."""
+
+    MAX_CHARS = 512
 
     def __init__(self, cues: dict[str, list[tuple[str, float]]] | None = None, blockers: dict[str, list[str]] | None = None):
         cues = CUES if cues is None else cues
@@ -171,7 +174,10 @@ class CueTagger(Tagger):
         self.blockers = [[re.compile(p, re.IGNORECASE) for p in blockers.get(label, [])] for label in LABELS]
 
     def sentence_proba(self, sentence: str) -> list[float]:
-        text = (sentence or "").strip()
+        # a sentence's first MAX_CHARS characters (as a model tagger reads its first max_length
+        # tokens): several cue patterns backtrack over the whole sentence, so unbounded text
+        # would cost quadratic time
+        text = (sentence or "").strip()[: self.MAX_CHARS]
         out = []
         for cues, blockers in zip(self.cues, self.blockers):
             if any(b.search(text) for b in blockers):
