@@ -271,15 +271,18 @@ def generate_fixed(trainer, texts):
 
 @pytest.mark.parametrize("aggregation", ["min", "sum"])
 def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, aggregation):
-    """No component counts twice. `steps` (1.0 per step starting with "Ava") gives step rewards;
-    accuracy and format are outcome-only. With V = 0, no KL, gamma = lambda = 1 and no
-    whitening, the first token's return is the sum of all token rewards, the last token's the
-    last-token reward. Hand-computed: outcome = accuracy + 0.2 format (+ the steps scalar only
-    for the completion without steps, where it is 0); min-form step rewards [1, 0] -> weights
-    softmax([-10, 0]) -> 1 / (1 + e^10) on the 1, [1, 1] -> 0.5 each."""
+    """No component counts twice, none is lost. `steps` (1.0 per step starting with "Ava") and
+    first_error (weight 0.5, arithmetic) give step rewards; accuracy and format are
+    outcome-only. With V = 0, no KL, gamma = lambda = 1 and no whitening, the first token's
+    return is the sum of all token rewards, the last token's the outcome.
+
+    Hand-computed: outcome = accuracy + 0.2 format. Step rewards (steps + 0.5 first_error):
+    0: verified [1, 0]; 1: no steps: one reward on the last token, 0 (steps) + 0.5 x -1
+    (no_steps_score) = -0.5; 2: unverified (first_error -1 on the last step) [1, 1 - 0.5];
+    3: unverified [0, -0.5]. Min-form weights softmax(-r / 0.1)."""
     recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
                         "trainer.max_completion_length=32", f"trainer.process_aggregation={aggregation}",
-                        "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, "
+                        "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, first_error: {weight: 0.5}, "
                         "steps: {type: 'tests.step_rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}")
     trainer = build(recipe)
     trainer._generate_transformers = generate_fixed(trainer, FIXED_COMPLETIONS)
@@ -288,11 +291,19 @@ def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, ag
     lengths = rollout["completion_mask"].sum(dim=1).tolist()
     last = [rollout["returns"][i, n - 1].item() for i, n in enumerate(lengths)]
     first = rollout["returns"][:, 0].tolist()
-    outcome = [1.2, 1.2, 0.2, 0.2]  # never + the steps scalar (0.5, 1.0, 0.0) a second time
+    outcome = [1.2, 1.2, 0.2, 0.2]  # never + the steps or first_error scalars a second time
+    step_rewards = [[1.0, 0.0], [-0.5], [1.0, 0.5], [0.0, -0.5]]
+    if aggregation == "min":
+        def weighted(rewards):
+            exps = [math.exp(-r / 0.1) for r in rewards]
+            return [e / sum(exps) * r for e, r in zip(exps, rewards)]
+        step_rewards = [weighted(r) for r in step_rewards]
+    # the last token (EOS) holds the outcome only: the last step ends before the answer line, and
+    # completion 1's one reward sits on the last token with text ("17")
     assert last == pytest.approx(outcome, abs=1e-6)
-    small = 1 / (1 + math.exp(10))
-    steps = [small, 0.0, 1.0, 0.0] if aggregation == "min" else [1.0, 0.0, 2.0, 0.0]
-    assert first == pytest.approx([o + s for o, s in zip(outcome, steps)], abs=1e-6)
+    assert first == pytest.approx([o + sum(r) for o, r in zip(outcome, step_rewards)], abs=1e-6)
+    if aggregation == "min":  # the answer alone is not exempt: -0.5 like the hedging chain's worst step
+        assert first[1] == pytest.approx(1.2 - 0.5) and first[3] == pytest.approx(0.2 - 0.5, abs=1e-2)
 
 
 class HeadProbe(TrainerCallback):

@@ -206,3 +206,40 @@ def test_cli_process_credit_two_processes(tmp_path, mode):
         assert info["deepspeed_stage"] == int(mode[-1])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("process/advantage_abs_mean" in h for h in history)
+
+
+HAND_WRITTEN = {
+    "W": "She sold 48 / 2 = 24 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72",
+    "S": "She sold 48 / 2 = 26 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72",
+    "A": "#### 72",
+    "H": "I think the answer is probably this.\nIt seems about right.\nI am fairly sure.\n#### 72",
+}
+HAND_WRITTEN["P"] = "Let us restate the problem.\nWe know what she sold in April.\nWe need the total.\n" + HAND_WRITTEN["S"]
+
+
+@pytest.mark.parametrize("aggregation", ["min", "sum"])
+def test_hand_written_group_under_process_credit(tokenizer, aggregation):
+    """One GRPO group of W (worked), S (one slip), P (S padded), A (answer alone), H (hedging),
+    accuracy + first_error (weight 0.5) as in recipes/gsm8k_judge.yaml, process credit from
+    first_error. First-token advantage = process advantage + TRL's outcome advantage (the group-
+    normalised total). Under min-form: W first, and neither padding nor skipping pays (P = S,
+    A = S: the answer alone gets first_error's no_steps_score as its one step reward). Under
+    DeepSeekMath's sum the padded slip beats the plain one: the reason min is the default."""
+    kinds = list(HAND_WRITTEN)
+    texts = [HAND_WRITTEN[k] for k in kinds]
+    mix = RewardMix(parse_rewards({"accuracy": {"weight": 1.0}, "first_error": {"weight": 0.5}}))
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
+    batch = RewardBatch(completions=texts, questions=["q"] * 5, golds=["72"] * 5, completion_ids=ids)
+    outputs = mix.score_all(batch)
+    rewards, tokens, _ = local_step_credit(mix, tokenizer, ids, ["first_error"])
+    assert rewards[kinds.index("A")] == [-0.5]  # 0.5 x no_steps_score, on the last token with text
+    dense = local_process_advantages(rewards, tokens, [len(i) for i in ids], 5, 0, 5, max(map(len, ids)),
+                                     aggregation=aggregation)
+    totals = torch.tensor(mix.total(outputs))
+    outcome = (totals - totals.mean()) / (totals.std(unbiased=False) + 1e-4)
+    first = {k: (dense[i, 0] + outcome[i]).item() for i, k in enumerate(kinds)}
+    assert first["W"] > max(first["S"], first["A"], first["H"], first["P"])
+    if aggregation == "min":
+        assert first["P"] <= first["S"] + 1e-6 and first["A"] <= first["S"] + 1e-6
+    else:
+        assert first["P"] > first["S"] + 0.5  # sum pays for the padding steps

@@ -19,9 +19,9 @@ mix. REWARDS.md section 5:
   ``process_rewards`` components, min-form weighted over the completion's steps under
   ``process_aggregation: min``) on the step's last token (``credit: outcome``: no step rewards);
   ``outcome_weight`` x the weighted sum of the scores of the components that gave this
-  completion no step rewards on the last token (so no component counts twice: a process
-  component's scalar goes there only for a completion it gave no step scores, e.g. one without
-  steps); minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
+  completion no step rewards on the last token (so no component counts twice; a completion
+  without steps gets its process components' scores as one step reward on its last token, e.g.
+  first_error's ``no_steps_score``); minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
 * "no opinion": every component's None scores are resolved by its ``fallback`` (default
   ``group_mean``: the mean over the completions of the same prompt, gathered over processes;
   :mod:`procrl.rewards.fallback`) before any reward is formed, so a failed judge call is never
@@ -685,11 +685,15 @@ def ppo_outcome(mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewar
     ``process_rewards``: the process components as the recipe names them (None: every component
     with step scores; ``[]``: none, outcome credit)."""
     process_names = process_component_names(mix, outputs, process_rewards)
+    raw = mix.last_outputs  # before the fallbacks: what local_step_credit turned into step rewards
     credited: dict[str, list[bool]] = {}
     for name in process_names:
         step_scores = outputs[name].step_scores if name in outputs else None
+        scored = raw[name].scores if name in raw else [None] * len(batch)
         credited[name] = [
-            step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps))
+            (step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps)))
+            # a completion without steps got the component's score as its one step reward
+            or (not segmentation.steps and scored[i] is not None)
             for i, segmentation in enumerate(batch.segmentations)
         ]
     scores = {name: output.scores for name, output in outputs.items()}

@@ -58,6 +58,10 @@ def local_step_credit(
 ) -> tuple[list[list[float]], list[list[int | None]], dict[str, float]]:
     """Per local completion: the weighted step rewards and each step's last token index.
 
+    A completion without steps gets one reward on its last token: the weighted sum of the
+    process components' scores for it (e.g. first_error's ``no_steps_score``), so that an answer
+    alone is not exempt from the process credit that penalises reasoning with a slip.
+
     Reads the mix's cached outputs of the batch just scored (``mix.last_batch`` and
     ``mix.last_outputs``); step spans are offsets into the text the rewards scored, mapped to
     tokens with the decoded completion's per-token offsets. When the scored text is not the
@@ -79,15 +83,36 @@ def local_step_credit(
     unaligned = 0
     without_steps = 0
     single_step = 0
+    step_count = 0
     for i, ids in enumerate(completion_ids):
         steps = batch.segmentations[i].steps
         single_step += len(steps) == 1
+        step_count += len(steps)
+        if not steps:
+            # No steps: the process components' own scores of the completion (first_error's
+            # no_steps_score, TRACE's 0 for empty reasoning, ...) as ONE reward on its last token,
+            # so that skipping the reasoning does not escape the process channel that penalises
+            # the completions that reason and slip.
+            scalars = [
+                weight * float(outputs[name].scores[i])
+                for name, weight in zip(names, weights)
+                if name in outputs and outputs[name].scores[i] is not None
+            ]
+            if not scalars:
+                without_steps += 1
+                rewards.append([])
+                last_tokens.append([])
+                continue
+            decoded = tokenizer.decode(list(ids), skip_special_tokens=True)
+            rewards.append([sum(scalars)])
+            last_tokens.append(step_last_tokens([len(decoded) + 1], token_char_ends(tokenizer, ids, decoded)))
+            continue
         per_component = []
         for name in names:
             step_scores = outputs[name].step_scores if name in outputs else None
             per_component.append(step_scores[i] if step_scores is not None else None)
         combined = combine_step_scores(per_component, weights, len(steps))
-        if combined is None or not steps:
+        if combined is None:
             without_steps += 1
             rewards.append([])
             last_tokens.append([])
@@ -107,7 +132,7 @@ def local_step_credit(
     stats = {
         "process/unaligned_fraction": unaligned / n,
         "process/no_step_scores_fraction": without_steps / n,
-        "process/steps_per_completion": sum(len(r) for r in rewards) / n,
+        "process/steps_per_completion": step_count / n,
         "process/single_step_fraction": single_step / n,
     }
     return rewards, last_tokens, stats
