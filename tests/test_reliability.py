@@ -560,3 +560,68 @@ def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
     tagger = CueTagger()
     long_sentence = "x " * 400 + "we know that she has 3 apples"
     assert tagger.sentence_proba(long_sentence) == tagger.sentence_proba(long_sentence[: CueTagger.MAX_CHARS])
+
+
+# --- 5. the openai judge: a deadline per attempt, retries until every verdict arrives -------------
+
+
+def judge_mix(base_url: str, **settings):
+    from procrl.rewards.base import RewardMix, parse_rewards
+
+    spec = {"backend": "openai", "model": "judge", "base_url": base_url, "backoff_s": 0.01, **settings}
+    return RewardMix(parse_rewards({"first_error": spec}))
+
+
+def judged_batch(count: int):
+    from procrl.rewards.base import RewardBatch
+
+    completion = "First 3 + 4 = 7.\nThen 7 * 2 = 14.\nFinally 14 - 1 = 13.\n#### 13"
+    return RewardBatch.from_texts([completion] * count, [f"Question ITEM {i}" for i in range(count)])
+
+
+def test_a_reply_dripped_byte_by_byte_is_cut_at_the_attempt_deadline():
+    """Each byte arrives well within timeout_s, so a per-read timeout never fires; the deadline
+    is for the whole attempt: the verdict is a timeout, not a reply taken in after seconds."""
+    from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
+
+    def dripping(prompt, attempt):
+        return Reply("The reasoning holds. \\boxed{-1}", drip_s=0.02)
+
+    with ScriptedOpenAIServer(dripping) as server:
+        output = judge_mix(server.base_url, timeout_s=0.3, max_retries=1).compute("first_error", judged_batch(1))
+        assert output.details[0]["verdict"] == "timeout" and output.failures["timeout"] == 1
+        assert server.attempts("ITEM 0") == 2
+
+
+def test_every_verdict_arrives_through_30_percent_faults_with_8_retries():
+    """500, 429, slow (past the deadline) and non-JSON 200 replies on 30% of the attempts, fixed
+    by a seeded draw per (prompt, attempt): with max_retries 8 every verdict arrives, right."""
+    import random
+    import re
+
+    from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
+
+    injected = {"500": 0, "429": 0, "slow": 0, "html 200": 0}
+
+    def faulty(prompt, attempt):
+        item = int(re.search(r"ITEM (\d+)", prompt).group(1))
+        draw = random.Random(f"{item}-{attempt}")
+        if draw.random() < 0.3:
+            kind = draw.choice(list(injected))
+            injected[kind] += 1
+            if kind == "500":
+                return Reply(status=500)
+            if kind == "429":
+                return Reply(status=429, headers={"Retry-After": "0"})
+            if kind == "slow":
+                return Reply(f"\\boxed{{{item % 3}}}", delay_s=0.6)
+            return Reply(body=b"<html><body>502 Bad Gateway</body></html>")
+        return Reply(f"Step {item % 3} is wrong. \\boxed{{{item % 3}}}")
+
+    with ScriptedOpenAIServer(faulty) as server:
+        count = 40
+        output = judge_mix(server.base_url, timeout_s=0.3, max_retries=8).compute("first_error", judged_batch(count))
+    assert all(value > 0 for value in injected.values()), injected
+    assert [detail["verdict"] for detail in output.details] == ["ok"] * count
+    assert [detail["index"] for detail in output.details] == [i % 3 for i in range(count)]
+    assert not any(output.failures.get(kind) for kind in ("timeout", "http_error", "bad_response", "connection_error"))

@@ -124,8 +124,12 @@ class FirstErrorReward(RewardComponent):
             None, help="openai: name of the environment variable holding the API key (the key itself never goes in a recipe)."
         )
         concurrency: int = field(16, help="openai: most requests in flight at once.")
-        timeout_s: float = field(60.0, help="openai: seconds allowed for one request attempt.")
-        max_retries: int = field(3, help="openai: retries after a 429, 5xx, timeout or connection error.")
+        timeout_s: float = field(
+            60.0, help="openai: seconds allowed for one request attempt in all (connect, send, the whole reply)."
+        )
+        max_retries: int = field(
+            3, help="openai: retries after a 429, 5xx, timeout, connection error or a 200 that is not a chat completion."
+        )
         backoff_s: float = field(0.5, help="openai: first retry delay; doubles each retry (a Retry-After header wins).")
         cache_size: int = field(100_000, help="openai: replies cached by (model, prompt); 0 disables the cache.")
         reference: bool | Reference = field(

@@ -3,7 +3,8 @@
 
 ``responder(prompt, attempt)`` decides each reply, ``attempt`` counting earlier requests with the
 same prompt (0 first). It returns a :class:`Reply`: a chat answer with some text, an HTTP
-status, a malformed body, and optionally a delay before answering.
+status, a malformed body, and optionally a delay before answering or a body dripped out one
+byte at a time (a server that is slow but never silent for long).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class Reply:
     delay_s: float = 0.0
     body: bytes | None = None  # raw body instead of a chat completion (malformed JSON etc.)
     headers: dict | None = None
+    drip_s: float = 0.0  # send the body one byte every drip_s seconds
 
 
 class ScriptedOpenAIServer:
@@ -91,12 +93,12 @@ class ScriptedOpenAIServer:
                         ).encode()
                     else:
                         body = json.dumps({"error": {"message": f"status {reply.status}"}}).encode()
-                    self._send(reply.status, body, reply.headers)
+                    self._send(reply.status, body, reply.headers, reply.drip_s)
                 finally:
                     with outer._lock:
                         outer._in_flight -= 1
 
-            def _send(self, status, body, headers=None):
+            def _send(self, status, body, headers=None, drip_s=0.0):
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -104,7 +106,13 @@ class ScriptedOpenAIServer:
                     for key, value in (headers or {}).items():
                         self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(body)
+                    if not drip_s:
+                        self.wfile.write(body)
+                        return
+                    for index in range(len(body)):
+                        self.wfile.write(body[index : index + 1])
+                        self.wfile.flush()
+                        time.sleep(drip_s)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 

@@ -1,9 +1,11 @@
 """The LLM judge behind an OpenAI-compatible chat endpoint (vLLM ``serve``, TGI, OpenAI).
 
-Async: at most ``concurrency`` requests in flight; each attempt has a ``timeout_s`` limit;
-429, 5xx, timeouts and connection errors are retried ``max_retries`` times with exponential
-backoff (``backoff_s * 2**attempt``, jittered, ``Retry-After`` honoured up to 30 s); other 4xx
-are not retried. Replies are cached by (model, prompt), so a prompt judged before (the same
+Async: at most ``concurrency`` requests in flight; each attempt has ``timeout_s`` seconds in
+all, from connecting to the last byte of the reply (a server that drips its reply a byte at a
+time cannot stretch it: httpx's own timeouts are per read); 429, 5xx, timeouts, connection
+errors and a 200 whose body is not a chat completion (a proxy's HTML error page, truncated JSON)
+are retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``,
+jittered, ``Retry-After`` honoured up to 30 s); other 4xx are not retried. Replies are cached by (model, prompt), so a prompt judged before (the same
 completion in a later epoch, a rerun of eval-judge) costs no request. The API key is read from
 the environment variable named by ``api_key_env`` at request time; it is never stored.
 """
@@ -26,6 +28,17 @@ __all__ = ["OpenAIJudge"]
 logger = logging.getLogger(__name__)
 
 _RETRY_AFTER_CAP_S = 30.0
+
+
+def _reply_text(response: httpx.Response) -> str | None:
+    """The assistant text of a chat completion, or None when the body is not one."""
+    try:
+        message = response.json()["choices"][0]["message"]
+        # reasoning servers may put the whole reply in reasoning_content
+        text = message.get("content") or message.get("reasoning_content") or ""
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    return text if isinstance(text, str) else None
 
 
 class OpenAIJudge(Judge):
@@ -128,8 +141,11 @@ class OpenAIJudge(Judge):
             response = None
             try:
                 self._stats["requests"] += 1
-                response = await client.post(self.url, json=payload, headers=self._headers(), timeout=self.timeout_s)
-            except httpx.TimeoutException:
+                # the deadline covers the whole attempt (httpx's timeout is per read)
+                response = await asyncio.wait_for(
+                    client.post(self.url, json=payload, headers=self._headers(), timeout=self.timeout_s), self.timeout_s
+                )
+            except (httpx.TimeoutException, asyncio.TimeoutError):
                 failure = "timeout"
             except httpx.TransportError as error:
                 failure = "connection_error"
@@ -141,16 +157,11 @@ class OpenAIJudge(Judge):
                     logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code, self.url)
                     return None, "http_error"
                 else:
-                    try:
-                        message = response.json()["choices"][0]["message"]
-                        # reasoning servers may put the whole reply in reasoning_content
-                        text = message.get("content") or message.get("reasoning_content") or ""
-                    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                        return None, "bad_response"
-                    if not isinstance(text, str):
-                        return None, "bad_response"
-                    self._remember(key, text)
-                    return text, "ok"
+                    text = _reply_text(response)
+                    if text is not None:
+                        self._remember(key, text)
+                        return text, "ok"
+                    failure = "bad_response"  # an HTML error page, truncated JSON: retried
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, response))
         return None, failure
