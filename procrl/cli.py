@@ -51,9 +51,16 @@ def _cmd_check(args) -> int:
     from procrl.plan import format_plan, plan
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardBatch, RewardMix
-    from procrl.run import redact
+    from procrl.redaction import redact, redact_url
+
+    from procrl.plan import planned_processes
+    from procrl.run import check_batch_layout, check_training_data
 
     recipe = load_recipe(args.recipe, args.overrides)
+    # what `procrl train` refuses before loading, check refuses too (TRL's own checks need TRL
+    # and torch, which check does not import)
+    check_training_data(recipe)
+    check_batch_layout(recipe, planned_processes(recipe))
     mix = RewardMix(recipe.rewards)
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
@@ -67,6 +74,10 @@ def _cmd_check(args) -> int:
         model = component.needs_model()
         if model is not None and not args.load_models:
             print(f"  {name:<24} not scored: loads {model} (use --load-models to score it here)")
+            continue
+        endpoint = component.needs_network()
+        if endpoint is not None and not args.probe_judge:
+            print(f"  {name:<24} not scored: sends requests to {redact_url(endpoint)} (use --probe-judge to score it here)")
             continue
         output = mix.compute(name, batch)
         values = ", ".join("None" if v is None else f"{v:.4f}" for v in output.scores)
@@ -122,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="Validate a recipe, print it resolved with the plan, score 2 examples.")
     _add_recipe_options(check)
     check.add_argument("--load-models", action="store_true", help="Also score components that load a model.")
+    check.add_argument("--probe-judge", action="store_true",
+                       help="Also score components that send requests (the openai judge): check needs no network otherwise.")
     check.set_defaults(handler=_cmd_check)
 
     score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")

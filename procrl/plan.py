@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.recipe import Recipe
+from procrl.redaction import redact_url
 
 __all__ = [
     "KNOWN_ARCHITECTURES",
@@ -40,6 +41,7 @@ __all__ = [
     "format_plan",
     "model_architecture",
     "plan",
+    "planned_processes",
     "zero_setup",
 ]
 
@@ -369,12 +371,17 @@ def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int,
     )
 
 
-def plan(recipe: Recipe) -> dict[str, Any]:
-    args = recipe.trainer_args
+def planned_processes(recipe: Recipe) -> int:
+    """Processes the recipe's launch asks for (launch section, else its accelerate config file)."""
     setup_processes = recipe.launch.num_processes
     if setup_processes is None and recipe.launch.config_file is not None:
         setup_processes = zero_setup(recipe).config_processes
-    processes = int(setup_processes or 1)
+    return int(setup_processes or 1)
+
+
+def plan(recipe: Recipe) -> dict[str, Any]:
+    args = recipe.trainer_args
+    processes = planned_processes(recipe)
     per_device = int(args.get("per_device_train_batch_size", 8))
     accumulation = int(args.get("gradient_accumulation_steps", 1))
     generations = int(args.get("num_generations") or 8)
@@ -420,7 +427,7 @@ def generation_text(args: dict[str, Any]) -> str:
         where = "an engine in each training process"
     else:
         url = args.get("vllm_server_base_url")
-        where = "server at " + (url or f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}")
+        where = "server at " + (redact_url(url) if url else f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}")
     installed = "installed here" if is_vllm_available() else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
     return f"vLLM {mode} ({where}); vLLM {installed}"
 

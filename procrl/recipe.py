@@ -418,8 +418,16 @@ def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
     file = Path(path)
     if not file.is_file():
         raise ConfigError(f"{path}: recipe file not found")
+    data = file.read_bytes()
     try:
-        raw = yaml_core.load(file.read_text(encoding="utf-8"))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte {data[error.start]:#04x}); a recipe is a UTF-8 YAML file") from None
+    if "\x00" in text:
+        raise ConfigError(f"{path}: line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; a recipe is a UTF-8 YAML file, not binary")
+    try:
+        raw = yaml_core.load(text)
     except yaml_core.YAMLSizeError as error:
         raise ConfigError(f"{path}: {error}") from None
     except yaml.YAMLError as error:

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import platform
@@ -19,27 +18,9 @@ from typing import Any
 
 from procrl.config import ConfigError
 from procrl.recipe import Recipe, load_recipe
+from procrl.redaction import redact
 
-__all__ = ["build_training_args", "check_training_data", "main", "preflight", "redact", "train"]
-
-_SECRET_WORDS = ("api_key", "apikey", "token", "secret", "password", "passwd", "credential")
-
-
-def redact(value: Any) -> Any:
-    """Copy of a config tree with secret-looking values replaced (names of env vars are kept)."""
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            lowered = str(key).lower()
-            if any(word in lowered for word in _SECRET_WORDS) and not lowered.endswith("_env") and item is not None:
-                out[key] = "<redacted>"
-            else:
-                out[key] = redact(item)
-        return out
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
+__all__ = ["build_training_args", "check_batch_layout", "check_training_data", "main", "preflight", "redact", "train"]
 
 def build_training_args(recipe: Recipe, mix_weights: list[float]):
     """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
@@ -160,38 +141,50 @@ def check_training_data(recipe: Recipe) -> None:
             )
 
 
-def check_group_sizes(recipe: Recipe, args, processes: int) -> None:
-    """A training batch must hold whole generation groups (every prompt num_generations times)."""
-    generations = args.num_generations
-    rows = args.per_device_train_batch_size * processes * args.gradient_accumulation_steps
-    if generations and rows % generations:
+def check_batch_layout(recipe: Recipe, processes: int) -> None:
+    """A generation batch must hold whole groups of ``num_generations`` completions of a prompt,
+    over ``processes`` processes: TRL GRPOConfig's rule (GRPO; PPO rolls out one generation batch
+    per optimizer step), checked on the recipe without importing TRL so that ``procrl check``
+    refuses what training would. Defaults are GRPOConfig's."""
+    args = recipe.trainer_args
+    per_device = int(args.get("per_device_train_batch_size", 8))
+    accumulation = int(args.get("gradient_accumulation_steps", 1))
+    generations = int(args.get("num_generations") or 8)
+    generation_batch, steps = args.get("generation_batch_size"), args.get("steps_per_generation")
+    layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
+    if generations < 2:
+        raise ConfigError(f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages, got {generations}")
+    if generation_batch is not None and steps is not None:
+        raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
+    if generation_batch is not None:
+        if generation_batch % (per_device * processes):
+            raise ConfigError(f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout} = {per_device * processes}")
+    else:
+        steps = steps if steps is not None else accumulation
+        generation_batch = per_device * processes * steps
+        layout += f" x {'steps_per_generation' if args.get('steps_per_generation') is not None else 'gradient_accumulation_steps'} {steps}"
+    if recipe.trainer.algorithm == "ppo":
+        generation_batch = per_device * processes * accumulation
+        layout = f"per_device_train_batch_size {per_device} x {processes} process(es) x gradient_accumulation_steps {accumulation}"
+    if generation_batch % generations:
         raise ConfigError(
-            f"trainer.num_generations: {generations} must divide per_device_train_batch_size x processes x "
-            f"gradient_accumulation_steps = {args.per_device_train_batch_size} x {processes} x "
-            f"{args.gradient_accumulation_steps} = {rows} (each prompt is rolled out num_generations times)"
+            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions does not hold whole groups of "
+            f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
         )
 
 
 def preflight(recipe: Recipe, processes: int | None = None):
     """Everything :func:`train` checks before it loads a model or writes a file, as one-line
-    ConfigErrors; ``procrl check`` runs the same checks (``processes``: the planned world size).
-    Returns the reward mix and TRL's GRPOConfig."""
+    ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
+    :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
     check_training_data(recipe)
     from procrl.rewards.base import RewardMix
 
+    # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
+    check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
     mix = RewardMix(recipe.rewards)
-    if processes is not None and processes > 1:
-        # validate the batch layout the launched run will have: TRL checks the global batch of
-        # this process's world size (1 here), so give it the global per-device share
-        scaled = dict(recipe.trainer_args)
-        for key in ("per_device_train_batch_size", "per_device_eval_batch_size"):
-            scaled[key] = int(scaled.get(key, 8)) * processes
-        validation = dataclasses.replace(recipe, trainer_args=scaled)
-        build_training_args(validation, mix.weights)
     args = build_training_args(recipe, mix.weights)
     require_vllm_if_used(args)
-    if recipe.trainer.algorithm == "ppo":  # TRL checks GRPO's generation batch itself
-        check_group_sizes(recipe, args, processes if processes is not None else args.world_size)
     return mix, args
 
 

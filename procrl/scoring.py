@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import codecs
 import json
 import math
 import os
@@ -26,29 +25,15 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from procrl.config import ConfigError
+from procrl.jsonl import iter_records
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
 
 __all__ = ["AtomicOutput", "RunningSummary", "check_paths", "iter_rows", "score_file", "score_rows"]
 
-_CHUNK = 1 << 20  # bytes read at a time
 _ROW_FAILURE_KINDS = ("exception", "wrong_length")
 
 
 # --- reading ------------------------------------------------------------------------------------
-
-
-def _decode_error(path: str, where: int, error: UnicodeDecodeError, data: bytes) -> ConfigError:
-    byte = data[error.start] if error.start < len(data) else 0
-    return ConfigError(f"{path}:{where}: not UTF-8 text (byte {byte:#04x}); procrl score reads UTF-8 JSON lines")
-
-
-def _parse(text: str, path: str, where: int) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}:{where}: not valid JSON ({error.msg}, column {error.colno})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}:{where}: JSON nested too deeply") from None
 
 
 def _check_row(row: Any, path: str, where: int) -> dict:
@@ -67,118 +52,12 @@ def _check_row(row: Any, path: str, where: int) -> dict:
     return row
 
 
-def _iter_json_lines(handle, path: str) -> Iterator[tuple[int, dict]]:
-    for number, raw in enumerate(handle, 1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise _decode_error(path, number, error, raw) from None
-        if text.strip():
-            yield number, _check_row(_parse(text, path, number), path, number)
-
-
-class _ArrayReader:
-    """Elements of a JSON array read incrementally: one element in memory at a time."""
-
-    def __init__(self, handle, path: str):
-        self.handle, self.path = handle, path
-        self.decoder = codecs.getincrementaldecoder("utf-8")()
-        self.text, self.pos, self.line, self.eof = "", 0, 1, False
-        self.json = json.JSONDecoder()
-
-    def _more(self, at_least: int = _CHUNK) -> bool:
-        if self.eof:
-            return False
-        data = self.handle.read(max(_CHUNK, at_least))
-        try:
-            self.text += self.decoder.decode(data, final=not data)
-        except UnicodeDecodeError as error:
-            where = self.line + self.text.count("\n", self.pos) + data[: error.start].count(b"\n")
-            raise _decode_error(self.path, where, error, data) from None
-        self.eof = not data
-        return True
-
-    def _skip_space(self) -> bool:
-        """Move to the next non-space character; False at the end of the input."""
-        while True:
-            while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n\ufeff":
-                if self.text[self.pos] == "\n":
-                    self.line += 1
-                self.pos += 1
-            if self.pos < len(self.text):
-                return True
-            self.text, self.pos = "", 0
-            if not self._more():
-                return False
-
-    def _error(self, message: str) -> ConfigError:
-        return ConfigError(f"{self.path}:{self.line}: not a valid JSON array ({message})")
-
-    def __iter__(self) -> Iterator[tuple[int, dict]]:
-        if not self._skip_space() or self.text[self.pos] != "[":
-            raise self._error("expected '['")
-        self.pos += 1
-        first = True
-        while True:
-            if not self._skip_space():
-                raise self._error("the array is not closed with ']'")
-            if self.text[self.pos] == "]":
-                self.pos += 1
-                if self._skip_space():
-                    raise self._error("text after the closing ']'")
-                return
-            if not first:
-                if self.text[self.pos] != ",":
-                    raise self._error(f"expected ',' or ']', got {self.text[self.pos]!r}")
-                self.pos += 1
-                if not self._skip_space():
-                    raise self._error("the array is not closed with ']'")
-            first = False
-            start_line = self.line
-            value = self._element()
-            yield start_line, _check_row(value, self.path, start_line)
-
-    def _element(self) -> Any:
-        if self.pos > _CHUNK:  # drop what was consumed
-            self.text, self.pos = self.text[self.pos :], 0
-        while True:
-            try:
-                value, end = self.json.raw_decode(self.text, self.pos)
-            except json.JSONDecodeError as error:
-                incomplete = error.msg.startswith("Unterminated string") or error.pos >= len(self.text.rstrip())
-                if incomplete and self._more(len(self.text) - self.pos):
-                    continue
-                where = self.line + self.text.count("\n", self.pos, error.pos)
-                raise ConfigError(f"{self.path}:{where}: not valid JSON ({error.msg})") from None
-            except RecursionError:
-                raise ConfigError(f"{self.path}:{self.line}: JSON nested too deeply") from None
-            if end == len(self.text) and not isinstance(value, (dict, list)) and self._more():
-                continue  # a number or literal cut by the read boundary
-            self.line += self.text.count("\n", self.pos, end)
-            self.pos = end
-            return value
-
-
 def iter_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """``(line, row)`` of every row of a JSON-lines file or a JSON array, streamed; a one-line
-    ConfigError naming ``file:line`` for anything that is not a row of text to score."""
-    file = Path(path)
-    name = str(path)
-    try:
-        handle = file.open("rb")
-    except FileNotFoundError:
-        raise ConfigError(f"--input: file not found: {name}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"--input: {name} is a directory, not a file") from None
-    except OSError as error:
-        raise ConfigError(f"--input: cannot read {name} ({error.strerror or error})") from None
-    with handle:
-        head = handle.read(4096)
-        handle.seek(0)
-        if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
-            yield from _ArrayReader(handle, name)
-        else:
-            yield from _iter_json_lines(handle, name)
+    """``(line, row)`` of every row of a JSON-lines file or a JSON array, streamed
+    (:func:`procrl.jsonl.iter_records`); a one-line ConfigError naming ``file:line`` for anything
+    that is not a row of text to score."""
+    for line, value in iter_records(path, "--input"):
+        yield line, _check_row(value, str(path), line)
 
 
 def count_rows(path: str | os.PathLike) -> int:

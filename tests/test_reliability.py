@@ -384,9 +384,10 @@ def test_bad_score_input_is_a_one_line_error_naming_the_line(tmp_path, capsys, c
 
 def test_score_reads_a_json_array_in_pieces(tmp_path, capsys, monkeypatch):
     """A JSON array is parsed incrementally (here with 64-byte reads), rows keep their line numbers."""
+    import procrl.jsonl
     import procrl.scoring as scoring
 
-    monkeypatch.setattr(scoring, "_CHUNK", 64)
+    monkeypatch.setattr(procrl.jsonl, "_CHUNK", 64)
     source = tmp_path / "rows.json"
     source.write_text("[\n" + ",\n".join(json.dumps(row) for row in GOOD_ROWS * 5) + "\n]\n")
     assert [line for line, _ in scoring.iter_rows(source)] == list(range(2, 17))
@@ -625,3 +626,102 @@ def test_every_verdict_arrives_through_30_percent_faults_with_8_retries():
     assert [detail["verdict"] for detail in output.details] == ["ok"] * count
     assert [detail["index"] for detail in output.details] == [i % 3 for i in range(count)]
     assert not any(output.failures.get(kind) for kind in ("timeout", "http_error", "bad_response", "connection_error"))
+
+
+# --- check refuses what train refuses; data files; recipe files ------------------------------------
+
+
+REFUSED = [
+    (["--set", "data.split=test"], "data.split"),
+    (["--set", "trainer.max_steps=0"], "trainer.max_steps"),
+    (["--set", "trainer.save_steps=-5"], "trainer.save_steps"),
+    (["--set", "trainer.num_generations=3"], "trainer.num_generations"),  # 4 per batch: not whole groups of 3
+    (["--set", "trainer.algorithm=ppo", "--set", "trainer.per_device_train_batch_size=6"], "trainer.num_generations"),
+]
+
+
+@pytest.mark.parametrize("overrides,key", REFUSED, ids=[key + "-" + o[-1] for o, key in REFUSED])
+def test_check_refuses_what_train_refuses(tmp_path, capsys, overrides, key):
+    checked = cli(capsys, "check", TINY_RECIPE, *overrides)
+    assert_one_line_error(checked, key)
+    out = tmp_path / "run"
+    trained = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *overrides)
+    assert_one_line_error(trained, key)
+    assert not out.exists()  # nothing written
+
+
+def test_a_data_file_named_as_a_test_split_is_refused_unless_forced(tmp_path, capsys, gsm8k_train):
+    test_file = tmp_path / "gsm8k_test.jsonl"
+    test_file.write_text("".join(gsm8k_train.read_text().splitlines(keepends=True)[:16]))
+    data = ["--set", f"data.dataset={test_file}"]
+    for command in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP]):
+        assert_one_line_error(cli(capsys, *command, *data), "data.dataset", "test split", "data.allow_test_data")
+    forced = cli(capsys, "check", TINY_RECIPE, *data, "--set", "data.allow_test_data=true")
+    assert forced.code == 0, forced.err[-2000:]
+
+
+@pytest.mark.parametrize("case", ["empty", "malformed", "question_number", "question_null", "no_answer", "latin1"])
+def test_bad_data_files_are_one_line_errors_naming_the_row(tmp_path, capsys, case):
+    data = tmp_path / "problems.jsonl"
+    good = '{"question": "Ava has 3 apples. How many?", "answer": "#### 3"}\n'
+    content, words = {
+        "empty": ("\n", ("holds no rows",)),
+        "malformed": (good + '{"question": "Ben?", "answer": \n', (f"{data}:2", "not valid JSON")),
+        "question_number": (good + '{"question": 12, "answer": "1"}\n', (f"{data}:2", "'question' must be a non-empty string")),
+        "question_null": (good + '{"question": null, "answer": "1"}\n', (f"{data}:2", "'question'")),
+        "no_answer": (good + '{"question": "Cy?"}\n', (f"{data}:2", "'answer' must be a string or a number")),
+        "latin1": (None, (f"{data}:2", "not UTF-8")),
+    }[case]
+    if content is None:
+        data.write_bytes(good.encode() + '{"question": "Caf\xe9?", "answer": "1"}\n'.encode("latin-1"))
+    else:
+        data.write_text(content)
+    out = tmp_path / "run"
+    for command in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
+        assert_one_line_error(cli(capsys, *command, "--set", f"data.dataset={data}"), "data.dataset", *words)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("case", ["latin1", "binary"])
+def test_a_recipe_that_is_not_utf8_text_is_a_one_line_error(tmp_path, capsys, case):
+    recipe = tmp_path / "recipe.yaml"
+    if case == "latin1":
+        recipe.write_bytes(b"recipe: procrl/v1\ndescription: caf\xe9\n")
+        words = ("line 2", "not UTF-8")
+    else:
+        recipe.write_bytes(bytes(range(256)))
+        words = ("recipe.yaml",)
+    for command in ("check", "train"):
+        assert_one_line_error(cli(capsys, command, recipe), str(recipe), *words)
+
+
+def test_check_sends_no_request_unless_asked(capsys):
+    from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
+
+    with ScriptedOpenAIServer(lambda prompt, attempt: Reply("All steps hold. \\boxed{-1}")) as server:
+        judge = f"rewards.first_error={{backend: openai, model: judge, base_url: '{server.base_url}'}}"
+        quiet = cli(capsys, "check", TINY_RECIPE, "--set", judge)
+        assert quiet.code == 0, quiet.err[-2000:]
+        assert server.requests == []
+        assert f"first_error              not scored: sends requests to {server.base_url} (use --probe-judge" in quiet.out
+        probed = cli(capsys, "check", TINY_RECIPE, "--set", judge, "--probe-judge")
+        assert probed.code == 0 and len(server.requests) == 2
+
+
+def test_credentials_in_urls_are_redacted_and_lookalikes_are_not(capsys):
+    from procrl.run import redact
+
+    tree = {"base_url": "https://judge:sk-live-123@api.example.com/v1", "url": "http://h/v1?api_key=sk-9&x=1",
+            "api_key_env": "JUDGE_KEY", "max_tokens": 1024, "max_completion_length": 32, "hf_token": "hf_abc",
+            "tokenizer": "Qwen/Qwen2.5-0.5B", "pad_token": "<|endoftext|>", "api_token": "t0k", "password": "pw",
+            "key": "answer", "items": [{"access_token": "abc"}]}
+    assert redact(tree) == {
+        "base_url": "https://<redacted>@api.example.com/v1", "url": "http://h/v1?api_key=<redacted>&x=1",
+        "api_key_env": "JUDGE_KEY", "max_tokens": 1024, "max_completion_length": 32, "hf_token": "<redacted>",
+        "tokenizer": "Qwen/Qwen2.5-0.5B", "pad_token": "<|endoftext|>", "api_token": "<redacted>",
+        "password": "<redacted>", "key": "answer", "items": [{"access_token": "<redacted>"}]}
+    judge = "rewards.first_error={backend: openai, model: j, base_url: 'https://judge:sk-live-123@127.0.0.1:9/v1'}"
+    result = cli(capsys, "check", TINY_RECIPE, "--set", judge)
+    assert result.code == 0, result.err[-2000:]
+    assert "sk-live-123" not in result.out + result.err
+    assert "base_url: https://<redacted>@127.0.0.1:9/v1" in result.out and "max_tokens: 1024" in result.out

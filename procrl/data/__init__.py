@@ -13,8 +13,8 @@ from typing import Any
 
 from procrl.config import ConfigError, suggest
 
-__all__ = ["build_eval_dataset", "build_prompt_dataset", "format_prompt", "load_examples", "synthetic_rows",
-           "uses_chat_template"]
+__all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "format_prompt", "load_examples",
+           "synthetic_rows", "uses_chat_template"]
 
 SYNTHETIC = "synthetic"
 
@@ -46,6 +46,7 @@ def load_examples(data, split: str | None = None):
     elif _is_local_file(data.dataset):
         if not Path(data.dataset).is_file():
             raise ConfigError(f"data.dataset: file not found: {data.dataset}")
+        check_data_file(data.dataset, data.question_column, data.answer_column)
         dataset = datasets.load_dataset("json", data_files=data.dataset, split="train")
     else:
         dataset = datasets.load_dataset(data.dataset, data.config, split=split)
@@ -54,6 +55,9 @@ def load_examples(data, split: str | None = None):
             raise ConfigError(
                 f"data: column {column!r} not in dataset {data.dataset!r}; columns: {', '.join(dataset.column_names)}"
             )
+    question_type = getattr(dataset.features[data.question_column], "dtype", None)
+    if question_type not in ("string", "large_string"):
+        raise ConfigError(f"data.question_column: column {data.question_column!r} of {data.dataset!r} holds {question_type}, not text")
     if data.question_column != "question":
         dataset = dataset.rename_column(data.question_column, "question")
     if data.answer_column != "answer":
@@ -63,6 +67,36 @@ def load_examples(data, split: str | None = None):
     if data.max_samples is not None:
         dataset = dataset.select(range(min(data.max_samples, len(dataset))))
     return dataset
+
+
+def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer") -> int:
+    """Read a local JSON-lines / JSON-array data file once, before ``datasets`` does: every row
+    an object with a non-empty text question and a text or numeric answer. A one-line
+    ConfigError names the file and line (datasets would fail with a traceback, or a row with a
+    missing question would fail later, in the middle of formatting prompts). Returns the rows."""
+    from procrl.jsonl import iter_records
+
+    count = 0
+    try:
+        for line, row in iter_records(path, "data.dataset"):
+            where = f"{path}:{line}"
+            if not isinstance(row, dict):
+                raise ConfigError(f"{where}: expected a JSON object per row, got {type(row).__name__}")
+            question = row.get(question_column)
+            if not isinstance(question, str) or not question.strip():
+                got = "no such field" if question_column not in row else f"{type(question).__name__} {question!r}"[:60]
+                raise ConfigError(f"{where}: {question_column!r} must be a non-empty string ({got}; data.question_column)")
+            answer = row.get(answer_column)
+            if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+                got = "no such field" if answer_column not in row else type(answer).__name__
+                raise ConfigError(f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)")
+            count += 1
+    except ConfigError as error:
+        message = str(error)
+        raise ConfigError(message if message.startswith("data.") else f"data.dataset: {message}") from None
+    if count == 0:
+        raise ConfigError(f"data.dataset: {path} holds no rows")
+    return count
 
 
 def uses_chat_template(data, tokenizer: Any) -> bool:

@@ -204,6 +204,11 @@ class RewardComponent:
         components unless asked to, so that checking a GPU recipe needs no download."""
         return None
 
+    def needs_network(self) -> str | None:
+        """The endpoint this component sends requests to, or None. ``procrl check`` does not
+        score such components unless asked to (``--probe-judge``): check needs no network."""
+        return None
+
 
 class FunctionComponent(RewardComponent):
     """Wraps a plain TRL-contract function ``f(prompts, completions, **kwargs) -> list``."""

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from procrl.config import ConfigError, field
+from procrl.redaction import redact_url
 from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
@@ -169,7 +170,7 @@ class FirstErrorReward(RewardComponent):
                     "not a key; keys never go in a recipe"
                 )
             if self.backend == "openai" and not self.base_url.startswith(("http://", "https://")):
-                raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {self.base_url!r}")
+                raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {redact_url(self.base_url)!r}")
             for name in ("concurrency", "batch_size", "max_tokens"):
                 if getattr(self, name) < 1:
                     raise ConfigError(f"{path}.{name}: must be at least 1, got {getattr(self, name)}")
@@ -196,6 +197,9 @@ class FirstErrorReward(RewardComponent):
 
     def needs_model(self) -> str | None:
         return self.settings.model if self.settings.backend in ("hf", "prm") else None
+
+    def needs_network(self) -> str | None:
+        return self.settings.base_url if self.settings.backend == "openai" else None
 
     @property
     def judge(self) -> Judge:

@@ -20,6 +20,7 @@ from collections import OrderedDict
 
 import httpx
 
+from procrl.redaction import redact_url
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
@@ -154,7 +155,8 @@ class OpenAIJudge(Judge):
                 if response.status_code == 429 or response.status_code >= 500:
                     failure = "http_error"
                 elif response.status_code >= 400:
-                    logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code, self.url)
+                    logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code,
+                                   redact_url(self.url))
                     return None, "http_error"
                 else:
                     text = _reply_text(response)
