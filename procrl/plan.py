@@ -12,8 +12,14 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
   optimizer states (and ``offload_param_device: cpu`` the stage-3 weights) to host memory.
 * Without DeepSpeed (single process, DDP): weights and gradients in the model's dtype and two
   AdamW moments in that dtype (no master copy), all replicated.
-* LoRA: the frozen base weights count as weights (in the model's dtype; sharded only by stage 3);
-  gradients and optimizer states exist for the adapters only, kept in fp32 (4 + 4 + 8 bytes).
+* LoRA: all of the model's weights stay, frozen (in the model's dtype; sharded only by stage 3);
+  the adapters come on top, and only they have gradients and optimizer states, kept in fp32
+  (4 + 4 + 8 bytes, PEFT's fp32 adapters and torch AdamW's moments in the parameters' dtype).
+  Measured against a PEFT model in tests/test_launch_plan.py and by
+  benchmarks/gpu_step_bench.py (weights, gradients, optimizer states of a real run; until then
+  the adapters were subtracted from the base, 80 MB too little for the 7B at r=16).
+* ``model.dtype: auto``: the dtype the checkpoint's config.json records (a float32 checkpoint
+  loads in float32), else 16-bit.
 * TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
   stage 3). PPO adds its critic (the policy's layout without the LM head, or
   ``trainer.value_model``'s), trained like the policy. Activations, generation KV cache and
@@ -34,6 +40,7 @@ from procrl.redaction import redact_url
 __all__ = [
     "KNOWN_ARCHITECTURES",
     "MemoryEstimate",
+    "PolicyMemory",
     "ZeroSetup",
     "count_lora_parameters",
     "count_parameters",
@@ -42,6 +49,8 @@ __all__ = [
     "model_architecture",
     "plan",
     "planned_processes",
+    "policy_memory_estimate",
+    "weight_bytes_per_parameter",
     "zero_setup",
 ]
 
@@ -242,12 +251,17 @@ def estimate_memory(
     lora: bool = False,
     reference_model: bool = False,
 ) -> MemoryEstimate:
-    """Per-GPU bytes for weights, gradients, optimizer states (+ reference model) of one rank."""
+    """Per-GPU bytes for weights, gradients, optimizer states (+ reference model) of one rank.
+
+    ``parameters``: the model's own parameters. ``trainable``: the parameters trained; with
+    ``lora`` these are the adapters, added on top of the model's parameters (which all stay
+    frozen), not a part of them.
+    """
     if parameters < 0 or trainable < 0 or shards < 1:
         raise ValueError("parameters and trainable must be >= 0, shards >= 1")
     deepspeed = zero_stage is not None
     stage = zero_stage or 0
-    frozen = parameters - trainable if lora else 0
+    frozen = parameters if lora else 0  # LoRA: the whole base stays in memory, the adapters come on top
     if lora:  # adapters in fp32: 4 + 4 + 8; the base is frozen, in the model dtype
         base_weights, trainable_weight, grad_bytes, optim_bytes = frozen * weight_bytes, 4, 4, 8
     elif deepspeed:  # mixed precision: 16-bit weights and grads, fp32 master + 2 moments
@@ -286,11 +300,59 @@ def _count(value: int) -> str:
     return f"{value:,}"
 
 
+def weight_bytes_per_parameter(dtype: str, config: dict[str, Any] | None) -> int:
+    """Bytes per weight as loaded: the recipe's ``model.dtype``; for ``auto``, the dtype the
+    checkpoint's config.json records (``dtype`` / ``torch_dtype``; a float32 checkpoint loads in
+    float32), else 2 (16-bit, as the Hub's LMs are stored)."""
+    if dtype == "auto" and config:
+        dtype = str(config.get("dtype") or config.get("torch_dtype") or "auto")
+    return 4 if dtype == "float32" else 2
+
+
+@dataclass
+class PolicyMemory:
+    """The estimate for a recipe's policy and the counts behind it; ``memory`` is None (and
+    ``problem`` says why) when it cannot be estimated."""
+
+    parameters: int | None
+    trainable: int | None
+    weight_bytes: int
+    memory: MemoryEstimate | None
+    config: dict[str, Any] | None
+    source: str
+    problem: str | None = None
+
+
+def policy_memory_estimate(recipe: Recipe, processes: int, setup: ZeroSetup | None = None) -> PolicyMemory:
+    """Per-GPU bytes of the policy's weights, gradients, optimizer states (+ TRL's reference
+    model) for the recipe over ``processes`` ranks (benchmarks/gpu_step_bench.py compares it
+    with what a run holds)."""
+    setup = setup or zero_setup(recipe)
+    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision)
+    weight_bytes = weight_bytes_per_parameter(recipe.model.dtype, config)
+    parameters = count_parameters(config) if config else None
+    if parameters is None:
+        return PolicyMemory(None, None, weight_bytes, None, config, source, "parameter count unknown")
+    lora = recipe.model.lora
+    trainable = parameters
+    if lora is not None:
+        trainable = count_lora_parameters(config, lora.r, lora.target_modules)
+        if trainable is None:
+            return PolicyMemory(parameters, None, weight_bytes, None, config, source,
+                                "LoRA target modules not in the standard layout")
+    beta = float(recipe.trainer_args.get("beta", 0.0) or 0.0)
+    estimate = estimate_memory(
+        parameters, trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=lora is not None,
+        reference_model=beta > 0 and lora is None,
+    )
+    return PolicyMemory(parameters, trainable, weight_bytes, estimate, config, source)
+
+
 def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
     setup = zero_setup(recipe)
-    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision)
-    dtype = recipe.model.dtype
-    weight_bytes = 4 if dtype == "float32" else 2
+    policy = policy_memory_estimate(recipe, processes, setup)
+    config, source, weight_bytes = policy.config, policy.source, policy.weight_bytes
     stage_text = {None: "none (no DeepSpeed)"}.get(setup.zero_stage, f"ZeRO-{setup.zero_stage}")
     if setup.offload_optimizer or setup.offload_param:
         moved = [name for name, on in (("optimizer", setup.offload_optimizer), ("weights", setup.offload_param)) if on]
@@ -299,26 +361,17 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
         "distributed": f"{setup.distributed_type} ({setup.source})",
         "zero_stage": stage_text,
     }
-    parameters = count_parameters(config) if config else None
+    parameters, trainable, estimate = policy.parameters, policy.trainable, policy.memory
     if parameters is None:
         result["parameters"] = f"unknown: {source}"
-        result["memory_per_gpu"] = "not estimated (parameter count unknown)"
+        result["memory_per_gpu"] = f"not estimated ({policy.problem})"
+        return result
+    if estimate is None:
+        result["parameters"] = f"{_count(parameters)} from {source}"
+        result["memory_per_gpu"] = f"not estimated ({policy.problem})"
         return result
     lora = recipe.model.lora
-    trainable = parameters
-    if lora is not None:
-        adapters = count_lora_parameters(config, lora.r, lora.target_modules)
-        if adapters is None:
-            result["parameters"] = f"{_count(parameters)} from {source}"
-            result["memory_per_gpu"] = "not estimated (LoRA target modules not in the standard layout)"
-            return result
-        trainable = adapters
     beta = float(recipe.trainer_args.get("beta", 0.0) or 0.0)
-    estimate = estimate_memory(
-        parameters, trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
-        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=lora is not None,
-        reference_model=beta > 0 and lora is None,
-    )
     result["parameters"] = f"{_count(parameters)} from {source}"
     result["trainable_parameters"] = _count(trainable) + (f" (LoRA r={lora.r}, {lora.target_modules})" if lora else "")
     memory = {
@@ -363,8 +416,10 @@ def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int,
             return None
     hidden, vocab = int(config["hidden_size"]), int(config["vocab_size"])
     head = 0 if config.get("tie_word_embeddings", False) else vocab * hidden
-    value_parameters = parameters - head + hidden
-    value_trainable = (trainable + hidden) if recipe.model.lora is not None else value_parameters
+    if recipe.model.lora is not None:  # frozen trunk; the adapters and the new 1-output head train
+        value_parameters, value_trainable = parameters - head, trainable + hidden
+    else:
+        value_parameters = value_trainable = parameters - head + hidden
     return estimate_memory(
         value_parameters, value_trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
         offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=recipe.model.lora is not None,

@@ -82,10 +82,55 @@ def test_zero_memory_arithmetic():
     offload = estimate_memory(p, p, zero_stage=3, shards=8, offload_optimizer=True, offload_param=True)
     assert offload.optimizer_states == 0 and offload.weights == 0 and offload.host_offload == (12 * p + 2 * p) / 8
     lora = estimate_memory(p, 10_000_000, zero_stage=2, shards=8, lora=True)  # frozen base stays whole
-    assert lora.weights == 2 * (p - 10_000_000) + 4 * 10_000_000
+    assert lora.weights == 2 * p + 4 * 10_000_000  # the adapters come on top of the base
     assert lora.optimizer_states == 8 * 10_000_000 / 8
     with pytest.raises(ValueError):
         estimate_memory(p, p, shards=0)
+
+
+@pytest.mark.parametrize("lora", [True, False])
+def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
+    """What procrl check estimates for a 16-bit policy without DeepSpeed, against what a real one
+    holds after a backward pass and an AdamW step: a tiny bf16 Qwen2 with procrl's LoRA config
+    (PEFT keeps the adapters in fp32, on top of the frozen base), or trained whole (weights,
+    gradients and both moments in bf16). AdamW's per-tensor ``step`` scalars are left out."""
+    import torch
+    from peft import get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from procrl.models import lora_config
+
+    config = AutoConfig.for_model("qwen2", **SMALL, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", ["model.lora={r: 4}"] if lora else [])
+    if lora:
+        model = get_peft_model(model, lora_config(recipe.model))
+    trained = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trained, lr=1e-3)
+    ids = torch.randint(0, SMALL["vocab_size"], (2, 8))
+    model(input_ids=ids, labels=ids).loss.backward()
+    gradients = sum(p.grad.numel() * p.grad.element_size() for p in trained)
+    optimizer.step()
+    moments = sum(v.numel() * v.element_size() for state in optimizer.state.values()
+                  for k, v in state.items() if k in ("exp_avg", "exp_avg_sq"))
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+
+    values = config.to_dict()
+    parameters = count_parameters(values)
+    trainable = count_lora_parameters(values, 4, "all-linear") if lora else parameters
+    assert sum(p.numel() for p in trained) == trainable
+    estimate = estimate_memory(parameters, trainable, weight_bytes=2, lora=lora)
+    assert (estimate.weights, estimate.gradients, estimate.optimizer_states) == (weights, gradients, moments)
+
+
+def test_auto_dtype_reads_the_checkpoint(tmp_path):
+    from procrl.plan import weight_bytes_per_parameter
+
+    assert weight_bytes_per_parameter("auto", {"dtype": "float32"}) == 4
+    assert weight_bytes_per_parameter("auto", {"torch_dtype": "bfloat16"}) == 2
+    assert weight_bytes_per_parameter("auto", None) == 2
+    assert weight_bytes_per_parameter("float32", {"dtype": "bfloat16"}) == 4
 
 
 def test_plan_of_the_7b_recipes_without_gpu_or_network():
