@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from procrl.known_warnings import filter_known_warnings
+
+    filter_known_warnings()
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "train":  # only train passes unknown flags on (to accelerate launch)

@@ -69,7 +69,9 @@ def _details_have(output: RewardOutput, *keys: str) -> bool:
 def component_kinds(types: dict[str, str], outputs: dict[str, RewardOutput]) -> dict[str, str]:
     """Component name -> one of accuracy / first_error / trace / receval, for those recognised."""
     kinds: dict[str, str] = {}
-    for name, output in outputs.items():
+    names = [n for n in types if n in outputs] + [n for n in outputs if n not in types]  # recipe order first
+    for name in names:
+        output = outputs[name]
         type_name = str(types.get(name, name))
         if type_name == ACCURACY:
             kinds[name] = ACCURACY
@@ -84,6 +86,20 @@ def component_kinds(types: dict[str, str], outputs: dict[str, RewardOutput]) -> 
 
 def _first(kinds: dict[str, str], kind: str) -> str | None:
     return next((name for name, k in kinds.items() if k == kind), None)
+
+
+def _all(kinds: dict[str, str], kind: str) -> list[str]:
+    return [name for name, k in kinds.items() if k == kind]
+
+
+def first_error_prefixes(judges: list[str], judge: str) -> list[str]:
+    """Where a first-error component's diagnostics go: ``diagnostics/first_error`` for the first
+    (or only) one, and with several, ``diagnostics/first_error/<name>`` for each, so that a
+    second judge or penalty is described too, not silently dropped."""
+    prefixes = [f"{PREFIX}/first_error"] if judge == judges[0] else []
+    if len(judges) > 1:
+        prefixes.append(f"{PREFIX}/first_error/{judge}")
+    return prefixes
 
 
 # --- correlations -------------------------------------------------------------------------
@@ -281,17 +297,23 @@ def batch_scalars(types: dict[str, str], outputs: dict[str, RewardOutput], num_s
         out[f"{PREFIX}/correlation/{pair}"] = value
     for name, output in outputs.items():
         out[f"{PREFIX}/seconds/{name}"] = output.seconds
-    accuracy, judge = _first(kinds, ACCURACY), _first(kinds, FIRST_ERROR)
-    if judge is not None:
+    accuracy, judges = _first(kinds, ACCURACY), _all(kinds, FIRST_ERROR)
+    for judge in judges:
         records = first_error_records(outputs[judge], num_steps)
+        prefixes = first_error_prefixes(judges, judge)
         for key, value in first_error_scalars(records).items():
-            out[f"{PREFIX}/first_error/{key}"] = value
+            for prefix in prefixes:
+                out[f"{prefix}/{key}"] = value
         if accuracy is not None:
             correct = [None if s is None else s >= 1.0 for s in outputs[accuracy].scores]
             stats = process_error_stats(correct, records)
             for key in ("process_error_rate", "reasoning_aware_accuracy", "inflation"):
-                if stats[key] is not None:
+                if stats[key] is None:
+                    continue
+                if judge == judges[0]:  # the top-level keys: the first judge (recipe order)
                     out[f"{PREFIX}/{key}"] = stats[key]
+                if len(judges) > 1:
+                    out[f"{PREFIX}/first_error/{judge}/{key}"] = stats[key]
     for name, kind in kinds.items():
         if kind == RECEVAL:
             for key, value in receval_stats(outputs[name]).items():
@@ -308,11 +330,11 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
     """Per completion: its steps, each with the per-step scores of every component and a mark on
     the first error (for the completions table)."""
     kinds = component_kinds(types, outputs)
-    judge = _first(kinds, FIRST_ERROR)
-    records = first_error_records(outputs[judge]) if judge is not None else None
+    judges = _all(kinds, FIRST_ERROR)
+    records = {judge: first_error_records(outputs[judge]) for judge in judges}
+    several = len(judges) > 1
     rows = []
     for i, segmentation in enumerate(batch.segmentations):
-        error_index = records[i].index if records is not None else None
         lines = []
         for j, step in enumerate(segmentation.steps):
             scores = []
@@ -320,15 +342,20 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
                 steps = output.step_scores[i] if output.step_scores is not None else None
                 if steps is not None and j < len(steps):
                     scores.append(f"{name}={steps[j]:.3g}")
-            mark = " <- FIRST ERROR" if error_index == j else ""
+            marks = [f" <- FIRST ERROR{f' ({judge})' if several else ''}" for judge in judges if records[judge][i].index == j]
             score_text = f" [{', '.join(scores)}]" if scores else ""
-            lines.append(f"({j}){score_text}{mark} {step.text}")
+            lines.append(f"({j}){score_text}{''.join(marks)} {step.text}")
+        verdicts = {}
+        for judge in judges or [None]:
+            index = records[judge][i].index if judge is not None else None
+            column = f"first_error/{judge}" if several else "first_error"
+            verdicts[column] = "" if judge is None else ("no verdict" if index is None else index)
         rows.append(
             {
                 "question": batch.questions[i],
                 "completion": batch.completions[i],
                 "steps": "\n".join(lines),
-                "first_error": "" if records is None else ("no verdict" if error_index is None else error_index),
+                **verdicts,
                 **{f"reward/{name}": output.scores[i] for name, output in outputs.items()},
             }
         )
@@ -525,16 +552,15 @@ FIRST_PLOT_ESTIMATE_S = 1.0  # what a round of plots is assumed to cost before o
 class DiagnosticsWindow:
     """What accumulates between two W&B plots (plots need more than one batch's worth)."""
 
-    first_errors: list[FirstErrorRecord] = field(default_factory=list)
+    first_errors: dict[str, list[FirstErrorRecord]] = field(default_factory=dict)  # per first-error component
     transitions: dict[str, list[list[float]]] = field(default_factory=dict)
     labels: dict[str, list[str]] = field(default_factory=dict)
     rows: deque = field(default_factory=lambda: deque(maxlen=TABLE_ROWS))
 
     def add(self, types: dict[str, str], batch: RewardBatch, outputs: dict[str, RewardOutput], keep_rows: bool) -> None:
         kinds = component_kinds(types, outputs)
-        judge = _first(kinds, FIRST_ERROR)
-        if judge is not None:
-            self.first_errors.extend(first_error_records(outputs[judge]))
+        for judge in _all(kinds, FIRST_ERROR):
+            self.first_errors.setdefault(judge, []).extend(first_error_records(outputs[judge]))
         for name, kind in kinds.items():
             if kind == TRACE and (matrix := transition_counts(outputs[name])) is not None:
                 self.transitions[name] = add_matrices(self.transitions.get(name), matrix)
@@ -589,14 +615,16 @@ class _DiagnosticsCallback:
         """Called by the mix once every component has scored a batch."""
         started = time.perf_counter()
         kinds = component_kinds(self.types, outputs)
-        judge = _first(kinds, FIRST_ERROR)
+        judges = _all(kinds, FIRST_ERROR)
         # step counts only matter for a judge that leaves num_steps out; segmenting costs spaCy time
-        num_steps = [len(s.steps) for s in batch.segmentations] if judge is not None else None
+        num_steps = [len(s.steps) for s in batch.segmentations] if judges else None
         if log_metric is not None:
             for key, value in batch_scalars(self.types, outputs, num_steps).items():
                 log_metric(key, value)
-        if log_extra is not None and judge is not None:
-            log_extra("first_error", [r.index for r in first_error_records(outputs[judge], num_steps)])
+        if log_extra is not None:
+            for judge in judges:
+                column = f"first_error/{judge}" if len(judges) > 1 else "first_error"
+                log_extra(column, [r.index for r in first_error_records(outputs[judge], num_steps)])
         with self._lock:
             for name, output in outputs.items():
                 self._reward_seconds[name] = self._reward_seconds.get(name, 0.0) + output.seconds
@@ -662,18 +690,24 @@ class _DiagnosticsCallback:
             window = self._window
             if plots:
                 self._window = DiagnosticsWindow()
-            found = [r for r in window.first_errors if r.index is not None and r.index >= 0]
-        if found:
-            payload[f"train/{PREFIX}/first_error/index_hist"] = wandb.Histogram([r.index for r in found])
-            payload[f"train/{PREFIX}/first_error/relative_hist"] = wandb.Histogram(
-                [relative_position(r.index, r.num_steps) for r in found])
+        judges = list(window.first_errors)
+        # one judge: diagnostics/first_error/...; several: diagnostics/first_error/<name>/... each
+        prefixes = {judge: f"{PREFIX}/first_error" + (f"/{judge}" if len(judges) > 1 else "") for judge in judges}
+        for judge, records in window.first_errors.items():
+            found = [r for r in records if r.index is not None and r.index >= 0]
+            if found:
+                payload[f"train/{prefixes[judge]}/index_hist"] = wandb.Histogram([r.index for r in found])
+                payload[f"train/{prefixes[judge]}/relative_hist"] = wandb.Histogram(
+                    [relative_position(r.index, r.num_steps) for r in found])
         if not plots:
             return payload
         from PIL import Image
 
-        if window.first_errors:
-            figure = plot_first_error_histogram(window.first_errors, title=f"first error (to step {step})")
-            payload[f"train/{PREFIX}/first_error/histogram"] = wandb.Image(Image.open(io.BytesIO(figure_png(figure))))
+        for judge, records in window.first_errors.items():
+            if records:
+                title = f"{judge if len(judges) > 1 else 'first error'} (to step {step})"
+                figure = plot_first_error_histogram(records, title=title)
+                payload[f"train/{prefixes[judge]}/histogram"] = wandb.Image(Image.open(io.BytesIO(figure_png(figure))))
         for name, matrix in window.transitions.items():
             figure = plot_transition_heatmap(matrix, window.labels.get(name), title=f"{name}: transitions (to step {step})")
             payload[f"train/{PREFIX}/{name}/transition_heatmap"] = wandb.Image(Image.open(io.BytesIO(figure_png(figure))))

@@ -261,7 +261,10 @@ def set_wandb_run_id(output_dir: str, resume: bool, is_main: bool = True) -> str
 
 def run_recipe_script(script: str, argv: list[str]) -> int:
     """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``."""
+    from procrl.known_warnings import filter_known_warnings
     from procrl.run import parser
+
+    filter_known_warnings()
 
     args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
     try:

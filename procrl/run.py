@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -218,6 +219,24 @@ def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
     return lock
 
 
+@contextlib.contextmanager
+def wandb_dir(output_dir: str):
+    """W&B writes its files (``wandb/run-*`` or ``wandb/offline-run-*``) under the run's
+    ``output_dir`` (W&B's ``dir``, through ``WANDB_DIR``, which transformers' WandbCallback leaves
+    to W&B), not the working directory, so that runs started from one place do not pile up. A
+    ``WANDB_DIR`` set by the user wins. The variable is restored afterwards (in-process runs)."""
+    if "WANDB_DIR" in os.environ:
+        yield
+        return
+    directory = Path(output_dir).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    os.environ["WANDB_DIR"] = str(directory)
+    try:
+        yield
+    finally:
+        os.environ.pop("WANDB_DIR", None)
+
+
 def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     """Train with a validated recipe; returns the trainer.
 
@@ -268,7 +287,8 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             from procrl.launch import set_wandb_run_id
 
             set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with wandb_dir(recipe.output_dir):
+            trainer.train(resume_from_checkpoint=checkpoint)
         trainer.save_model(recipe.output_dir)
         trainer.save_state()
     finally:
@@ -290,6 +310,9 @@ def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from procrl.known_warnings import filter_known_warnings
+
+    filter_known_warnings()
     args = parser().parse_args(argv)
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)

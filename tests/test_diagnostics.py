@@ -217,7 +217,7 @@ def test_observer_logs_once_per_batch_after_the_last_component():
     assert metrics["diagnostics/inflation"] == [pytest.approx(2 / 3 - 1 / 3)]
     assert metrics["diagnostics/first_error/mean_index"] == [pytest.approx(0.5)]
     assert extras["first_error"] == [-1, 0, 1]
-    assert callback._window.first_errors == [diag.FirstErrorRecord(-1, 2), diag.FirstErrorRecord(0, 2), diag.FirstErrorRecord(1, 2)]
+    assert callback._window.first_errors == {"judge": [diag.FirstErrorRecord(-1, 2), diag.FirstErrorRecord(0, 2), diag.FirstErrorRecord(1, 2)]}
     # a second batch is observed again
     _trl_call(mix, completions[:1], ["14"], metrics, extras)
     assert len(metrics["diagnostics/reasoning_aware_accuracy"]) == 2

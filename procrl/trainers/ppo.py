@@ -56,6 +56,7 @@ import dataclasses
 import logging
 import math
 import os
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -285,6 +286,8 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         self._rollouts: list[dict | None] = [None] * args.gradient_accumulation_steps
         self._micro_step = 0
         self._metrics: dict[str, list[float]] = defaultdict(list)
+        self._step_seconds = 0.0  # training_step time of the current optimizer step (step_time)
+        self._timed_micro_steps = 0
         self._single_step_warning = SingleStepWarning()
         self.model_accepts_loss_kwargs = False
 
@@ -585,6 +588,19 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
     # -- PPO update --
 
     def training_step(self, model: nn.Module, inputs: list[dict], num_items_in_batch=None) -> torch.Tensor:
+        """One micro-step, timed as TRL's GRPO times its own: ``step_time`` is the training_step
+        time of one optimizer step (its micro-steps, rollouts included), logged like the other
+        metrics, so that ``diagnostics/time_share/*`` and ``overhead_share`` exist under PPO too."""
+        started = time.perf_counter()
+        loss = self._ppo_micro_step(model, inputs)
+        self._step_seconds += time.perf_counter() - started
+        self._timed_micro_steps += 1
+        if self._timed_micro_steps % self.current_gradient_accumulation_steps == 0:
+            self._metrics["step_time"].append(self._step_seconds)
+            self._step_seconds = 0.0
+        return loss
+
+    def _ppo_micro_step(self, model: nn.Module, inputs: list[dict]) -> torch.Tensor:
         model.train()
         accumulation = self.args.gradient_accumulation_steps
         slot = self._micro_step % accumulation
