@@ -300,7 +300,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines += ["| metric | value ± standard error |", "|---|---|"]
     for key in ACCURACY_KEYS:
         lines.append(f"| {key} | {_with_error(report, key)} |")
-    for key in report.get("sampled", {}):
+    for key in report.get("sampled", {}) if report.get("num_samples", 1) > 1 else ():  # greedy: pass@1 = accuracy
         if not key.endswith("_stderr"):
             lines.append(f"| {key} | {_with_error(report, key, report['sampled'])} |")
     lines.append(f"| first_error_unjudged | {_fmt(report.get('first_error_unjudged'))} |")
@@ -530,7 +530,7 @@ def _cmd_evaluate(args) -> int:
     print(f"{report['n']} problems, {how} (value ± standard error)")
     for key in ACCURACY_KEYS:
         print(f"{key:<28} {_with_error(report, key)}")
-    for key in report["sampled"]:
+    for key in report["sampled"] if sampling.num_samples > 1 else ():  # greedy: pass@1 = maj@1 = accuracy
         if not key.endswith("_stderr"):
             print(f"{key:<28} {_with_error(report, key, report['sampled'])}")
     for note in report["notes"]:
