@@ -30,6 +30,7 @@ from pathlib import Path
 from procrl.config import ConfigError
 
 __all__ = [
+    "CheckpointWriteError",
     "INCOMPLETE_PREFIX",
     "STAGING_DIR",
     "ResumePoint",
@@ -161,6 +162,15 @@ class AtomicCheckpoints:
         self._procrl_staging = True
         try:
             super()._save_checkpoint(model, trial)
+        except Exception as error:
+            if not _write_failure(error):
+                raise
+            newest = next((str(path) for _, path in list_checkpoints(run_dir) if checkpoint_problem(path) is None), None)
+            kept = f"{newest} is the newest complete checkpoint" if newest else "no complete checkpoint was saved before"
+            raise CheckpointWriteError(
+                f"writing {name} to {run_dir} failed ({_first_line(error)}); it was not published, {kept}: "
+                "free space and continue with --resume"
+            ) from None
         finally:
             self._procrl_staging = False
         self.accelerator.wait_for_everyone()  # every rank has written its shards and RNG state
@@ -175,6 +185,23 @@ class AtomicCheckpoints:
                 use_mtime=True,
             )
         self.accelerator.wait_for_everyone()
+
+
+class CheckpointWriteError(ConfigError):
+    """A checkpoint could not be written (full disk, quota, read-only file system): one line."""
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[-1].strip() if text else type(error).__name__
+
+
+def _write_failure(error: BaseException) -> bool:
+    """An I/O failure while saving: an OSError, or the same wrapped by safetensors / torch.save."""
+    if isinstance(error, OSError):
+        return True
+    text = str(error)
+    return any(mark in text for mark in ("I/O error", "file write failed", "No space left", "File too large", "Disk quota"))
 
 
 def publish(staged: str, final: str) -> None:

@@ -112,12 +112,32 @@ def test_checkpoint_write_interrupted_leaves_no_checkpoint_under_its_name(tmp_pa
     out = tmp_path / "run"
     recipe = load_recipe(TINY_RECIPE, ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
                          output_dir=str(out))
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(ConfigError, match=f"writing checkpoint-2 to {out} failed \\(.*No space left on device\\); it was "
+                       f"not published, {out / 'checkpoint-1'} is the newest complete checkpoint"):
         train(recipe)
     assert (out / "checkpoint-1" / "trainer_state.json").is_file()
     assert not (out / "checkpoint-2").exists()
     assert (out / ".partial" / "checkpoint-2").is_dir()
     assert not (out / ".procrl.lock").exists()  # released although the run failed
+
+
+def test_a_full_disk_during_a_checkpoint_is_a_one_line_error(tmp_path):
+    """RLIMIT_FSIZE makes every write past 200 kB fail as a full disk would (the weights are ~430 kB)."""
+    import resource
+
+    out = tmp_path / "run"
+
+    def small_disk():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    done = subprocess.run([sys.executable, "-m", "procrl.cli", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
+                          capture_output=True, text=True, timeout=600, preexec_fn=small_disk,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 2, done.stderr[-3000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"writing checkpoint-1 to {out} failed" in errors[0] and "File too large" in errors[0]
+    assert not (out / "checkpoint-1").exists() and not (out / ".procrl.lock").exists()
 
 
 # --- 2. one run per output dir ---------------------------------------------------------------------
