@@ -106,7 +106,7 @@ def main() -> None:
                   f"{slowest} {parts[slowest]:.3f} s{note}", flush=True)
     over = KINDS["one long line"](MAX_CHARS + 1)
     total, _, too_long = score_once(mix, over)
-    print(f"{'over the cap':<15}{len(over) // 1024:>6} KB{total:>10.3f}{'':>10}{'':>13}   too_long: {too_long}")
+    print(f"{'over the cap':<15}{'>1024 KB':>9}{total:>10.3f}{'':>10}{'':>13}   too_long: {too_long}")
     if args.naive_kb:
         print("\nnaive baseline: spaCy on the raw line (segmentation before the caps), parentheses")
         print(f"{'size':>8}{'naive spaCy':>14}{'procrl segment':>16}")
