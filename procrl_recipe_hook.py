@@ -8,8 +8,13 @@ site-packages with procrl) runs this line at every interpreter start::
     import sys; sys.argv[0][-5:].lower() in ('.yaml', '.yml') ... and __import__('procrl_recipe_hook').run()
 
 It costs one string comparison for every other start: this module is imported only when the
-script's name ends in ``.yaml``/``.yml``, and ``procrl`` only when the file also has the recipe
-marker line ``recipe: procrl/v1`` at the top level. Any other file is left to Python untouched
+script's name ends in ``.yaml``/``.yml`` (or is ``accelerate``/``accelerate-launch``), and
+``procrl`` only when the file (for accelerate: one of its ``.yaml`` arguments) also has the
+recipe marker line ``recipe: procrl/v1`` at the top level.
+
+In the ``accelerate launch ... RECIPE.yaml`` process itself it runs procrl's pre-launch checks
+(vLLM, GPUs, models and data findable: procrl/prelaunch.py) before accelerate starts any process,
+and ends it with one line per problem and exit status 2 when the machine cannot run the recipe. Any other file is left to Python untouched
 (read once, never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this
 process and ends the interpreter with that exit status (a .pth line cannot raise SystemExit:
 atexit handlers run, streams are flushed, then ``os._exit``). The script never runs as Python.
@@ -52,15 +57,22 @@ def _exit_code(value) -> int:
 
 
 def run() -> None:
-    """Called from the .pth line when ``sys.argv[0]`` ends in .yaml/.yml."""
+    """Called from the .pth line when ``sys.argv[0]`` ends in .yaml/.yml or is accelerate's."""
     global _ran
     if _ran:  # in a venv the .pth line runs twice (site-packages is reached through lib and lib64)
         return
     _ran = True
     script = sys.argv[0] if sys.argv else ""
-    if not script.lower().endswith((".yaml", ".yml")) or os.environ.get("PROCRL_RECIPE_HOOK", "1") == "0":
+    if os.environ.get("PROCRL_RECIPE_HOOK", "1") == "0":
         return
-    if not has_marker(script):
+    name = os.path.basename(script)
+    if name == "accelerate" and sys.argv[1:2] == ["launch"]:
+        _check_accelerate_launch(sys.argv[2:])
+        return
+    if name == "accelerate-launch":
+        _check_accelerate_launch(sys.argv[1:])
+        return
+    if not script.lower().endswith((".yaml", ".yml")) or not has_marker(script):
         return
     code = 1
     try:
@@ -79,6 +91,28 @@ def run() -> None:
         traceback.print_exc()
         code = 1
     finally:
+        _finish(code)
+
+
+def _check_accelerate_launch(args: list) -> None:
+    """In the ``accelerate launch`` process, when one of its arguments is a procrl recipe: the
+    pre-launch checks (procrl.launch.check_accelerate_launch) before accelerate starts any
+    process; on a problem, its lines and exit status 2, without accelerate's traceback."""
+    if not any(arg.lower().endswith((".yaml", ".yml")) and has_marker(arg) for arg in args):
+        return  # not a recipe launch (an accelerate config file has no marker): procrl is not imported
+    code = None
+    try:
+        from procrl.launch import check_accelerate_launch
+
+        code = check_accelerate_launch(list(args))
+    except KeyboardInterrupt:
+        code = 130
+    except Exception:  # noqa: BLE001 - a bug in the checks must not stop a launch: accelerate goes on
+        import traceback
+
+        traceback.print_exc()
+        print("procrl: the pre-launch checks failed (above); launching anyway", file=sys.stderr, flush=True)
+    if code is not None:
         _finish(code)
 
 

@@ -69,6 +69,7 @@ def _cmd_check(args) -> int:
     print(format_plan(plan(recipe)))
     rows, source = _check_examples(recipe)
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
+    broken: list[str] = []
     batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
     for name, component in mix.components.items():
         model = component.needs_model()
@@ -84,7 +85,17 @@ def _cmd_check(args) -> int:
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
         print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
-    return 0
+        if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
+            # training would go on with the fallback; check says the component cannot run here
+            errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
+            broken.append(f"rewards.{name}: failed to load or run {model}" + (f" ({errors[0]})" if errors else ""))
+    for line in broken:
+        print(f"procrl: error: {line}", file=sys.stderr)
+    return 2 if broken else 0
+
+
+# failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
+_LOAD_FAILURES = ("exception", "judge_error")
 
 
 def _cmd_score(args) -> int:

@@ -39,6 +39,8 @@ __all__ = [
 # Set in the environment of the processes procrl starts through accelerate (belt and braces:
 # accelerate's own variables below already mark them).
 LAUNCHED_ENV = "PROCRL_LAUNCHED"
+# Set once the pre-launch checks passed in a parent process (accelerate's, through the start-up hook).
+PRELAUNCH_CHECKED_ENV = "PROCRL_PRELAUNCH_CHECKED"
 # Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
 # ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
 # LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
@@ -216,17 +218,74 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     RunLock(recipe.output_dir).check()
     if resume:
         resume_checkpoint(recipe.output_dir)
-    if needs_launcher(recipe) and plain_accelerate_launch(script):
-        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
-    if not inside_launcher() and (needs_launcher(recipe) or launch_args):
+    launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
+        not inside_launcher() and (needs_launcher(recipe) or bool(launch_args)))
+    if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
+        from procrl.prelaunch import check_before_launch
+
+        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/prelaunch.py)
+        check_before_launch(recipe, launch_args, launching=launching)
+    if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     if launch_args:
         raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
     note_outer_launch(recipe)
     from procrl.run import train
 
-    train(recipe, resume=resume, overwrite=overwrite)
+    train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
     return 0
+
+
+def train_reporting_failure(recipe, **kwargs) -> None:
+    """:func:`procrl.run.train`; a failure other than a ConfigError prints one procrl line (which
+    rank, what) before the traceback, so that a failed rank is not only a traceback."""
+    from procrl.prelaunch import report_rank_failure
+    from procrl.run import train
+
+    try:
+        train(recipe, **kwargs)
+    except ConfigError:
+        raise
+    except Exception as error:
+        report_rank_failure(error)
+        raise
+
+
+def check_accelerate_launch(argv: list[str]) -> int | None:
+    """The pre-launch checks inside the ``accelerate launch`` process itself (called by the start-up
+    hook when accelerate's training script is a procrl recipe), before accelerate starts any
+    process. Returns None to let accelerate go on, or the exit status after printing the problems.
+    Sets PROCRL_PRELAUNCH_CHECKED so that the processes accelerate starts do not check again."""
+    from accelerate.commands.launch import launch_command_parser
+
+    from procrl.recipe import is_recipe_file, load_recipe
+    from procrl.run import parser as run_parser
+
+    try:
+        parsed, _ = launch_command_parser().parse_known_args(argv)
+    except SystemExit:  # accelerate reports its own usage errors
+        return None
+    if parsed.module and parsed.training_script == "procrl.run" and parsed.training_script_args:
+        recipe_path, script_args = parsed.training_script_args[0], parsed.training_script_args[1:]
+    elif not parsed.module and not parsed.no_python:
+        recipe_path, script_args = parsed.training_script, parsed.training_script_args
+    else:
+        return None
+    if not is_recipe_file(recipe_path):
+        return None
+    flags = argv[: len(argv) - len(parsed.training_script_args) - 1]
+    flags = [f for f in flags if f not in ("-m", "--module")]
+    args, _ = run_parser().parse_known_args([recipe_path, *script_args])
+    try:
+        recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+        from procrl.prelaunch import check_before_launch
+
+        check_before_launch(recipe, flags, launching=True)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr, flush=True)
+        return 2
+    os.environ[PRELAUNCH_CHECKED_ENV] = "1"
+    return None
 
 
 # --- resume -------------------------------------------------------------------------------------

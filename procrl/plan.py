@@ -48,6 +48,7 @@ __all__ = [
     "format_plan",
     "model_architecture",
     "plan",
+    "reward_model_memory",
     "planned_processes",
     "policy_memory_estimate",
     "weight_bytes_per_parameter",
@@ -391,6 +392,10 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
         else:
             memory["value_model"] = _gib(value.total) + " (PPO critic: weights + gradients + optimizer states)"
             total, host = total + value.total, host + value.host_offload
+    rewards = reward_model_memory(recipe)
+    if rewards:  # loaded whole on every rank: the same bytes on each GPU (also listed on their own in the plan)
+        memory["reward_models"] = {name: text for name, (_, text) in rewards.items()}
+        total += sum(size for size, _ in rewards.values() if size)
     memory["total"] = _gib(total) + f" per GPU over {processes} rank(s), before activations"
     if host:
         memory["cpu_offload"] = _gib(host) + " of host memory per rank"
@@ -398,6 +403,89 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
         share = recipe.trainer_args.get("vllm_gpu_memory_utilization", 0.9)
         memory["vllm_colocate"] = f"{share:.0%} of each GPU reserved for generation (weights copy + KV cache)"
     result["memory_per_gpu"] = memory
+    return result
+
+
+# --- reward models ------------------------------------------------------------------------------
+
+# Parameters of the default reward models, for planning without their weights on disk (model
+# cards: DeBERTa-v3-base 86M backbone + 98M embedding parameters, -large 304M + 131M; the TRACE
+# tagger is DeBERTa-v3-base with an 8-label head).
+KNOWN_REWARD_MODELS: dict[str, int] = {
+    "hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000,
+    "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli": 435_000_000,
+}
+_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
+                "F8_E4M3": 1, "F8_E5M2": 1, "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def _model_directory(name: str) -> Path | None:
+    """A local directory, or the model's snapshot in the Hugging Face cache (no network)."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return local
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+    except Exception:  # noqa: BLE001 - not a repo id
+        return None
+    return Path(cached).parent if isinstance(cached, str) else None
+
+
+def weights_on_disk(directory: Path) -> tuple[int, int] | None:
+    """(parameters, bytes) of the safetensors weights in ``directory``, from their headers."""
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    parameters = size = 0
+    for file in files:
+        with safe_open(str(file), framework="numpy") as handle:
+            for key in handle.keys():
+                tensor = handle.get_slice(key)
+                count = 1
+                for dimension in tensor.get_shape():
+                    count *= dimension
+                parameters += count
+                size += count * _DTYPE_BYTES.get(tensor.get_dtype(), 4)
+    return parameters, size
+
+
+def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
+    """Per reward component that loads a model: (bytes per GPU or None, a description). Reward
+    models load whole on every rank (never ZeRO-sharded), so each GPU holds all of them. From the
+    safetensors headers when the weights are on disk (local or cached), else procrl's tables."""
+    result: dict[str, tuple[float | None, str]] = {}
+    for spec in recipe.rewards:
+        models = getattr(spec.target, "models", None)
+        refs = models(spec.settings) if callable(models) else {}
+        for key, ref in refs.items():
+            label = spec.name if len(refs) == 1 else f"{spec.name}.{key}"
+            directory = _model_directory(ref.name)
+            on_disk = weights_on_disk(directory) if directory is not None else None
+            assumed = ""
+            if on_disk is not None:
+                parameters, stored = on_disk
+                count, source = _count(parameters), "the weights on disk"
+            else:
+                config, _ = model_architecture(ref.name)
+                parameters = KNOWN_REWARD_MODELS.get(ref.name) or (count_parameters(config) if config else None)
+                if parameters is None:
+                    result[label] = (None, f"not estimated ({ref.name}: weights not on disk, size unknown)")
+                    continue
+                config_dtype = str((config or {}).get("torch_dtype") or (config or {}).get("dtype") or "")
+                stored = parameters * _DTYPE_BYTES.get(config_dtype, 4)
+                assumed = "" if config_dtype in _DTYPE_BYTES else ", float32 assumed"
+                count = f"~{parameters / 1e6:,.0f}M" if ref.name in KNOWN_REWARD_MODELS else _count(parameters)
+                source = "procrl's table" if ref.name in KNOWN_REWARD_MODELS else "its architecture"
+            if ref.dtype == "auto":
+                size, dtype_text = float(stored), f"checkpoint dtype{assumed}"
+            else:
+                size, dtype_text = float(parameters * _DTYPE_BYTES.get(ref.dtype, 4)), ref.dtype
+            result[label] = (size, f"{_gib(size)} ({ref.name}: {count} parameters from {source}, "
+                                   f"{dtype_text}; whole on every rank)")
     return result
 
 
@@ -459,6 +547,10 @@ def plan(recipe: Recipe) -> dict[str, Any]:
     }
     values["launch_command"] = launch_command_text(recipe)
     values.update(memory_plan(recipe, processes))
+    if not isinstance(values.get("memory_per_gpu"), dict):  # the policy's size is unknown: reward models alone
+        rewards = reward_model_memory(recipe)
+        if rewards:
+            values["reward_models_per_gpu"] = {name: text for name, (_, text) in rewards.items()}
     return values
 
 

@@ -316,7 +316,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-        train(recipe, resume=args.resume, overwrite=args.overwrite)
+        from procrl.launch import train_reporting_failure
+
+        train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr)
         return 2

@@ -138,9 +138,11 @@ def test_plan_of_the_7b_recipes_without_gpu_or_network():
     assert values["num_processes"] == 8 and values["effective_batch_completions"] == 8 * 8 * 4
     assert values["prompts_per_step"] == 32 and values["zero_stage"] == "ZeRO-3"
     memory = values["memory_per_gpu"]
-    # 7.6e9 parameters x (16 bytes + 2 for the reference model, beta 0.04) / 8 ranks = 16 GiB
+    # 7.6e9 parameters x (16 bytes + 2 for the reference model, beta 0.04) / 8 ranks = 16 GiB, plus the
+    # TRACE tagger (DeBERTa-v3-base, ~184M parameters, float32 assumed) whole on every rank
     total = float(memory["total"].split()[0])
-    assert total == pytest.approx(7.6156e9 * 18 / 8 / GIB, abs=0.06)
+    assert total == pytest.approx(7.6156e9 * 18 / 8 / GIB + 184e6 * 4 / GIB, abs=0.06)
+    assert memory["reward_models"]["trace"].startswith("0.7 GiB (hyyangkisti/TRACE-DeBERTa-v3-base")
     lora = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml",
                             ["model.lora.r=16", "launch.config_file=launch/accelerate/zero2.yaml"]))
     assert lora["zero_stage"] == "ZeRO-2" and "LoRA r=16" in lora["trainable_parameters"]

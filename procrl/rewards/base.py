@@ -42,6 +42,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "ComponentSpec",
     "GateSettings",
+    "ModelRef",
     "RewardBatch",
     "RewardComponent",
     "RewardMix",
@@ -171,6 +172,15 @@ class RuntimeContext:
         )
 
 
+@dataclass(frozen=True)
+class ModelRef:
+    """A model a component loads: Hub id or local directory, and the dtype it is loaded in
+    (``auto``: the checkpoint's own)."""
+
+    name: str
+    dtype: str = "auto"
+
+
 class RewardComponent:
     """Base class of built-in components.
 
@@ -198,6 +208,13 @@ class RewardComponent:
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         return await asyncio.to_thread(self.score, batch)
+
+    @classmethod
+    def models(cls, settings: Any) -> dict[str, "ModelRef"]:
+        """Settings key -> the model this component loads with these settings (a Hub id or a
+        local directory). The pre-launch checks make sure each one can be found; ``procrl
+        check`` counts its memory in the plan. Components that load a model override this."""
+        return {}
 
     def needs_model(self) -> str | None:
         """The model this component loads, or None. ``procrl check`` does not score such

@@ -41,7 +41,7 @@ from typing import Literal
 from procrl.config import ConfigError, field
 from procrl.redaction import redact_url
 from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
@@ -195,6 +195,11 @@ class FirstErrorReward(RewardComponent):
         self._judge: Judge | None = None
         self._judge_lock = threading.Lock()
 
+    @classmethod
+    def models(cls, settings) -> dict[str, ModelRef]:
+        local = settings.backend in ("hf", "prm") and settings.model
+        return {"model": ModelRef(settings.model, settings.dtype)} if local else {}
+
     def needs_model(self) -> str | None:
         return self.settings.model if self.settings.backend in ("hf", "prm") else None
 
@@ -268,6 +273,8 @@ class FirstErrorReward(RewardComponent):
                 detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
             if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
+            elif verdict.note is not None and verdict.status == "judge_error":
+                detail["error"] = verdict.note  # what failed (e.g. the model did not load): procrl check names it
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"
                 failures["no_steps"] += 1
                 if settings.backend == "arithmetic":

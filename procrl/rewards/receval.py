@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.config import ConfigError, field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
     "RCU",
@@ -433,6 +433,10 @@ class ReCEvalCorrectness(RewardComponent):
         self.splitter = load_rcu_splitter(self.settings.rcu_splitter)
         self._scorer = None
 
+    @classmethod
+    def models(cls, settings) -> dict[str, ModelRef]:
+        return {"nli_model": ModelRef(settings.nli_model, settings.dtype)}
+
     def needs_model(self) -> str | None:
         return self.settings.nli_model
 
@@ -579,6 +583,10 @@ class ReCEvalInformativeness(RewardComponent):
 
         s = self.settings
         self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype)
+
+    @classmethod
+    def models(cls, settings) -> dict[str, ModelRef]:
+        return {} if settings.lm == "reference" else {"lm": ModelRef(settings.lm, settings.dtype)}
 
     def needs_model(self) -> str | None:
         return "the trainer's reference model" if self.settings.lm == "reference" else self.settings.lm

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from procrl.config import ConfigError, field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
     "ALLOWED_STATES",
@@ -176,6 +176,10 @@ class TraceReward(RewardComponent):
         super().__init__(settings, name=name)
         self._tagger = None
         self._load_lock = threading.Lock()
+
+    @classmethod
+    def models(cls, settings) -> dict[str, ModelRef]:
+        return {} if settings.tagger == "cues" else {"tagger": ModelRef(settings.tagger)}
 
     def needs_model(self) -> str | None:
         return None if self.settings.tagger == "cues" else self.settings.tagger
