@@ -174,6 +174,19 @@ def test_output_dir_that_is_a_file_is_a_one_line_error(tmp_path, capsys, case):
     assert blocker.read_text() == "not a directory\n"
 
 
+def test_an_unwritable_output_dir_is_a_one_line_error(tmp_path, capsys):
+    if os.geteuid() == 0:  # root writes through file modes: a place the kernel refuses to anyone
+        out = Path("/sys/procrl-run")
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        out = locked / "run"
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP)
+    assert_one_line_error(result, "output_dir", str(out.parent if os.geteuid() else out))
+    assert not out.exists()
+
+
 def write_lock(out: Path, pid: int) -> None:
     from procrl.output_dir import LOCK_FILE, _start_time
 
