@@ -211,7 +211,7 @@ def cmd_eval_judge(args) -> int:
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix, RuntimeContext
 
-    recipe = load_recipe(args.recipe, args.overrides)
+    recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # the judge only: no model/trainer needed
     component = _pick_component(RewardMix(recipe.rewards), args.component)
     component.bind(RuntimeContext(device=getattr(args, "device", None) or "cpu"))
     records = read_processbench(args.data)

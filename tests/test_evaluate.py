@@ -254,7 +254,8 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     from tests.wandb_records import read_records, run_file
 
     monkeypatch.setenv("WANDB_MODE", "offline")
-    monkeypatch.setenv("WANDB_DIR", str(tmp_path))
+    monkeypatch.delenv("WANDB_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)  # W&B's files go under the report's directory, not the working one
     recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
                                 "model: judge, max_retries: 0}"])
     golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(2))["answer"]]
@@ -266,7 +267,8 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     wandb.teardown()  # the in-process service may still be writing the run file after finish()
     assert report["reasoning_aware_accuracy"] == pytest.approx(0.5)
     items = {}
-    for record in read_records(run_file(tmp_path / "wandb")):
+    assert not (tmp_path / "wandb").exists()
+    for record in read_records(run_file(tmp_path / "out" / "wandb")):
         if record.WhichOneof("record_type") == "history":
             items.update({item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item})
     assert items["eval/reasoning_aware_accuracy"] == pytest.approx(0.5)

@@ -422,6 +422,16 @@ def test_eval_judge_cli_on_perturbed_gsm8k(tmp_path, capsys, train_rows):
     assert "acc_err" in table and "F1" in table and "samples: 20" in table
 
 
+def test_eval_judge_needs_only_the_judge(tmp_path, capsys):
+    """A recipe holding just a first_error component (no model, no trainer) meta-evaluates."""
+    recipe = tmp_path / "judge_only.yaml"
+    recipe.write_text("recipe: procrl/v1\nrewards:\n  first_error: {backend: arithmetic}\n")
+    data = tmp_path / "pb.jsonl"
+    data.write_text(json.dumps({"problem": "2 apples and 3 apples?", "steps": ["2 + 3 = 6 apples."], "label": 0}) + "\n")
+    assert main(["eval-judge", "--recipe", str(recipe), "--data", str(data), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["acc_err"] == 1.0
+
+
 def test_eval_judge_cli_errors(tmp_path, capsys):
     recipe = str(REPO / "recipes" / "gsm8k_judge.yaml")
     assert main(["eval-judge", "--recipe", recipe, "--data", str(tmp_path / "missing.jsonl")]) == 2
