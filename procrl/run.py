@@ -21,7 +21,10 @@ from procrl.config import ConfigError
 from procrl.recipe import Recipe, load_recipe
 from procrl.redaction import redact
 
-__all__ = ["build_training_args", "check_batch_layout", "check_training_data", "main", "preflight", "redact", "train"]
+__all__ = [
+    "build_trainer", "build_training_args", "check_batch_layout", "check_training_data", "main", "preflight", "redact",
+    "train",
+]
 
 def build_training_args(recipe: Recipe, mix_weights: list[float]):
     """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
@@ -237,22 +240,13 @@ def wandb_dir(output_dir: str):
         os.environ.pop("WANDB_DIR", None)
 
 
-def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
-    """Train with a validated recipe; returns the trainer.
-
-    Before anything loads: the output dir may take this run (:func:`procrl.output_dir.check_output_dir`),
-    ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
-    output dir's lock from before the model loads until it exits."""
+def _trainer_inputs(recipe: Recipe, args):
+    """(tokenizer, training prompts, held-out prompts or None), after seeding."""
     from transformers import set_seed
 
-    from procrl.checkpoints import find_resume_checkpoint, set_aside
     from procrl.data import build_prompt_dataset
     from procrl.models import load_tokenizer
-    from procrl.output_dir import check_output_dir
 
-    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
-    resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
-    mix, args = preflight(recipe)
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)
@@ -261,18 +255,46 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
         from procrl.data import build_eval_dataset
 
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
+    return tokenizer, dataset, eval_dataset
+
+
+def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
+    """procrl's trainer for the recipe: GRPO (outcome or process credit) or PPO (loads the model)."""
+    if recipe.trainer.algorithm == "ppo":
+        from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
+
+        return build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                 eval_dataset=eval_dataset)
+    from procrl.trainers.grpo import build_grpo_trainer
+
+    return build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                              eval_dataset=eval_dataset)
+
+
+def build_trainer(recipe: Recipe):
+    """(trainer, reward mix) built as :func:`train` builds them (preflight, data, procrl's
+    trainer), without an output-dir lock, artifacts or resuming, and not started:
+    benchmarks/gpu_step_bench.py times the steps of what this returns."""
+    mix, args = preflight(recipe)
+    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args)), mix
+
+
+def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
+    """Train with a validated recipe; returns the trainer.
+
+    Before anything loads: the output dir may take this run (:func:`procrl.output_dir.check_output_dir`),
+    ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
+    output dir's lock from before the model loads until it exits."""
+    from procrl.checkpoints import find_resume_checkpoint, set_aside
+    from procrl.output_dir import check_output_dir
+
+    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
+    mix, args = preflight(recipe)
+    inputs = _trainer_inputs(recipe, args)
     lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
     try:
-        if recipe.trainer.algorithm == "ppo":
-            from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
-
-            trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                        eval_dataset=eval_dataset)
-        else:
-            from procrl.trainers.grpo import build_grpo_trainer
-
-            trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                         eval_dataset=eval_dataset)
+        trainer = _make_trainer(recipe, mix, args, *inputs)
         _write_artifacts(trainer, recipe)
         checkpoint = None
         if resume_point is not None:
