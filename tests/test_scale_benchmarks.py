@@ -130,3 +130,22 @@ def test_gpu_step_bench_tiny_runs_both_trainers_on_cpu(tmp_path):
     assert not any("process/advantage_abs_mean" in h for h in arms["grpo"]["logged"])
     assert "step time, step 2" in result.stdout and "generated tokens/s" in result.stdout
     assert "peak GPU memory not measured (no GPU)" in result.stdout
+
+
+@pytest.mark.slow
+def test_gpu_step_bench_generates_through_vllm_colocate(tmp_path):
+    """``--generation vllm``: TRL's colocated vLLM engine (the CPU stand-in of tests/fakes/vllm)
+    samples the rollouts with the policy's weights, pushed before each step's generation."""
+    out, log = tmp_path / "step.json", tmp_path / "engine.jsonl"
+    fakes = REPO / "tests" / "fakes"
+    env_extra = {"PYTHONPATH": f"{fakes}{os.pathsep}{REPO}", "PROCRL_FAKE_VLLM_LOG": str(log)}
+    env = {**os.environ, "WANDB_MODE": "offline", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **env_extra}
+    command = [sys.executable, str(BENCHMARKS / "gpu_step_bench.py"), "--shape", "tiny", "--generation", "vllm",
+               "--steps", "2", "--max-completion-length", "16", "--arms", "grpo", "--json", str(out)]
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
+    assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-5000:])
+    arm = json.loads(out.read_text())["arms"][0]
+    assert arm["generation"] == "vLLM colocate"
+    assert all(step["generated_tokens"] > 0 for step in arm["steps"])
+    events = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert events == ["init", "sync", "generate", "sync", "generate"], events
