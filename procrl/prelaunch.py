@@ -5,7 +5,8 @@ machine cannot run ends in a few one-line errors instead of N ranks' tracebacks.
 
 Checked, each failure one line naming the recipe key and what to do (exit status 2):
 
-* ``trainer.use_vllm``: vLLM importable (TRL's own check); colocated vLLM needs a GPU;
+* ``trainer.use_vllm``: vLLM importable (TRL's own check); colocated vLLM needs a GPU (unless the
+  installed vLLM is a CPU build);
 * GPUs against the launch: on a machine with GPUs, no more processes per machine than GPUs;
   on a machine without any, a recipe whose ``launch.config_file`` asks for a GPU distributed
   type (DeepSpeed, FSDP, multi-GPU) is refused. CPU ranks run when the command line asks for
@@ -171,10 +172,22 @@ def vllm_problems(recipe, gpus: int | None) -> list[Problem]:
     if not is_vllm_available():
         return [Problem("trainer.use_vllm", "true, but vLLM is not installed here: pip install 'procrl[vllm]' on a CUDA "
                                            "machine, or set trainer.use_vllm=false to generate with transformers")]
-    if args.get("vllm_mode", "colocate") == "colocate" and gpus == 0:
+    if args.get("vllm_mode", "colocate") == "colocate" and gpus == 0 and vllm_device_type() != "cpu":
         return [Problem("trainer.use_vllm", "vLLM colocate runs an engine on each process's GPU; this machine has none "
                                            "(set trainer.use_vllm=false, or vllm_mode: server with a vLLM server)")]
     return []
+
+
+def vllm_device_type() -> str | None:
+    """The device the installed vLLM build runs on (``vllm.platforms.current_platform``:
+    ``cuda``, ``rocm``, ``cpu`` ...); None when it cannot be told. A CPU build of vLLM (and the
+    CPU engine double of tests/fakes) colocates without a GPU."""
+    try:
+        from vllm.platforms import current_platform
+
+        return str(current_platform.device_type)
+    except Exception:  # an old or broken build: keep the GPU requirement
+        return None
 
 
 # --- models and datasets -----------------------------------------------------------------------

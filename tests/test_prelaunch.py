@@ -82,6 +82,22 @@ def test_vllm_must_be_importable_when_used():
         assert _keys(prelaunch_problems(recipe, launching=False, gpus=0)) == ["trainer.use_vllm"]
 
 
+def test_colocated_vllm_needs_a_gpu_unless_vllm_is_a_cpu_build(monkeypatch):
+    import importlib
+
+    import procrl.prelaunch as prelaunch
+
+    monkeypatch.setattr(importlib.import_module("trl.import_utils"), "is_vllm_available", lambda *a, **k: True)
+    recipe = load_recipe(TINY_RECIPE, ["trainer.use_vllm=true", "trainer.vllm_mode=colocate"])
+    for device_type, expected in (("cuda", ["trainer.use_vllm"]), (None, ["trainer.use_vllm"]), ("cpu", [])):
+        monkeypatch.setattr(prelaunch, "vllm_device_type", lambda d=device_type: d)
+        assert _keys(prelaunch_problems(recipe, launching=False, gpus=0)) == expected, device_type
+        assert prelaunch_problems(recipe, launching=False, gpus=1) == []
+    server = load_recipe(TINY_RECIPE, ["trainer.use_vllm=true", "trainer.vllm_mode=server"])
+    monkeypatch.setattr(prelaunch, "vllm_device_type", lambda: "cuda")
+    assert prelaunch_problems(server, launching=False, gpus=0) == []  # the engine runs elsewhere
+
+
 def test_gpus_against_the_launch(tmp_path):
     tiny = load_recipe(TINY_RECIPE)
     # more processes than GPUs, from the command line or from the recipe
