@@ -98,7 +98,7 @@ def _flag_names(args: list[str]) -> set[str]:
     return {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
 
 
-def _flag_value(args: list[str], name: str) -> str | None:
+def flag_value(args: list[str], name: str) -> str | None:
     """The last value given to ``name`` (``--name V`` or ``--name=V``) in ``args``."""
     value = None
     for index, arg in enumerate(args):
@@ -124,8 +124,8 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
         flags += ["--num_machines", str(launch.num_machines)]
     if launch.main_process_port is not None and "--main_process_port" not in given:
         flags += ["--main_process_port", str(launch.main_process_port)]
-    processes = int(_flag_value(user, "--num_processes") or launch.num_processes or 1)
-    machines = int(_flag_value(user, "--num_machines") or launch.num_machines)
+    processes = int(flag_value(user, "--num_processes") or launch.num_processes or 1)
+    machines = int(flag_value(user, "--num_machines") or launch.num_machines)
     if not given.intersection(_TYPE_FLAGS) and launch.config_file is None and (processes > 1 or machines > 1):
         flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
     return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
@@ -230,8 +230,6 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     if launch_args:
         raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
     note_outer_launch(recipe)
-    from procrl.run import train
-
     train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
     return 0
 

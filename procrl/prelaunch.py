@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.config import ConfigError
+from procrl.launch import flag_value
 
 __all__ = ["LaunchLayout", "PrelaunchError", "Problem", "check_before_launch", "launch_layout", "prelaunch_problems",
            "report_rank_failure"]
@@ -83,16 +84,6 @@ class LaunchLayout:
         return math.ceil(self.processes / max(self.machines, 1))
 
 
-def _flag(args: list[str], name: str) -> str | None:
-    value = None
-    for index, arg in enumerate(args):
-        if arg == name and index + 1 < len(args):
-            value = args[index + 1]
-        elif arg.startswith(name + "="):
-            value = arg.split("=", 1)[1]
-    return value
-
-
 def _read_accelerate_config(path: Path) -> dict[str, Any]:
     import yaml  # accelerate's own format, read the way accelerate reads it
 
@@ -109,7 +100,7 @@ def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
 
     args = list(launch_args or [])
     given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
-    config_name, type_source = _flag(args, "--config_file"), "command line"
+    config_name, type_source = flag_value(args, "--config_file"), "command line"
     if config_name is None and recipe.launch.config_file is not None:
         config_name, type_source = recipe.launch.config_file, "recipe"
     config: dict[str, Any] = {}
@@ -118,15 +109,15 @@ def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
             config = _read_accelerate_config(resolve_config_file(config_name, recipe.path))
         except ConfigError:
             config = {}
-    if _flag(args, "--num_processes") is not None:
-        processes, processes_key = int(_flag(args, "--num_processes")), "--num_processes"
+    if flag_value(args, "--num_processes") is not None:
+        processes, processes_key = int(flag_value(args, "--num_processes")), "--num_processes"
     elif recipe.launch.num_processes is not None:
         processes, processes_key = recipe.launch.num_processes, "launch.num_processes"
     elif config.get("num_processes"):
         processes, processes_key = int(config["num_processes"]), "launch.config_file"
     else:
         processes, processes_key = 1, "launch.num_processes"
-    machines = int(_flag(args, "--num_machines") or (recipe.launch.num_machines if recipe.launch.num_machines != 1
+    machines = int(flag_value(args, "--num_machines") or (recipe.launch.num_machines if recipe.launch.num_machines != 1
                                                      else config.get("num_machines") or 1))
     flagged = [kind for flag, kind in _TYPE_FLAGS.items() if flag in given]
     if flagged:

@@ -25,7 +25,7 @@ import random
 from collections import defaultdict
 from pathlib import Path
 
-from procrl.data.perturb import _CALCULATION, changed_value, reference_steps
+from procrl.data.perturb import _CALCULATION, changed_value, read_train_rows, reference_steps, write_jsonl
 
 __all__ = ["KINDS", "RESTATEMENTS", "HEDGES", "build_cases", "five_completions", "orderings", "slip_solution", "verified"]
 
@@ -164,13 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.input or not args.output:
         parser.error("--input and --output are required (or --check SCORED)")
-    if "test" in Path(args.input).name:
-        parser.error("build the cases from the train split, never from test")
-    rows = [json.loads(line) for line in Path(args.input).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_train_rows(args.input, parser)
     cases = build_cases(rows, args.num_problems, args.seed)
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    output = write_jsonl(args.output, cases)
     print(f"wrote {len(cases)} rows ({len(cases) // len(KINDS)} problems x W/S/P/A/H) to {output}")
     return 0
 

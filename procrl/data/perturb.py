@@ -121,6 +121,21 @@ def build_processbench(rows: list[dict], num_errors: int, num_correct: int, seed
     return records
 
 
+def read_train_rows(path: str, parser: argparse.ArgumentParser) -> list[dict]:
+    """GSM8K rows of a JSON-lines file; a file named as a test split is refused (test sets for
+    judges and reward checks are built from train, never from test)."""
+    if "test" in Path(path).name:
+        parser.error(f"{path}: build from the train split, never from test")
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def write_jsonl(path: str, rows: list[dict]) -> Path:
+    output = Path(path)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return output
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", required=True, help="GSM8K JSONL (question, answer); use the train split.")
@@ -129,13 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-correct", type=int, default=200, help="Untouched solutions (label -1).")
     parser.add_argument("--seed", type=int, default=0, help="Random seed (which rows, steps and values).")
     args = parser.parse_args(argv)
-    if "test" in Path(args.input).name:
-        parser.error("build judge test sets from the train split, never from test")
-    rows = [json.loads(line) for line in Path(args.input).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_train_rows(args.input, parser)
     records = build_processbench(rows, args.num_errors, args.num_correct, args.seed)
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    output = write_jsonl(args.output, records)
     print(f"wrote {len(records)} records ({args.num_errors} with an error, {args.num_correct} correct) to {output}")
     return 0
 
