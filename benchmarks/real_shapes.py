@@ -38,6 +38,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
+from procrl.plan import KNOWN_ARCHITECTURES
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -78,14 +80,8 @@ _QWEN25 = {
     "rope_theta": 1000000.0, "use_sliding_window": False, "attention_dropout": 0.0, "initializer_range": 0.02,
     "bos_token_id": 151643, "eos_token_id": 151645,
 }
-QWEN25 = {
-    "0.5b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
-             "num_attention_heads": 14, "num_key_value_heads": 2, "tie_word_embeddings": True},
-    "1.5b": {**_QWEN25, "vocab_size": 151936, "hidden_size": 1536, "intermediate_size": 8960, "num_hidden_layers": 28,
-             "num_attention_heads": 12, "num_key_value_heads": 2, "tie_word_embeddings": True},
-    "7b": {**_QWEN25, "vocab_size": 152064, "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
-           "num_attention_heads": 28, "num_key_value_heads": 4, "tie_word_embeddings": False},
-}
+# the shapes procrl check plans with (procrl/plan.py), completed to a loadable config
+QWEN25 = {size: {**_QWEN25, **KNOWN_ARCHITECTURES[f"qwen2.5-{size}"]} for size in ("0.5b", "1.5b", "7b")}
 TINY_QWEN25_LM = {**_QWEN25, "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                   "num_attention_heads": 2, "num_key_value_heads": 1, "tie_word_embeddings": True}
 # The tiny policy of --shape tiny: procrl's embedded CPU model (hidden 64, 2 layers, 512-token vocab).
