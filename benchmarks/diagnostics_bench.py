@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+RECIPE = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
 PROCESS_REWARDS = [
     "rewards.judge={type: first_error, backend: arithmetic, weight: 0.2}",
     "rewards.trace={type: trace, tagger: cues, weight: 0.2}",

@@ -5,7 +5,7 @@ output written at the end: what ``procrl score`` did before), each in its own pr
 from the kernel (``wait4``). Rows are GSM8K-style problems with their reference solutions as
 completions (the embedded generator: no download), scored with the recipe's reward mix.
 
-    python benchmarks/score_memory_bench.py [--rows 1000 10000 100000] [--recipe recipes/gsm8k_tiny_cpu.yaml]
+    python benchmarks/score_memory_bench.py [--rows 1000 10000 100000] [--recipe recipes/gsm8k_tiny_smoke.yaml]
 
 Flat memory shows as the same peak RSS at every size for streaming; the baseline grows with
 the rows. Times are wall-clock on a shared machine: compare within one run.
@@ -72,7 +72,7 @@ def measure(command: list[str]) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1000, 10_000, 100_000])
-    parser.add_argument("--recipe", default=str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"))
+    parser.add_argument("--recipe", default=str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"))
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--baseline-worker", nargs=3, metavar=("RECIPE", "INPUT", "OUTPUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()

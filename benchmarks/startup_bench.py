@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+RECIPE = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
 GSM8K = REPO.parent / "shared" / "data" / "gsm8k" / "train.jsonl"
 FALLBACK_ROW = {
     "question": "Tom has 3 apples and buys 4 more. How many apples does he have?",

@@ -162,6 +162,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_train_tagger_command(commands)
 
+    from procrl.reasoner import add_build_command  # light import: torch loads in the handler
+
+    add_build_command(commands)
+
     from procrl.evaluate import add_evaluate_command  # light import: models load in the handler
 
     add_evaluate_command(commands)

@@ -6,7 +6,9 @@ Pure functions turn the mix's per-batch :class:`RewardOutput` objects into numbe
 ``RewardMix.batch_observers`` (scalars go through TRL's ``log_metric``, so they are averaged per
 logging step and land in ``trainer_state.json`` and W&B like TRL's own metrics), and at each
 logging step it adds the reward components' share of the step time and, when W&B is active,
-logs the first-error histogram, the TRACE transition heatmap and a completions table.
+logs the first-error histogram, the TRACE transition heatmap and a completions table. It also
+keeps the reward-hacking watch (``procrl/hacking.py``): ``diagnostics/hacking_suspect`` and the
+``diagnostics/behaviour/*`` means it is judged on (steps, length, process reward).
 
 Components are recognised by the shape of what they report (names are free in a recipe):
 ``accuracy``: spec type ``accuracy`` (1.0 right, 0.0 wrong); first error: details carrying
@@ -582,8 +584,12 @@ class _DiagnosticsCallback:
     once more at the end of training, so that they never cost more than a few percent.
     """
 
-    def __init__(self, types: dict[str, str]):
+    def __init__(self, types: dict[str, str], weights: dict[str, float] | None = None):
+        from procrl.hacking import BehaviourTracker
+
         self.types = dict(types)
+        self.weights = dict(weights or {})
+        self._behaviour = BehaviourTracker()
         self._lock = threading.Lock()
         self._window = DiagnosticsWindow()
         self._reward_seconds: dict[str, float] = {}
@@ -597,7 +603,8 @@ class _DiagnosticsCallback:
 
     @classmethod
     def attach(cls, mix) -> "_DiagnosticsCallback":
-        callback = cls({name: spec.type for name, spec in mix.specs.items()})
+        callback = cls({name: spec.type for name, spec in mix.specs.items()},
+                       {name: spec.weight for name, spec in mix.specs.items()})
         mix.batch_observers.append(callback.observe)
         return callback
 
@@ -625,12 +632,29 @@ class _DiagnosticsCallback:
             for judge in judges:
                 column = f"first_error/{judge}" if len(judges) > 1 else "first_error"
                 log_extra(column, [r.index for r in first_error_records(outputs[judge], num_steps)])
+        watch = self._batch_behaviour(batch, outputs, kinds, num_steps)
         with self._lock:
+            self._behaviour.add(watch)
             for name, output in outputs.items():
                 self._reward_seconds[name] = self._reward_seconds.get(name, 0.0) + output.seconds
             if kinds or self._keep_rows:
                 self._window.add(self.types, batch, outputs, keep_rows=self._keep_rows)
             self._overhead_seconds += time.perf_counter() - started
+
+    def _batch_behaviour(self, batch: RewardBatch, outputs: dict[str, RewardOutput], kinds: dict[str, str],
+                         num_steps: list[int] | None):
+        """This batch's steps, length, process reward and accuracy for the reward-hacking watch."""
+        from procrl.hacking import NOT_PROCESS_TYPES, behaviour
+
+        if num_steps is None and "segmentations" in batch.__dict__:  # only when a component segmented already
+            num_steps = [len(s.steps) for s in batch.segmentations]
+        process = [n for n in outputs if str(self.types.get(n, n)) not in NOT_PROCESS_TYPES]
+        totals = None
+        if process:
+            totals = [None if any(outputs[n].scores[i] is None for n in process)
+                      else sum(self.weights.get(n, 1.0) * outputs[n].scores[i] for n in process) for i in range(len(batch))]
+        accuracy = _first(kinds, ACCURACY)
+        return behaviour(batch.completions, num_steps, totals, outputs[accuracy].scores if accuracy else None)
 
     def on_train_begin(self, args, state, control, **kwargs):
         self._last_step = state.global_step
@@ -643,7 +667,8 @@ class _DiagnosticsCallback:
             overhead, self._overhead_seconds = self._overhead_seconds, 0.0
         steps = max(state.global_step - self._last_step, 1)
         self._last_step = state.global_step
-        added: dict[str, float] = {}
+        with self._lock:
+            added: dict[str, float] = self._behaviour.scalars(PREFIX)
         step_time = (logs or {}).get("step_time")
         if step_time:
             for name, seconds in reward_seconds.items():

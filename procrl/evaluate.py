@@ -449,6 +449,8 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     report["notes"] = local_notes + report["notes"]
     report["plots"] = write_plots(outputs, types, directory)
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
+    report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
+                                            accuracy, records)
     with (directory / "completions.jsonl").open("w", encoding="utf-8") as handle:
         for i, completion in enumerate(completions):
             row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
@@ -460,6 +462,29 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     if log_wandb:
         _log_wandb(report, outputs, types, directory, recipe, completions, sample_questions)
     return report
+
+
+def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float], types: dict[str, str],
+                      completions: list[str], accuracy: list[float | None],
+                      records: list | None) -> dict[str, float | None]:
+    """What the reward-hacking watch compares (``procrl/hacking.py``): mean steps per completion
+    (the first-error judge's count, else procrl's step segmentation), mean length in characters,
+    mean process reward (weighted components other than accuracy and format) and accuracy."""
+    from procrl.hacking import NOT_PROCESS_TYPES, behaviour
+
+    if records is not None:
+        num_steps = [r.num_steps for r in records]
+    else:
+        from procrl.text import segment_batch
+
+        num_steps = [len(s.steps) for s in segment_batch(completions)]
+    process = [n for n in outputs if str(types.get(n, n)) not in NOT_PROCESS_TYPES]
+    totals = [None if any(outputs[n].scores[i] is None for n in process)
+              else sum(weights.get(n, 1.0) * outputs[n].scores[i] for n in process)
+              for i in range(len(completions))] if process else None
+    summary = behaviour(completions, num_steps, totals, accuracy)
+    return {"mean_steps": summary.steps, "mean_length": summary.length, "process_reward": summary.process_reward,
+            "accuracy": summary.accuracy}
 
 
 def scalar_metrics(report: dict[str, Any]) -> dict[str, float]:
@@ -499,7 +524,7 @@ def add_evaluate_command(commands) -> None:
     p.add_argument("--recipe", required=True, help="Path to a recipe YAML file (its rewards, data and prompt are used).")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    p.add_argument("--model", default=None, help="Model directory, Hub id or procrl:tiny-qwen2 (default: the recipe's).")
+    p.add_argument("--model", default=None, help="Model directory, Hub id, procrl:tiny-qwen2 or procrl:tiny-reasoner (default: the recipe's).")
     p.add_argument("--split", default="test", help="Dataset split to evaluate on.")
     p.add_argument("--limit", type=int, default=None, help="Evaluate only the first N problems.")
     p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "

@@ -1,5 +1,8 @@
 """Loading the policy and tokenizer, and the embedded tiny model of the CPU recipes.
 
+``procrl:tiny-reasoner`` (``procrl/reasoner.py``) is the same architecture, larger, fine-tuned to
+solve the embedded problems with controlled flaws.
+
 ``procrl:tiny-qwen2`` names a tiny random-weight Qwen2-architecture model (hidden 64, 2 layers)
 with the small BPE tokenizer shipped in ``procrl/assets/tiny-tokenizer`` (512 tokens, trained on
 the embedded GSM8K-style problems, Qwen-style chat template). It is written once to a cache
@@ -111,8 +114,13 @@ def ensure_tiny_model(seed: int = 0, hidden_size: int = 64, num_layers: int = 2)
 
 
 def resolve_model_path(name_or_path: str) -> str:
+    """A loadable path for ``name_or_path``: the embedded models are built (once) into the cache."""
     if name_or_path == TINY_MODEL:
         return str(ensure_tiny_model())
+    from procrl.reasoner import REASONER, ensure_tiny_reasoner
+
+    if name_or_path == REASONER:
+        return str(ensure_tiny_reasoner())
     return name_or_path
 
 

@@ -147,9 +147,14 @@ def model_architecture(name_or_path: str, revision: str | None = None) -> tuple[
     if name_or_path.startswith("procrl:"):
         from procrl.models import TINY_MODEL, TINY_VERSION, cache_root
 
+        from procrl.reasoner import REASONER, ReasonerSpec
+
         if name_or_path == TINY_MODEL:
             directory = cache_root() / f"tiny-qwen2-{TINY_VERSION}-h64-l2-s0"
             candidates.append((directory / "config.json", f"config.json of the built tiny model ({directory})"))
+        if name_or_path == REASONER:
+            directory = cache_root() / ReasonerSpec().key()
+            candidates.append((directory / "config.json", f"config.json of the built tiny reasoner ({directory})"))
     else:
         local = Path(name_or_path).expanduser()
         candidates.append((local / "config.json", f"{local / 'config.json'}"))

@@ -61,7 +61,7 @@ class LoraSection:
 
 @dataclass
 class ModelSection:
-    name_or_path: str = field(help="Hub id or local directory of the policy, or 'procrl:tiny-qwen2' (embedded, CPU).")
+    name_or_path: str = field(help="Hub id or local directory of the policy, or 'procrl:tiny-qwen2' / 'procrl:tiny-reasoner' (embedded, CPU).")
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = field("auto", help="Weights dtype.")
     tokenizer: str | None = field(None, help="Tokenizer id or path when it differs from the model's.")
     revision: str | None = field(None, help="Hub revision (branch, tag or commit) of the model.")

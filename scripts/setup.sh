@@ -17,3 +17,8 @@ if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
 fi
 .venv/bin/python -m pip install --quiet -e ".[test]"
 echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("torch", torch.__version__, "trl", trl.__version__)' 2>/dev/null))"
+# The embedded tiny reasoner the CPU demo and its tests start from: built once (SFT, ~4 min on 2
+# cores), cached in $PROCRL_CACHE (default ~/.cache/procrl); returns at once when already built.
+if [ -z "${PROCRL_SKIP_REASONER:-}" ]; then
+  .venv/bin/procrl build-tiny-reasoner --quiet
+fi

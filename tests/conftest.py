@@ -1,4 +1,6 @@
-"""Shared test fixtures: paths, an isolated cache for the embedded tiny model, offline W&B."""
+"""Shared test fixtures: paths, offline W&B. The embedded models are cached where procrl caches
+them ($PROCRL_CACHE, default ~/.cache/procrl), so the tiny reasoner built by scripts/setup.sh is
+the one the tests use (its cache key follows its build settings)."""
 
 from __future__ import annotations
 
@@ -9,10 +11,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GSM8K_DIR = REPO_ROOT.parent / "shared" / "data" / "gsm8k"
-TINY_RECIPE = REPO_ROOT / "recipes" / "gsm8k_tiny_cpu.yaml"
+TINY_RECIPE = REPO_ROOT / "recipes" / "gsm8k_tiny_smoke.yaml"
 
 os.environ.setdefault("WANDB_MODE", "offline")
-os.environ.setdefault("PROCRL_CACHE", str(REPO_ROOT / ".cache" / "procrl"))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

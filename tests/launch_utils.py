@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TINY_RECIPE = str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml")
+TINY_RECIPE = str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml")
 BIN = Path(sys.executable).parent
 
 # Variables a launcher sets; a test started under one must not pass them to the runs it starts.

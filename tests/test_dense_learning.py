@@ -34,7 +34,7 @@ SETTINGS = {
 def reward_curve(tmp_path, name: str) -> list[float]:
     from procrl.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", COMMON + SETTINGS[name],
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", COMMON + SETTINGS[name],
                          output_dir=str(tmp_path / name))
     trainer = train(recipe)
     return [entry["rewards/steps/mean"] for entry in trainer.state.log_history if "rewards/steps/mean" in entry]

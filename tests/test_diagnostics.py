@@ -262,9 +262,11 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     command = [
-        sys.executable, "-m", "procrl.cli", "train", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"),
+        sys.executable, "-m", "procrl.cli", "train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
         "--output-dir", str(tmp_path / "run"), "--set", "trainer.max_steps=2", "--set", "trainer.report_to=wandb",
         "--set", "trainer.save_steps=100",
+        # the tiny reasoner writes checkable steps (the random tiny model's output never is)
+        "--set", "model.name_or_path=procrl:tiny-reasoner", "--set", "trainer.max_completion_length=64",
         # the recipe's trace (cue tagger) plus the model-free arithmetic first-error judge
         "--set", "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}",
     ]
@@ -275,7 +277,8 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     steps = [h for h in history if "loss" in h]
     assert len(steps) == 2
     for key in ("diagnostics/reasoning_aware_accuracy", "diagnostics/inflation", "diagnostics/first_error/error_found_rate",
-                "diagnostics/seconds/trace", "diagnostics/time_share/trace", "diagnostics/time_share/accuracy"):
+                "diagnostics/seconds/trace", "diagnostics/time_share/trace", "diagnostics/time_share/accuracy",
+                "diagnostics/behaviour/steps", "diagnostics/behaviour/length", "diagnostics/behaviour/process_reward"):
         assert all(key in h for h in steps), key
 
     items: dict[str, list] = {}
@@ -298,7 +301,7 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     # the trained output directory is a loadable model for procrl evaluate
     from procrl.cli import main as cli_main
 
-    code = cli_main(["evaluate", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"), "--model", str(tmp_path / "run"),
+    code = cli_main(["evaluate", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--model", str(tmp_path / "run"),
                      "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(tmp_path / "eval")])
     assert code == 0
     assert json.loads((tmp_path / "eval" / "report.json").read_text())["n"] == 2

@@ -20,7 +20,7 @@ from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardOutput
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
 
 
 class ScriptedJudge:

@@ -81,7 +81,7 @@ def test_grpo_columns_are_resolved_after_the_gather():
 def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
     from procrl.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.max_steps=1", "trainer.save_steps=100", "trainer.max_completion_length=16",
         "rewards.judge={type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5}",
     ], output_dir=str(tmp_path / "run"))

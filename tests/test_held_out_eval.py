@@ -23,7 +23,7 @@ from procrl.trainers.held_out import OutcomeCollector, held_out_metrics
 from tests.test_process_grpo import STEP_REWARD
 
 REPO = Path(__file__).resolve().parent.parent
-TINY = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
 EVAL_KEYS = ("eval_answer_accuracy", "eval_answer_accuracy_stderr", "eval_reasoning_aware_accuracy",
              "eval_reasoning_aware_accuracy_stderr", "eval_inflation", "eval_inflation_stderr", "eval_problems")
 

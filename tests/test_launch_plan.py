@@ -103,7 +103,7 @@ def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
     config = AutoConfig.for_model("qwen2", **SMALL, tie_word_embeddings=True)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", ["model.lora={r: 4}"] if lora else [])
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", ["model.lora={r: 4}"] if lora else [])
     if lora:
         model = get_peft_model(model, lora_config(recipe.model))
     trained = [p for p in model.parameters() if p.requires_grad]
@@ -177,7 +177,7 @@ def test_ppo_plan_adds_the_critic():
 def test_plan_says_how_rollouts_are_generated(monkeypatch):
     import importlib
 
-    tiny = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+    tiny = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
     assert plan(load_recipe(tiny))["generation"] == "transformers generate"
     trl_imports = importlib.import_module("trl.import_utils")  # trl's lazy module hides it as an attribute
     monkeypatch.setattr(trl_imports, "is_vllm_available", lambda *a, **k: False)  # also where vLLM is installed

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def ppo_recipe(output_dir, *extra):
-    return load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+    return load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.algorithm=ppo", "trainer.credit=process", "trainer.max_completion_length=12", "trainer.beta=0.05",
         "trainer.num_iterations=2", "trainer.save_steps=2", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
         *extra,
@@ -138,7 +138,7 @@ CLI_OVERRIDES = [
 def test_cli_ppo_one_process(tmp_path):
     """The CPU recipe under PPO with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
                         "--set", "trainer.process_aggregation=min"])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h for h in history)
@@ -165,7 +165,7 @@ def test_cli_ppo_two_processes(tmp_path, mode):
         extra = ["--config_file", str(zero2_config(tmp_path))]
     else:  # policy, value model and reference sharded; generation gathers the weights
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
                         "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
                         "--set", f"trainer.value_head_on_policy={str(head_on_policy).lower()}"],
              launcher=launcher(extra), timeout=900)
@@ -416,7 +416,7 @@ def test_cli_ppo_resume_under_zero3_restores_the_value_model(tmp_path, value_hea
     PolicyAndValue module; a fresh value model would predict exactly V = 0 at the first rollout
     after the restart, the restored one does not."""
     out = tmp_path / "run"
-    args = ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+    args = ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
             "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
             "--set", "trainer.save_steps=2", "--set", f"trainer.value_head_on_policy={str(value_head_on_policy).lower()}"]
     zero3 = launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")])

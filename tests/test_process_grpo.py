@@ -76,7 +76,7 @@ def test_local_process_advantages_match_the_unsliced_group_on_every_rank():
 
 
 def _tiny_process_recipe(tmp_path, *extra, step_reward=STEP_REWARD):
-    return load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+    return load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.credit=process", "trainer.max_steps=2", "trainer.save_steps=100", "trainer.max_completion_length=16",
         "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
         f"rewards.steps={{type: {step_reward}, weight: 1.0}}", *extra,
@@ -140,7 +140,7 @@ CLI_OVERRIDES = [
 def test_cli_process_credit_one_process(tmp_path):
     """The CPU recipe with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    result = _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+    result = _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
                                  "--set", "trainer.process_aggregation=min", *CLI_OVERRIDES])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     logged = [h for h in history if "process/advantage_abs_mean" in h]
@@ -197,7 +197,7 @@ def test_cli_process_credit_two_processes(tmp_path, mode):
     else:
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     # 2 prompts x 4 generations over 2 ranks of 4: groups are split across ranks
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
                         "--set", "trainer.per_device_train_batch_size=2", *CLI_OVERRIDES],
              launcher=launcher(extra), timeout=900)
     info = json.loads((out / "run_info.json").read_text())

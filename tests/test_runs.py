@@ -64,7 +64,7 @@ def test_wandb_dir_set_by_the_user_wins(tmp_path, monkeypatch):
 def test_ppo_logs_step_time_and_time_shares(tmp_path):
     from procrl.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml", [
+    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.algorithm=ppo", "trainer.max_steps=2", "trainer.max_completion_length=12", "trainer.save_steps=10",
         "trainer.gradient_accumulation_steps=2", "trainer.per_device_train_batch_size=4",
     ], output_dir=str(tmp_path / "ppo"))

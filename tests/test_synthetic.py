@@ -64,3 +64,27 @@ def test_tiny_recipe_has_500_held_out_problems(tiny_recipe):
     train, test = load_examples(recipe.data, "train"), load_examples(recipe.data, "test")
     assert len(test) >= 500
     assert not _questions(train) & _questions(test)
+
+
+def test_clean_solutions_are_verified_and_slips_are_the_failure_modes_they_claim():
+    """render_solution: clean = no wrong step; carry = a wrong step and a wrong answer; recover =
+    a wrong step and the right answer (checked with the arithmetic judge's own step check)."""
+    import random
+
+    from procrl.arithmetic import first_wrong_step
+    from procrl.data.synthetic import make_problem, render_solution
+
+    rng = random.Random(5)
+    for _ in range(200):
+        problem = make_problem(rng)
+        clean, answer = render_solution(problem)
+        steps = clean.split("\n")[:-1]
+        assert len(steps) == len(problem.steps) and 2 <= len(steps) <= 4
+        assert first_wrong_step(steps) == -1 and clean.endswith(f"#### {answer}")
+        for slip_step in range(len(problem.steps) - 1):
+            carry, carried = render_solution(problem, "carry", slip_step)
+            assert first_wrong_step(carry.split("\n")[:-1]) == slip_step and carried != answer
+            recover, recovered = render_solution(problem, "recover", slip_step)
+            assert first_wrong_step(recover.split("\n")[:-1]) == slip_step and recovered == answer
+    with pytest.raises(ValueError, match="slip"):
+        render_solution(problem, "typo")

@@ -155,7 +155,7 @@ def test_procrl_score_writes_per_sentence_labels(tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
-    assert main(["score", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"), "--input", str(source),
+    assert main(["score", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--input", str(source),
                  "--output", str(out), "--quiet"]) == 0
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     first = scored[0]
@@ -169,7 +169,7 @@ def test_tiny_cpu_recipe_logs_the_trace_reward(tmp_path):
     from procrl.cli import main
 
     output_dir = tmp_path / "run"
-    assert main(["train", str(REPO / "recipes" / "gsm8k_tiny_cpu.yaml"), "--set", "trainer.max_steps=2",
+    assert main(["train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--set", "trainer.max_steps=2",
                  "--set", "trainer.save_steps=100", "--output-dir", str(output_dir)]) == 0
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "rewards/trace/mean" in entry]

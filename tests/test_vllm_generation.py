@@ -56,7 +56,7 @@ def run_with_engine(tmp_path, args, launcher_args=None):
     out = tmp_path / "run"
     log = tmp_path / "engine.jsonl"
     env = {"PYTHONPATH": f"{FAKES}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(log)}
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_cpu.yaml", "--output-dir", str(out), *COMMON, *args],
+    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *COMMON, *args],
              launcher=launcher_args, env_extra=env)
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     return out, engine_events(log), [h for h in history if "loss" in h]
@@ -155,7 +155,7 @@ def test_use_vllm_without_vllm_installed_fails_before_any_model_loads(tmp_path, 
     trl_imports = importlib.import_module("trl.import_utils")  # trl's lazy module hides it as an attribute
     monkeypatch.setattr(trl_imports, "is_vllm_available", lambda *a, **k: False)  # also where vLLM is installed
     for algorithm in ("grpo", "ppo"):
-        recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_cpu.yaml",
+        recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
                              [f"trainer.algorithm={algorithm}", "trainer.use_vllm=true"], output_dir=str(tmp_path))
         with pytest.raises(ConfigError, match=r"trainer\.use_vllm: true, but vLLM is not installed"):
             train(recipe)

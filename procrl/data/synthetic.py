@@ -2,8 +2,21 @@
 
 Same format as GSM8K: ``question``; ``answer`` with one step per line, ``<<expr=result>>``
 calculator notes and a final ``#### N``. The CPU demo trains on these so it needs no network.
-Simplified on purpose: a handful of templates with 2-4 steps and integer results; the point is
-the format and the step structure, not linguistic variety.
+Simplified on purpose: five templates with 2-4 steps and small integer results (products of a
+one-digit and a small number, sums under a few hundred), so that a 1M-parameter model can learn
+the arithmetic on two CPU cores in minutes; the point is the format and the step structure, not
+linguistic variety.
+
+A problem is built as a list of :class:`Calc` steps (text around one ``a op b`` calculation
+whose operands may be earlier results), so a solution can also be rendered with a *slip*
+(:func:`render_solution`): the tiny reasoner's training data holds flawed solutions made this
+way (``procrl/reasoner.py``).
+
+* ``slip="carry"``: step k's result is wrong (a dropped carry, off by ten) and every later step
+  computes on the wrong value, so the final answer is wrong.
+* ``slip="recover"``: step k *states* a wrong result, its calculator note and every later step
+  use the right one: the right answer reached through a wrong step (ReTraceQA's "right answer,
+  wrong reasoning").
 
 Splits: ``train`` draws from ``random.Random(seed)``; the held-out splits (``test``,
 ``validation``) draw from a string seed (``"procrl-synthetic/test/<seed>"``), which no integer
@@ -13,100 +26,150 @@ same seed and size: a held-out problem is never a training problem, whatever the
 
 from __future__ import annotations
 
+import operator
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Union
 
-__all__ = ["HELD_OUT_SPLITS", "generate_problem", "generate_problems", "generate_split"]
+__all__ = ["HELD_OUT_SPLITS", "SLIPS", "Calc", "Problem", "generate_problem", "generate_problems", "generate_split",
+           "make_problem", "render_solution", "slipped"]
 
 HELD_OUT_SPLITS = ("test", "validation")
+SLIPS = ("carry", "recover")
+Slip = Literal["carry", "recover"]
 
 _NAMES = [("Ava", "She"), ("Ben", "He"), ("Chloe", "She"), ("Diego", "He"), ("Emma", "She"), ("Farid", "He"),
           ("Grace", "She"), ("Hiro", "He"), ("Ines", "She"), ("Jonas", "He"), ("Keiko", "She"), ("Liam", "He")]
 _ITEMS = ["apples", "pencils", "stickers", "marbles", "cookies", "books", "stamps", "shells", "cards", "eggs"]
+_OPS: dict[str, Callable[[int, int], int]] = {"x": operator.mul, "+": operator.add, "-": operator.sub, "/": operator.floordiv}
+
+Operand = Union[int, "Ref"]
 
 
-def _note(expression: str, value: int) -> str:
-    return f"{expression} = <<{expression.replace(' ', '').replace('x', '*')}={value}>>{value}"
+@dataclass(frozen=True)
+class Ref:
+    """The result of an earlier step (by index)."""
+
+    step: int
 
 
-def _packs(rng: random.Random) -> tuple[str, list[str], int]:
+@dataclass(frozen=True)
+class Calc:
+    """One solution line: ``before`` + ``a op b = <<a*b=v>>v`` + ``after`` (``{v}`` in ``after`` is
+    the stated result again, as in "..., so she sells 12")."""
+
+    before: str
+    left: Operand
+    op: str
+    right: Operand
+    after: str
+
+
+@dataclass(frozen=True)
+class Problem:
+    template: str
+    question: str
+    steps: tuple[Calc, ...]
+
+
+def slipped(value: int) -> int:
+    """A dropped or doubled carry: off by ten, never negative."""
+    return value - 10 if value >= 20 else value + 10
+
+
+def render_solution(problem: Problem, slip: Slip | None = None, slip_step: int = 0) -> tuple[str, int]:
+    """The worked solution (lines + ``#### N``) and its final answer; with ``slip``, step
+    ``slip_step`` slips as described in the module docstring."""
+    if slip is not None and slip not in SLIPS:
+        raise ValueError(f"slip must be one of {SLIPS} or None, got {slip!r}")
+    values: list[int] = []
+    lines = []
+    for index, calc in enumerate(problem.steps):
+        a, b = (values[x.step] if isinstance(x, Ref) else x for x in (calc.left, calc.right))
+        value = _OPS[calc.op](a, b)
+        stated = value
+        if slip is not None and index == slip_step:
+            stated = slipped(value)
+            if slip == "carry":
+                value = stated
+        note_value = value if slip == "recover" else stated
+        expression = f"{a} {calc.op} {b}"
+        lines.append(f"{calc.before}{expression} = <<{expression.replace(' ', '').replace('x', '*')}={note_value}>>{stated}"
+                     f"{calc.after.replace('{v}', str(stated))}")
+        values.append(value)
+    return "\n".join(lines + [f"#### {values[-1]}"]), values[-1]
+
+
+def _packs(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun), item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    start, packs, per_pack, given = rng.randint(3, 40), rng.randint(2, 9), rng.randint(2, 12), rng.randint(1, 10)
-    bought = packs * per_pack
-    total = start + bought
-    left = total - given
+    start, packs, per_pack, given = rng.randint(3, 30), rng.randint(2, 6), rng.randint(2, 9), rng.randint(1, 9)
     question = (f"{name} has {start} {item}. {pronoun} buys {packs} packs with {per_pack} {item} in each pack, "
                 f"then gives {given} {item} to a friend. How many {item} does {name} have now?")
-    steps = [f"{name} buys {_note(f'{packs} x {per_pack}', bought)} {item}.",
-             f"Then {pronoun.lower()} has {_note(f'{start} + {bought}', total)} {item}.",
-             f"After giving some away, {pronoun.lower()} has {_note(f'{total} - {given}', left)} {item}."]
-    return question, steps, left
+    p = pronoun.lower()
+    return question, [Calc(f"{name} buys ", packs, "x", per_pack, f" {item}."),
+                      Calc(f"Then {p} has ", start, "+", Ref(0), f" {item}."),
+                      Calc(f"After giving some away, {p} has ", Ref(1), "-", given, f" {item}.")]
 
 
-def _wages(rng: random.Random) -> tuple[str, list[str], int]:
+def _wages(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun) = rng.choice(_NAMES)
-    rate, hours, days = rng.randint(8, 30), rng.randint(2, 8), rng.randint(2, 6)
-    daily = rate * hours
-    weekly = daily * days
+    rate, hours, days = rng.randint(5, 15), rng.randint(2, 6), rng.randint(2, 5)
     question = (f"{name} earns ${rate} an hour. {pronoun} works {hours} hours a day for {days} days. "
                 f"How much money does {name} earn in total?")
-    steps = [f"Each day {name} earns {_note(f'{rate} x {hours}', daily)} dollars.",
-             f"Over {days} days {pronoun.lower()} earns {_note(f'{daily} x {days}', weekly)} dollars."]
-    return question, steps, weekly
+    return question, [Calc(f"Each day {name} earns ", rate, "x", hours, " dollars."),
+                      Calc(f"Over {days} days {pronoun.lower()} earns ", Ref(0), "x", days, " dollars.")]
 
 
-def _sharing(rng: random.Random) -> tuple[str, list[str], int]:
-    (name, pronoun), item = rng.choice(_NAMES), rng.choice(_ITEMS)
-    friends, each, extra, boxes = rng.randint(2, 8), rng.randint(2, 9), rng.randint(1, 9), rng.randint(2, 5)
-    per_box = friends * each + extra
-    total = per_box * boxes
-    shared = friends * each
+def _sharing(rng: random.Random) -> tuple[str, list[Calc]]:
+    (name, _pronoun), item = rng.choice(_NAMES), rng.choice(_ITEMS)
+    friends, each, extra, boxes = rng.randint(2, 6), rng.randint(2, 9), rng.randint(1, 9), rng.randint(2, 4)
     question = (f"{name} has {boxes} boxes. Each box holds enough {item} to give {friends} friends {each} {item} "
                 f"each with {extra} {item} left over. How many {item} are in all the boxes?")
-    steps = [f"The friends get {_note(f'{friends} x {each}', shared)} {item} from one box.",
-             f"So one box holds {_note(f'{shared} + {extra}', per_box)} {item}.",
-             f"All {boxes} boxes hold {_note(f'{per_box} x {boxes}', total)} {item}."]
-    return question, steps, total
+    return question, [Calc("The friends get ", friends, "x", each, f" {item} from one box."),
+                      Calc("So one box holds ", Ref(0), "+", extra, f" {item}."),
+                      Calc(f"All {boxes} boxes hold ", Ref(1), "x", boxes, f" {item}.")]
 
 
-def _savings(rng: random.Random) -> tuple[str, list[str], int]:
+def _savings(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun) = rng.choice(_NAMES)
-    price, saved, weekly = rng.randint(60, 300), rng.randint(5, 50), rng.randint(5, 25)
+    price, saved, weekly = rng.randint(40, 150), rng.randint(5, 30), rng.randint(5, 20)
     price = max(price, saved + weekly)
     needed = price - saved
     weeks = -(-needed // weekly)
-    spare = weeks * weekly - needed
     question = (f"{name} wants a bike that costs ${price}. {pronoun} has saved ${saved} and saves ${weekly} "
                 f"every week. After saving for {weeks} weeks and buying the bike, how many dollars are left over?")
-    steps = [f"{name} still needs {_note(f'{price} - {saved}', needed)} dollars.",
-             f"In {weeks} weeks {pronoun.lower()} saves {_note(f'{weeks} x {weekly}', weeks * weekly)} dollars.",
-             f"So {pronoun.lower()} has {_note(f'{weeks * weekly} - {needed}', spare)} dollars left over."]
-    return question, steps, spare
+    p = pronoun.lower()
+    return question, [Calc(f"{name} still needs ", price, "-", saved, " dollars."),
+                      Calc(f"In {weeks} weeks {p} saves ", weeks, "x", weekly, " dollars."),
+                      Calc(f"So {p} has ", Ref(1), "-", Ref(0), " dollars left over.")]
 
 
-def _garden(rng: random.Random) -> tuple[str, list[str], int]:
+def _garden(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun) = rng.choice(_NAMES)
-    rows, per_row, eaten, baskets = rng.randint(3, 9), rng.randint(4, 12), rng.randint(1, 9), rng.choice([2, 4])
-    plants = rows * per_row
-    healthy = plants - eaten
-    tomatoes = healthy * baskets  # even, so half is whole
-    sold = tomatoes // 2
+    rows, per_row, eaten, baskets = rng.randint(2, 6), rng.randint(3, 9), rng.randint(1, 5), rng.choice([2, 4])
     question = (f"{name} plants {rows} rows of tomato plants with {per_row} plants in each row. Rabbits eat {eaten} "
                 f"plants. Each remaining plant gives {baskets} tomatoes, and {name} sells half of the tomatoes. "
                 f"How many tomatoes does {name} sell?")
-    steps = [f"{name} plants {_note(f'{rows} x {per_row}', plants)} plants.",
-             f"After the rabbits, {_note(f'{plants} - {eaten}', healthy)} plants are left.",
-             f"They give {_note(f'{healthy} x {baskets}', tomatoes)} tomatoes.",
-             f"Half of them is {_note(f'{tomatoes} / 2', sold)} tomatoes, so {pronoun.lower()} sells {sold}."]
-    return question, steps, sold
+    return question, [Calc(f"{name} plants ", rows, "x", per_row, " plants."),
+                      Calc("After the rabbits there are ", Ref(0), "-", eaten, " plants left."),
+                      Calc("They give ", Ref(1), "x", baskets, " tomatoes."),  # even, so half is whole
+                      Calc("Half of them is ", Ref(2), "/", 2, f" tomatoes, so {pronoun.lower()} sells {{v}}.")]
 
 
-_TEMPLATES: list[Callable[[random.Random], tuple[str, list[str], int]]] = [_packs, _wages, _sharing, _savings, _garden]
+_TEMPLATES: dict[str, Callable[[random.Random], tuple[str, list[Calc]]]] = {
+    "packs": _packs, "wages": _wages, "sharing": _sharing, "savings": _savings, "garden": _garden}
+
+
+def make_problem(rng: random.Random) -> Problem:
+    template = rng.choice(list(_TEMPLATES))
+    question, steps = _TEMPLATES[template](rng)
+    return Problem(template, question, tuple(steps))
 
 
 def generate_problem(rng: random.Random) -> dict[str, str]:
-    question, steps, answer = rng.choice(_TEMPLATES)(rng)
-    return {"question": question, "answer": "\n".join(steps + [f"#### {answer}"])}
+    problem = make_problem(rng)
+    return {"question": problem.question, "answer": render_solution(problem)[0]}
 
 
 def generate_problems(num_examples: int, seed: int = 0) -> list[dict[str, str]]:

@@ -1,0 +1,238 @@
+"""Process vs outcome credit on the tiny reasoner: the experiment every process-reward paper runs.
+
+From ``procrl:tiny-reasoner``, five arms train with the same number of steps, prompts and
+completions per step, and are judged on the same held-out problems:
+
+1. ``outcome_acc``        outcome GRPO, accuracy only;
+2. ``outcome_acc_fe``     outcome GRPO, accuracy + first_error (arithmetic judge);
+3. ``process_min``        process GRPO (``credit: process``, ``process_aggregation: min``), accuracy + first_error;
+4. ``process_sum``        the same with ``process_aggregation: sum`` (DeepSeekMath's rule);
+5. ``ppo_process``        PPO with process credit, accuracy + first_error.
+
+Each arm runs ``procrl train recipes/gsm8k_tiny_cpu.yaml`` with ``--set`` overrides (the recipe's
+other settings: learning rate, batch, generation length, temperature) for each seed, then
+``procrl evaluate`` with the unchanged recipe (so every arm is scored by the same mix) on the
+first ``--eval-limit`` problems of the test split, greedy: answer accuracy, reasoning-aware
+accuracy, inflation, mean steps per completion, mean length, process reward. The starting model
+is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``) compares each
+arm's mean over seeds with the start.
+
+Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
+bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 4 steps, 40 problems, a
+smoke run of the whole pipeline (its numbers mean nothing).
+
+    python benchmarks/process_vs_outcome.py                 # ~45 min on 2 cores
+    python benchmarks/process_vs_outcome.py --quick         # ~5 min (builds the reasoner first if needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
+FIRST_ERROR_ONLY = ["rewards.format=false", "rewards.trace=false"]
+ARMS: dict[str, dict[str, object]] = {
+    "outcome_acc": {"label": "outcome GRPO, accuracy",
+                    "set": [*FIRST_ERROR_ONLY, "rewards.first_error=false", "trainer.credit=outcome"]},
+    "outcome_acc_fe": {"label": "outcome GRPO, accuracy + first_error",
+                       "set": [*FIRST_ERROR_ONLY, "trainer.credit=outcome"]},
+    "process_min": {"label": "process GRPO (min), accuracy + first_error",
+                    "set": [*FIRST_ERROR_ONLY, "trainer.credit=process", "trainer.process_rewards=[first_error]",
+                            "trainer.process_aggregation=min"]},
+    "process_sum": {"label": "process GRPO (sum), accuracy + first_error",
+                    "set": [*FIRST_ERROR_ONLY, "trainer.credit=process", "trainer.process_rewards=[first_error]",
+                            "trainer.process_aggregation=sum"]},
+    "ppo_process": {"label": "PPO, process credit, accuracy + first_error",
+                    "set": [*FIRST_ERROR_ONLY, "trainer.algorithm=ppo", "trainer.credit=process",
+                            "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"]},
+}
+METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "mean_steps", "mean_length", "process_reward")
+CURVES = ("rewards/accuracy/mean", "rewards/first_error/mean")
+
+
+def _procrl(*args: str, log: Path) -> None:
+    command = [sys.executable, "-m", "procrl.cli", *args]
+    env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
+    with log.open("w") as handle:
+        result = subprocess.run(command, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        raise SystemExit(f"failed ({result.returncode}): {' '.join(command)}\nlast lines of {log}:\n"
+                         + "\n".join(log.read_text().splitlines()[-20:]))
+
+
+def evaluate(model: str, directory: Path, limit: int) -> dict[str, float | None]:
+    directory.mkdir(parents=True, exist_ok=True)
+    _procrl("evaluate", "--recipe", str(RECIPE), "--model", model, "--split", "test", "--limit", str(limit),
+            "--batch-size", "50", "--output-dir", str(directory), log=directory / "evaluate.log")
+    report = json.loads((directory / "report.json").read_text())
+    behaviour = report["behaviour"]
+    return {"answer_accuracy": report["answer_accuracy"], "reasoning_aware_accuracy": report["reasoning_aware_accuracy"],
+            "inflation": report["inflation"], "mean_steps": behaviour["mean_steps"],
+            "mean_length": behaviour["mean_length"], "process_reward": behaviour["process_reward"]}
+
+
+def train(arm: str, seed: int, steps: int, directory: Path) -> list[dict]:
+    directory.mkdir(parents=True, exist_ok=True)
+    overrides = [*ARMS[arm]["set"], f"trainer.seed={seed}", f"trainer.max_steps={steps}", "trainer.logging_steps=1",
+                 f"trainer.save_steps={steps}", "trainer.report_to=none"]
+    _procrl("train", str(RECIPE), "--output-dir", str(directory / "run"), "--overwrite",
+            *[item for o in overrides for item in ("--set", o)], log=directory / "train.log")
+    history = json.loads((directory / "run" / "trainer_state.json").read_text())["log_history"]
+    return [{key: h[key] for key in ("step", *CURVES) if key in h} for h in history if "step" in h and any(c in h for c in CURVES)]
+
+
+def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None
+    mean = sum(present) / len(present)
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / max(len(present) - 1, 1))
+
+
+def summarize(start: dict, arms: dict[str, dict[int, dict]]) -> dict[str, dict]:
+    from procrl.hacking import Behaviour, suspicions
+
+    def as_behaviour(m: dict) -> Behaviour:
+        return Behaviour(m["mean_steps"], m["mean_length"], m["process_reward"], m["answer_accuracy"])
+
+    out = {}
+    for arm, seeds in arms.items():
+        row = {}
+        for metric in METRICS:
+            row[metric], row[f"{metric}_std"] = _mean_std([s["eval"][metric] for s in seeds.values()])
+        row["hacking_suspect"] = suspicions(as_behaviour(start), as_behaviour(row))
+        out[arm] = row
+    return out
+
+
+def _fmt(value: float | None, std: float | None = None, digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
+
+
+def markdown(results: dict) -> str:
+    s = results["settings"]
+    lines = [f"Process vs outcome credit from `procrl:tiny-reasoner`: {s['steps']} steps x {s['completions_per_step']} "
+             f"completions per arm and seed, seeds {s['seeds']}, greedy evaluation on the first {s['eval_limit']} "
+             f"test problems (mean ± std over seeds). Run time {results['runtime_s'] / 60:.1f} min on "
+             f"{s['cpus']} CPU cores.", "",
+             "| arm | answer acc. | reasoning-aware acc. | inflation | steps / completion | length (chars) | hacking suspect |",
+             "|---|---|---|---|---|---|---|"]
+    start = results["start"]
+    lines.append(f"| starting model | {_fmt(start['answer_accuracy'])} | {_fmt(start['reasoning_aware_accuracy'])} | "
+                 f"{_fmt(start['inflation'])} | {_fmt(start['mean_steps'], digits=2)} | {_fmt(start['mean_length'], digits=0)} | |")
+    for arm, row in results["summary"].items():
+        suspect = "; ".join(row["hacking_suspect"]) or "no"
+        lines.append(f"| {ARMS[arm]['label']} | {_fmt(row['answer_accuracy'], row['answer_accuracy_std'])} | "
+                     f"{_fmt(row['reasoning_aware_accuracy'], row['reasoning_aware_accuracy_std'])} | "
+                     f"{_fmt(row['inflation'], row['inflation_std'])} | {_fmt(row['mean_steps'], row['mean_steps_std'], 2)} | "
+                     f"{_fmt(row['mean_length'], row['mean_length_std'], 0)} | {suspect} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    arms = list(results["summary"])
+    colors = dict(zip(arms, plt.get_cmap("tab10").colors))
+    figure, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    for axis, key, title in ((axes[0], CURVES[0], "training reward: accuracy"),
+                             (axes[1], CURVES[1], "training reward: first_error (0 best, -1 error)")):
+        for arm in arms:
+            runs = [s["curve"] for s in results["arms"][arm].values()]
+            steps = sorted({h["step"] for run in runs for h in run if key in h})
+            means = []
+            for step in steps:
+                values = [h[key] for run in runs for h in run if h["step"] == step and key in h]
+                means.append(sum(values) / len(values))
+            if len(means) >= 5:  # a moving average over 5 steps: single steps are 4 prompts
+                means = [sum(means[max(0, i - 4): i + 1]) / len(means[max(0, i - 4): i + 1]) for i in range(len(means))]
+            if steps:
+                axis.plot(steps, means, label=arm, color=colors[arm])
+        axis.set_title(title)
+        axis.set_xlabel("step (mean over seeds, 5-step moving average)")
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axis = axes[2]
+    width = 0.38
+    for offset, metric, hatch in ((-width / 2, "answer_accuracy", None), (width / 2, "reasoning_aware_accuracy", "//")):
+        for i, arm in enumerate(arms):
+            values = [s["eval"][metric] for s in results["arms"][arm].values() if s["eval"][metric] is not None]
+            mean = sum(values) / len(values)
+            axis.bar(i + offset, mean, width, color=colors[arm], hatch=hatch, edgecolor="black", linewidth=0.5)
+            axis.scatter([i + offset] * len(values), values, color="black", s=10, zorder=3)
+        axis.axhline(results["start"][metric], color="gray", linestyle="--" if hatch is None else ":", linewidth=1)
+    axis.set_xticks(range(len(arms)), arms, rotation=20, fontsize=8)
+    axis.set_ylim(0, 1)
+    axis.set_title("held-out: answer acc. (plain) / reasoning-aware (hatched)\ndots: seeds; lines: starting model")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="Smoke run: 1 seed, 4 steps, 40 problems.")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Training seeds (default 0 1 2).")
+    parser.add_argument("--steps", type=int, default=None, help="Training steps per run (default: 40).")
+    parser.add_argument("--eval-limit", type=int, default=None, help="Held-out problems (default 500).")
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--output-dir", default=str(REPO / "benchmarks" / "results" / "process_vs_outcome"))
+    args = parser.parse_args(argv)
+    seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
+    steps = args.steps or (4 if args.quick else 40)
+    limit = args.eval_limit or (40 if args.quick else 500)
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+
+    from procrl.recipe import load_recipe
+    from procrl.reasoner import ensure_tiny_reasoner
+
+    recipe = load_recipe(str(RECIPE))
+    ensure_tiny_reasoner()  # built once, outside the timed arms' logs
+    print(f"starting model: evaluating on {limit} held-out problems", flush=True)
+    start = evaluate("procrl:tiny-reasoner", output / "start", limit)
+    arms: dict[str, dict[int, dict]] = {}
+    for arm in args.arms:
+        for seed in seeds:
+            run_started = time.monotonic()
+            directory = output / arm / f"seed{seed}"
+            curve = train(arm, seed, steps, directory)
+            result = evaluate(str(directory / "run"), directory / "eval", limit)
+            arms.setdefault(arm, {})[seed] = {"eval": result, "curve": curve,
+                                              "seconds": round(time.monotonic() - run_started, 1)}
+            print(f"{arm} seed {seed}: answer {result['answer_accuracy']:.3f}, reasoning-aware "
+                  f"{result['reasoning_aware_accuracy']:.3f} ({time.monotonic() - run_started:.0f} s)", flush=True)
+    results = {
+        "settings": {"recipe": str(RECIPE.relative_to(REPO)), "steps": steps, "seeds": seeds, "eval_limit": limit,
+                     "completions_per_step": recipe.trainer.per_device_train_batch_size,
+                     "num_generations": recipe.trainer.num_generations, "learning_rate": recipe.trainer.learning_rate,
+                     "arms": {a: ARMS[a]["set"] for a in args.arms}, "quick": args.quick, "cpus": os.cpu_count()},
+        "start": start, "arms": arms, "summary": summarize(start, arms),
+        "runtime_s": round(time.monotonic() - started, 1),
+    }
+    (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (output / "results.md").write_text(markdown(results))
+    plot(results, output / "process_vs_outcome.png")
+    print(markdown(results))
+    print(f"wrote {output / 'results.json'}, results.md and process_vs_outcome.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
