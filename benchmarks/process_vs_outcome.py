@@ -18,7 +18,7 @@ is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``)
 arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
-bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 4 steps, 40 problems, a
+bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 2 steps, 20 problems, a
 smoke run of the whole pipeline (its numbers mean nothing).
 
     python benchmarks/process_vs_outcome.py                 # ~45 min on 2 cores
@@ -96,7 +96,9 @@ def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
     if not present:
         return None, None
     mean = sum(present) / len(present)
-    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / max(len(present) - 1, 1))
+    if len(present) < 2:
+        return mean, None  # no spread from a single seed
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in present) / (len(present) - 1))
 
 
 def summarize(start: dict, arms: dict[str, dict[int, dict]]) -> dict[str, dict]:
@@ -177,7 +179,9 @@ def plot(results: dict, path: Path) -> None:
             axis.scatter([i + offset] * len(values), values, color="black", s=10, zorder=3)
         axis.axhline(results["start"][metric], color="gray", linestyle="--" if hatch is None else ":", linewidth=1)
     axis.set_xticks(range(len(arms)), arms, rotation=20, fontsize=8)
-    axis.set_ylim(0, 1)
+    top = max([results["start"]["answer_accuracy"]] + [s["eval"]["answer_accuracy"] for a in arms
+                                                       for s in results["arms"][a].values()])
+    axis.set_ylim(0, min(1.0, top + 0.1))
     axis.set_title("held-out: answer acc. (plain) / reasoning-aware (hatched)\ndots: seeds; lines: starting model")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -186,16 +190,24 @@ def plot(results: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="Smoke run: 1 seed, 4 steps, 40 problems.")
+    parser.add_argument("--quick", action="store_true", help="Smoke run: 1 seed, 2 steps, 20 problems.")
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Training seeds (default 0 1 2).")
-    parser.add_argument("--steps", type=int, default=None, help="Training steps per run (default: 40).")
+    parser.add_argument("--steps", type=int, default=None, help="Training steps per run (default: 60).")
     parser.add_argument("--eval-limit", type=int, default=None, help="Held-out problems (default 500).")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
     parser.add_argument("--output-dir", default=str(REPO / "benchmarks" / "results" / "process_vs_outcome"))
+    parser.add_argument("--replot", action="store_true", help="Only re-render results.md and the PNG from results.json.")
     args = parser.parse_args(argv)
+    if args.replot:
+        output = Path(args.output_dir)
+        results = json.loads((output / "results.json").read_text())
+        (output / "results.md").write_text(markdown(results))
+        plot(results, output / "process_vs_outcome.png")
+        print(markdown(results))
+        return 0
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
-    steps = args.steps or (4 if args.quick else 40)
-    limit = args.eval_limit or (40 if args.quick else 500)
+    steps = args.steps or (2 if args.quick else 60)
+    limit = args.eval_limit or (20 if args.quick else 500)
     output = Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
@@ -220,8 +232,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{result['reasoning_aware_accuracy']:.3f} ({time.monotonic() - run_started:.0f} s)", flush=True)
     results = {
         "settings": {"recipe": str(RECIPE.relative_to(REPO)), "steps": steps, "seeds": seeds, "eval_limit": limit,
-                     "completions_per_step": recipe.trainer.per_device_train_batch_size,
-                     "num_generations": recipe.trainer.num_generations, "learning_rate": recipe.trainer.learning_rate,
+                     "completions_per_step": recipe.trainer_args["per_device_train_batch_size"],
+                     "num_generations": recipe.trainer_args["num_generations"],
+                     "learning_rate": recipe.trainer_args["learning_rate"],
                      "arms": {a: ARMS[a]["set"] for a in args.arms}, "quick": args.quick, "cpus": os.cpu_count()},
         "start": start, "arms": arms, "summary": summarize(start, arms),
         "runtime_s": round(time.monotonic() - started, 1),

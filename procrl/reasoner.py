@@ -155,8 +155,13 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     )
     import datasets
 
+    bars = datasets.is_progress_bar_enabled()
     datasets.disable_progress_bars()  # the dataset preparation bars; the training bar stays
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    try:
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
     result = trainer.train()
     shutil.rmtree(temporary / "sft", ignore_errors=True)
     model.save_pretrained(temporary)
@@ -180,7 +185,7 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     return card
 
 
-def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec()) -> Path:
+def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | None = None) -> Path:
     """The cached reasoner's directory, built on first use. Concurrent callers (ranks, test
     processes) wait for the one that holds the build lock."""
     from procrl.models import cache_root
@@ -197,14 +202,14 @@ def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec()) -> Path:
         if not (directory / "model.safetensors").is_file():
             print(f"procrl: building {REASONER} (once, cached in {directory}; a few minutes on 2 CPU cores)",
                   file=sys.stderr, flush=True)
-            build_tiny_reasoner(directory, spec, progress=sys.stderr.isatty())
+            build_tiny_reasoner(directory, spec, progress=sys.stderr.isatty() if progress is None else progress)
     return directory
 
 
 def _cmd_build(args) -> int:
     spec = ReasonerSpec()
     if args.output_dir is None:
-        directory = ensure_tiny_reasoner(spec)
+        directory = ensure_tiny_reasoner(spec, progress=False if args.quiet else None)
         card = json.loads((directory / "reasoner_card.json").read_text())
     else:
         directory = Path(args.output_dir)
@@ -220,5 +225,5 @@ def add_build_command(commands: Any) -> None:
         description=f"Build {REASONER}. Without --output-dir it goes to the cache that recipes naming {REASONER} read "
         "(and returns at once when it is there already).")
     build.add_argument("--output-dir", default=None, help="Write the model here instead of the cache (always rebuilds).")
-    build.add_argument("--quiet", action="store_true", help="No progress bar.")
+    build.add_argument("--quiet", action="store_true", help="No progress bar (there is none when stderr is not a terminal).")
     build.set_defaults(handler=_cmd_build)

@@ -20,5 +20,5 @@ echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("t
 # The embedded tiny reasoner the CPU demo and its tests start from: built once (SFT, ~4 min on 2
 # cores), cached in $PROCRL_CACHE (default ~/.cache/procrl); returns at once when already built.
 if [ -z "${PROCRL_SKIP_REASONER:-}" ]; then
-  .venv/bin/procrl build-tiny-reasoner --quiet
+  .venv/bin/procrl build-tiny-reasoner
 fi

@@ -1,0 +1,34 @@
+"""benchmarks/process_vs_outcome.py --quick runs every arm end to end and writes its files
+(slow: ~2 minutes on 2 cores once the tiny reasoner is built)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_quick_experiment_writes_results_table_and_plot(tmp_path):
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "process_vs_outcome.py"), "--quick",
+                             "--output-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    arms = ["outcome_acc", "outcome_acc_fe", "process_min", "process_sum", "ppo_process"]
+    assert list(results["summary"]) == arms and results["settings"]["quick"] is True
+    for arm in arms:
+        run = results["arms"][arm]["0"]
+        assert 0.0 <= run["eval"]["answer_accuracy"] <= 1.0 and run["eval"]["mean_steps"] > 0
+        assert run["curve"] and "rewards/accuracy/mean" in run["curve"][0]
+        assert isinstance(results["summary"][arm]["hacking_suspect"], list)
+    # every arm trained with the same steps and completions per step
+    assert results["settings"]["steps"] == 2 and results["settings"]["completions_per_step"] == 64
+    table = (tmp_path / "results.md").read_text()
+    assert table.count("\n| ") == 2 + len(arms)  # separator + starting model + one row per arm
+    png = (tmp_path / "process_vs_outcome.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
