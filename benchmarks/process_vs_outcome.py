@@ -21,8 +21,8 @@ Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training
 bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 2 steps, 20 problems, a
 smoke run of the whole pipeline (its numbers mean nothing).
 
-    python benchmarks/process_vs_outcome.py                 # ~45 min on 2 cores
-    python benchmarks/process_vs_outcome.py --quick         # ~5 min (builds the reasoner first if needed)
+    python benchmarks/process_vs_outcome.py                 # 37 min on 2 cores (measured)
+    python benchmarks/process_vs_outcome.py --quick         # ~2 min (plus the reasoner build if not cached)
 """
 
 from __future__ import annotations
