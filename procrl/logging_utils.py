@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from transformers import TrainerCallback
 
-__all__ = ["RecipeConfigCallback"]
+__all__ = ["RecipeConfigCallback", "console_line", "use_compact_console"]
 
 
 class RecipeConfigCallback(TrainerCallback):
@@ -28,3 +28,62 @@ class RecipeConfigCallback(TrainerCallback):
         if getattr(wandb, "run", None) is not None:
             wandb.config.update({"procrl": self.resolved_recipe}, allow_val_change=True)
             self._done = True
+
+
+# --- the terminal: one short line per logging step ----------------------------------------------
+
+_CONSOLE_KEYS = (  # (log key, label) in print order; every metric stays in trainer_state.json / W&B
+    ("loss", "loss"), ("reward", "reward"),
+    ("diagnostics/reasoning_aware_accuracy", "reasoning-aware"), ("diagnostics/inflation", "inflation"),
+    ("diagnostics/hacking_suspect", "hacking_suspect"),
+    ("eval_answer_accuracy", "eval answer"), ("eval_reasoning_aware_accuracy", "eval reasoning-aware"),
+)
+
+
+def _number(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def console_line(logs: dict, step: int, max_steps: int) -> str:
+    """The log record of one logging step as one short line: loss, total reward, each reward
+    component's mean, reasoning-aware accuracy, inflation, the hacking flag, seconds per step.
+    (TRL prints the whole record, ~100 keys, as a dict.)"""
+    if "train_runtime" in logs:
+        return (f"done: {step} steps in {logs['train_runtime']:.0f} s (every metric: trainer_state.json in the "
+                f"output dir, and W&B when report_to has it)")
+    parts = [f"step {step}/{max_steps}"]
+    known = dict(_CONSOLE_KEYS)
+    for key, label in _CONSOLE_KEYS[:2]:
+        if key in logs:
+            parts.append(f"{label} {_number(logs[key])}")
+    for key, value in logs.items():  # reward components, in the mix's order
+        if key.startswith("rewards/") and key.endswith("/mean") and key.count("/") == 2:
+            parts.append(f"{key.split('/')[1]} {_number(value)}")
+    for key, label in _CONSOLE_KEYS[2:]:
+        if key in logs:
+            parts.append(f"{label} {_number(logs[key])}")
+    if "step_time" in logs:
+        parts.append(f"{logs['step_time']:.2g} s/step")
+    if len(parts) == 1:  # a record with none of the keys above (an evaluation, another trainer): its numbers
+        parts += [f"{k} {_number(v)}" for k, v in logs.items() if isinstance(v, (int, float)) and k not in known][:8]
+    return " | ".join(parts)
+
+
+def use_compact_console(trainer) -> None:
+    """Replace transformers' console printers (the progress bar's dict dump, or the plain
+    printer when tqdm is off) with :func:`console_line`."""
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    class CompactProgressCallback(ProgressCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and self.training_bar is not None and logs:
+                self.training_bar.write(console_line(logs, state.global_step, state.max_steps))
+
+    class CompactPrinterCallback(PrinterCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if state.is_world_process_zero and logs:
+                print(console_line(logs, state.global_step, state.max_steps), flush=True)
+
+    for old, new in ((ProgressCallback, CompactProgressCallback), (PrinterCallback, CompactPrinterCallback)):
+        if trainer.pop_callback(old) is not None:
+            trainer.add_callback(new)

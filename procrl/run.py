@@ -259,16 +259,22 @@ def _trainer_inputs(recipe: Recipe, args):
 
 
 def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
-    """procrl's trainer for the recipe: GRPO (outcome or process credit) or PPO (loads the model)."""
+    """procrl's trainer for the recipe: GRPO (outcome or process credit) or PPO (loads the model),
+    printing one short line per logging step on the terminal."""
+    from procrl.logging_utils import use_compact_console
+
     if recipe.trainer.algorithm == "ppo":
         from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
 
-        return build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                 eval_dataset=eval_dataset)
-    from procrl.trainers.grpo import build_grpo_trainer
+        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                    eval_dataset=eval_dataset)
+    else:
+        from procrl.trainers.grpo import build_grpo_trainer
 
-    return build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                              eval_dataset=eval_dataset)
+        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                                     eval_dataset=eval_dataset)
+    use_compact_console(trainer)
+    return trainer
 
 
 def build_trainer(recipe: Recipe):
