@@ -68,25 +68,33 @@ def suspicions(start: Behaviour, now: Behaviour, margin: float = MARGIN) -> list
 
 
 class BehaviourTracker:
-    """The start (first ``window`` batches) against now (the last ``window`` batches)."""
+    """The start (the first ``window`` batches this process scored) against now (the last
+    ``window`` batches). The logged means are those of the batches since the previous call (one
+    logging step), so a resumed run logs the same values as an uninterrupted one; the flag needs
+    ``window`` batches of this process, so after a resume it compares with the resumed
+    checkpoint's behaviour (the start window is not saved in checkpoints)."""
 
     def __init__(self, window: int = 8):
         self.window = window
         self.start: list[Behaviour] = []
         self.recent: deque[Behaviour] = deque(maxlen=window)
+        self.since_log: list[Behaviour] = []
 
     def add(self, batch_behaviour: Behaviour) -> None:
         if len(self.start) < self.window:
             self.start.append(batch_behaviour)
         self.recent.append(batch_behaviour)
+        self.since_log.append(batch_behaviour)
 
     def scalars(self, prefix: str) -> dict[str, float]:
-        """``<prefix>/hacking_suspect`` (1.0 or 0.0, once the start window is full) and the
-        current means it is judged on."""
-        if not self.recent:
+        """``<prefix>/behaviour/*`` (means since the last call) and ``<prefix>/hacking_suspect``
+        (1.0 or 0.0, once ``window`` batches have been seen)."""
+        if not self.since_log:
             return {}
-        now = mean_behaviour(list(self.recent))
-        out = {f"{prefix}/behaviour/{key}": getattr(now, key) for key in ("steps", "length", "process_reward")}
-        if len(self.start) == self.window:
-            out[f"{prefix}/hacking_suspect"] = 1.0 if suspicions(mean_behaviour(self.start), now) else 0.0
+        logged = mean_behaviour(self.since_log)
+        self.since_log = []
+        out = {f"{prefix}/behaviour/{key}": getattr(logged, key) for key in ("steps", "length", "process_reward")}
+        if len(self.recent) == self.window:
+            flagged = suspicions(mean_behaviour(self.start), mean_behaviour(list(self.recent)))
+            out[f"{prefix}/hacking_suspect"] = 1.0 if flagged else 0.0
         return {k: float(v) for k, v in out.items() if v is not None}

@@ -37,7 +37,9 @@ def test_tracker_compares_the_first_window_with_the_latest():
     assert "diagnostics/hacking_suspect" not in tracker.scalars("diagnostics")  # no full start window yet
     tracker.add(Behaviour(3.0, 200.0, 0.0, 0.5))
     assert tracker.scalars("diagnostics")["diagnostics/hacking_suspect"] == 0.0
-    for _ in range(2):
-        tracker.add(Behaviour(1.0, 40.0, 0.0, 0.5))
-    scalars = tracker.scalars("diagnostics")
-    assert scalars["diagnostics/hacking_suspect"] == 1.0 and scalars["diagnostics/behaviour/steps"] == 1.0
+    tracker.add(Behaviour(1.0, 40.0, 0.0, 0.5))
+    scalars = tracker.scalars("diagnostics")  # logged: this batch; judged: the last two
+    assert scalars["diagnostics/behaviour/steps"] == 1.0 and scalars["diagnostics/hacking_suspect"] == 0.0
+    tracker.add(Behaviour(1.0, 40.0, 0.0, 0.5))
+    assert tracker.scalars("diagnostics")["diagnostics/hacking_suspect"] == 1.0
+    assert tracker.scalars("diagnostics") == {}  # nothing scored since the last call

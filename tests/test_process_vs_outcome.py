@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.mark.slow
 def test_quick_experiment_writes_results_table_and_plot(tmp_path):
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "process_vs_outcome.py"), "--quick",
+    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "process_vs_outcome.py"), "--quick", "--steps", "1",
                              "--output-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
@@ -27,7 +27,7 @@ def test_quick_experiment_writes_results_table_and_plot(tmp_path):
         assert run["curve"] and "rewards/accuracy/mean" in run["curve"][0]
         assert isinstance(results["summary"][arm]["hacking_suspect"], list)
     # every arm trained with the same steps and completions per step
-    assert results["settings"]["steps"] == 2 and results["settings"]["completions_per_step"] == 64
+    assert results["settings"]["steps"] == 1 and results["settings"]["completions_per_step"] == 64
     table = (tmp_path / "results.md").read_text()
     assert table.count("\n| ") == 2 + len(arms)  # separator + starting model + one row per arm
     png = (tmp_path / "process_vs_outcome.png").read_bytes()
