@@ -644,15 +644,11 @@ class _DiagnosticsCallback:
     def _batch_behaviour(self, batch: RewardBatch, outputs: dict[str, RewardOutput], kinds: dict[str, str],
                          num_steps: list[int] | None):
         """This batch's steps, length, process reward and accuracy for the reward-hacking watch."""
-        from procrl.hacking import NOT_PROCESS_TYPES, behaviour
+        from procrl.hacking import behaviour, process_totals
 
         if num_steps is None and "segmentations" in batch.__dict__:  # only when a component segmented already
             num_steps = [len(s.steps) for s in batch.segmentations]
-        process = [n for n in outputs if str(self.types.get(n, n)) not in NOT_PROCESS_TYPES]
-        totals = None
-        if process:
-            totals = [None if any(outputs[n].scores[i] is None for n in process)
-                      else sum(self.weights.get(n, 1.0) * outputs[n].scores[i] for n in process) for i in range(len(batch))]
+        totals = process_totals({n: o.scores for n, o in outputs.items()}, self.types, self.weights)
         accuracy = _first(kinds, ACCURACY)
         return behaviour(batch.completions, num_steps, totals, outputs[accuracy].scores if accuracy else None)
 

@@ -470,7 +470,7 @@ def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float
     """What the reward-hacking watch compares (``procrl/hacking.py``): mean steps per completion
     (the first-error judge's count, else procrl's step segmentation), mean length in characters,
     mean process reward (weighted components other than accuracy and format) and accuracy."""
-    from procrl.hacking import NOT_PROCESS_TYPES, behaviour
+    from procrl.hacking import behaviour, process_totals
 
     if records is not None:
         num_steps = [r.num_steps for r in records]
@@ -478,10 +478,7 @@ def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float
         from procrl.text import segment_batch
 
         num_steps = [len(s.steps) for s in segment_batch(completions)]
-    process = [n for n in outputs if str(types.get(n, n)) not in NOT_PROCESS_TYPES]
-    totals = [None if any(outputs[n].scores[i] is None for n in process)
-              else sum(weights.get(n, 1.0) * outputs[n].scores[i] for n in process)
-              for i in range(len(completions))] if process else None
+    totals = process_totals({n: o.scores for n, o in outputs.items()}, types, weights)
     summary = behaviour(completions, num_steps, totals, accuracy)
     return {"mean_steps": summary.steps, "mean_length": summary.length, "process_reward": summary.process_reward,
             "accuracy": summary.accuracy}

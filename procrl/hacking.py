@@ -19,7 +19,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
-__all__ = ["Behaviour", "BehaviourTracker", "NOT_PROCESS_TYPES", "SHRINK", "behaviour", "mean_behaviour", "suspicions"]
+__all__ = ["Behaviour", "BehaviourTracker", "NOT_PROCESS_TYPES", "SHRINK", "behaviour", "mean_behaviour", "process_totals",
+           "suspicions"]
 
 SHRINK = 0.5
 MARGIN = 0.02  # smaller moves in the means are noise, not a trend
@@ -47,6 +48,18 @@ def behaviour(completions: list[str], num_steps: list[int] | None = None, proces
     accuracy scores where known)."""
     return Behaviour(steps=_mean(num_steps or []), length=_mean(len(c) for c in completions),
                      process_reward=_mean(process_rewards or []), accuracy=_mean(accuracy or []))
+
+
+def process_totals(scores: dict[str, list[float | None]], types: dict[str, str],
+                   weights: dict[str, float]) -> list[float | None] | None:
+    """Per completion, the weighted sum of the components that grade reasoning (type not in
+    :data:`NOT_PROCESS_TYPES`); None where one of them has no opinion; None without such components."""
+    process = [n for n in scores if str(types.get(n, n)) not in NOT_PROCESS_TYPES]
+    if not process:
+        return None
+    count = len(scores[process[0]])
+    return [None if any(scores[n][i] is None for n in process) else sum(weights.get(n, 1.0) * scores[n][i] for n in process)
+            for i in range(count)]
 
 
 def mean_behaviour(parts: list[Behaviour]) -> Behaviour:
