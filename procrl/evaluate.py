@@ -58,18 +58,27 @@ class Sampling:
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
 
 
-def _load_tokenizer(model_path: str, recipe) -> Any:
-    from transformers import AutoTokenizer
-
-    from procrl.models import load_tokenizer
+def _load_tokenizer(source, recipe) -> Any:
+    """The evaluated model's own tokenizer (a GGUF's too); the recipe's when the checkpoint has none."""
+    from procrl.models import load_tokenizer, load_tokenizer_from
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=recipe.model.trust_remote_code)
-    except (OSError, ValueError):  # a checkpoint saved without its tokenizer: use the recipe's
-        tokenizer = load_tokenizer(recipe.model)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
+        return load_tokenizer_from(source, trust_remote_code=recipe.model.trust_remote_code)
+    except (OSError, ValueError, TypeError):  # a checkpoint saved without its tokenizer: use the recipe's
+        return load_tokenizer(recipe.model)
+
+
+def _load_model(source, recipe) -> Any:
+    """The model to generate with: a checkpoint or Hub model (GGUF dequantized), or a LoRA
+    adapter directory applied to the recipe's policy (so an adapter trained on a GGUF policy
+    finds its base, which its adapter_config.json cannot name)."""
+    from procrl.models import load_causal_lm, load_policy, pretrained_kwargs
+
+    if not source.gguf_file and (Path(source.path) / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(load_policy(recipe.model), source.path)
+    return load_causal_lm(source, **pretrained_kwargs(recipe.model))
 
 
 def _prompt_texts(recipe, questions: list[str], tokenizer) -> list[str]:
@@ -91,13 +100,22 @@ def _vllm_available() -> bool:
     return torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
 
 
-def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
+def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
                          batch_size: int = 8, backend: str = "auto",
                          sampling: Sampling = Sampling()) -> tuple[list[str], str]:
     """``sampling.num_samples`` completions per prompt, grouped by prompt (prompt i's are at
-    ``i * k .. i * k + k - 1``); returns them and the backend used."""
+    ``i * k .. i * k + k - 1``); returns them and the backend used. ``model``: a path or a
+    :class:`~procrl.models.ModelSource` (a GGUF generates with transformers: the vLLM path takes
+    a checkpoint directory)."""
+    from procrl.models import ModelSource
+
+    source = model if isinstance(model, ModelSource) else ModelSource(str(model))
+    model_path = source.path
     k = sampling.num_samples
-    if backend == "vllm" or (backend == "auto" and _vllm_available()):
+    if source.gguf_file and backend == "vllm":
+        raise ConfigError(f"--backend vllm: {source.describe()} is a GGUF checkpoint; evaluate it with --backend "
+                          "transformers, or a trained checkpoint (plain safetensors) with vLLM")
+    if backend == "vllm" or (backend == "auto" and _vllm_available() and not source.gguf_file):
         from vllm import LLM, SamplingParams
 
         llm = LLM(model=model_path, tokenizer=model_path, dtype=recipe.model.dtype,
@@ -108,13 +126,10 @@ def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe,
         return [output.text for r in results for output in r.outputs], "vllm"
 
     import torch
-    from transformers import AutoModelForCausalLM, set_seed
+    from transformers import set_seed
 
-    from procrl.models import pretrained_kwargs
-
-    kwargs = pretrained_kwargs(recipe.model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
+    model = _load_model(source, recipe).to(device).eval()
     tokenizer.padding_side = "left"  # decoder-only batched generation continues after the prompt
     if sampling.greedy:
         options: dict[str, Any] = {"do_sample": False}
@@ -392,17 +407,28 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
              backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
-             sampling: Sampling = Sampling()) -> dict[str, Any]:
+             sampling: Sampling = Sampling(), gguf_file: str | None = None) -> dict[str, Any]:
     """Generate (unless ``completions`` are given: ``sampling.num_samples`` per problem, grouped
-    by problem), score, write the report; returns it."""
+    by problem), score, write the report; returns it. ``model`` (default: the recipe's policy,
+    with its ``gguf_file``): a checkpoint, Hub id, embedded name or .gguf path; ``gguf_file``: a
+    GGUF inside ``model``."""
     from procrl.data import load_examples
-    from procrl.models import resolve_model_path
+    from procrl.models import check_gguf_file, model_source, policy_source
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
     sampling.validate()
     k = sampling.num_samples
-    model = model or recipe.model.name_or_path
+    check_gguf_file("--gguf-file", gguf_file, model, "--model")
+    if model is None:
+        model = recipe.model.name_or_path
+        if recipe.model.gguf_file:
+            model = f"{model} (gguf_file {recipe.model.gguf_file})"
+        resolve = lambda: policy_source(recipe.model)  # noqa: E731
+    else:
+        resolve = lambda: model_source(model, gguf_file)  # noqa: E731
+        if gguf_file:
+            model = f"{model} (gguf_file {gguf_file})"
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     directory.mkdir(parents=True, exist_ok=True)
     from procrl.data import _is_local_file
@@ -422,11 +448,11 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     generation: dict[str, Any] = {}
     tokenizer = None
     if completions is None:
-        model_path = resolve_model_path(model)
-        tokenizer = _load_tokenizer(model_path, recipe)
+        source = resolve()
+        tokenizer = _load_tokenizer(source, recipe)
         max_new_tokens = max_new_tokens or int(recipe.trainer_args.get("max_completion_length", 256))
         started = time.perf_counter()
-        completions, used = generate_completions(model_path, _prompt_texts(recipe, questions, tokenizer), tokenizer,
+        completions, used = generate_completions(source, _prompt_texts(recipe, questions, tokenizer), tokenizer,
                                                  recipe, max_new_tokens, batch_size, backend, sampling)
         generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
                       "greedy": sampling.greedy, "num_samples": k, "seconds": time.perf_counter() - started}
@@ -521,7 +547,10 @@ def add_evaluate_command(commands) -> None:
     p.add_argument("--recipe", required=True, help="Path to a recipe YAML file (its rewards, data and prompt are used).")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    p.add_argument("--model", default=None, help="Model directory, Hub id, procrl:tiny-qwen2 or procrl:tiny-reasoner (default: the recipe's).")
+    p.add_argument("--model", default=None, help="Model directory (a checkpoint; a LoRA adapter is applied to the recipe's "
+                   "policy), Hub id, .gguf file, or an embedded model: procrl:tiny-qwen2, procrl:tiny-reasoner, "
+                   "procrl:smollm2-135m-instruct (default: the recipe's policy).")
+    p.add_argument("--gguf-file", default=None, help="A GGUF checkpoint inside --model (a Hub repository or directory).")
     p.add_argument("--split", default="test", help="Dataset split to evaluate on.")
     p.add_argument("--limit", type=int, default=None, help="Evaluate only the first N problems.")
     p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "
@@ -548,7 +577,7 @@ def _cmd_evaluate(args) -> int:
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
-                      log_wandb=args.wandb, sampling=sampling)
+                      log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file)
     directory = Path(args.output_dir or Path(recipe.output_dir) / f"eval-{args.split}")
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
