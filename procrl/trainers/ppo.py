@@ -840,7 +840,12 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         policy = get_peft_model(policy, peft)
         if not recipe.trainer.value_head_on_policy:  # a head on the policy trains with the policy's adapters
             value_peft = copy.deepcopy(peft)
-            value_peft.task_type = "TOKEN_CLS"
+            value_peft.task_type = "TOKEN_CLS"  # the head is trained whole (PEFT's modules_to_save)
+            # "all-linear" (LoRA's default here) would also adapt the 1-output head, which PEFT then
+            # refuses to save whole ("modules_to_save cannot be applied to ... lora.layer.Linear")
+            heads = [name for name in ("score", "classifier") if isinstance(getattr(value, name, None), nn.Linear)]
+            if value_peft.target_modules == "all-linear" or value_peft.target_modules == {"all-linear"}:
+                value_peft.exclude_modules = heads
             value = get_peft_model(value, value_peft)
     elif settings.kl_coef != 0.0:
         ref_model = load_policy(recipe.model)
