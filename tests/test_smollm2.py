@@ -29,8 +29,9 @@ REPO = Path(__file__).resolve().parent.parent
 RECIPE = REPO / "recipes" / "gsm8k_smollm2_cpu.yaml"
 GSM8K = REPO.parent / "shared" / "data" / "gsm8k"
 SMOLLM2 = "procrl:smollm2-135m-instruct"
+# constant learning rate: a linear schedule ends the 1-step run at lr 0, which the resumed run's optimizer restores
 SHAPE = ["trainer.num_generations=2", "trainer.per_device_train_batch_size=4", "trainer.max_completion_length=48",
-         "trainer.logging_steps=1", "trainer.save_steps=1"]
+         "trainer.logging_steps=1", "trainer.save_steps=1", "trainer.lr_scheduler_type=constant"]
 
 
 def sets(*overrides: str) -> list[str]:
@@ -115,6 +116,8 @@ def test_ppo_step_with_lora_changes_saves_and_resumes(smollm2, tmp_path):
                      *sets(*overrides, "trainer.max_steps=2")]) == 0
     assert [h["step"] for h in history(output) if "loss/policy" in h] == [1, 2]
     assert (output / "value_model" / "adapter_model.safetensors").is_file()
+    assert lora_b_norm(output / "checkpoint-2" / "adapter_model.safetensors") != pytest.approx(
+        lora_b_norm(output / "checkpoint-1" / "adapter_model.safetensors"), rel=1e-6)
 
 
 def test_evaluate_eight_problems_with_the_trained_adapter(grpo_run, tmp_path, capsys):
