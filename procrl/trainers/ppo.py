@@ -363,6 +363,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
             max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_id,
         )
+        generation.update(self.args.generation_kwargs or {})  # TRL's GRPOConfig.generation_kwargs, as GRPO honours them
         with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
             policy = unwrapped.policy
             was_training = policy.training
