@@ -161,14 +161,29 @@ def test_hf_judge_with_smollm2_parses_or_counts_every_verdict(smollm2):
         assert (score is None) == (status != "ok")
 
 
-def test_check_load_models_loads_the_policy_and_the_judge(smollm2, capsys):
+def test_check_load_models_loads_the_policy_the_judge_and_receval_lm(smollm2, capsys):
     code = cli.main(["check", str(RECIPE), "--load-models",
-                     *sets(f"rewards.judge={{type: first_error, backend: hf, model: {SMOLLM2}, max_tokens: 8}}")])
+                     *sets(f"rewards.judge={{type: first_error, backend: hf, model: {SMOLLM2}, max_tokens: 8}}",
+                           f"rewards.info={{type: receval_informativeness, lm: {SMOLLM2}, weight: 0.1}}")])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "policy: LlamaForCausalLM" in out and "134.5M parameters" in out
     assert "pad = eos" in out and "| <|im_start|>assistant" in out
-    assert "judge" in out.split("reward mix on")[1] and "not scored" not in out.split("reward mix on")[1]
+    mix = out.split("reward mix on")[1]
+    assert "judge" in mix and "info" in mix and "not scored" not in mix
+
+
+def test_receval_lm_reads_plain_text_without_a_chat_turn_opener(smollm2):
+    """SmolLM2's bos_token is <|im_start|>, which its tokenizer never adds: the information-gain
+    LM must not put it before plain text (it would read the text as a chat role)."""
+    from procrl.rewards.info_gain import TargetLogProbScorer
+
+    scorer = TargetLogProbScorer(SMOLLM2)
+    values = scorer.mean_logprobs([("Ann has 3 apples and buys 4 more. 3 + 4 = 7.", " The answer is 7."),
+                                   ("Ann has 3 apples and buys 4 more.", " The answer is 7.")])
+    assert all(math.isfinite(v) and v < 0 for v in values)
+    ids, _ = scorer._encode("Ann has 3 apples.", " The answer is 3.")
+    assert scorer._tokenizer.bos_token == "<|im_start|>" and ids[0] != scorer._tokenizer.bos_token_id
 
 
 def test_gguf_loaded_policy_saves_plain_safetensors_with_the_same_greedy_tokens(smollm2, tmp_path):

@@ -134,11 +134,21 @@ class TargetLogProbScorer:
         target_ids = self._tokenizer(target, add_special_tokens=False)["input_ids"]
         if not target_ids:
             raise ValueError(f"target {target!r} has no tokens")
-        bos = self._tokenizer.bos_token_id
-        prefix = [bos] if bos is not None else []
+        prefix = self._bos_prefix()
         room = max(self.max_length - len(target_ids) - len(prefix), 1)
         context_ids = context_ids[-room:]
         return prefix + context_ids + target_ids, len(target_ids)
+
+    def _bos_prefix(self) -> list[int]:
+        """The BOS the tokenizer itself puts first (Llama's ``<s>``, Llama 3's
+        ``<|begin_of_text|>``), else nothing: SmolLM2's ``bos_token`` is the chat-turn opener
+        ``<|im_start|>``, which its tokenizer never adds and which, put before plain text, makes
+        the text read as a role name."""
+        if not hasattr(self, "_prefix"):
+            bos = self._tokenizer.bos_token_id
+            first = self._tokenizer("a")["input_ids"][:1]
+            self._prefix = [bos] if bos is not None and first == [bos] else []
+        return self._prefix
 
     def _forward(self, rows: list[tuple[list[int], int]]) -> list[float]:
         import torch
