@@ -105,13 +105,29 @@ def _cmd_score(args) -> int:
 
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
     check_paths(args.input, args.output)
-    count_rows(args.input)  # a bad row fails here, before any component loads
-    mix = RewardMix(recipe.rewards)
+    try:
+        count_rows(args.input)  # a bad row fails here, before any component loads
+        mix = RewardMix(recipe.rewards)
+    except KeyboardInterrupt as error:
+        from procrl.interrupts import interrupted
+
+        raise interrupted(error, f"{args.output} was not touched") from None
     summary = score_file(mix, args.input, args.output, batch_size=args.batch_size, progress=not args.quiet,
                          report=lambda line: print(f"procrl: {line}", file=sys.stderr, flush=True))
-    print(summary.format())
-    print(f"wrote {summary.rows} rows to {args.output}")
+    # the rows went to stdout (--output /dev/stdout): the summary goes to stderr, out of their way
+    summary_stream = sys.stderr if _is_stdout(args.output) else sys.stdout
+    print(summary.format(), file=summary_stream)
+    print(f"wrote {summary.rows} rows to {args.output}", file=summary_stream)
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    import os
+
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _positive_int(text: str) -> int:
@@ -185,11 +201,19 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "train":  # only train passes unknown flags on (to accelerate launch)
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.launch_args = extra
-    try:
-        return args.handler(args)
-    except ConfigError as error:
-        print(f"procrl: error: {error}", file=sys.stderr)
-        return 2
+    from procrl import interrupts
+    from procrl.redaction import redact_argv
+
+    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
+
+    with interrupts.terminate_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
+        try:
+            return args.handler(args)
+        except ConfigError as error:
+            print(f"procrl: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:  # one line saying what is kept, no traceback
+            return interrupts.report(error)
 
 
 if __name__ == "__main__":

@@ -389,6 +389,20 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
     return component.score(RewardBatch.from_texts(completions, questions, golds)).scores, "accuracy (default settings; not in the recipe)"
 
 
+def _check_run_model(model: str) -> None:
+    """A run's output dir whose final model is incomplete or missing: one line naming the
+    checkpoint to evaluate instead (procrl/checkpoints.py)."""
+    from procrl.checkpoints import final_model_problem, newest_complete_checkpoint
+
+    if not Path(model).is_dir():
+        return
+    problem = final_model_problem(model)
+    if problem:
+        newest = newest_complete_checkpoint(model)
+        use = f"evaluate {newest}, its newest complete checkpoint" if newest else "it holds no complete checkpoint either"
+        raise ConfigError(f"--model: {model}: {problem}; {use} (or finish the run with procrl train --resume)")
+
+
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
              backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
@@ -403,6 +417,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     sampling.validate()
     k = sampling.num_samples
     model = model or recipe.model.name_or_path
+    _check_run_model(model)
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     directory.mkdir(parents=True, exist_ok=True)
     from procrl.data import _is_local_file

@@ -31,6 +31,7 @@ import yaml
 
 from procrl import yaml_core
 from procrl.config import ConfigError, check_value, field, from_dict, suggest
+from procrl.redaction import redact_argv, register_secrets
 from procrl.rewards.base import ComponentSpec, parse_rewards
 
 __all__ = [
@@ -300,6 +301,7 @@ def _parse_scalar(text: str, override: str) -> Any:
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides (value parsed as YAML) to a copy of ``raw``."""
     result = copy.deepcopy(raw)
+    redact_argv(overrides or [])  # registers secret values given as --set KEY=VALUE (error messages redact them)
     for override in overrides or []:
         if "=" not in override:
             raise ConfigError(f"--set {override!r}: expected key.path=value")
@@ -317,6 +319,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 raise ConfigError(f"--set {override!r}: {where} is a {type(child).__name__}, not a mapping")
             node = child
         node[parts[-1]] = _parse_scalar(text, override)
+    register_secrets(result)
     return result
 
 
@@ -457,7 +460,7 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, out
                 *, scoring: bool = False) -> Recipe:
     """Read, override and validate a recipe file (its directory and the working directory go on
     the import path first: :func:`add_import_paths`); ``scoring``: see :func:`parse_recipe`."""
-    raw = apply_overrides(read_recipe_file(path), overrides or [])
+    raw = apply_overrides(read_recipe_file(path), overrides or [])  # registers the secret values (procrl/redaction.py)
     add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir

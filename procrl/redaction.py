@@ -9,6 +9,13 @@ the W&B run config, judge warnings).
 * Credentials inside URLs are replaced wherever a string holds one: the user-info part
   (``https://user:key@host/v1`` -> ``https://<redacted>@host/v1``) and secret-looking query
   parameters (``?api_key=...``).
+* Secret values seen once are redacted everywhere after: the recipe loader registers the values
+  of secret keys (:func:`register_secrets`; the judges register keys read from the environment)
+  and :func:`redact_text` replaces them in any text. Every :class:`~procrl.config.ConfigError`
+  message goes through it (``trainer.hub_token: expected a string, got list ['<redacted>']``,
+  ``data.dataset: file not found: https://<redacted>@host/...``), and so does procrl's own
+  command line once parsed (:func:`redact_argv`: W&B records ``sys.argv`` in its run files; the
+  lock file and the ``launching`` line show it).
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["REDACTED", "is_secret_key", "redact", "redact_url"]
+__all__ = ["REDACTED", "SecretText", "is_secret_key", "redact", "redact_argv", "redact_text", "redact_url", "hide_secrets", "register_secret",
+           "register_secrets"]
 
 REDACTED = "<redacted>"
 _ALWAYS = {"password", "passwd", "pwd", "secret", "secrets", "credential", "credentials", "apikey", "passphrase"}
@@ -66,3 +74,101 @@ def redact(value: Any) -> Any:
     if isinstance(value, str):
         return redact_url(value)
     return value
+
+
+# --- secret values, wherever they turn up -------------------------------------------------------
+
+_SECRETS: set[str] = set()
+_SHORTEST_ANYWHERE = 6  # shorter secrets are replaced only where they stand alone (not inside words)
+
+
+def register_secret(value: Any) -> None:
+    """Remember a secret value so that :func:`redact_text` replaces it from now on."""
+    text = value if isinstance(value, str) else None if value is None or isinstance(value, bool) else str(value)
+    if text and text.strip() and text != REDACTED:
+        _SECRETS.add(text.strip())
+
+
+def register_secrets(tree: Any) -> None:
+    """Register every value under a secret key of a config tree (all the leaves below it)."""
+    if isinstance(tree, dict):
+        for key, item in tree.items():
+            if is_secret_key(key):
+                _register_leaves(item)
+            else:
+                register_secrets(item)
+    elif isinstance(tree, (list, tuple)):
+        for item in tree:
+            register_secrets(item)
+
+
+def _register_leaves(value: Any) -> None:
+    if isinstance(value, dict):
+        for item in value.values():
+            _register_leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _register_leaves(item)
+    else:
+        register_secret(value)
+
+
+def redact_text(text: str) -> str:
+    """``text`` with URL credentials and every registered secret value replaced."""
+    text = redact_url(str(text))
+    for secret in sorted(_SECRETS, key=len, reverse=True):
+        if secret not in text:
+            continue
+        if len(secret) >= _SHORTEST_ANYWHERE:
+            text = text.replace(secret, REDACTED)
+        else:
+            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(secret)}(?![A-Za-z0-9_])", REDACTED, text)
+    return text
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """A command line with secrets replaced: ``KEY=VALUE`` where KEY (its last dotted part, as in
+    ``--set trainer.hub_token=...``) names a secret, URL credentials, registered secret values."""
+    redacted = []
+    for arg in argv:
+        key, equals, value = str(arg).partition("=")
+        if equals and value and is_secret_key(key.lstrip("-").split(".")[-1]):
+            register_secret(value)
+            arg = f"{key}={REDACTED}"
+        redacted.append(redact_text(arg))
+    return redacted
+
+
+class SecretText(str):
+    """A secret string (``trainer.hub_token``) that works as the string in this process (TRL and
+    transformers push to the Hub with it) but never leaves it: pickled (transformers'
+    ``training_args.bin``, in every checkpoint and the final model) it becomes ``None``, through
+    builtins only, so loading the file needs no procrl; copies keep it; ``repr`` hides it."""
+
+    __slots__ = ()
+
+    def __reduce_ex__(self, protocol):
+        return type(None), ()
+
+    def __reduce__(self):
+        return type(None), ()
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __repr__(self) -> str:
+        return repr(REDACTED)
+
+
+def hide_secrets(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with the string values of secret keys as :class:`SecretText` (registered too)."""
+    hidden = {}
+    for key, value in settings.items():
+        if is_secret_key(key) and isinstance(value, str) and not isinstance(value, SecretText):
+            register_secret(value)
+            value = SecretText(value)
+        hidden[key] = value
+    return hidden
