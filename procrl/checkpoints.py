@@ -39,6 +39,7 @@ __all__ = [
     "checkpoint_problem",
     "final_model_problem",
     "find_resume_checkpoint",
+    "interrupted_final_save",
     "kept",
     "list_checkpoints",
     "newest_complete_checkpoint",
@@ -168,10 +169,11 @@ class AtomicCheckpoints:
         try:
             super()._save_checkpoint(model, trial)
         except Exception as error:
-            if not _write_failure(error):
+            reason = _write_failure(error)
+            if reason is None:
                 raise
             raise CheckpointWriteError(
-                f"writing {name} to {run_dir} failed ({_first_line(error)}); it was not published, {kept(run_dir, 'free space and ')}"
+                f"writing {name} to {run_dir} failed ({reason}); it was not published, {kept(run_dir, 'free space and ')}"
             ) from None
         finally:
             self._procrl_staging = False
@@ -198,17 +200,42 @@ def _first_line(error: BaseException) -> str:
     return text[-1].strip() if text else type(error).__name__
 
 
-def _write_failure(error: BaseException) -> bool:
-    """An I/O failure while saving: an OSError, or the same wrapped by safetensors / torch.save."""
-    if isinstance(error, OSError):
-        return True
-    text = str(error)
-    return any(mark in text for mark in ("I/O error", "file write failed", "No space left", "File too large", "Disk quota"))
+_WRITE_MARKS = ("I/O error", "file write failed", "No space left", "File too large", "Disk quota")
+# what torch.save's zip writer raises when a write fails (a full disk, a file size limit): no errno
+_TORCH_WRITE_MARKS = ("iostream error", "unexpected pos")
+
+
+def _write_failure(error: BaseException) -> str | None:
+    """The reason, when ``error`` (or what it was raised from) is an I/O failure while saving: an
+    OSError, or the same wrapped by safetensors / torch.save; None otherwise."""
+    chain, seen = [error], set()
+    while chain:
+        current = chain.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            return current.strerror or _first_line(current)
+        if any(mark in str(current) for mark in _WRITE_MARKS):
+            return _first_line(current)
+        chain += [current.__cause__, current.__context__]
+    if any(mark in str(part) for part in (error, error.__context__) for mark in _TORCH_WRITE_MARKS):
+        return "torch.save could not write its file: a full disk or a file size limit"
+    return None
 
 
 def newest_complete_checkpoint(output_dir: str | os.PathLike) -> str | None:
     """The newest ``checkpoint-N`` of ``output_dir`` that passes :func:`checkpoint_problem`."""
     return next((str(path) for _, path in list_checkpoints(output_dir) if checkpoint_problem(path) is None), None)
+
+
+def interrupted_final_save(output_dir: str | os.PathLike, step: int) -> str:
+    """What a run stopped during its final save (at global step ``step``) leaves, in words."""
+    newest = newest_complete_checkpoint(output_dir)
+    if newest and Path(newest).name == f"checkpoint-{step}":
+        return (f"training had finished, but the final model was not published in {output_dir}; {newest} holds it: "
+                "use it, or procrl train --resume publishes it from there")
+    return f"the final model was not published in {output_dir}; {kept(output_dir)}"
 
 
 def kept(output_dir: str | os.PathLike, first: str = "") -> str:
@@ -287,13 +314,18 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
         trainer.save_model(str(staged), _internal_call=True)
         if main:
             trainer.state.save_to_json(str(staged / _FINAL_LAST))
-    except Exception as error:
-        if not _write_failure(error):
-            raise
+    except BaseException as error:
         if main:
-            shutil.rmtree(staged, ignore_errors=True)  # give the space back
+            shutil.rmtree(staged, ignore_errors=True)  # what was written of it: give the space back
+            try:
+                staged.parent.rmdir()
+            except OSError:
+                pass
+        reason = _write_failure(error) if isinstance(error, Exception) else None
+        if reason is None:
+            raise
         raise CheckpointWriteError(
-            f"writing the final model to {folder} failed ({_first_line(error)}); nothing was published there, {kept(folder, 'free space and ')}"
+            f"writing the final model to {folder} failed ({reason}); nothing was published there, {kept(folder, 'free space and ')}"
         ) from None
     trainer.accelerator.wait_for_everyone()
     if main:
@@ -316,6 +348,7 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
                 f"publishing the final model in {folder} failed ({_first_line(error)}); {FINAL_MARKER} marks its top "
                 f"as incomplete, {kept(folder)}"
             ) from None
+    if main:
         for empty in (staged, staged.parent):
             try:
                 empty.rmdir()

@@ -131,10 +131,12 @@ def redact_argv(argv: list[str]) -> list[str]:
     ``--set trainer.hub_token=...``) names a secret, URL credentials, registered secret values."""
     redacted = []
     for arg in argv:
-        key, equals, value = str(arg).partition("=")
-        if equals and value and is_secret_key(key.lstrip("-").split(".")[-1]):
-            register_secret(value)
-            arg = f"{key}={REDACTED}"
+        arg = str(arg)
+        separator = "=" if "=" in arg else ":"  # KEY: VALUE is a mistyped --set, and as secret
+        key, found, value = arg.partition(separator)
+        if found and value.strip() and is_secret_key(key.strip().lstrip("-").split(".")[-1]):
+            register_secret(value.strip())
+            arg = f"{key}{separator}{' ' if value.startswith(' ') else ''}{REDACTED}"
         redacted.append(redact_text(arg))
     return redacted
 

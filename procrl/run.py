@@ -378,7 +378,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     output dir's lock from before the model loads until it exits. The final model is written as
     checkpoints are, complete or absent (:func:`procrl.checkpoints.save_final_model`). Ctrl-C and
     SIGTERM end it with one line naming the checkpoint to continue from."""
-    from procrl.checkpoints import find_resume_checkpoint, kept, save_final_model, set_aside
+    from procrl.checkpoints import find_resume_checkpoint, interrupted_final_save, kept, save_final_model, set_aside
     from procrl.interrupts import interrupted
     from procrl.output_dir import check_output_dir
 
@@ -427,8 +427,9 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
         stage = "final save"
         save_final_model(trainer, recipe.output_dir)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/interrupts.py)
-        where = f"the final model was not published in {recipe.output_dir}; " if stage == "final save" else ""
-        raise interrupted(error, where + kept(recipe.output_dir)) from None
+        if stage == "final save":
+            raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None
+        raise interrupted(error, kept(recipe.output_dir)) from None
     finally:
         if lock is not None:
             lock.release()
