@@ -314,8 +314,8 @@ def _cmd_build(args) -> int:
         directory = ensure_tiny_reasoner(spec, progress=False if args.quiet else None)
         card = json.loads((directory / "reasoner_card.json").read_text())
     else:
+        check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
         directory = Path(args.output_dir)
-        check_build_dir(directory)  # before torch loads: refused paths are one line, nothing written
         card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
     print(f"{REASONER}: {card['parameters'] / 1e6:.2f}M parameters, {card['training_rows']} training solutions "
           f"({card['flawed_rows']} flawed), built in {card['build_seconds']:.0f} s -> {directory}")

@@ -142,18 +142,23 @@ def redact_argv(argv: list[str]) -> list[str]:
 
 
 class SecretText(str):
-    """A secret string (``trainer.hub_token``) that works as the string in this process (TRL and
-    transformers push to the Hub with it) but never leaves it: pickled (transformers'
-    ``training_args.bin``, in every checkpoint and the final model) it becomes ``None``, through
-    builtins only, so loading the file needs no procrl; copies keep it; ``repr`` hides it."""
+    """A string holding a secret (``trainer.hub_token``, a URL with credentials) that works as
+    the string in this process (TRL and transformers push to the Hub with it, vLLM's client
+    connects with it) but never leaves it: pickled (transformers' ``training_args.bin``, in every
+    checkpoint and beside the final model) it becomes ``shown`` (None for a secret value, the
+    redacted URL for a URL), through builtins only, so loading the file needs no procrl; copies
+    keep the secret; ``repr`` shows ``shown``."""
 
-    __slots__ = ()
+    def __new__(cls, value: str, shown: str | None = None):
+        text = super().__new__(cls, value)
+        text._shown = shown
+        return text
 
     def __reduce_ex__(self, protocol):
-        return type(None), ()
+        return (type(None), ()) if self._shown is None else (str, (self._shown,))
 
     def __reduce__(self):
-        return type(None), ()
+        return self.__reduce_ex__(2)
 
     def __copy__(self):
         return self
@@ -162,15 +167,20 @@ class SecretText(str):
         return self
 
     def __repr__(self) -> str:
-        return repr(REDACTED)
+        return repr(REDACTED if self._shown is None else self._shown)
 
 
-def hide_secrets(settings: dict[str, Any]) -> dict[str, Any]:
-    """``settings`` with the string values of secret keys as :class:`SecretText` (registered too)."""
-    hidden = {}
-    for key, value in settings.items():
-        if is_secret_key(key) and isinstance(value, str) and not isinstance(value, SecretText):
-            register_secret(value)
-            value = SecretText(value)
-        hidden[key] = value
-    return hidden
+def hide_secrets(settings: Any, key: Any = None) -> Any:
+    """``settings`` (a config tree) with the string values of secret keys, and strings holding
+    URL credentials, as :class:`SecretText` (secret values registered too)."""
+    if isinstance(settings, dict):
+        return {name: hide_secrets(value, name) for name, value in settings.items()}
+    if isinstance(settings, (list, tuple)):
+        return type(settings)(hide_secrets(value) for value in settings)
+    if not isinstance(settings, str) or isinstance(settings, SecretText):
+        return settings
+    if key is not None and is_secret_key(key):
+        register_secret(settings)
+        return SecretText(settings)
+    shown = redact_url(settings)
+    return settings if shown == settings else SecretText(settings, shown)
