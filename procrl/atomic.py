@@ -79,7 +79,7 @@ def output_target(path: str | os.PathLike, option: str = "--output") -> OutputTa
     for _ in range(40):  # the kernel's own limit on a chain of symlinks
         if name in _STANDARD:
             name = f"/dev/fd/{_STANDARD[name]}"
-        own = _DESCRIPTOR.match(name)
+        own = _DESCRIPTOR.match(os.path.normpath(name))
         if own and own.group(1) in (None, "self", "thread-self", str(os.getpid())):
             fd = int(own.group(2))
             try:
@@ -91,7 +91,7 @@ def output_target(path: str | os.PathLike, option: str = "--output") -> OutputTa
             return OutputTarget("descriptor", Path(name), fd)
         if not os.path.islink(name):
             break
-        name = os.path.normpath(os.path.join(os.path.dirname(name), os.readlink(name)))
+        name = os.path.join(os.path.dirname(name), os.readlink(name))  # no normpath: '..' after a symlinked dir
     else:
         raise ConfigError(f"{option}: {path}: too many levels of symbolic links")
     try:
@@ -102,7 +102,7 @@ def output_target(path: str | os.PathLike, option: str = "--output") -> OutputTa
         raise ConfigError(f"{option}: cannot use {path} ({error.strerror or error})") from None
     kind = _kind_of(mode)
     if kind is None:
-        shown = str(path) if name == os.path.abspath(os.fspath(path)) else f"{path} (-> {name})"
+        shown = str(path) if name == os.path.abspath(os.fspath(path)) else f"{path} (-> {os.path.normpath(name)})"
         if stat.S_ISDIR(mode):
             raise ConfigError(f"{option}: {shown} is a directory; give a file path")
         raise ConfigError(f"{option}: {shown} is {_what(mode)}; procrl writes regular files, character devices "

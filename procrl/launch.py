@@ -168,7 +168,9 @@ def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: 
         except KeyboardInterrupt:
             process.kill()
             code = process.wait()
-        return code if code > 0 else 128 - code if code < 0 else (143 if isinstance(error, Terminated) else 130)
+        if code < 0:  # killed by a signal: as a shell reports it
+            return 128 - code
+        return code or (143 if isinstance(error, Terminated) else 130)
 
 
 def note_outer_launch(recipe) -> None:

@@ -397,8 +397,11 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
               f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):")
         for change in changes:
             _note(f"  {change}")
-    mix, args = preflight(recipe)
-    inputs = _trainer_inputs(recipe, args)
+    try:
+        mix, args = preflight(recipe)
+        inputs = _trainer_inputs(recipe, args)
+    except KeyboardInterrupt as error:
+        raise interrupted(error, f"{recipe.output_dir} was not touched") from None
     lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
     stage = "training"
     try:
