@@ -310,6 +310,7 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
     main = trainer.args.should_save
     if main:
         shutil.rmtree(staged, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()  # no rank writes its shards into what is being removed
     try:
         trainer.save_model(str(staged), _internal_call=True)
         if main:
@@ -355,6 +356,8 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
             except OSError:
                 pass
     trainer.accelerator.wait_for_everyone()
+    if trainer.args.push_to_hub:  # as save_model(output_dir) would have (it writes the same files again, then uploads)
+        trainer.push_to_hub(commit_message="Model save", revision=trainer.args.hub_revision)
 
 
 _ATOMIC_CLASSES: dict[type, type] = {}

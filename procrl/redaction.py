@@ -79,14 +79,16 @@ def redact(value: Any) -> Any:
 # --- secret values, wherever they turn up -------------------------------------------------------
 
 _SECRETS: set[str] = set()
-_SHORTEST_ANYWHERE = 6  # shorter secrets are replaced only where they stand alone (not inside words)
+_SHORTEST = 4  # shorter values are no secrets worth the name, and would blank out ordinary words
+_SHORTEST_ANYWHERE = 8  # shorter secrets are replaced only where they stand alone (not inside words)
 
 
 def register_secret(value: Any) -> None:
-    """Remember a secret value so that :func:`redact_text` replaces it from now on."""
+    """Remember a secret value so that :func:`redact_text` replaces it from now on (in this process)."""
     text = value if isinstance(value, str) else None if value is None or isinstance(value, bool) else str(value)
-    if text and text.strip() and text != REDACTED:
-        _SECRETS.add(text.strip())
+    text = (text or "").strip()
+    if len(text) >= _SHORTEST and text != REDACTED:
+        _SECRETS.add(text)
 
 
 def register_secrets(tree: Any) -> None:

@@ -87,13 +87,12 @@ def check_paths(input_path: str, output_path: str) -> None:
         raise ConfigError(f"--output: {output_path} is the input file; write the scores to another file")
     if target.is_dir():
         raise ConfigError(f"--output: {output_path} is a directory; give a file path")
-    if output_target(output_path, "--output").kind != "file":
-        return  # a device, a pipe, an open descriptor: written straight
     for parent in target.parents:
         if parent.exists():
             if not parent.is_dir():
                 raise ConfigError(f"--output: {parent} is a file, so {output_path} cannot be created")
             break
+    output_target(output_path, "--output")  # a socket, a block device: refused (procrl/atomic.py)
 
 
 # --- scoring ------------------------------------------------------------------------------------

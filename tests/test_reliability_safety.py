@@ -365,7 +365,7 @@ def test_check_prints_no_credentials_in_the_plan(capsys):
 @pytest.mark.parametrize("override,words", [
     ("data.dataset=https://alice:DATASECRET1@example.com/d.jsonl",
      ("data.dataset: file not found: https://<redacted>@example.com/d.jsonl",)),
-    ("trainer.hub_token=[TOKENSECRET2, other]", ("trainer.hub_token", "<redacted>")),
+    ("trainer.hub_token=[TOKENSECRET2, ANOTHERSECRET]", ("trainer.hub_token", "got list ['<redacted>', '<redacted>']")),
     ("trainer.hub_token=98765432", ("trainer.hub_token", "got int <redacted>")),
     ("trainer.hub_token: TOKENSECRET3", ("expected key.path=value",)),
     ("rewards.first_error=[{backend: openai, base_url: 'https://u:URLSECRET4@h/v1'}]", ("rewards.first_error",)),
