@@ -292,7 +292,7 @@ def final_model_problem(output_dir: str | os.PathLike) -> str | None:
         return f"its final save was interrupted ({FINAL_MARKER} is there)"
     has_run = (folder / "run_info.json").is_file() or bool(list_checkpoints(folder))
     if has_run and not (folder / _FINAL_LAST).is_file():
-        return "its final model was not saved (the run was stopped before the end of training or during the final save)"
+        return "it holds no final model (its run is still training, or was stopped before its final save completed)"
     return None
 
 

@@ -277,7 +277,7 @@ def test_sigterm_during_the_final_save_publishes_nothing_and_resume_saves_it(tmp
     assert not any((out / name).exists() for name in (*MODEL_FILES, "trainer_state.json")), sorted(os.listdir(out))
     assert not (out / ".partial").exists() and not (out / ".procrl.lock").exists()
     refused = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--model", out, "--limit", "1")
-    assert_one_line_error(refused, "--model", "final model was not saved", str(out / "checkpoint-2"))
+    assert_one_line_error(refused, "--model", "holds no final model", str(out / "checkpoint-2"))
 
     resumed = procrl_run(["train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS, "--resume"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
