@@ -292,7 +292,10 @@ def _parse_scalar(text: str, override: str) -> Any:
     try:
         return yaml_core.load(text) if text.strip() else ""
     except yaml_core.YAMLSizeError as error:
-        raise ConfigError(f"--set {override!r}: {error}") from None
+        shown = override if len(override) <= 80 else override[:60] + f"... ({len(override):,} characters)"
+        raise ConfigError(f"--set {shown!r}: {error}") from None
+    except yaml_core.DuplicateKeyError as error:
+        raise ConfigError(f"--set {override!r}: {error.problem}") from None
     except yaml.YAMLError:
         return text
 
@@ -477,6 +480,8 @@ def is_recipe_file(path: str | os.PathLike, max_bytes: int = 1 << 20) -> bool:
         return False
     try:
         raw = yaml_core.load(text)
+    except (yaml_core.YAMLSizeError, yaml_core.DuplicateKeyError):
+        return True  # a recipe that loading refuses in one line (read_recipe_file says why)
     except yaml.YAMLError:
         return False
     return isinstance(raw, dict) and raw.get("recipe") == MARKER

@@ -389,7 +389,27 @@ def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
                 )
             if spec.gate.on == spec.name:
                 raise ConfigError(f"{path}.{spec.name}.gate.on: a component cannot gate itself")
+    check_gate_cycles(specs, path)
     return specs
+
+
+def check_gate_cycles(specs: list[ComponentSpec], path: str = "rewards") -> None:
+    """Refuse gates that wait on each other (``format`` gated on ``trace``, ``trace`` on
+    ``format``, or longer cycles): each component would wait for the other's score forever.
+    Each component has at most one gate, so following ``gate.on`` from each one either ends or
+    comes back to a component already on the path."""
+    gates = {s.name: s.gate.on for s in specs if s.gate is not None}
+    for start in gates:
+        chain = [start]
+        while chain[-1] in gates:
+            following = gates[chain[-1]]
+            if following in chain:
+                cycle = chain[chain.index(following):] + [following]
+                raise ConfigError(
+                    f"{path}.{cycle[0]}.gate.on: gate cycle {' -> '.join(cycle)}: each of these components would wait "
+                    f"for the other's score forever; gate them on a component outside the cycle, or drop "
+                    f"one gate")
+            chain.append(following)
 
 
 # --- the mix -----------------------------------------------------------------------------
@@ -399,6 +419,7 @@ class RewardMix:
     """The components of a recipe, their TRL reward functions and the current batch's outputs."""
 
     def __init__(self, specs: list[ComponentSpec]):
+        check_gate_cycles(specs)  # specs built without parse_rewards too: a cycle would deadlock compute()
         self.specs = {s.name: s for s in specs}
         self.components: dict[str, RewardComponent] = {}
         for spec in specs:
