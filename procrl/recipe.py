@@ -58,6 +58,11 @@ class LoraSection:
     lora_dropout: float = field(0.05, help="Dropout on the LoRA branch.")
     target_modules: str | list[str] = field("all-linear", help="Modules to adapt ('all-linear' or a list of names).")
 
+    def validate(self, path: str) -> None:
+        check_range(f"{path}.r", self.r, 1, True, None, False, "the rank of the adapters")
+        check_range(f"{path}.lora_alpha", self.lora_alpha, 0, False, None, False, "scaling = lora_alpha / r")
+        check_range(f"{path}.lora_dropout", self.lora_dropout, 0, True, 1, False)
+
 
 @dataclass
 class ModelSection:
@@ -224,6 +229,51 @@ TRL_CHOICES: dict[str, tuple[str, ...]] = {
     "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
     "vllm_mode": ("colocate", "server"),
 }
+# Ranges of TRL numeric fields that TRL (or torch) checks only once the model has loaded, or
+# never: (low, low included, high, high included, what the value means at the edge); None: open.
+TRL_RANGES: dict[str, tuple[float | None, bool, float | None, bool, str]] = {
+    "max_completion_length": (1, True, None, False, "tokens generated per completion"),
+    "temperature": (0, False, None, False, "sampling temperature; TRL divides the logits by it"),
+    "top_p": (0, False, 1, True, "nucleus sampling; 1 = off"),
+    "top_k": (0, True, None, False, "0 = off"),
+    "min_p": (0, True, 1, True, "minimum token probability relative to the most likely one"),
+    "repetition_penalty": (0, False, None, False, "1 = off"),
+    "beta": (0, True, None, False, "KL coefficient; 0 = no reference model"),
+    "epsilon": (0, False, None, False, "clip range of the policy ratio"),
+    "epsilon_high": (0, False, None, False, "upper clip range of the policy ratio"),
+    "delta": (0, False, None, False, "upper bound of two-sided clipping"),
+    "num_iterations": (1, True, None, False, "optimisation passes per generation batch"),
+    "save_total_limit": (1, True, None, False, "checkpoints kept; null keeps every one"),
+    "num_train_epochs": (0, False, None, False, "passes over the data (with max_steps: -1)"),
+    "weight_decay": (0, True, None, False, ""),
+    "max_grad_norm": (0, True, None, False, "0 = no clipping"),
+    "warmup_steps": (0, True, None, False, "steps, or a fraction of the run below 1"),
+    "adam_beta1": (0, True, 1, False, ""),
+    "adam_beta2": (0, True, 1, False, ""),
+    "adam_epsilon": (0, True, None, False, ""),
+    "per_device_eval_batch_size": (1, True, None, False, ""),
+    "generation_batch_size": (1, True, None, False, "completions generated together"),
+    "steps_per_generation": (1, True, None, False, ""),
+    "top_entropy_quantile": (0, True, 1, True, "1 = every token"),
+    "vllm_gpu_memory_utilization": (0, False, 1, True, "share of the GPU's memory"),
+    "dataloader_num_workers": (0, True, None, False, ""),
+    "seed": (0, True, 2**32 - 1, True, "numpy's seed range"),
+}
+
+
+def check_range(path: str, value: Any, low: float | None, low_in: bool, high: float | None, high_in: bool,
+                meaning: str = "") -> None:
+    """Raise a ConfigError naming ``path`` and the allowed interval when ``value`` is outside it."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    below = low is not None and (value < low or (value == low and not low_in))
+    above = high is not None and (value > high or (value == high and not high_in))
+    if below or above:
+        interval = ("[" if low_in else "(") + ("-inf" if low is None else f"{low:g}") + ", " + (
+            "inf" if high is None else f"{high:g}") + ("]" if high_in else ")")
+        raise ConfigError(f"{path}: must be in {interval}, got {value!r}" + (f" ({meaning})" if meaning else ""))
+
+
 # Set by procrl from other sections; giving them under trainer would silently lose one of the two.
 MANAGED_TRL_FIELDS = {
     "reward_weights": "set each component's weight under rewards.<name>.weight",
@@ -359,6 +409,9 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
             raise ConfigError(f"trainer.{key}: must be positive (steps, or a fraction of the run below 1), got {value}")
     if "learning_rate" in trainer_args and trainer_args["learning_rate"] < 0:
         raise ConfigError(f"trainer.learning_rate: must be >= 0, got {trainer_args['learning_rate']}")
+    for key, bounds in TRL_RANGES.items():
+        if trainer_args.get(key) is not None:
+            check_range(f"trainer.{key}", trainer_args[key], *bounds)
     return section, trainer_args
 
 
