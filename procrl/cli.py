@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from procrl.config import ConfigError
 
@@ -40,7 +41,7 @@ def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
     if recipe.data.dataset == SYNTHETIC:  # no `datasets` import for two embedded rows
         rows = synthetic_rows(recipe.data, recipe.data.split)
         return rows[: min(count, recipe.data.max_samples or count)], recipe.data.dataset
-    if _is_local_file(recipe.data.dataset):
+    if _is_local_file(recipe.data.dataset) or Path(recipe.data.dataset).is_dir():
         dataset = load_examples(recipe.data)
         return [dataset[i] for i in range(min(count, len(dataset)))], recipe.data.dataset
     return generate_problems(count, seed=0), f"embedded problems (not fetching {recipe.data.dataset!r})"
@@ -61,12 +62,21 @@ def _cmd_check(args) -> int:
     # and torch, which check does not import)
     check_training_data(recipe)
     check_batch_layout(recipe, planned_processes(recipe))
+    if recipe.launch.config_file is not None:
+        from procrl.launch import resolve_config_file
+
+        resolve_config_file(recipe.launch.config_file, recipe.path)
+    from procrl.data.checks import check_recipe_data
+
+    data_lines = check_recipe_data(recipe, args.load_models)  # rows, gold answers, prompt lengths
     mix = RewardMix(recipe.rewards)
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
     print(yaml_core.dump(redact(recipe.resolved())).rstrip())
     print("\nplan:")
     print(format_plan(plan(recipe)))
+    print("\ndata checks:")
+    print("\n".join(f"  {line}" for line in data_lines))
     rows, source = _check_examples(recipe)
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
     broken: list[str] = []

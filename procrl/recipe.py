@@ -116,6 +116,11 @@ class DataSection:
         None, help="Dataset holding the held-out split when it is not data.dataset (e.g. a local test .jsonl); null: data.dataset."
     )
     eval_limit: int | None = field(None, help="Evaluate during training on the first N held-out problems only; null: all.")
+    long_prompts: Literal["refuse", "skip"] = field(
+        "refuse", help="Prompts longer than the limit (trainer.max_prompt_length, else the model's context minus "
+        "max_completion_length): 'refuse' stops before the model loads, naming the row; 'skip' drops those rows, "
+        "counted at start and logged as data/training_prompts_skipped. Never truncated (a cut problem keeps its gold answer)."
+    )
 
     def validate(self, path: str) -> None:
         if "{question}" not in self.prompt_template:
@@ -127,11 +132,11 @@ class DataSection:
 
     def check_held_out(self, path: str) -> None:
         """The held-out data of evaluation during training is not the training data."""
-        from procrl.data import SYNTHETIC, _is_local_file
+        from procrl.data import SYNTHETIC, has_no_splits
         from procrl.data.synthetic import HELD_OUT_SPLITS
 
         source = self.eval_dataset or self.dataset
-        if self.eval_dataset is None and _is_local_file(self.dataset):
+        if self.eval_dataset is None and has_no_splits(self.dataset):
             raise ConfigError(f"{path}.eval_dataset: data.dataset is a local file ({self.dataset}), which has no "
                               f"held-out split; name the held-out file with {path}.eval_dataset")
         if source == self.dataset and self.eval_split == self.split:
@@ -182,12 +187,18 @@ class TrainerSection:
     gamma: float = field(1.0, help="PPO: discount factor of GAE.")
     lam: float = field(0.95, help="PPO: lambda of GAE.")
     whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")
+    max_prompt_length: int | None = field(
+        None, help="Longest prompt in tokens (TRL's name: GRPOConfig's before TRL 1.0, SDPO's); longer ones are refused "
+        "or skipped (data.long_prompts). null: the model's context minus max_completion_length."
+    )
 
     def validate(self, path: str) -> None:
         for key in ("cliprange_value", "vf_coef", "gamma", "lam"):
             value = getattr(self, key)
             if not 0.0 <= value or (key in ("gamma", "lam") and value > 1.0):
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
+        if self.max_prompt_length is not None and self.max_prompt_length < 1:
+            raise ConfigError(f"{path}.max_prompt_length: must be >= 1 (tokens) or null, got {self.max_prompt_length}")
         if not self.process_temperature > 0:
             raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
         if self.process_rewards is not None and not self.process_rewards:
