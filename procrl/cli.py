@@ -95,10 +95,14 @@ def _cmd_check(args) -> int:
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
         print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
+        errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
         if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
             # training would go on with the fallback; check says the component cannot run here
-            errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
             broken.append(f"rewards.{name}: failed to load or run {model}" + (f" ({errors[0]})" if errors else ""))
+        elif sum(counted.get(kind, 0) for kind in _RUN_FAILURES) >= len(batch):
+            kinds = ", ".join(kind for kind in counted if kind in _RUN_FAILURES)
+            broken.append(f"rewards.{name}: failed on every sample of the check ({kinds}"
+                          + (f": {errors[0]}" if errors else "") + "); training would give every sample its fallback")
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0
@@ -106,6 +110,9 @@ def _cmd_check(args) -> int:
 
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
 _LOAD_FAILURES = ("exception", "judge_error")
+# failure kinds of a component that did not score a sample at all (a judge's reply without a verdict is not one)
+_RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_error", "connection_error", "bad_response",
+                 "judge_error")
 
 
 def _cmd_score(args) -> int:
