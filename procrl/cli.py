@@ -120,12 +120,22 @@ def _cmd_score(args) -> int:
     from procrl.rewards.base import RewardMix
     from procrl.scoring import check_paths, count_rows, score_file
 
+    from procrl.jsonl import readable_twice
+
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
-    check_paths(args.input, args.output)
-    count_rows(args.input)  # a bad row fails here, before any component loads
-    mix = RewardMix(recipe.rewards)
-    summary = score_file(mix, args.input, args.output, batch_size=args.batch_size, progress=not args.quiet,
-                         report=lambda line: print(f"procrl: {line}", file=sys.stderr, flush=True))
+    with readable_twice(args.input) as source:  # stdin or a pipe: copied first (read twice below)
+
+        def named(text: str) -> str:  # messages name the input as given, not its temporary copy
+            return text.replace(source, "<stdin>" if args.input == "-" else args.input) if source != args.input else text
+
+        try:
+            check_paths(source, args.output)
+            count_rows(source)  # a bad row fails here, before any component loads
+            mix = RewardMix(recipe.rewards)
+            summary = score_file(mix, source, args.output, batch_size=args.batch_size, progress=not args.quiet,
+                                 report=lambda line: print(f"procrl: {named(line)}", file=sys.stderr, flush=True))
+        except ConfigError as error:
+            raise ConfigError(named(str(error))) from None
     print(summary.format())
     print(f"wrote {summary.rows} rows to {args.output}")
     return 0
@@ -167,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")
     _add_recipe_options(score, positional=False)
-    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer.")
+    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer "
+                       "('-' or /dev/stdin: standard input, e.g. a pipe).")
     score.add_argument("--output", required=True,
                        help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file and "
                        "renamed when complete, so an interrupted run leaves an existing output as it was.")
