@@ -44,8 +44,8 @@ def check_model_path(option: str, name: str, *, allow_gguf: bool = True, what: s
     if path.is_file():
         if allow_gguf and path.suffix.lower() == ".gguf":
             return
-        raise ConfigError(f"{option}: {name} is a file; give a {what} directory (config.json and weights), a Hub id"
-                          + (", a .gguf file" if allow_gguf else "") + " or an embedded procrl: name")
+        others = ", a .gguf file or an embedded procrl: name" if allow_gguf else ""
+        raise ConfigError(f"{option}: {name} is a file; give a {what} directory (config.json and weights) or a Hub id{others}")
     if path.is_dir():
         if not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
             checkpoints = sorted(p.name for p in path.glob("checkpoint-*") if p.is_dir())
