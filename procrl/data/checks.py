@@ -224,7 +224,7 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
     directory, or ``load_models``). Returns the lines to print; raises what train would."""
     from pathlib import Path
 
-    from procrl.data import SYNTHETIC, _is_local_file, build_eval_dataset, build_prompt_dataset, load_examples
+    from procrl.data import SYNTHETIC, _is_local_file, build_eval_dataset, build_prompt_dataset, load_examples, synthetic_rows
     from procrl.recipe import evaluates_during_training
 
     def local(name: str | None) -> bool:
@@ -232,9 +232,12 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
 
     if not local(recipe.data.dataset):
         return [f"training rows: not checked here ({recipe.data.dataset!r} is fetched by train; check fetches nothing)"]
-    examples = load_examples(recipe.data)
-    lines = [f"training rows: {len(examples):,} checked"]
-    warning = check_golds(list(examples["answer"]), recipe.rewards, recipe.data.dataset)
+    if recipe.data.dataset == SYNTHETIC:  # plain rows: check imports no `datasets` unless it measures prompts
+        answers = [row["answer"] for row in synthetic_rows(recipe.data, recipe.data.split)][: recipe.data.max_samples]
+    else:
+        answers = list(load_examples(recipe.data)["answer"])
+    lines = [f"training rows: {len(answers):,} checked"]
+    warning = check_golds(answers, recipe.rewards, recipe.data.dataset)
     if warning:
         lines.append(warning)
     if not (load_models or _tokenizer_is_local(recipe.model)):
