@@ -168,18 +168,15 @@ def test_score_reads_standard_input_from_a_pipe(tmp_path):
 
 
 EMPTIES = "def empties(prompts, completions, **kwargs):\n    completions.clear()\n    kwargs['answer'].clear()\n    return []\n"
-SHORT = "def short(prompts, completions, **kwargs):\n    return [0.5]\n"
 
 
-def test_a_reward_that_empties_its_inputs_or_returns_the_wrong_length_gets_the_fallback_in_score(tmp_path, capsys,
-                                                                                                monkeypatch):
-    reward_module(tmp_path, monkeypatch, "hostile_rewards", EMPTIES + SHORT)
+def test_a_reward_that_empties_its_inputs_gets_the_fallback_in_score(tmp_path, capsys, monkeypatch):
+    reward_module(tmp_path, monkeypatch, "hostile_rewards", EMPTIES)
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"question": r["question"], "completion": r["answer"],
                                                   "answer": r["answer"]} for r in GOOD_ROWS[:2]])
     output = tmp_path / "scored.jsonl"
     result = cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", rows, "--output", output, "--batch-size", "2",
-                 "--set", "rewards.empties={type: 'hostile_rewards:empties', fallback: -1.0}",
-                 "--set", "rewards.short={type: 'hostile_rewards:short', fallback: -2.0}")
+                 "--set", "rewards.empties={type: 'hostile_rewards:empties', fallback: -1.0}")
     assert result.code == 0, result.err[-3000:]
     scored = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["rewards"]["empties"] for row in scored] == [-1.0, -1.0]

@@ -99,8 +99,11 @@ def check_rows(dataset, source: str, question_column: str = "question", answer_c
     """Every row of a loaded dataset has a non-empty text question and a text or numeric answer
     (what :func:`check_data_file` checks for a local file), else a one-line ConfigError naming
     the row (numbered from 1)."""
-    questions, answers = dataset[question_column], dataset[answer_column]
-    for index, (question, answer) in enumerate(zip(questions, answers), 1):
+    def rows():
+        for batch in dataset.select_columns(list(dict.fromkeys([question_column, answer_column]))).iter(batch_size=10_000):
+            yield from zip(batch[question_column], batch[answer_column])
+
+    for index, (question, answer) in enumerate(rows(), 1):
         if not isinstance(question, str) or not question.strip():
             got = f"{type(question).__name__} {question!r}"[:60]
             raise ConfigError(f"data.dataset: {source} row {index}: {question_column!r} must be a non-empty string "
