@@ -72,6 +72,7 @@ class Solution:
     answer_correct: bool | None
     gold: str | None
     kind: str | None = None
+    path: str = ""
 
     @property
     def sound(self) -> bool:
@@ -163,7 +164,7 @@ class _Record:
 def _solution(record: _Record, ident: str, question: str | None, steps: list[str], separator: str, label: int | None,
               answer_correct: bool | None, gold: str | None, kind: str | None = None, prefixes=None) -> Solution:
     text, spans = step_spans(steps, separator, prefixes)
-    return Solution(ident, record.number, question, text, tuple(spans), label, answer_correct, gold, kind)
+    return Solution(ident, record.number, question, text, tuple(spans), label, answer_correct, gold, kind, record.path)
 
 
 # --- the formats -------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ def _procrl(record: _Record) -> Iterator[Solution]:
     if first_error is not None and (isinstance(first_error, bool) or not isinstance(first_error, int) or first_error < -1):
         raise record.error(f"'first_error' must be -1 (sound), a step index of procrl's segmentation, or null, got {first_error!r}")
     yield Solution(record.ident("id", f"record-{record.number}"), record.number, record.text("question", required=False),
-                   completion, None, first_error, record.flag("answer_correct"), record.gold("answer"))
+                   completion, None, first_error, record.flag("answer_correct"), record.gold("answer"), path=record.path)
 
 
 FORMATS: dict[str, tuple[Callable[[dict], bool], str]] = {
@@ -296,9 +297,26 @@ def _records(path: str) -> Iterator[_Record]:
         yield _Record(path, number, line, value)
 
 
-def read_solutions(path: str | Path, limit: int | None = None) -> tuple[str, list[Solution]]:
-    """``(format, solutions)`` of a file, every record checked (``limit``: keep the first N
-    solutions, still checking every record)."""
+def read_solutions(paths: str | Path | list, limit: int | None = None) -> tuple[str, list[Solution]]:
+    """``(format, solutions)`` of one file or several of the same format (e.g. MR-GSM8K's six
+    grading files; a solution two files share, by id, is kept once), every record checked
+    (``limit``: keep the first N solutions, still checking every record)."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    fmt = None
+    solutions: list[Solution] = []
+    for path in paths:
+        this, more = _read_file(path)
+        if fmt is not None and this != fmt:
+            raise ConfigError(f"{path}: a {this} file, but {paths[0]} is {fmt}; give files of one format")
+        fmt = this
+        solutions += more
+    if fmt in ("mr-gsm8k", "processbench", "procrl"):
+        _check_unique_ids(solutions)
+    return fmt, solutions[:limit] if limit is not None else solutions
+
+
+def _read_file(path: str | Path) -> tuple[str, list[Solution]]:
     name = str(path)
     records = list(_records(name))
     if not records:
@@ -332,12 +350,10 @@ def read_solutions(path: str | Path, limit: int | None = None) -> tuple[str, lis
             solutions += _reasoneval(record, seen)
         else:
             solutions += _procrl(record)
-    if fmt in ("mr-gsm8k", "processbench", "procrl"):
-        _check_unique_ids(name, solutions)
-    return fmt, solutions[:limit] if limit is not None else solutions
+    return fmt, solutions
 
 
-def _check_unique_ids(path: str, solutions: list[Solution]) -> None:
+def _check_unique_ids(solutions: list[Solution]) -> None:
     """Rows are matched to peers' scores by id: one id, one solution (MR-GSM8K's grading files
     repeat a uuid across graders with the same solution: later copies are dropped)."""
     first: dict[str, Solution] = {}
@@ -348,5 +364,6 @@ def _check_unique_ids(path: str, solutions: list[Solution]) -> None:
             first[solution.id] = solution
             keep.append(solution)
         elif (seen.completion, seen.label) != (solution.completion, solution.label):
-            raise ConfigError(f"{path}:{solution.record}: id {solution.id!r} is also record {seen.record} with other steps or label")
+            raise ConfigError(f"{solution.path}:{solution.record}: id {solution.id!r} is also {seen.path}:{seen.record} "
+                              "with other steps or label")
     solutions[:] = keep

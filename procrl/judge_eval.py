@@ -8,8 +8,9 @@ them and segmented by procrl, the label is moved onto procrl's steps by characte
 the judge is run through the reward mix (``procrl score``'s code), so it sees what it sees in
 training. Metrics (REWARDS.md section 4): acc_err = accuracy on samples with an error, acc_cor
 = accuracy on all-correct samples, F1 = their harmonic mean (the ProcessBench metric). A sample
-without a verdict (a judge failure, no steps, or, for the arithmetic judge, a chain without a
-checkable computation, which the reward penalises) counts as wrong. For a ``prm`` judge the
+without a verdict (a judge failure, no steps) counts as wrong; a chain in which the arithmetic
+judge found nothing to check is its verdict -1 (the reward penalises it: the AUROC line and
+validate's unverified share say how often). For a ``prm`` judge the
 step probabilities are kept and the threshold is swept to report the F1-best one. Prints the
 judge's table (or ``--json``); writes validate's report files only with ``--output-dir``.
 """
@@ -112,11 +113,12 @@ def format_report(report: dict[str, Any]) -> str:
 
 def cmd_eval_judge(args) -> int:
     from procrl.scoring import _jsonable
-    from procrl.validate import choose_output_dir, plot_validation, run_validation, write_outputs
+    from procrl.validate import choose_output_dir, plot_validation, quiet_stdout, run_validation, write_outputs
 
     directory = choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite) if args.output_dir else None
-    result = run_validation(args.recipe, args.overrides, args.data, limit=args.limit, device=args.device,
-                            progress=not args.json, specs_filter=lambda specs: _pick_specs(specs, args.component))
+    with quiet_stdout(args.json):
+        result = run_validation(args.recipe, args.overrides, args.data, limit=args.limit, device=args.device,
+                                progress=not args.json, specs_filter=lambda specs: _pick_specs(specs, args.component))
     name = next(n for n, c in result.report["components"].items() if "localisation" in c and
                 (args.component is None or n == args.component))
     report = judge_report(result.report, name)

@@ -16,11 +16,13 @@ The data's first-error label is moved onto procrl's steps by character offsets
   took the fallback policy instead: with ``group_mean`` and one row per group that is "left out
   of the total", so it equals the no-opinion share), for first-error components the no-steps
   share and, for the arithmetic judge, the share with no checkable computation (``unverified``);
-* first-error components: ProcessBench's acc_err / acc_cor / F1 on procrl's steps (sound rows:
-  acc_cor; rows with a mapped first error: acc_err; an unverified chain, no steps or a judge
-  failure is no verdict: wrong in both, as the reward penalises it or has no opinion), the share
-  of flawed solutions in which any error is found, and for a ``prm`` judge the threshold sweep;
-  plus how far the data's step boundaries and procrl's agree;
+* first-error components: ProcessBench's acc_err / acc_cor / F1 of the judge's verdicts on
+  procrl's steps (sound rows: acc_cor; rows with a mapped first error: acc_err; no steps or a
+  judge failure is no verdict, wrong in both; a chain the arithmetic judge found nothing to
+  check in is its verdict -1, "no error found", while the reward penalises it: the AUROC and
+  the unverified share show that side), the share of flawed solutions in which any error is
+  found, and for a ``prm`` judge the threshold sweep; plus how far the data's step boundaries
+  and procrl's agree;
 * accuracy components: agreement with the labelled final-answer correctness;
 * peers (``--peer NAME=FILE``): published per-sample scores ``{"id", "scores"}`` matched by row
   id (e.g. ReasonEval's ``eval_results/mr-gsm8k/*``): solution score = the minimum over steps of
@@ -282,7 +284,12 @@ def _component_stats(items: list[Scored], name: str, score_of, first_error: bool
 
 
 def _prediction(item: Scored, name: str) -> int | None:
+    """The judge's first error on procrl's steps: its index; -1 for a chain the arithmetic judge
+    found nothing to check in (its own verdict: no error found; the reward still gives it
+    ``unverified_score``); None for no verdict (a failure, or no steps to judge)."""
     detail = item.diagnostics.get(name) or {}
+    if detail.get("verdict") == "unverified":
+        return -1
     index = detail.get("index")
     return index if detail.get("verdict") == "ok" and isinstance(index, int) else None
 
@@ -345,7 +352,11 @@ def accuracy_agreement(items: list[Scored], name: str) -> dict[str, Any]:
     scored = [i for i in labelled if i.rewards.get(name) is not None]
     agree = [i for i in scored if (i.rewards[name] >= 0.5) == i.solution.answer_correct]
     disagree = [i for i in scored if (i.rewards[name] >= 0.5) != i.solution.answer_correct]
+    kinds = sorted({i.solution.kind for i in scored if i.solution.kind})
+    by_kind = {kind: {"scored": sum(1 for i in scored if i.solution.kind == kind),
+                      "agree": sum(1 for i in agree if i.solution.kind == kind)} for kind in kinds}
     return {
+        "by_kind": by_kind,
         "labelled": len(labelled),
         "scored": len(scored),
         "no_score": len(labelled) - len(scored),
@@ -453,9 +464,11 @@ def _pct(value: Any) -> str:
 def _auroc_cell(stats: dict[str, Any], key: str = "auroc") -> str:
     value = stats.get(key)
     if value is None:
+        if not stats.get("n_sound"):
+            return "n/a (no sound)"
         if key == "auroc_right_answer":
             return f"n/a (<{MIN_CLASS})"
-        return "n/a (no sound)" if not stats.get("n_sound") else "n/a (no flawed)"
+        return "n/a (no flawed)"
     low, high = stats.get(f"{key}_ci") or (None, None)
     return f"{value:.3f} [{_fmt(low, 2)}, {_fmt(high, 2)}]"
 
@@ -468,7 +481,10 @@ def format_table(report: dict[str, Any]) -> str:
     """The terminal summary: one line per component, then what the numbers rest on."""
     classes = report["classes"]
     present = [k for k in CLASSES if k in classes]
-    head = (f"procrl validate: {report.get('recipe')} on {report.get('data')} ({report.get('format')}, "
+    data = str(report.get("data"))
+    files = data.split(", ")
+    data = data if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
+    head = (f"procrl validate: {report.get('recipe')} on {data} ({report.get('format')}, "
             f"{report['n']} solutions: " + ", ".join(f"{classes[k]} {CLASS_LABELS[k]}" for k in present) + ")")
     short = {SOUND: "sound", RIGHT_FLAWED: "right-fl", WRONG: "wrong", FLAWED_UNLABELLED: "flawed?"}
     columns = [f"{'component':<22}", f"{'AUROC sound/flawed':<22}", f"{'AUROC right-answer':<22}"]
@@ -507,8 +523,11 @@ def format_table(report: dict[str, Any]) -> str:
             notes.append(f"{name}: " + "; ".join(parts))
         if "agreement" in stats and stats["agreement"]["labelled"]:
             a = stats["agreement"]
+            kinds = a.get("by_kind") or {}
             notes.append(f"{name}: agrees with the labelled answer correctness on {a['agree']}/{a['scored']}"
-                         + (f" ({a['no_score']} without a gold answer)" if a["no_score"] else ""))
+                         + (" (" + ", ".join(f"{k} {v['agree']}/{v['scored']}" for k, v in kinds.items()) + ")"
+                            if len(kinds) > 1 else "")
+                         + (f"; {a['no_score']} without a gold answer" if a["no_score"] else ""))
     seg = report.get("segmentation")
     if seg:
         notes.append(f"segmentation: {_fmt(seg['mean_data_steps'], 1)} data steps vs {_fmt(seg['mean_procrl_steps'], 1)} "
@@ -582,7 +601,9 @@ def report_markdown(report: dict[str, Any]) -> str:
         a = stats.get("agreement")
         if a and a["labelled"]:
             lines += ["", f"## {name}: agreement with the labelled final-answer correctness", "",
-                      f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])}); {a['no_score']} labelled rows without a gold answer."]
+                      f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])}); {a['no_score']} labelled rows without a gold answer."
+                      + ("" if len(a.get("by_kind") or {}) < 2 else " By kind: " + ", ".join(
+                          f"{k} {v['agree']}/{v['scored']}" for k, v in a["by_kind"].items()) + "."), ""]
             for d in a["disagreements"]:
                 lines.append(f"- `{d['id']}`: labelled {'right' if d['labelled_correct'] else 'wrong'}, predicted "
                              f"{d['predicted']!r}, gold {d['gold']!r}")
@@ -689,7 +710,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     classes = [k for k in CLASSES if k in report["classes"]]
     figure.legend(handles=[Patch(color=_COLOURS[k], label=CLASS_LABELS[k]) for k in classes], loc="outside lower center",
                   ncols=len(classes), fontsize=9, frameon=False)
-    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {Path(str(report.get('data'))).name}: "
+    data = ", ".join(Path(part).name for part in str(report.get("data")).split(", "))
+    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: "
                     f"score per class (top), ROC sound vs flawed (bottom)", fontsize=11)
     return figure
 
@@ -701,13 +723,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(text).stem).strip("-") or "run"
 
 
-def choose_output_dir(output_dir: str | None, recipe: str, data: str, overwrite: bool) -> Path:
+def choose_output_dir(output_dir: str | None, recipe: str, data: str | list[str], overwrite: bool) -> Path:
     """The directory to write to. Default ``validate/<recipe>--<data>`` (``-2``, ``-3``, ... when
     taken: another run's report is never replaced). A given one: refused when it holds a file
     of these names that an earlier ``procrl validate`` did not write, or (without
     ``--overwrite``) an earlier report."""
     if output_dir is None:
-        base = Path("validate") / f"{_slug(recipe)}--{_slug(data)}"
+        files = [data] if isinstance(data, str) else list(data)
+        base = Path("validate") / (f"{_slug(recipe)}--{_slug(files[0])}" + (f"-and-{len(files) - 1}-more" if len(files) > 1 else ""))
         candidate, number = base, 1
         while candidate.exists() and (not candidate.is_dir() or any(candidate.iterdir())):
             number += 1
@@ -822,7 +845,7 @@ class Validation:
     peer_scores: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def run_validation(recipe_path: str, overrides: list[str], data: str, components: list[str] | None = None,
+def run_validation(recipe_path: str, overrides: list[str], data: str | list[str], components: list[str] | None = None,
                    limit: int | None = None, peers: list[tuple[str, str]] | None = None, peer_threshold: float = 0.5,
                    device: str | None = None, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
                    batch_size: int = 64, progress: bool = False, specs_filter=None) -> Validation:
@@ -840,26 +863,35 @@ def run_validation(recipe_path: str, overrides: list[str], data: str, components
     peer_scores = {name: read_peer(path) for name, path in (peers or [])}
     mix = RewardMix(specs)
     if any(c.needs_model() for c in mix.components.values()):
-        if device is None:
-            import torch
+        # torch before spaCy: the components load it anyway, and imported after spaCy (which then
+        # hides it from thinc) DeepSpeed's accelerator probe would print to stdout
+        import torch
 
-            device = "cuda" if torch.cuda.is_available() else "cpu"
-        mix.bind(RuntimeContext(device=device))
+        mix.bind(RuntimeContext(device=device or ("cuda" if torch.cuda.is_available() else "cpu")))
     items, failures = score_solutions(mix, solutions, batch_size=batch_size, progress=progress)
     peer_reports = {name: peer_report(items, scores, peer_threshold, seed, resamples) for name, scores in peer_scores.items()}
-    report = {REPORT_MARKER: 1, "recipe": str(recipe_path), "overrides": list(overrides), "data": str(data), "format": fmt,
+    report = {REPORT_MARKER: 1, "recipe": str(recipe_path), "overrides": list(overrides), "data": data if isinstance(data, str) else ", ".join(map(str, data)), "format": fmt,
               **validation_report(mix, items, seed=seed, resamples=resamples, peers=peer_reports, failures=failures),
               "settings": {"seed": seed, "resamples": resamples, "min_class": MIN_CLASS, "peer_threshold": peer_threshold,
                            "limit": limit, "components": [s.name for s in specs]}}
     return Validation(report, items, peer_scores)
 
 
+def quiet_stdout(active: bool):
+    """With ``--json``, whatever the libraries print while components load and score (DeepSpeed's
+    accelerator probe writes to stdout) goes to stderr: stdout holds the JSON alone."""
+    import contextlib
+
+    return contextlib.redirect_stdout(sys.stderr) if active else contextlib.nullcontext()
+
+
 def _cmd_validate(args) -> int:
     peers = parse_peer_options(args.peer)
     directory = choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite)  # refused before any work
-    result = run_validation(args.recipe, args.overrides, args.data, components=args.component or None, limit=args.limit,
-                            peers=peers, peer_threshold=args.peer_threshold, device=args.device, seed=args.seed,
-                            progress=not (args.json or args.quiet))
+    with quiet_stdout(args.json):
+        result = run_validation(args.recipe, args.overrides, args.data, components=args.component or None,
+                                limit=args.limit, peers=peers, peer_threshold=args.peer_threshold, device=args.device,
+                                seed=args.seed, progress=not (args.json or args.quiet))
     figure = plot_validation(result.items, result.report, result.peer_scores)
     result.report["output_dir"] = str(directory)
     files = write_outputs(directory, result.report, result.items, figure)
@@ -884,7 +916,9 @@ def add_validate_command(commands) -> None:
     p.add_argument("--recipe", required=True, help="Path to a recipe YAML file (its rewards: section is used).")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    p.add_argument("--data", required=True, help="Labelled solutions (see the formats below).")
+    p.add_argument("--data", required=True, action="append", metavar="FILE",
+                   help="Labelled solutions (see the formats below); repeatable for files of one format (a solution "
+                        "two files share, by id, counts once).")
     p.add_argument("--component", action="append", default=[], metavar="NAME",
                    help="Score only this component (repeatable; the total is then over these). Default: every one.")
     p.add_argument("--limit", type=int, default=None, help="Only the first N solutions.")
