@@ -130,7 +130,11 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
     counts: dict[str, dict[str, int]] = {name: {} for name in mix.names}
     first = True
     with tqdm(total=len(solutions), desc="validating", unit="solution", disable=not progress, file=sys.stderr) as bar:
-        for chunk in _chunks(solutions, batch_size):
+        # the first solution alone: a component that cannot load is found after one attempt (a
+        # failing batch would be retried row by row, each retry loading again)
+        for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
+            if not chunk:
+                continue
             rows = [{"question": s.question, "completion": s.completion, "answer": s.gold} for s in chunk]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
@@ -166,16 +170,29 @@ def _peer_step_score(value: Any) -> float | None:
     return None
 
 
-def read_peer(path: str) -> dict[str, float | list[float]]:
+def read_peer(paths: str | list[str]) -> dict[str, float | list[float]]:
     """id -> a scalar or a per-step list, from JSON lines / a JSON array of ``{"id", "scores"}``
-    (``scores`` may also be a JSON string of them, as some published files hold)."""
+    (``scores`` may also be a JSON string of them, as some published files hold; ``{"rid", ...}``
+    rows are ReasonEval's scores of its reference solutions, validate's ``rid-N`` rows); several
+    files are one peer's scores of different rows."""
     from procrl.jsonl import iter_records
 
     scores: dict[str, float | list[float]] = {}
+    for path in [paths] if isinstance(paths, str) else paths:
+        _read_peer_file(path, scores, iter_records)
+    return scores
+
+
+def _read_peer_file(path: str, scores: dict, iter_records) -> None:
+    before = len(scores)
     for number, (line, value) in enumerate(iter_records(path, "--peer"), 1):
         where = f"{path}:{number}" + (f" (line {line})" if line != number else "")
+        if isinstance(value, dict) and "id" not in value and "rid" in value:
+            value = {**value, "id": f"rid-{value['rid']}"}  # ReasonEval's scores of its reference solutions
         if not isinstance(value, dict) or "id" not in value or "scores" not in value:
             raise ConfigError(f"{where}: expected an object with 'id' and 'scores'")
+        if str(value["id"]) in scores:
+            raise ConfigError(f"{where}: id {value['id']!r} appears twice")
         raw = value["scores"]
         if isinstance(raw, str):
             try:
@@ -193,21 +210,19 @@ def read_peer(path: str) -> dict[str, float | list[float]]:
             if single is None:
                 raise ConfigError(f"{where}: 'scores' must be a number or a list per step, got {raw!r}")
             scores[str(value["id"])] = single
-    if not scores:
+    if len(scores) == before:
         raise ConfigError(f"--peer: {path} holds no rows")
-    return scores
 
 
-def parse_peer_options(values: list[str]) -> list[tuple[str, str]]:
-    peers = []
+def parse_peer_options(values: list[str]) -> list[tuple[str, list[str]]]:
+    """``NAME=FILE`` options as (name, files): a name given again adds a file to that peer."""
+    peers: dict[str, list[str]] = {}
     for value in values:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
             raise ConfigError(f"--peer: expected NAME=FILE, got {value!r}")
-        if any(name == n for n, _ in peers):
-            raise ConfigError(f"--peer: the name {name!r} is given twice")
-        peers.append((name, path))
-    return peers
+        peers.setdefault(name, []).append(path)
+    return list(peers.items())
 
 
 # --- metrics -----------------------------------------------------------------------------------
@@ -846,7 +861,7 @@ class Validation:
 
 
 def run_validation(recipe_path: str, overrides: list[str], data: str | list[str], components: list[str] | None = None,
-                   limit: int | None = None, peers: list[tuple[str, str]] | None = None, peer_threshold: float = 0.5,
+                   limit: int | None = None, peers: list[tuple[str, list[str]]] | None = None, peer_threshold: float = 0.5,
                    device: str | None = None, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
                    batch_size: int = 64, progress: bool = False, specs_filter=None) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
@@ -927,7 +942,8 @@ def add_validate_command(commands) -> None:
                         "numbered when taken).")
     p.add_argument("--overwrite", action="store_true", help="Replace the report of an earlier run in --output-dir.")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=FILE",
-                   help="Published per-sample scores ({id, scores} per line) to report on the same rows. Repeatable.")
+                   help="Published per-sample scores ({id, scores} per line) to report on the same rows. Repeatable; "
+                        "the same NAME again adds a file to that peer.")
     p.add_argument("--peer-threshold", type=float, default=0.5,
                    help="A peer's first error: the first step whose score is below this (default 0.5).")
     p.add_argument("--device", default=None, help="Device of components with models (default: cuda when available).")
