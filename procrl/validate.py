@@ -662,13 +662,17 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
         panels.append((f"peer: {name}", None, [(k, min(v) if isinstance(v, list) else v) for k, v in values]))
     columns = min(len(panels), 4)
     blocks = math.ceil(len(panels) / columns)
-    figure = _figure(3.5 * columns, 6.0 * blocks + 0.9)
-    axes = figure.subplots(2 * blocks, columns, squeeze=False)
+    with_roc = bool(report["classes"].get(SOUND)) and len(report["classes"]) > 1  # else no curve to draw
+    per_block = 2 if with_roc else 1
+    figure = _figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
+    axes = figure.subplots(per_block * blocks, columns, squeeze=False)
     for index in range(blocks * columns):
-        top, bottom = axes[2 * (index // columns)][index % columns], axes[2 * (index // columns) + 1][index % columns]
+        top = axes[per_block * (index // columns)][index % columns]
+        bottom = axes[per_block * (index // columns) + 1][index % columns] if with_roc else None
         if index >= len(panels):
             top.set_axis_off()
-            bottom.set_axis_off()
+            if bottom is not None:
+                bottom.set_axis_off()
             continue
         name, type_name, pairs = panels[index]
         present = [k for k in CLASSES if any(c == k for c, _ in pairs)]
@@ -701,6 +705,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
             top.set_xlabel("score")
             if index % columns == 0:
                 top.set_ylabel("share of the class")
+        if bottom is None:
+            continue
         sound = [v for c, v in pairs if c == SOUND]
         flawed = [v for c, v in pairs if c != SOUND]
         right = [v for c, v in pairs if c == RIGHT_FLAWED]
@@ -726,8 +732,9 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     figure.legend(handles=[Patch(color=_COLOURS[k], label=CLASS_LABELS[k]) for k in classes], loc="outside lower center",
                   ncols=len(classes), fontsize=9, frameon=False)
     data = ", ".join(Path(part).name for part in str(report.get("data")).split(", "))
-    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: "
-                    f"score per class (top), ROC sound vs flawed (bottom)", fontsize=11)
+    what = ("score per class (top), ROC sound vs flawed (bottom)" if with_roc else
+            "score per class (one class of sound/flawed only: no ROC curves)")
+    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: {what}", fontsize=11)
     return figure
 
 
