@@ -802,6 +802,7 @@ def _row_record(item: Scored, names: list[str]) -> dict[str, Any]:
     s = item.solution
     return {
         "id": s.id, "record": s.record, "class": item.klass, "kind": s.kind, "label": s.label,
+        "completion": s.completion,
         "procrl_label": item.procrl_label, "answer_correct": s.answer_correct, "gold": s.gold,
         "data_steps": len(s.data_spans) if s.data_spans is not None else None, "procrl_steps": len(item.procrl_spans),
         "rewards": {n: item.rewards.get(n) for n in names}, "reward": item.total,
@@ -942,7 +943,8 @@ def add_validate_command(commands) -> None:
                    help="Labelled solutions (see the formats below); repeatable for files of one format (a solution "
                         "two files share, by id, counts once).")
     p.add_argument("--component", action="append", default=[], metavar="NAME",
-                   help="Score only this component (repeatable; the total is then over these). Default: every one.")
+                   help="Score only this component (repeatable; also scored: the components their gates read; the "
+                        "total is then over these). Default: every one.")
     p.add_argument("--limit", type=int, default=None, help="Only the first N solutions.")
     p.add_argument("--output-dir", default=None,
                    help="Where report.json, report.md, rows.jsonl and validate.png go (default: validate/<recipe>--<data>, "

@@ -315,3 +315,31 @@ def test_eval_judge_is_validate_restricted_to_the_judge(tmp_path, capsys):
                  "--output-dir", str(out), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["components"]["first_error"]["localisation"]["acc_err"] == judge["acc_err"]
+
+
+def test_real_text_bench_runs_this_checkout_and_a_baseline(tmp_path):
+    """The benchmark end to end on a stand-in for the MR-GSM8K checkout (the fixture's rows in its
+    six files), against HEAD as the baseline: the two arms print the same figures."""
+    import subprocess
+    import sys
+
+    rows = json.loads(MR_GSM8K.read_text(encoding="utf-8"))[:60]
+    repo = tmp_path / "mirror" / "dvlab-research+MR-GSM8K" / "repo"
+    folder = repo / "eval_results" / "gpt4-grading"
+    folder.mkdir(parents=True)
+    for i, model in enumerate(("Claude", "GPT3_5", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")):
+        (folder / f"{model}_eval_results.json").write_text(json.dumps(rows[i * 10 : (i + 1) * 10]))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "rows"], check=True)
+    bench = REPO / "benchmarks" / "real_text_bench.py"
+    result = subprocess.run([sys.executable, str(bench), "--corpus", "MR-GSM8K", "--mirror", str(tmp_path / "mirror"),
+                             "--baseline", "HEAD", "--resamples", "50", "--json", str(tmp_path / "bench.json")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "MR-GSM8K: 60 solutions" in result.stdout and "each cell: now | @HEAD" in result.stdout
+    reports = json.loads((tmp_path / "bench.json").read_text())["MR-GSM8K"]
+    now, base = reports["now"], reports["@HEAD"]
+    assert now["n"] == base["n"] == 60
+    assert now["components"]["first_error"]["localisation"]["acc_err"] == base["components"]["first_error"]["localisation"]["acc_err"]
