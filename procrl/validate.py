@@ -101,18 +101,19 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 
 
 def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> None:
-    """A component that failed on every row of the first batch did not load or cannot reach its
-    judge: measuring it would report its fallback. One clear error instead."""
+    """A component with a model or a judge endpoint that failed on the first solution did not
+    load or cannot reach its judge: measuring it would report its fallback. One clear error
+    instead (a model-free component's failures are counted and reported, as in training)."""
     from procrl.redaction import redact_url
 
     for name, kinds in outputs_failures.items():
         component = mix.components[name]
-        total_failed = sum(kinds.get(k, 0) for k in ("exception", "judge_error", "connection_error", "http_error", "timeout"))
+        what, where = component.needs_model(), component.needs_network()
+        if what is None and where is None:
+            continue
+        total_failed = sum(kinds.get(k, 0) for k in ("exception", "judge_error", "connection_error", "http_error"))
         if n and total_failed >= n:
-            what = component.needs_model()
-            where = component.needs_network()
-            cause = f"failed to load or run {what}" if what else (
-                f"every request to {redact_url(where)} failed" if where else "failed on every row")
+            cause = f"failed to load or run {what}" if what else f"every request to {redact_url(where)} failed"
             raise ConfigError(f"rewards.{name}: {cause} ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)}); "
                               f"fix it, or leave it out with --component / --set rewards.{name}=false")
 
@@ -504,9 +505,8 @@ def format_table(report: dict[str, Any]) -> str:
     short = {SOUND: "sound", RIGHT_FLAWED: "right-fl", WRONG: "wrong", FLAWED_UNLABELLED: "flawed?"}
     columns = [f"{'component':<22}", f"{'AUROC sound/flawed':<22}", f"{'AUROC right-answer':<22}"]
     columns += [f"{short[k]:>9}" for k in present] + [f"{'none':>6}", f"{'acc_err':>8}", f"{'acc_cor':>8}", f"{'F1':>6}"]
-    lines = [head, "", "".join(columns), ""]
-    lines[-1] = "".join([" " * 66, "mean per class".center(9 * len(present))])
-    lines[2], lines[3] = lines[3], lines[2]
+    over_classes = " " * 66 + ("mean per class" if len(present) > 1 else "mean").rjust(9 * len(present)).rstrip()
+    lines = [head, "", over_classes, "".join(columns)]
     for name, stats in _rows_of(report):
         by_class = stats["by_class"]
         none = sum((by_class[k].get("none") or 0) * by_class[k]["n"] for k in by_class) / max(report["n"], 1)
