@@ -94,6 +94,9 @@ def prompt_limit(recipe, context: int | None) -> tuple[int | None, str]:
     """The longest prompt allowed, in tokens, and where that number comes from."""
     completion = recipe.trainer_args.get("max_completion_length") or DEFAULT_MAX_COMPLETION_LENGTH
     explicit = recipe.trainer.max_prompt_length
+    vllm_length = recipe.trainer_args.get("vllm_max_model_length") if recipe.trainer_args.get("use_vllm") else None
+    if vllm_length is not None:  # vLLM is given fewer positions than the model has
+        context = vllm_length if context is None else min(context, vllm_length)
     if context is not None and completion >= context:
         raise ConfigError(f"trainer.max_completion_length: {completion:,} tokens leave no room for a prompt in the "
                           f"model's context of {context:,} positions")
