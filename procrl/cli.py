@@ -118,9 +118,8 @@ _RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_err
 def _cmd_score(args) -> int:
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
-    from procrl.scoring import check_paths, count_rows, score_file
-
     from procrl.jsonl import readable_twice
+    from procrl.scoring import check_paths, count_rows, score_file
 
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
     with readable_twice(args.input) as source:  # stdin or a pipe: copied first (read twice below)

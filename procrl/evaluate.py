@@ -428,7 +428,6 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     by problem), score, write the report; returns it."""
     from procrl.data import load_examples
     from procrl.models import resolve_model_path
-
     from procrl.paths import check_model_path, check_output_dir_option
 
     if limit is not None and limit < 1:
