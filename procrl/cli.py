@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from procrl.config import ConfigError
 
@@ -40,7 +41,7 @@ def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
     if recipe.data.dataset == SYNTHETIC:  # no `datasets` import for two embedded rows
         rows = synthetic_rows(recipe.data, recipe.data.split)
         return rows[: min(count, recipe.data.max_samples or count)], recipe.data.dataset
-    if _is_local_file(recipe.data.dataset):
+    if _is_local_file(recipe.data.dataset) or Path(recipe.data.dataset).is_dir():
         dataset = load_examples(recipe.data)
         return [dataset[i] for i in range(min(count, len(dataset)))], recipe.data.dataset
     return generate_problems(count, seed=0), f"embedded problems (not fetching {recipe.data.dataset!r})"
@@ -61,12 +62,21 @@ def _cmd_check(args) -> int:
     # and torch, which check does not import)
     check_training_data(recipe)
     check_batch_layout(recipe, planned_processes(recipe))
+    if recipe.launch.config_file is not None:
+        from procrl.launch import resolve_config_file
+
+        resolve_config_file(recipe.launch.config_file, recipe.path)
+    from procrl.data.checks import check_recipe_data
+
+    data_lines = check_recipe_data(recipe, args.load_models)  # rows, gold answers, prompt lengths
     mix = RewardMix(recipe.rewards)
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
     print(yaml_core.dump(redact(recipe.resolved())).rstrip())
     print("\nplan:")
     print(format_plan(plan(recipe)))
+    print("\ndata checks:")
+    print("\n".join(f"  {line}" for line in data_lines))
     rows, source = _check_examples(recipe)
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
     broken: list[str] = []
@@ -85,10 +95,14 @@ def _cmd_check(args) -> int:
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
         print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
+        errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
         if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
             # training would go on with the fallback; check says the component cannot run here
-            errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
             broken.append(f"rewards.{name}: failed to load or run {model}" + (f" ({errors[0]})" if errors else ""))
+        elif sum(counted.get(kind, 0) for kind in _RUN_FAILURES) >= len(batch):
+            kinds = ", ".join(kind for kind in counted if kind in _RUN_FAILURES)
+            broken.append(f"rewards.{name}: failed on every sample of the check ({kinds}"
+                          + (f": {errors[0]}" if errors else "") + "); training would give every sample its fallback")
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0
@@ -96,24 +110,36 @@ def _cmd_check(args) -> int:
 
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
 _LOAD_FAILURES = ("exception", "judge_error")
+# failure kinds of a component that did not score a sample at all (a judge's reply without a verdict is not one)
+_RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_error", "connection_error", "bad_response",
+                 "judge_error")
 
 
 def _cmd_score(args) -> int:
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
+    from procrl.jsonl import readable_twice
     from procrl.scoring import check_paths, count_rows, score_file
 
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
-    check_paths(args.input, args.output)
-    try:
-        count_rows(args.input)  # a bad row fails here, before any component loads
-        mix = RewardMix(recipe.rewards)
-    except KeyboardInterrupt as error:
-        from procrl.interrupts import interrupted
+    with readable_twice(args.input) as source:  # stdin or a pipe: copied first (read twice below)
 
-        raise interrupted(error, f"{args.output} was not touched") from None
-    summary = score_file(mix, args.input, args.output, batch_size=args.batch_size, progress=not args.quiet,
-                         report=lambda line: print(f"procrl: {line}", file=sys.stderr, flush=True))
+        def named(text: str) -> str:  # messages name the input as given, not its temporary copy
+            return text.replace(source, "<stdin>" if args.input == "-" else args.input) if source != args.input else text
+
+        try:
+            check_paths(source, args.output)
+            try:
+                count_rows(source)  # a bad row fails here, before any component loads
+                mix = RewardMix(recipe.rewards)
+            except KeyboardInterrupt as error:
+                from procrl.interrupts import interrupted
+
+                raise interrupted(error, f"{args.output} was not touched") from None
+            summary = score_file(mix, source, args.output, batch_size=args.batch_size, progress=not args.quiet,
+                                 report=lambda line: print(f"procrl: {named(line)}", file=sys.stderr, flush=True))
+        except ConfigError as error:
+            raise ConfigError(named(str(error))) from None
     # the rows went to stdout (--output /dev/stdout): the summary goes to stderr, out of their way
     summary_stream = sys.stderr if _is_stdout(args.output) else sys.stdout
     print(summary.format(), file=summary_stream)
@@ -166,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")
     _add_recipe_options(score, positional=False)
-    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer.")
+    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer "
+                       "('-' or /dev/stdin: standard input, e.g. a pipe).")
     score.add_argument("--output", required=True,
                        help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file and "
                        "renamed when complete, so an interrupted run leaves an existing output as it was.")
@@ -185,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
     from procrl.evaluate import add_evaluate_command  # light import: models load in the handler
 
     add_evaluate_command(commands)
+
+    from procrl.validate import add_validate_command  # light import: components load in the handler
+
+    add_validate_command(commands)
 
     from procrl.judge_eval import add_eval_judge_command  # light import: judges load in the handler
 

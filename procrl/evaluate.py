@@ -50,6 +50,9 @@ class Sampling:
             raise ConfigError(f"--top-p: must be in (0, 1], got {self.top_p}")
         if self.num_samples < 1:
             raise ConfigError(f"--num-samples: must be >= 1, got {self.num_samples}")
+        if self.greedy and self.top_p != 1.0:
+            raise ConfigError(f"--top-p {self.top_p:g} has no effect with --temperature 0 (greedy decoding); sample with "
+                              f"--temperature > 0 (e.g. 0.7), or drop --top-p")
         if self.greedy and self.num_samples > 1:
             raise ConfigError(f"--num-samples {self.num_samples} with --temperature 0 (greedy) gives {self.num_samples} "
                               f"identical completions; sample with --temperature > 0 (e.g. 0.7)")
@@ -58,18 +61,46 @@ class Sampling:
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
 
 
-def _load_tokenizer(model_path: str, recipe) -> Any:
+def _load_tokenizer(model_path: str, recipe, notes: list[str] | None = None) -> Any:
     from transformers import AutoTokenizer
 
     from procrl.models import load_tokenizer
+    from procrl.paths import has_tokenizer_files
 
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=recipe.model.trust_remote_code)
-    except (OSError, ValueError):  # a checkpoint saved without its tokenizer: use the recipe's
-        tokenizer = load_tokenizer(recipe.model)
+    fallback = Path(model_path).is_dir() and not has_tokenizer_files(model_path)
+    if not fallback:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=recipe.model.trust_remote_code)
+        except (OSError, ValueError):
+            fallback = True
+    if fallback:  # a checkpoint saved without its tokenizer (transformers would build an empty one): the recipe's
+        source = recipe.model.tokenizer or recipe.model.name_or_path
+        try:
+            tokenizer = load_tokenizer(recipe.model)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {source!r} "
+                              f"did not load ({' '.join(str(error).split())[:200]}); set model.tokenizer") from None
+        vocabulary = _vocab_size(model_path)
+        if vocabulary is not None and len(tokenizer) > vocabulary:
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {source!r} "
+                              f"has {len(tokenizer):,} tokens for a model of {vocabulary:,}: not its tokenizer; set "
+                              f"model.tokenizer to the one the model was trained with")
+        if notes is not None:
+            notes.append(f"{model_path} has no tokenizer files; used the recipe's tokenizer ({source})")
+    if len(tokenizer) < 2:
+        raise ConfigError(f"--model: the tokenizer of {model_path} is empty ({len(tokenizer)} tokens)")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def _vocab_size(model_path: str) -> int | None:
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    size = (config.get("text_config") or config).get("vocab_size")
+    return size if isinstance(size, int) else None
 
 
 def _prompt_texts(recipe, questions: list[str], tokenizer) -> list[str]:
@@ -411,15 +442,22 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     by problem), score, write the report; returns it."""
     from procrl.data import load_examples
     from procrl.models import resolve_model_path
+    from procrl.paths import check_model_path, check_output_dir_option
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size: must be >= 1, got {batch_size}")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise ConfigError(f"--max-new-tokens: must be >= 1, got {max_new_tokens}")
     sampling.validate()
     k = sampling.num_samples
     model = model or recipe.model.name_or_path
-    _check_run_model(model)
+    if completions is None:
+        _check_run_model(model)  # a run's dir without its final model: name the checkpoint to use
+        check_model_path("--model", model)
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
-    directory.mkdir(parents=True, exist_ok=True)
+    check_output_dir_option("--output-dir", directory)  # created once there is something to write
     from procrl.data import _is_local_file
 
     local_notes = []
@@ -438,11 +476,15 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     tokenizer = None
     if completions is None:
         model_path = resolve_model_path(model)
-        tokenizer = _load_tokenizer(model_path, recipe)
-        max_new_tokens = max_new_tokens or int(recipe.trainer_args.get("max_completion_length", 256))
+        tokenizer = _load_tokenizer(model_path, recipe, local_notes)
+        if max_new_tokens is None:
+            max_new_tokens = int(recipe.trainer_args.get("max_completion_length") or 256)
         started = time.perf_counter()
-        completions, used = generate_completions(model_path, _prompt_texts(recipe, questions, tokenizer), tokenizer,
-                                                 recipe, max_new_tokens, batch_size, backend, sampling)
+        try:
+            completions, used = generate_completions(model_path, _prompt_texts(recipe, questions, tokenizer), tokenizer,
+                                                     recipe, max_new_tokens, batch_size, backend, sampling)
+        except OSError as error:  # from_pretrained: a Hub id that is not there (or not reachable)
+            raise ConfigError(f"--model: cannot load {model} ({' '.join(str(error).split())[:300]})") from None
         generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
                       "greedy": sampling.greedy, "num_samples": k, "seconds": time.perf_counter() - started}
         if not sampling.greedy:
@@ -462,6 +504,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
                           completions=completions, golds=golds, num_samples=k)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
+    directory.mkdir(parents=True, exist_ok=True)
     report["plots"] = write_plots(outputs, types, directory)
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,

@@ -205,9 +205,9 @@ def check_training_data(recipe: Recipe) -> None:
             f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
             "(data.allow_test_data: true forces it)"
         )
-    from procrl.data import SYNTHETIC, _is_local_file
+    from procrl.data import has_no_splits
 
-    if recipe.data.dataset != SYNTHETIC and _is_local_file(recipe.data.dataset):
+    if has_no_splits(recipe.data.dataset):
         words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
         if any(word in ("test", "tests", "testing") for word in words):
             raise ConfigError(
@@ -311,11 +311,14 @@ def wandb_dir(output_dir: str):
         os.environ.pop("WANDB_DIR", None)
 
 
-def _trainer_inputs(recipe: Recipe, args):
-    """(tokenizer, training prompts, held-out prompts or None), after seeding."""
+def _trainer_inputs(recipe: Recipe, args, mix=None):
+    """(tokenizer, training prompts, held-out prompts or None), after seeding; the gold answers
+    and prompt lengths checked before any model loads (procrl/data/checks.py), their numbers
+    logged through ``mix``."""
     from transformers import set_seed
 
     from procrl.data import build_prompt_dataset
+    from procrl.data.checks import check_training_rows
     from procrl.models import load_tokenizer
 
     set_seed(args.seed)
@@ -326,6 +329,8 @@ def _trainer_inputs(recipe: Recipe, args):
         from procrl.data import build_eval_dataset
 
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
+    dataset, eval_dataset = check_training_rows(recipe, tokenizer, dataset, eval_dataset, mix,
+                                                note=_note if _is_global_main() else None)
     return tokenizer, dataset, eval_dataset
 
 
@@ -353,7 +358,7 @@ def build_trainer(recipe: Recipe):
     trainer), without an output-dir lock, artifacts or resuming, and not started:
     benchmarks/gpu_step_bench.py times the steps of what this returns."""
     mix, args = preflight(recipe)
-    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args)), mix
+    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix)), mix
 
 
 def finished_note(recipe: Recipe) -> str | None:
@@ -399,7 +404,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             _note(f"  {change}")
     try:
         mix, args = preflight(recipe)
-        inputs = _trainer_inputs(recipe, args)
+        inputs = _trainer_inputs(recipe, args, mix)
     except KeyboardInterrupt as error:
         raise interrupted(error, f"{recipe.output_dir} was not touched") from None
     lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None

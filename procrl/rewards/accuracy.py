@@ -174,9 +174,13 @@ def parse_gold(answer: str | float | int | None) -> float | None:
 
 
 def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
+    """Equal within an absolute ``tolerance`` (REWARDS.md: 1e-6), with no relative slack (a
+    relative 1e-9 let 1234567891 match 1234567890); two integers compare exactly."""
     if predicted is None or gold is None:
         return False
-    return math.isclose(predicted, gold, rel_tol=1e-9, abs_tol=tolerance)
+    if float(predicted).is_integer() and float(gold).is_integer():
+        return abs(int(predicted) - int(gold)) <= tolerance  # integer arithmetic: exact
+    return abs(predicted - gold) <= tolerance
 
 
 class AccuracyReward(RewardComponent):

@@ -43,6 +43,10 @@ from procrl.redaction import redact_url
 from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+
+# judge failures where no verdict came back at all (not a reply without a verdict): the sample's
+# details carry what failed
+REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
 __all__ = [
@@ -273,8 +277,8 @@ class FirstErrorReward(RewardComponent):
                 detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
             if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
-            elif verdict.note is not None and verdict.status == "judge_error":
-                detail["error"] = verdict.note  # what failed (e.g. the model did not load): procrl check names it
+            elif verdict.note is not None and verdict.status in REQUEST_FAILURES:
+                detail["error"] = verdict.note  # what failed (the model did not load, HTTP 401): procrl check names it
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"
                 failures["no_steps"] += 1
                 if settings.backend == "arithmetic":
