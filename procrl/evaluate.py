@@ -427,11 +427,15 @@ def _check_run_model(model: str) -> None:
 
     if not Path(model).is_dir():
         return
+    from procrl.checkpoints import FINAL_MARKER
+
     problem = final_model_problem(model)
-    if problem:
-        newest = newest_complete_checkpoint(model)
-        use = f"evaluate {newest}, its newest complete checkpoint" if newest else "it holds no complete checkpoint either"
-        raise ConfigError(f"--model: {model}: {problem}; {use} (or finish the run with procrl train --resume)")
+    newest = newest_complete_checkpoint(model) if problem else None
+    if newest:  # (without one and without the marker, check_model_path says what the directory lacks)
+        raise ConfigError(f"--model: {model}: {problem}; evaluate {newest}, its newest complete checkpoint (or finish "
+                          "the run with procrl train --resume)")
+    if problem and (Path(model) / FINAL_MARKER).exists():
+        raise ConfigError(f"--model: {model}: {problem}: its files are a mix; it holds no complete checkpoint either")
 
 
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
