@@ -275,7 +275,7 @@ _TIMES_WORD = re.compile(r"(?<=[\d%)])[ \t]+times(?=[ \t]+[$£€¥₹]?\d)")
 # parenthetical label, followed by an operator, '=' or ')'.
 _WORD = r"[A-Za-z][A-Za-z'’\-]{0,24}(?:[ \t]*/[ \t]*[A-Za-z][A-Za-z\-]{0,24})?"
 _LABEL = r"\([ \t]*[A-Za-z][A-Za-z '’,\-]{0,40}\)"
-_PIECE = rf"(?:{_WORD}|{_LABEL})"
+_PIECE = rf"(?:{_WORD}|{_LABEL}|(?<=\d)[\"″'′])"  # 36" (inches), 5' (feet)
 _UNIT_RUN = re.compile(
     rf"(?<=[\d%)])[ \t]*(?:/[ \t]*)?({_PIECE}(?:[ \t]+{_PIECE}){{0,3}})"
     r"(?=[ \t]*(?:=|\)|(?:[+\-*×÷·⋅∗−–^]|[xX]|(?<=[ \t])/)[ \t]*[\d($£€¥₹.]))"
@@ -353,11 +353,16 @@ def plain_arithmetic(text: str) -> tuple[str, dict[int, str]]:
 
     def blank_unit(match: re.Match) -> str:
         run = match.group(1)
+        if run.startswith("(") and "/" in match.group(0)[: match.start(1) - match.start()]:
+            return match.group(0)  # "/(x dollars)": a division by a group, not a rate
         words = re.sub(r"\([^()]*\)", " ", run).replace("/", " ").lower().split()
+        inside = " ".join(re.findall(r"\(([^()]*)\)", run)).lower().split()
+        if any(len(word) == 1 and word.isalpha() and word != "a" for word in inside):
+            return match.group(0)  # "(x dollars)": a variable inside, algebra
         for index, word in enumerate(words):
             if word in _NOT_UNIT_WORDS:
                 return match.group(0)
-            if len(word) == 1 and not (word == "a" and index < len(words) - 1):
+            if len(word) == 1 and word.isalpha() and not (word == "a" and index < len(words) - 1):
                 return match.group(0)  # a single letter is a variable ("2x + 3"), not a unit
         units[match.start()] = run
         return " " * len(match.group(0))
@@ -390,13 +395,14 @@ _STATED_NUMBER = re.compile(r"\s*-?\s*[$£€¥₹]?\s*(?:\d{1,3}(?:,\d{3})+|\d+
 _OPERATOR_RE = re.compile(r"[\d)%]\s*(?:\*\*|[+\-*/×÷·⋅∗−–^xX])\s*[\d(.$£€¥₹]")
 # "25 / 1/3": a tight fraction after a spaced operator is one number (25 / (1/3)).
 _TIGHT_FRACTION = re.compile(r"(?<![\d.)/])(\d+(?:\.\d+)?/\d+(?:\.\d+)?)(?![\d.(/])")
+_TIGHT_PRODUCT = re.compile(r"\d\(\s*[\d$.]")  # "2(11)": a product
 _NUMBER_END = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?%?")
 # Words after a result that say it is not exact.
 _ROUNDED = re.compile(r"round|approx|about|roughly|nearly|almost|estimat|≈|~|truncat", re.I)
 
 
 def _has_operator(text: str) -> bool:
-    return bool(_OPERATOR_RE.search(text))
+    return bool(_OPERATOR_RE.search(text) or _TIGHT_PRODUCT.search(text))
 
 
 def _last_non_space(text: str, end: int) -> int:
@@ -440,8 +446,8 @@ def _scan_left(text: str, end: int) -> tuple[str, int]:
             return "", end  # "60 minutes x 3/4", "\sqrt{16} + 2": the scan stopped mid-expression
         if before.isalpha() and adjacent:
             return "", end  # "x2 + 3", "f(3) + 2": a variable or a function, not a calculation
-        if before in ",:" and (adjacent or (last > 0 and text[last - 1].isdigit())):
-            return "", end  # "14, 400 / 80", "6:00+48"; "Daily cost: $250 * 6" is read
+        if (before == ":" and adjacent) or (before == "," and (adjacent or (last > 0 and text[last - 1].isdigit()))):
+            return "", end  # "14, 400 / 80", "6:00+48"; "Daily cost: $250 * 6", "to 7: 7 + 10" are read
         if side[0] == "(" and _word_before(text, side_start) == "of":
             return "", end  # "half of (3 + 5)": a fraction of the group, not the group
     inner_start, inner_end = _matched_span(side)
@@ -591,6 +597,10 @@ def _result_unit(visible: str, stated: str, position: int, units: dict[int, str]
     return "$" if stated.lstrip("-− \t")[:1] in _CURRENCY else None
 
 
+# Words before "2 x 4 pieces" that make it a size in a noun phrase, not a product.
+_NOUN_PHRASE_WORDS = frozenset(
+    "of many the a an each per with for from in on at to by into all these those his her their its our my your".split()
+)
 # Ratios between units of the same kind: a result off by exactly one of them is a conversion.
 _CONVERSION_FACTORS = (60, 100, 1000, 12, 16, 24, 7, 3600, 52, 365, 3, 36, 5280, 10)
 
@@ -635,7 +645,7 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     if (
         re.fullmatch(r"\d+[ \t]*[xX×][ \t]*\d+", left.strip())
         and left_start + len(left) in units
-        and _word_before(visible, left_start) in ("of", "many", "the", "a", "each", "per", "with", "for")
+        and _word_before(visible, left_start) in _NOUN_PHRASE_WORDS
     ):
         return True  # "the number of 2 x 4 pieces = ...": a size, not a product
     return False
@@ -645,27 +655,33 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
     """The claim that ``left`` (starting at ``left_start``) equals what follows the ``=`` at
     ``position``; None when the right side states no number or the claim is excused."""
     right_run = _scan_right(visible, position + 1)
-    stated = _STATED_NUMBER.match(right_run) if right_run else None
-    if not stated:
+    if not right_run.strip():
         return None
-    right = stated.group(0).strip()
     run_start = position + 1
     after_run = run_start + len(right_run)
-    if re.match(r"[ \t]?\d| and \(?\d", right_run[stated.end():] + visible[after_run : after_run + 8]):
+    stated = _STATED_NUMBER.match(right_run)
+    if stated:
+        right = stated.group(0).strip()
+        stated_length = stated.end()
+    elif right_run.strip().startswith("("):  # "(-1 + 5 + 6) = (5 + 6)": the group is the result
+        right, stated_length = right_run.strip(), len(right_run)
+    else:
+        return None
+    if re.match(r"[ \t]?\d| and \(?\d", right_run[stated_length:] + visible[after_run : after_run + 8]):
         return None  # "1 1/2", "18 000", "5 and 2/3": a mixed number or spaced digits
-    stated_end = run_start + len(right_run[: stated.end()].rstrip())
+    stated_end = run_start + len(right_run[:stated_length].rstrip())
     following = visible[stated_end : stated_end + 2]
     if following[:1] == "\\" or (following[:1].isalpha() and not following[1:2].isalpha()):
         return None  # "= 2x", "= 4\sqrt{2}": algebra, not a number
-    if right_run.strip() == right and re.match(
-        r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[stated_end : stated_end + 80]
-    ):
-        return None  # "= 5 days / x days", "= 459 blinks / x minutes": a proportion, not a result
+    if re.match(r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[after_run : after_run + 80]):
+        return None  # "= 5 days / x days", "= 5 people x 1 house / x": a proportion, not a result
     try:
         right_value = evaluate(right)
         left_readings = _readings(left)
     except NotArithmeticError:
         return None
+    if not stated:  # a group: its readings count like those of an expression
+        right_value = next((r for r in _readings(right) if any(values_match(v, r) for v in left_readings)), right_value)
     expression, expression_readings = None, []
     if right_run.strip() != right:
         try:
@@ -711,7 +727,8 @@ def _statement(visible: str, position: int) -> tuple[str, int, int] | None:
     line_end = len(visible) if line_end < 0 else line_end
     if "=" in visible[line_start:position] or "=" in visible[position + 1 : line_end]:
         return None
-    label = " ".join(visible[line_start:position].split()).lower().rstrip(":")
+    label = re.split(r"[:;,!?]|\.(?=\s)", visible[line_start:position])[-1]
+    label = " ".join(label.split()).lower()
     if not label or not _LABEL_TEXT.fullmatch(label):
         return None
     return label, line_start, line_end
@@ -734,7 +751,8 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
                 claims.append(claim)
         previous = None
         run = _scan_right(visible, position + 1)
-        if run and _has_operator(run) and not visible[position + 1 + len(run) : line_end].strip(" \t.,;$"):
+        rest = visible[position + 1 + len(run) : line_end]
+        if run and _has_operator(run) and not re.search(r"[\d=]", rest):  # "= 1200 miles / 3 hours"
             left_start = position + 1 + (len(run) - len(run.lstrip()))
             try:
                 evaluate(run)
