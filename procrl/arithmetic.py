@@ -195,7 +195,9 @@ class Claim:
     ``kind`` is ``annotation`` (``<<left=right>>``) or ``equation`` (inline ``left = right``).
     For an equation, ``right`` is the stated result (the first number after ``=``) and
     ``right_expression`` the whole arithmetic run after it when that is longer ("3*2 = 6*4 =
-    24" states 6, "a = b + c" states b + c): either reading may hold. ``left`` and ``right``
+    24" states 6, "a = b + c" states b + c): either reading may hold. ``tolerance`` is the
+    relative error that operands written rounded to two or more decimals carry (``0.6333 x
+    100 = 63.33``; 0 when none is). ``left`` and ``right``
     are the sides as read (units and LaTeX markup blanked); ``start``/``end`` are offsets into
     the step's text.
     """
@@ -209,6 +211,7 @@ class Claim:
     right_value: float
     right_expression: str | None = None
     right_expression_value: float | None = None
+    tolerance: float = 0.0
 
     @property
     def correct(self) -> bool:
@@ -216,6 +219,9 @@ class Claim:
             return True
         if self.right_expression_value is not None and values_match(self.left_value, self.right_expression_value):
             return True
+        if self.tolerance:  # operands written rounded ("0.6333 x 100 = 63.33"): their error carries
+            targets = [self.right_value] + ([self.right_expression_value] if self.right_expression_value is not None else [])
+            return any(math.isclose(self.left_value, target, rel_tol=self.tolerance) for target in targets)
         return False
 
 
@@ -295,7 +301,7 @@ _MULTIPLIER_WORDS = frozenset(
 
 def _unit_name(run: str) -> str | None:
     """A comparable name for a unit run: labels in parentheses dropped, words singular, lower case."""
-    words = re.sub(r"\([^()]*\)", " ", run).lower().replace("’", "'").split()
+    words = re.sub(r"\([^()]*\)", " ", run).lower().replace("’", "'").replace("/", " / ").split()
     if not words:
         return None
     singular = []
@@ -307,7 +313,7 @@ def _unit_name(run: str) -> str | None:
         elif len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         singular.append(word)
-    return " ".join(singular)
+    return " ".join(singular).replace(" / ", "/")
 
 
 # Units of the same kind (a result in another unit of the same kind is a conversion).
@@ -569,6 +575,17 @@ def _readings(side: str) -> list[float]:
     return values
 
 
+def _rounding_tolerance(side: str) -> float:
+    """Relative error carried by operands written to two or more decimals (each may be rounded
+    or cut at its last digit): the sum of 10^-d / |x|."""
+    total = 0.0
+    for match in _DECIMAL.finditer(side):
+        written = float(match.group(0))
+        if written:
+            total += 10.0 ** -len(match.group(2)) / abs(written)
+    return min(total, 0.05)
+
+
 def _operand_units(left: str, start: int, units: dict[int, str]) -> list[str | None]:
     """The unit of each number of a left side (currency before it counts as ``$``)."""
     found = []
@@ -615,9 +632,13 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     if _ROUNDED.search(tail) or _ROUNDED.search(text[max(0, left_start - 25) : left_start]):
         return True  # "= 33 (rounded)", "approximately 3500 / 2250 = 1.5"
     value, stated = claim.left_value, claim.right_value
-    if ("/" in left or "÷" in left) and float(stated).is_integer() and not float(value).is_integer():
+    divides = "/" in left or "÷" in left or re.search(r"\d\.\d", left)
+    if divides and float(stated).is_integer() and not float(value).is_integer():
         if stated in (math.floor(value), math.ceil(value), round(value)):
-            return True  # "25 / 4 = 6 boxes": a whole number of something
+            return True  # "25 / 4 = 6 boxes", "0.3 x $30,769 = $9,230": a whole number written
+    operands = len(re.findall(r"\d[\d,]*(?:\.\d+)?", left))
+    if stated and abs(value - stated) <= operands and abs(value - stated) <= 1e-4 * abs(stated):
+        return True  # "$30,769 + $9,230 = $40,000": operands rounded in earlier steps
     operand_units = _operand_units(left, left_start, units)
     named = {unit for unit in operand_units if unit}
     if {word for unit in named for word in unit.replace("/", " ").split()} & _MULTIPLIER_WORDS:
@@ -643,7 +664,7 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     if re.search(r"[\d)][ \t]+\(", left):
         return True  # "12 (4 + 8)": a product, or a number and its explanation
     if (
-        re.fullmatch(r"\d+[ \t]*[xX×][ \t]*\d+", left.strip())
+        re.fullmatch(r"\d+(?:[ \t]*[xX×][ \t]*\d+){1,2}", left.strip())
         and left_start + len(left) in units
         and _word_before(visible, left_start) in _NOUN_PHRASE_WORDS
     ):
@@ -698,8 +719,9 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         if agreeing is not None:
             left_value, expression_value = reading, agreeing
             break
+    tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
     claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value)
+                  None if expression is None else _shown(expression), expression_value, tolerance)
     if not claim.correct and _excused(text, visible, claim, left, left_start, stated_end, units):
         return None
     return claim
