@@ -651,7 +651,8 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
         return True  # "80,000 + 150%": a percent of something
     result = _result_unit(visible, claim.right, stated_end, units)
     kind = _dimension(result)
-    if kind and any(_dimension(unit) == kind and unit.split()[0] != result.split()[0] for unit in named):
+    base = result.split()[0].split("/")[0] if result else None
+    if kind and any(_dimension(unit) == kind and unit.split()[0].split("/")[0] != base for unit in named):
         return True  # "15 minutes * 4 = 1 hour": a conversion
     if kind or any(_dimension(unit) for unit in named):
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
