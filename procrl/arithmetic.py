@@ -148,10 +148,19 @@ def normalize_expression(text: str) -> str:
     return expression
 
 
+_PLAIN_NUMBER = re.compile(r"[ \t]*(-?)[ \t]*[$£€¥₹]?[ \t]*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?[ \t]*")
+
+
 def evaluate(text: str) -> float:
     """Value of a written arithmetic expression; :class:`NotArithmeticError` if it is not one."""
     if len(text) > _MAX_LENGTH:
         raise NotArithmeticError("expression too long")
+    plain = _PLAIN_NUMBER.fullmatch(text)
+    if plain:  # a stated result, most of the time: no parser needed
+        value = float(plain.group(2).replace(",", "") + (plain.group(3) or ""))
+        if value > _MAX_MAGNITUDE:
+            raise NotArithmeticError("value out of range")
+        return -value if plain.group(1) else value
     expression = normalize_expression(text)
     if re.search(r"\d\s+[\d.]", expression):
         raise NotArithmeticError(f"two numbers without an operator: {text!r}")
@@ -560,10 +569,11 @@ def _as_fraction(match: re.Match) -> str:
     return match.group(0)
 
 
-def _readings(side: str) -> list[float]:
-    """Values of a side: as written, with tight fractions as single numbers, with rounded
-    repeating decimals as the fractions they round (each reading that evaluates)."""
-    values = [evaluate(side)]
+def _readings(side: str, first: float | None = None) -> list[float]:
+    """Values of a side: as written (``first`` when already known), with tight fractions as
+    single numbers, with rounded repeating decimals as the fractions they round (each reading
+    that evaluates)."""
+    values = [evaluate(side) if first is None else first]
     variants = {_TIGHT_FRACTION.sub(r"(\1)", side)}
     exact = _DECIMAL.sub(_as_fraction, side)
     variants |= {exact, _TIGHT_FRACTION.sub(r"(\1)", exact)}
@@ -699,17 +709,24 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         return None  # "= 5 days / x days", "= 5 people x 1 house / x": a proportion, not a result
     try:
         right_value = evaluate(right)
-        left_readings = _readings(left)
+        left_value = evaluate(left)
     except NotArithmeticError:
         return None
-    if not stated:  # a group: its readings count like those of an expression
-        right_value = next((r for r in _readings(right) if any(values_match(v, r) for v in left_readings)), right_value)
-    expression, expression_readings = None, []
+    expression, expression_value = None, None
     if right_run.strip() != right:
         try:
-            expression, expression_readings = right_run.strip(), _readings(right_run)
+            expression, expression_value = right_run.strip(), evaluate(right_run)
         except NotArithmeticError:
             expression = None
+    tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
+    claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
+                  None if expression is None else _shown(expression), expression_value, tolerance)
+    if claim.correct:  # as written: the usual case, no other reading needed
+        return claim
+    left_readings = _readings(left, left_value)
+    if not stated:  # a group: its readings count like those of an expression
+        right_value = next((r for r in _readings(right, right_value) if any(values_match(v, r) for v in left_readings)), right_value)
+    expression_readings = _readings(expression, expression_value) if expression is not None else []
     # the readings of the two sides that agree with each other, if any
     left_value, expression_value = left_readings[0], expression_readings[0] if expression_readings else None
     for reading in left_readings:
@@ -720,7 +737,6 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         if agreeing is not None:
             left_value, expression_value = reading, agreeing
             break
-    tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
     claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
                   None if expression is None else _shown(expression), expression_value, tolerance)
     if not claim.correct and _excused(text, visible, claim, left, left_start, stated_end, units):
@@ -730,9 +746,10 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
 
 def _shown(side: str) -> str:
     """A side as the claim shows it: spaces of blanked units and markup collapsed."""
-    shown = " ".join(side.split())
-    for sign in _CURRENCY:
-        shown = shown.replace(sign + " ", sign)
+    shown = " ".join(side.split()) if "  " in side or "\t" in side or "\n" in side else side.strip()
+    if "$ " in shown or any(sign + " " in shown for sign in _CURRENCY[1:]):
+        for sign in _CURRENCY:
+            shown = shown.replace(sign + " ", sign)
     return shown
 
 
@@ -740,21 +757,35 @@ _EQUALS = re.compile(r"(?<![<>=!])=(?![=>])")
 _LABEL_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9'’ \t()\-/.]{0,79}")
 
 
-def _statement(visible: str, position: int) -> tuple[str, int, int] | None:
-    """``(label, line start, line end)`` when the ``=`` at ``position`` is the only one of its
-    line and what stands before it is a name ("Total cost = ...", "Joan's age = ..."); else None."""
-    line_start = visible.rfind("\n", max(0, position - 200), position) + 1
-    if line_start == 0 and position > 200:
-        return None
-    line_end = visible.find("\n", position, position + MAX_SIDE_SCAN)
-    line_end = len(visible) if line_end < 0 else line_end
-    if "=" in visible[line_start:position] or "=" in visible[position + 1 : line_end]:
-        return None
-    label = re.split(r"[:;,!?]|\.(?=\s)", visible[line_start:position])[-1]
+def _lines_of(visible: str, positions: list[int]):
+    """``(position, line start, line end, equals on the line)`` for each ``=`` position, in
+    one pass over the text (positions are sorted)."""
+    out = []
+    index, line_start = 0, 0
+    while index < len(positions):
+        newline = visible.find("\n", line_start)
+        line_end = len(visible) if newline < 0 else newline
+        on_line = []
+        while index < len(positions) and positions[index] < line_end:
+            if positions[index] >= line_start:
+                on_line.append(positions[index])
+            index += 1
+        out += [(position, line_start, line_end, len(on_line)) for position in on_line]
+        if newline < 0:
+            break
+        line_start = newline + 1
+    return out
+
+
+def _statement_label(visible: str, position: int, line_start: int) -> str | None:
+    """The name before the ``=`` of a one-``=`` line ("Total cost = ...", "Joan's age = ..."),
+    after any lead-in ending in ``:`` ``,`` ``.``; None when it is not a name."""
+    head = visible[max(line_start, position - 200) : position]
+    label = re.split(r"[:;,!?]|\.(?=\s)", head)[-1]
+    if position - 200 > line_start and len(label) == len(head):
+        return None  # no lead-in boundary within reach: a long line, not a name
     label = " ".join(label.split()).lower()
-    if not label or not _LABEL_TEXT.fullmatch(label):
-        return None
-    return label, line_start, line_end
+    return label if label and _LABEL_TEXT.fullmatch(label) else None
 
 
 def _restated_claims(text: str, visible: str, units: dict[int, str], positions: list[int]) -> list[Claim]:
@@ -762,13 +793,12 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
     a calculation and at once restated with its value is a claim (calculation = value)."""
     claims = []
     previous = None  # (label, line end, left, left start) of the last named calculation
-    for position in positions:
-        statement = _statement(visible, position)
-        if statement is None:
+    for position, line_start, line_end, equals in _lines_of(visible, positions):
+        label = _statement_label(visible, position, line_start) if equals == 1 else None
+        if label is None or line_end - position > MAX_SIDE_SCAN:
             previous = None
             continue
-        label, line_start, line_end = statement
-        if previous is not None and previous[0] == label and not visible[previous[1] : line_start].strip():
+        if previous is not None and previous[0] == label and line_start - previous[1] < 400 and not visible[previous[1] : line_start].strip():
             claim = _claim(text, visible, units, previous[2], previous[3], position)
             if claim is not None:
                 claims.append(claim)
@@ -776,12 +806,11 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
         run = _scan_right(visible, position + 1)
         rest = visible[position + 1 + len(run) : line_end]
         if run and _has_operator(run) and not re.search(r"[\d=]", rest):  # "= 1200 miles / 3 hours"
-            left_start = position + 1 + (len(run) - len(run.lstrip()))
             try:
                 evaluate(run)
             except NotArithmeticError:
                 continue
-            previous = (label, line_end, run.strip(), left_start)
+            previous = (label, line_end, run.strip(), position + 1 + (len(run) - len(run.lstrip())))
     return claims
 
 

@@ -90,7 +90,7 @@ _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
 # Markers of a final answer statement; the answer line starts at the sentence holding one.
 _ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s*(?:is\b|:)", re.IGNORECASE)
 # A line that is only a bold number ("**18**", "**$1,500**", "**18 eggs.**"): an answer line too.
-_BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[\d.,]*[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
+_BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
 _SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")
 # A short lead-in ("So", "Therefore,") before the marker belongs to the answer line.
 _LEAD_IN = re.compile(r"^\s*(?:so|thus|hence|therefore|finally|in total|in conclusion|overall)?[\s,:]*$", re.I)
@@ -149,7 +149,9 @@ def answer_line_start(text: str) -> int | None:
         if before.strip() and not _STEP_PREFIX.fullmatch(before):
             break  # reasoning before the answer on this line: the block starts here
         start = line_start + len(before) - len(before.lstrip())  # "Step 13: The answer is: 4" whole
-        line_end = len(text[:line_start].rstrip())  # the previous non-empty line
+        line_end = line_start  # the previous non-empty line (no copy of the text before it)
+        while line_end > 0 and text[line_end - 1].isspace():
+            line_end -= 1
     return start
 
 
