@@ -288,12 +288,12 @@ _TIMES_WORD = re.compile(r"(?<=[\d%)])[ \t]+times(?=[ \t]+[$£€¥₹]?\d)")
 
 # Units and labels after a number: up to four words (a word may carry "/unit"), or a
 # parenthetical label, followed by an operator, '=' or ')'.
-_WORD = r"[A-Za-z][A-Za-z'’\-]{0,24}(?:[ \t]*/[ \t]*[A-Za-z][A-Za-z\-]{0,24})?"
+_WORD = r"[A-Za-z][A-Za-z'’\-]{0,24}(?![A-Za-z'’\-])(?:[ \t]*/[ \t]*[A-Za-z][A-Za-z\-]{0,24}(?![A-Za-z\-]))?"
 _LABEL = r"\([ \t]*[A-Za-z][A-Za-z '’,\-]{0,40}\)"
 _PIECE = rf"(?:{_WORD}|{_LABEL}|(?<=\d)[\"″'′])"  # 36" (inches), 5' (feet)
 _UNIT_RUN = re.compile(
     rf"(?<=[\d%)])[ \t]*(?:/[ \t]*)?({_PIECE}(?:[ \t]+{_PIECE}){{0,3}})"
-    r"(?=[ \t]*(?:=|\)|(?:[+\-*×÷·⋅∗−–^]|[xX]|(?<=[ \t])/)[ \t]*[\d($£€¥₹.]))"
+    r"(?=[ \t]*(?:=|\)|(?:[+\-*×÷·⋅∗−–^]|(?<![A-Za-z])[xX]|(?<=[ \t])/)[ \t]*(?:[\d($£€¥₹]|\.\d)))"
 )
 # Words that make a run prose, not a unit ("3 apples and 4 ...", "5 so 2 + ...").
 _NOT_UNIT_WORDS = frozenset(
