@@ -279,11 +279,13 @@ _LATEX_SIGN = re.compile("|".join(re.escape(key) for key in sorted(_LATEX_SIGNS,
 # Markdown: bold / underline emphasis markers (a tight ``2**3`` is a power and stays).
 _EMPHASIS = re.compile(r"(?<![\d)])\*\*|\*\*(?![\d(])|__")
 # A list bullet or number at the start of a line.
-_BULLET = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d{1,3}[.)])(?=[ \t])")
+_BULLET = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d{1,3}[.)]|\(\d{1,3}\)|\([a-z]\))(?=[ \t])")
 # "New value = ...\n= $80,000 + ...": a chain continued on the next line.
 _CONTINUATION = re.compile(r"\n[ \t]*(?==(?!=))")
 _PERCENT_WORD = re.compile(r"(?<=\d)([ \t]?)percent\b", re.IGNORECASE)
 _PERCENT_OF = re.compile(r"(?<=%)[ \t]+of(?=[ \t]+[$£€¥₹(]?\d|[ \t]+\([ \t]*[$£€¥₹]?\d)")
+# "2/3 of 90", "\frac{2}{3} of 90" (a fraction of a number): 'of' is a product there too.
+_FRACTION_OF = re.compile(r"(?:(?<![\d.])\d+/\d+|\(\(\d+\)/\(\d+\)\))[ \t]+(of)(?=[ \t]+[$£€¥₹]?\d)")
 _TIMES_WORD = re.compile(r"(?<=[\d%)])[ \t]+times(?=[ \t]+[$£€¥₹]?\d)")
 
 # Units and labels after a number: up to four words (a word may carry "/unit"), or a
@@ -363,6 +365,7 @@ def plain_arithmetic(text: str) -> tuple[str, dict[int, str]]:
         visible = _CONTINUATION.sub(lambda m: " " * len(m.group(0)), visible)
     visible = _PERCENT_WORD.sub(lambda m: "%".ljust(len(m.group(0))), visible)
     visible = _PERCENT_OF.sub(lambda m: " ×".ljust(len(m.group(0))), visible)
+    visible = _FRACTION_OF.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + "× ", visible)
     visible = _TIMES_WORD.sub(lambda m: " ×".ljust(len(m.group(0))), visible)
     units: dict[int, str] = {}
 
@@ -660,10 +663,15 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     if additive and any(percents) and not all(percents):
         return True  # "80,000 + 150%": a percent of something
     result = _result_unit(visible, claim.right, stated_end, units)
+    if result and result.split()[0] in _MULTIPLIER_WORDS:
+        return True  # "500,000 * 3 = $1.5 million"
     kind = _dimension(result)
     base = result.split()[0].split("/")[0] if result else None
     if kind and any(_dimension(unit) == kind and unit.split()[0].split("/")[0] != base for unit in named):
         return True  # "15 minutes * 4 = 1 hour": a conversion
+    if named and claim.right_expression is not None and not _stated_matches(value, claim.right, stated):
+        if len(_NUMBER_END.findall(claim.right_expression)) > operands:
+            return True  # "3/5 of 10 twenties = 3/5 x 10 x $20": the right side spells a unit out
     if kind or any(_dimension(unit) for unit in named):
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
         for target in targets:
@@ -672,8 +680,8 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
                 for factor in _CONVERSION_FACTORS
             ):
                 return True  # "10 x 25 cents = $2.50", "700 x 5 cents = 700 x 0.05"
-    if re.search(r"[\d)][ \t]+\(", left):
-        return True  # "12 (4 + 8)": a product, or a number and its explanation
+    if re.search(r"[\d)][ \t]+\(|\)[ \t]+[\d$£€¥₹.]", left):
+        return True  # "12 (4 + 8)", "(2) 5 + 3": a product, or a number and its explanation or label
     if (
         re.fullmatch(r"\d+(?:[ \t]*[xX×][ \t]*\d+){1,2}", left.strip())
         and left_start + len(left) in units

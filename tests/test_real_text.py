@@ -116,6 +116,8 @@ def test_trailing_answer_lines_of_mr_gsm8k_are_not_steps():
         "Anne's height = 2 x 30\" = 60\"",
         "2x = 2(14) = 28",
         "\\[\n     -\\$120 + \\$75 = -\\$45\n     \\]",
+        "2/3 of 90 = 60 and \\frac{1}{4} of 80 = 20",
+        "(2) 5 + 3 = 8",  # an equation label
     ],
 )
 def test_real_notation_is_read_and_holds(text):
@@ -141,6 +143,9 @@ def test_real_notation_is_read_and_holds(text):
         "Joan's age = Jessa's age + 4\nJoan's age = 19 + 4\nJoan's age = 24",
         "Let's calculate B = (-2 + 6 + 7 - 3) = (5 + 7 - 3) = (12 - 3) = 9.",
         "2 pounds + 48 pounds + 3150 pounds + 1300 pounds = 3400 pounds",  # Llama-style, a real slip
+        "2/3 of 90 = 50",
+        "(1) 5 + 3 = 9",
+        "3 apples + 4 apples = 3 + 5 = 8",
     ],
 )
 def test_wrong_results_in_real_notation_are_found(text):
@@ -163,7 +168,9 @@ def test_wrong_results_in_real_notation_are_found(text):
         # fragments and sizes
         "\\sqrt{16} + 2 = 6", "half of (3 + 5) = 4", "f(3) + 2 = 9", "X*1/4 = 5", "6:00+48 = 54",
         "\\text{Number of 2 x 4 pieces} = \\frac{\\$24}{\\$4} = 6", "Total cost for 2x4x10 boards = 10 \\times 10 = \\$100",
-        "4 cups / 1 cup/6 lemons = 4 x 6 = 24 lemons", "12 (4 + 8) = 12",
+        "4 cups / 1 cup/6 lemons = 4 x 6 = 24 lemons", "12 (4 + 8) = 12", "500,000 * 3 = $1.5 million",
+        "5:00 pm - 3 hours = 2:00 pm", "The friends get 6 x 2 = 12 eggs from one box x 2",
+        "3/5 of 10 twenties = 3/5 x 10 x $20 = 3/5 x $200 = $120",  # the right side spells a unit out
         # kept from before
         "1 hour = 60 minutes", "15% of $80 = (15/100)*$80 = $12", "There are 60 minutes x 3/4 = 45 minutes",
         "Step 2 = the hard part", "a = b + c",
