@@ -205,8 +205,8 @@ class Claim:
     For an equation, ``right`` is the stated result (the first number after ``=``) and
     ``right_expression`` the whole arithmetic run after it when that is longer ("3*2 = 6*4 =
     24" states 6, "a = b + c" states b + c): either reading may hold. ``tolerance`` is the
-    relative error that operands written rounded to two or more decimals carry (``0.6333 x
-    100 = 63.33``; 0 when none is). ``left`` and ``right``
+    relative error that operands written rounded carry (``0.6333 x 100 = 63.33``; 0 when none
+    is). ``left`` and ``right``
     are the sides as read (units and LaTeX markup blanked); ``start``/``end`` are offsets into
     the step's text.
     """
@@ -589,12 +589,13 @@ def _readings(side: str, first: float | None = None) -> list[float]:
 
 
 def _rounding_tolerance(side: str) -> float:
-    """Relative error carried by operands written to two or more decimals (each may be rounded
-    or cut at its last digit): the sum of 10^-d / |x|."""
+    """Relative error carried by operands written rounded (each may be rounded or cut at its
+    last digit): the sum of 10^-d / |x| over the decimals with three or more digits (0.6333,
+    0.04167) and those that round a repeating fraction (0.67, 38.89); 1.05 or 0.21 are exact."""
     total = 0.0
     for match in _DECIMAL.finditer(side):
         written = float(match.group(0))
-        if written:
+        if written and (len(match.group(2)) >= 3 or _as_fraction(match) != match.group(0)):
             total += 10.0 ** -len(match.group(2)) / abs(written)
     return min(total, 0.05)
 
