@@ -91,6 +91,8 @@ _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
 _ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s*(?:is\b|:)", re.IGNORECASE)
 # A line that is only a bold number ("**18**", "**$1,500**", "**18 eggs.**"): an answer line too.
 _BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
+# A line holding only LaTeX display delimiters: part of the answer block it surrounds.
+_DISPLAY_DELIMITERS = re.compile(r"[ \t]*(?:\\\[|\\\]|\$\$|\\\(|\\\))[ \t.]*")
 _SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")
 # A short lead-in ("So", "Therefore,") before the marker belongs to the answer line.
 _LEAD_IN = re.compile(r"^\s*(?:so|thus|hence|therefore|finally|in total|in conclusion|overall)?[\s,:]*$", re.I)
@@ -141,18 +143,30 @@ def answer_line_start(text: str) -> int | None:
     start = None
     while line_end > 0:
         line_start = text.rfind("\n", 0, line_end) + 1
-        cut = _answer_in_line(text[line_start:line_end])
+        line = text[line_start:line_end]
+        if _DISPLAY_DELIMITERS.fullmatch(line):  # "\[" / "\]" / "$$" around a boxed answer
+            if start is not None:
+                start = line_start + len(line) - len(line.lstrip())
+            line_end = _previous_line_end(text, line_start)
+            continue
+        cut = _answer_in_line(line)
         if cut is None:
             break
         start = line_start + cut
         before = text[line_start:start]
-        if before.strip() and not _STEP_PREFIX.fullmatch(before):
+        if before.strip() and not _STEP_PREFIX.fullmatch(before) and not _DISPLAY_DELIMITERS.fullmatch(before):
             break  # reasoning before the answer on this line: the block starts here
         start = line_start + len(before) - len(before.lstrip())  # "Step 13: The answer is: 4" whole
-        line_end = line_start  # the previous non-empty line (no copy of the text before it)
-        while line_end > 0 and text[line_end - 1].isspace():
-            line_end -= 1
+        line_end = _previous_line_end(text, line_start)
     return start
+
+
+def _previous_line_end(text: str, line_start: int) -> int:
+    """End of the last non-empty line before ``line_start`` (no copy of the text before it)."""
+    line_end = line_start
+    while line_end > 0 and text[line_end - 1].isspace():
+        line_end -= 1
+    return line_end
 
 
 def reasoning_end(completion: str) -> int:

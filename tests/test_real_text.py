@@ -249,10 +249,18 @@ def test_answer_extraction_on_real_endings(completion, gold, expected, rule):
         ("2 + 3 = 5\n**5**", True),
         ("2 + 3 = 5\nStep 4: #### 5\nStep 5: The answer is: 5", True),
         ("2 + 3 = 5\nSo she has 5 apples.", False),  # a prose ending is an answer, not the answer format
+        ("2 + 3 = 5\n\nTherefore, she has:\n\\[\n\\boxed{5}\n\\]", True),  # Qwen's display box
+        ("2 + 3 = 5\n\\[ \\boxed{5} \\]", True),
+        ("2 + 3 = 5\n\\]", False),
     ],
 )
 def test_format_reads_real_answer_lines(completion, answer_line):
     assert has_answer_line(completion) is answer_line
+
+
+def test_a_display_box_is_one_answer_block():
+    completion = "We add: 2 + 3 = 5.\n\nTherefore, the total is:\n\\[\n\\boxed{5}\n\\]"
+    assert [s.text for s in segment(completion).steps] == ["We add: 2 + 3 = 5.", "Therefore, the total is:"]
 
 
 # --- a chat model repeating '#### N' until its token limit ---------------------------------------
