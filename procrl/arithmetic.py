@@ -11,41 +11,53 @@ What a step claims and what is checked (REWARDS.md section 4c):
 * GSM8K calculator annotations ``<<48/2=24>>``: the expression must evaluate to the result;
 * inline equations ``48/2 = 24``: the left side is the arithmetic run before ``=`` and must
   contain an operator; the stated result is the first number after ``=`` (or the whole
-  arithmetic run after it: chains ``3*2 = 6*4 = 24`` and ``a op b = c op d`` both hold when
-  consistent). Results match up to the rounding the text shows (``10/3 = 3.33``).
+  arithmetic run after it: chains ``3*2 = 6*4 = 24``, ``a op b = c op d`` and parenthesised
+  chains ``(-1 + 5 + 6) = (4 + 6) = 10`` hold when consistent). Results match up to the
+  rounding the text shows (``10/3 = 3.33``); a decimal written rounded is also read as the
+  repeating fraction it rounds (``120 x 0.67 = 80``, ``3.33 x 18 = 60``) and carries its
+  rounding error into the result (``0.6333 x 100 = 63.33``);
+* a name given a calculation and restated with its value on the next line (``Total cost =
+  $3.00 x 10`` / ``Total cost = $30.00``; ``Joan's age = 20 + 5`` / ``Joan's age = 25``) claims
+  that the calculation gives the value.
 
 How real models write it (the step is first rewritten into plain arithmetic, character for
-character, so offsets stay valid):
+character, so offsets stay valid; :func:`plain_arithmetic`):
 
 * LaTeX: ``\\times \\cdot \\div``, ``\\frac{a}{b}`` (``\\dfrac``, ``\\tfrac``) as ``((a)/(b))``,
   ``\\left( \\right)``, ``^{2}``, ``\\text{..} \\mathrm{..} \\textbf{..} \\boxed{..}`` unwrapped,
-  ``\\, \\! \\; \\quad ~ &`` as space (``1{,}000`` and ``1\\,000`` as thousands), ``\\$ \\%``,
+  ``\\, \\! \\; \\quad &`` as space (``1{,}000`` and ``1\\,000`` as thousands), ``\\$ \\%``,
   the math delimiters ``\\[ \\] \\( \\) $...$``;
 * unicode ``× ÷ − · ⋅``; markdown emphasis ``**...**`` (``2**3`` stays a power); list bullets
-  (``-``, ``*``, ``•``, ``1.``) at a line start; a chain continued on the next line
-  (``= $80,000 + $120,000`` under ``New value = ...``); ``20 percent``; ``20% of 50``;
-  ``3 times 4``;
+  and labels (``-``, ``*``, ``•``, ``1.``, ``(2)``) at a line start; a chain continued on the
+  next line (``= $80,000 + $120,000`` under ``New value = ...``); ``20 percent``; ``20% of
+  50`` and ``2/3 of 90`` (a product); ``3 times 4``; ``2(11)``;
 * units and labels after a number, up to four words (``3500 pounds ÷ 2250 pounds per trip``,
   ``9 eggs * $2/egg``, ``3 \\text{ sprints} \\times 60 \\text{ meters/sprint}``,
-  ``3 (for breakfast) + 4 (for muffins)``), read as blank when an operator, ``=`` or ``)``
-  follows them; currency before it; an equation after a colon, a comma, a dash or a bullet
-  (``Daily cost: $250 * 6 = $1500 per day``).
+  ``3 (for breakfast) + 4 (for muffins)``, ``36"``), read as blank when an operator, ``=`` or
+  ``)`` follows them; currency before it; an equation after a colon, a comma, a dash or a
+  bullet (``Daily cost: $250 * 6 = $1500 per day``).
 
 Precision first: a claim is flagged only when it is plainly a calculation and plainly wrong.
 Never flagged:
 
 * statements that are not calculations: a bare number on the left (``1 hour = 60 minutes``),
   a fragment of a longer expression (``X*1/4 = ...``, ``f(3) + 2 = ...``, ``\\sqrt{16} + 2``,
-  ``6:00+48``), algebra (``2x + 3 = 7``, ``3 + 5 = 2x``, ``= 32 + x``), a single letter among
-  the words after a number (a variable, not a unit), mixed numbers (``= 1 1/2``, ``5 and
-  2/3``), spaced digits (``18 000``), a sum of ``2 million + 500,000``;
+  ``half of (3 + 5)``, ``6:00+48``), algebra (``2x + 3 = 7``, ``3 + 5 = 2x``, ``= 32 + x``,
+  ``= 2(A - 4)``, ``= 5 days / x days``), a single letter among the words after a number (a
+  variable, not a unit), mixed numbers (``= 1 1/2``, ``5 and 2/3``), spaced digits (``18
+  000``), a rate written without a space (``4 cups / 1 cup/6 lemons``);
 * a result that does not match when the text says why it may not: the written rounding
-  (``= 33 (rounded)``, ``approximately``), an integer written for a division that is not whole
-  (``25 / 4 = 6 boxes``: floor, ceiling or nearest), a sum of different units (``1 hour + 30
-  minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
-  result in another unit of the same kind as an operand's), a multiplier word (``dozen``,
-  ``thousand``), a percent added to a plain number (``80,000 + 150%``), an implicit product
-  with a space (``12 (4 + 8)``). Those claims are dropped (not checked), not flagged.
+  (``= 33 (rounded)``, ``approximately``), a whole number written for a value that is not whole
+  after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $30,769 = $9,230``:
+  floor, ceiling or nearest), large operands rounded in earlier steps (``$30,769 + $9,230 =
+  $40,000``: off by at most one per operand and 0.01%), a sum of different units (``1 hour +
+  30 minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
+  result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``10 x
+  25 cents = $2.50``), a right side that spells a unit out (``3/5 of 10 twenties = 3/5 x 10 x
+  $20``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a
+  percent added to a plain number (``80,000 + 150%``), an implicit product with a space
+  (``12 (4 + 8)``), a size in a noun phrase (``the number of 2 x 4 pieces = ...``). Those
+  claims are dropped (not checked), not flagged.
 
 Cost is linear in the text length: each rewrite is one regular-expression pass with bounded
 matches; an arithmetic side is looked for at most :data:`MAX_SIDE_SCAN` characters from its
@@ -268,7 +280,8 @@ _LATEX_WRAPPER = re.compile(
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}\n]{1,120})\}\s*\{([^{}\n]{1,120})\}")
 _LATEX_EXPONENT = re.compile(r"\^\{([^{}\n]{1,20})\}")
 # 1{,}000 / 1\,000 / 1\!000 inside a number: a thousands separator (the digits move left).
-_LATEX_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
+_LATEX_THOUSANDS = re.compile(r"\{,\}|\\,|\\!")
+_LATEX_NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\{,\}|\\,|\\!|,)\d{3})+(?!\d)")
 _LATEX_SIGNS = {
     "\\times": "×", "\\cdot": "·", "\\div": "÷", "\\ast": "*",
     "\\left(": "(", "\\right)": ")", "\\left[": "(", "\\right]": ")", "\\left.": "", "\\right.": "",
@@ -390,17 +403,11 @@ def plain_arithmetic(text: str) -> tuple[str, dict[int, str]]:
 
 
 def _latex_thousands(text: str) -> str:
-    """``1{,}000`` / ``1\\,000`` -> ``1,000`` with the digits moved left (same length)."""
-    out, last = [], 0
-    for match in _LATEX_THOUSANDS.finditer(text):
-        # the separator goes, a comma comes, the next three digits shift left, spaces fill up
-        out.append(text[last : match.start()])
-        out.append("," + text[match.end() : match.end() + 3] + " " * (len(match.group(0)) - 1))
-        last = match.end() + 3
-    if not out:
+    """``1{,}000`` / ``1\\,000`` / ``1{,}000{,}000`` -> ``1,000`` with the digits moved left and
+    the spaces after the number (same length)."""
+    if "{,}" not in text and "\\," not in text and "\\!" not in text:
         return text
-    out.append(text[last:])
-    return "".join(out)
+    return _LATEX_NUMBER.sub(lambda m: _LATEX_THOUSANDS.sub(",", m.group(0)).ljust(len(m.group(0))), text)
 
 
 # --- the equation scanner ----------------------------------------------------------------------

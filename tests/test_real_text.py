@@ -117,6 +117,7 @@ def test_trailing_answer_lines_of_mr_gsm8k_are_not_steps():
         "2x = 2(14) = 28",
         "\\[\n     -\\$120 + \\$75 = -\\$45\n     \\]",
         "2/3 of 90 = 60 and \\frac{1}{4} of 80 = 20",
+        "\\[ 1{,}000{,}000 - 1 = 999\\,999 \\]",
         "(2) 5 + 3 = 8",  # an equation label
     ],
 )
