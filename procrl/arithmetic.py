@@ -12,12 +12,12 @@ What a step claims and what is checked (REWARDS.md section 4c):
 * inline equations ``48/2 = 24``: the left side is the arithmetic run before ``=`` and must
   contain an operator; the stated result is the first number after ``=`` (or the whole
   arithmetic run after it: chains ``3*2 = 6*4 = 24``, ``a op b = c op d`` and parenthesised
-  chains ``(-1 + 5 + 6) = (4 + 6) = 10`` hold when consistent). Results match up to the
+  chains ``(-2 + 6 + 7) = (4 + 7) = 11`` hold when consistent). Results match up to the
   rounding the text shows (``10/3 = 3.33``); a decimal written rounded is also read as the
-  repeating fraction it rounds (``120 x 0.67 = 80``, ``3.33 x 18 = 60``) and carries its
-  rounding error into the result (``0.6333 x 100 = 63.33``);
+  repeating fraction it rounds (``150 x 0.67 = 100``, ``3.33 x 12 = 40``) and carries its
+  rounding error into the result (``0.5667 x 100 = 56.67``);
 * a name given a calculation and restated with its value on the next line (``Total cost =
-  $3.00 x 10`` / ``Total cost = $30.00``; ``Joan's age = 20 + 5`` / ``Joan's age = 25``) claims
+  $4.00 x 12`` / ``Total cost = $48.00``; ``Tom's age = 17 + 6`` / ``Tom's age = 23``) claims
   that the calculation gives the value.
 
 How real models write it (the step is first rewritten into plain arithmetic, character for
@@ -29,13 +29,13 @@ character, so offsets stay valid; :func:`plain_arithmetic`):
   the math delimiters ``\\[ \\] \\( \\) $...$``;
 * unicode ``× ÷ − · ⋅``; markdown emphasis ``**...**`` (``2**3`` stays a power); list bullets
   and labels (``-``, ``*``, ``•``, ``1.``, ``(2)``) at a line start; a chain continued on the
-  next line (``= $80,000 + $120,000`` under ``New value = ...``); ``20 percent``; ``20% of
+  next line (``= $40,000 + $20,000`` under ``New total = ...``); ``20 percent``; ``20% of
   50`` and ``2/3 of 90`` (a product); ``3 times 4``; ``2(11)``;
-* units and labels after a number, up to four words (``3500 pounds ÷ 2250 pounds per trip``,
-  ``9 eggs * $2/egg``, ``3 \\text{ sprints} \\times 60 \\text{ meters/sprint}``,
-  ``3 (for breakfast) + 4 (for muffins)``, ``36"``), read as blank when an operator, ``=`` or
+* units and labels after a number, up to four words (``4200 pounds ÷ 1500 pounds per trip``,
+  ``7 eggs * $3/egg``, ``4 \\text{ laps} \\times 400 \\text{ meters/lap}``,
+  ``2 (red bolts) + 3 (blue bolts)``, ``30"``), read as blank when an operator, ``=`` or
   ``)`` follows them; currency before it; an equation after a colon, a comma, a dash or a
-  bullet (``Daily cost: $250 * 6 = $1500 per day``).
+  bullet (``Weekly cost: $150 * 4 = $600 per month``).
 
 Precision first: a claim is flagged only when it is plainly a calculation and plainly wrong.
 Never flagged:
@@ -43,20 +43,20 @@ Never flagged:
 * statements that are not calculations: a bare number on the left (``1 hour = 60 minutes``),
   a fragment of a longer expression (``X*1/4 = ...``, ``f(3) + 2 = ...``, ``\\sqrt{16} + 2``,
   ``half of (3 + 5)``, ``6:00+48``), algebra (``2x + 3 = 7``, ``3 + 5 = 2x``, ``= 32 + x``,
-  ``= 2(A - 4)``, ``= 5 days / x days``), a single letter among the words after a number (a
+  ``= 4(B - 3)``, ``= 4 days / x days``), a single letter among the words after a number (a
   variable, not a unit), mixed numbers (``= 1 1/2``, ``5 and 2/3``), spaced digits (``18
-  000``), a rate written without a space (``4 cups / 1 cup/6 lemons``);
+  000``), a rate written without a space (``3 cups / 1 cup/8 limes``);
 * a result that does not match when the text says why it may not: the written rounding
   (``= 33 (rounded)``, ``approximately``), a whole number written for a value that is not whole
-  after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $30,769 = $9,230``:
-  floor, ceiling or nearest), large operands rounded in earlier steps (``$30,769 + $9,230 =
-  $40,000``: off by at most one per operand and 0.01%), a sum of different units (``1 hour +
+  after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $46,153 = $13,845``:
+  floor, ceiling or nearest), large operands rounded in earlier steps (``$46,153 + $13,845 =
+  $60,000``: off by at most one per operand and 0.01%), a sum of different units (``1 hour +
   30 minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
-  result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``10 x
-  25 cents = $2.50``), a right side that spells a unit out (``3/5 of 10 twenties = 3/5 x 10 x
-  $20``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a
+  result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``12 x
+  25 cents = $3.00``), a right side that spells a unit out (``2/5 of 15 tens = 2/5 x 15 x
+  $10``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a
   percent added to a plain number (``80,000 + 150%``), an implicit product with a space
-  (``12 (4 + 8)``), a size in a noun phrase (``the number of 2 x 4 pieces = ...``). Those
+  (``12 (4 + 8)``), a size in a noun phrase (``the number of 2 x 6 boards = ...``). Those
   claims are dropped (not checked), not flagged.
 
 Cost is linear in the text length: each rewrite is one regular-expression pass with bounded
@@ -217,7 +217,7 @@ class Claim:
     For an equation, ``right`` is the stated result (the first number after ``=``) and
     ``right_expression`` the whole arithmetic run after it when that is longer ("3*2 = 6*4 =
     24" states 6, "a = b + c" states b + c): either reading may hold. ``tolerance`` is the
-    relative error that operands written rounded carry (``0.6333 x 100 = 63.33``; 0 when none
+    relative error that operands written rounded carry (``0.5667 x 100 = 56.67``; 0 when none
     is). ``left`` and ``right``
     are the sides as read (units and LaTeX markup blanked); ``start``/``end`` are offsets into
     the step's text.
@@ -240,7 +240,7 @@ class Claim:
             return True
         if self.right_expression_value is not None and values_match(self.left_value, self.right_expression_value):
             return True
-        if self.tolerance:  # operands written rounded ("0.6333 x 100 = 63.33"): their error carries
+        if self.tolerance:  # operands written rounded ("0.5667 x 100 = 56.67"): their error carries
             targets = [self.right_value] + ([self.right_expression_value] if self.right_expression_value is not None else [])
             return any(math.isclose(self.left_value, target, rel_tol=self.tolerance) for target in targets)
         return False
@@ -293,7 +293,7 @@ _LATEX_SIGN = re.compile("|".join(re.escape(key) for key in sorted(_LATEX_SIGNS,
 _EMPHASIS = re.compile(r"(?<![\d)])\*\*|\*\*(?![\d(])|__")
 # A list bullet or number at the start of a line.
 _BULLET = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d{1,3}[.)]|\(\d{1,3}\)|\([a-z]\))(?=[ \t])")
-# "New value = ...\n= $80,000 + ...": a chain continued on the next line.
+# "New total = ...\n= $40,000 + ...": a chain continued on the next line.
 _CONTINUATION = re.compile(r"\n[ \t]*(?==(?!=))")
 _PERCENT_WORD = re.compile(r"(?<=\d)([ \t]?)percent\b", re.IGNORECASE)
 _PERCENT_OF = re.compile(r"(?<=%)[ \t]+of(?=[ \t]+[$£€¥₹(]?\d|[ \t]+\([ \t]*[$£€¥₹]?\d)")
@@ -472,7 +472,7 @@ def _scan_left(text: str, end: int) -> tuple[str, int]:
         if before.isalpha() and adjacent:
             return "", end  # "x2 + 3", "f(3) + 2": a variable or a function, not a calculation
         if (before == ":" and adjacent) or (before == "," and (adjacent or (last > 0 and text[last - 1].isdigit()))):
-            return "", end  # "14, 400 / 80", "6:00+48"; "Daily cost: $250 * 6", "to 7: 7 + 10" are read
+            return "", end  # "14, 400 / 80", "6:00+48"; "Weekly cost: $150 * 4", "to 7: 7 + 10" are read
         if side[0] == "(" and _word_before(text, side_start) == "of":
             return "", end  # "half of (3 + 5)": a fraction of the group, not the group
     inner_start, inner_end = _matched_span(side)
@@ -491,9 +491,9 @@ def _scan_right(text: str, start: int) -> str:
         end += 1
     side = text[start:end].rstrip()
     if side.endswith("/") and text[end : end + 1].isalpha():
-        side = side[:-1].rstrip()  # "$100/month": a rate, the slash is the unit's
+        side = side[:-1].rstrip()  # "$80/month": a rate, the slash is the unit's
     if side.endswith("(") or (text[end : end + 1] in ("x", "X") and _word_before(text, end + 1) == "x"):
-        return ""  # "= 2(A - 4)", "= 2 x x": a product with a variable
+        return ""  # "= 4(B - 3)", "= 3 x x": a product with a variable
     side = side.rstrip(",").rstrip()
     if side.rstrip(_CURRENCY + " \t").endswith(tuple("+-−–*/×÷·⋅∗^xX")):
         return ""
@@ -651,15 +651,15 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     line_end = text.find("\n", stated_end, stated_end + 40)
     tail = text[stated_end : line_end if line_end >= 0 else stated_end + 40]
     if _ROUNDED.search(tail) or _ROUNDED.search(text[max(0, left_start - 25) : left_start]):
-        return True  # "= 33 (rounded)", "approximately 3500 / 2250 = 1.5"
+        return True  # "= 33 (rounded)", "approximately 4200 / 1500 = 2.7"
     value, stated = claim.left_value, claim.right_value
     divides = "/" in left or "÷" in left or re.search(r"\d\.\d", left)
     if divides and float(stated).is_integer() and not float(value).is_integer():
         if stated in (math.floor(value), math.ceil(value), round(value)):
-            return True  # "25 / 4 = 6 boxes", "0.3 x $30,769 = $9,230": a whole number written
+            return True  # "25 / 4 = 6 boxes", "0.3 x $46,153 = $13,845": a whole number written
     operands = len(re.findall(r"\d[\d,]*(?:\.\d+)?", left))
     if stated and abs(value - stated) <= operands and abs(value - stated) <= 1e-4 * abs(stated):
-        return True  # "$30,769 + $9,230 = $40,000": operands rounded in earlier steps
+        return True  # "$46,153 + $13,845 = $60,000": operands rounded in earlier steps
     operand_units = _operand_units(left, left_start, units)
     named = {unit for unit in operand_units if unit}
     if {word for unit in named for word in unit.replace("/", " ").split()} & _MULTIPLIER_WORDS:
@@ -679,7 +679,7 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
         return True  # "15 minutes * 4 = 1 hour": a conversion
     if named and claim.right_expression is not None and not _stated_matches(value, claim.right, stated):
         if len(_NUMBER_END.findall(claim.right_expression)) > operands:
-            return True  # "3/5 of 10 twenties = 3/5 x 10 x $20": the right side spells a unit out
+            return True  # "2/5 of 15 tens = 2/5 x 15 x $10": the right side spells a unit out
     if kind or any(_dimension(unit) for unit in named):
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
         for target in targets:
@@ -687,7 +687,7 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
                 math.isclose(abs(value / target), factor, rel_tol=1e-6) or math.isclose(abs(target / value), factor, rel_tol=1e-6)
                 for factor in _CONVERSION_FACTORS
             ):
-                return True  # "10 x 25 cents = $2.50", "700 x 5 cents = 700 x 0.05"
+                return True  # "12 x 25 cents = $3.00", "600 x 5 cents = 600 x 0.05"
     if re.search(r"[\d)][ \t]+\(|\)[ \t]+[\d$£€¥₹.]", left):
         return True  # "12 (4 + 8)", "(2) 5 + 3": a product, or a number and its explanation or label
     if (
@@ -695,7 +695,7 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
         and left_start + len(left) in units
         and _word_before(visible, left_start) in _NOUN_PHRASE_WORDS
     ):
-        return True  # "the number of 2 x 4 pieces = ...": a size, not a product
+        return True  # "the number of 2 x 6 boards = ...": a size, not a product
     return False
 
 
@@ -711,7 +711,7 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
     if stated:
         right = stated.group(0).strip()
         stated_length = stated.end()
-    elif right_run.strip().startswith("("):  # "(-1 + 5 + 6) = (5 + 6)": the group is the result
+    elif right_run.strip().startswith("("):  # "(-2 + 6 + 7) = (4 + 7)": the group is the result
         right, stated_length = right_run.strip(), len(right_run)
     else:
         return None
@@ -722,7 +722,7 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
     if following[:1] == "\\" or (following[:1].isalpha() and not following[1:2].isalpha()):
         return None  # "= 2x", "= 4\sqrt{2}": algebra, not a number
     if re.match(r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[after_run : after_run + 80]):
-        return None  # "= 5 days / x days", "= 5 people x 1 house / x": a proportion, not a result
+        return None  # "= 4 days / x days", "= 6 people x 1 wall / x": a proportion, not a result
     try:
         right_value = evaluate(right)
         left_value = evaluate(left)
@@ -794,7 +794,7 @@ def _lines_of(visible: str, positions: list[int]):
 
 
 def _statement_label(visible: str, position: int, line_start: int) -> str | None:
-    """The name before the ``=`` of a one-``=`` line ("Total cost = ...", "Joan's age = ..."),
+    """The name before the ``=`` of a one-``=`` line ("Total cost = ...", "Tom's age = ..."),
     after any lead-in ending in ``:`` ``,`` ``.``; None when it is not a name."""
     head = visible[max(line_start, position - 200) : position]
     label = re.split(r"[:;,!?]|\.(?=\s)", head)[-1]
@@ -821,7 +821,7 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
         previous = None
         run = _scan_right(visible, position + 1)
         rest = visible[position + 1 + len(run) : line_end]
-        if run and _has_operator(run) and not re.search(r"[\d=]", rest):  # "= 1200 miles / 3 hours"
+        if run and _has_operator(run) and not re.search(r"[\d=]", rest):  # "= 900 miles / 3 hours"
             try:
                 evaluate(run)
             except NotArithmeticError:
@@ -837,7 +837,7 @@ def find_claims(text: str) -> list[Claim]:
     claims that do not hold where the text says why they may not (rounding, units, module
     docstring). An inline equation counts only when its left side has an operator: ``1 hour =
     60 minutes`` and ``15% of the $80 = ...`` state no calculation; a name given a calculation
-    and restated with its value on the next line (``Total = 20 + 5`` / ``Total = 25``) is one.
+    and restated with its value on the next line (``Total = 17 + 6`` / ``Total = 23``) is one.
     """
     claims: list[Claim] = []
     for match in _ANNOTATION.finditer(text):

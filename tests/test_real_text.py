@@ -143,7 +143,7 @@ def test_real_notation_is_read_and_holds(text):
         "New total = Old total + (Old total x 50%)\n= $40,000 + ($40,000 x 0.5)\n= $40,000 + $20,000\n= $70,000",
         "Joan's age = Jessa's age + 4\nJoan's age = 19 + 4\nJoan's age = 24",
         "Let's calculate B = (-2 + 6 + 7 - 3) = (5 + 7 - 3) = (12 - 3) = 9.",
-        "2 pounds + 48 pounds + 3150 pounds + 1300 pounds = 3400 pounds",  # Llama-style, a real slip
+        "3 pounds + 36 pounds + 2100 pounds + 900 pounds = 2939 pounds",  # Llama-style, a slip
         "2/3 of 90 = 50",
         "(1) 5 + 3 = 9",
         "3 apples + 4 apples = 3 + 5 = 8",
@@ -157,21 +157,21 @@ def test_wrong_results_in_real_notation_are_found(text):
     "text",
     [
         # algebra
-        "2x + 3 = 7", "3 + 5 = 2x", "60-8 = 2(A-4)", "1/2 house = 5 days / x days", "10 x 7 = 2 x x",
-        "x + 2x = 33", "\\[ 3r + 5(r + 2) = 42 \\]", "\\frac{1200 \\text{ lire}}{\\$1.50} = \\frac{1000000 \\text{ lire}}{x \\text{ dollars}}",
+        "2x + 3 = 7", "3 + 5 = 2x", "50-6 = 4(B-3)", "1/3 wall = 4 days / x days", "12 x 5 = 3 x x",
+        "y + 3y = 48", "\\[ 2r + 4(r + 1) = 40 \\]", "\\frac{900 \\text{ yen}}{\\$6.00} = \\frac{45000 \\text{ yen}}{x \\text{ dollars}}",
         # unit conversions
-        "1 hour + 30 minutes = 90 minutes", "15 minutes * 4 = 1 hour", "10 x 25 cents = $2.50.", "$3 + 50 cents = $3.50",
-        "4 lollipops x 25 cents/lollipop = 4 x 0.25 = $1", "2 dozen + 6 = 30",
+        "1 hour + 30 minutes = 90 minutes", "15 minutes * 4 = 1 hour", "12 x 25 cents = $3.00.", "$3 + 50 cents = $3.50",
+        "8 pencils x 25 cents/pencil = 8 x 0.25 = $2", "2 dozen + 6 = 30",
         # rounding as written
-        "25 / 4 = 6 boxes", "100 / 3 = 33 (rounded down)", "120 x 2/3 = 120 x 0.67 = 80", "1.5833 minutes/potato * 60 potatoes = 95 minutes",
-        "(95 / 150) x 100\n= 0.6333 x 100\n= 63.33%", "0.3 x $30,769 = $9,230", "$30,769 + $9,230 = $40,000",
+        "25 / 4 = 6 boxes", "100 / 3 = 33 (rounded down)", "150 x 2/3 = 150 x 0.67 = 100", "1.4167 minutes/carrot * 24 carrots = 34 minutes",
+        "(85 / 150) x 100\n= 0.5667 x 100\n= 56.67%", "0.3 x $46,153 = $13,845", "$46,153 + $13,845 = $60,000",
         "3500 / 2250 = approximately 1.5",
         # fragments and sizes
         "\\sqrt{16} + 2 = 6", "half of (3 + 5) = 4", "f(3) + 2 = 9", "X*1/4 = 5", "6:00+48 = 54",
-        "\\text{Number of 2 x 4 pieces} = \\frac{\\$24}{\\$4} = 6", "Total cost for 2x4x10 boards = 10 \\times 10 = \\$100",
-        "4 cups / 1 cup/6 lemons = 4 x 6 = 24 lemons", "12 (4 + 8) = 12", "500,000 * 3 = $1.5 million",
+        "\\text{Number of 2 x 6 boards} = \\frac{\\$30}{\\$5} = 6", "Total cost for 2x6x8 boards = 6 \\times 9 = \\$54",
+        "3 cups / 1 cup/8 limes = 3 x 8 = 24 limes", "12 (4 + 8) = 12", "500,000 * 3 = $1.5 million",
         "5:00 pm - 3 hours = 2:00 pm", "The friends get 6 x 2 = 12 eggs from one box x 2",
-        "3/5 of 10 twenties = 3/5 x 10 x $20 = 3/5 x $200 = $120",  # the right side spells a unit out
+        "2/5 of 15 tens = 2/5 x 15 x $10 = 2/5 x $150 = $60",  # the right side spells a unit out
         # kept from before
         "1 hour = 60 minutes", "15% of $80 = (15/100)*$80 = $12", "There are 60 minutes x 3/4 = 45 minutes",
         "Step 2 = the hard part", "a = b + c",
@@ -184,34 +184,34 @@ def test_no_false_alarm(text):
 def test_instruct_style_solution_is_verified_step_by_step():
     completion = (
         "To find the total, we follow these steps:\n\n"
-        "1. **Eggs used per day:**\n   \\[\n   3 + 4 = 7\n   \\]\n\n"
-        "2. **Eggs left to sell:**\n   \\[\n   \\text{Remaining eggs} = 16 - 7 = 9\n   \\]\n\n"
-        "3. **Money from the sales:**\n   \\[\n   9 \\text{ eggs} \\times \\$2/\\text{egg} = \\$18\n   \\]\n\n"
-        "Thus, she makes \\(\\boxed{18}\\) dollars every day."
+        "1. **Eggs used per day:**\n   \\[\n   5 + 3 = 8\n   \\]\n\n"
+        "2. **Eggs left to sell:**\n   \\[\n   \\text{Remaining eggs} = 20 - 8 = 12\n   \\]\n\n"
+        "3. **Money from the sales:**\n   \\[\n   12 \\text{ eggs} \\times \\$3/\\text{egg} = \\$36\n   \\]\n\n"
+        "Thus, she makes \\(\\boxed{36}\\) dollars every day."
     )
     assert verdict(completion) == -1
-    slipped = completion.replace("16 - 7 = 9", "16 - 7 = 8")
+    slipped = completion.replace("20 - 8 = 12", "20 - 8 = 11")
     assert verdict(slipped) == 2  # step 0 is the introduction
-    assert extract_prediction(completion) == (18.0, "boxed")
+    assert extract_prediction(completion) == (36.0, "boxed")
 
 
 def test_llama_style_solution_is_verified():
     completion = (
         "Let's break it down step by step.\n\n"
-        "The bus travels 60 miles per hour for 5 hours:\n"
-        "Distance = Speed x Time\nDistance = 60 miles/hour x 5 hours\nDistance = 300 miles\n\n"
-        "The car travels 30 miles per hour for 8 hours:\n"
-        "Distance = 30 miles/hour x 8 hours\nDistance = 240 miles\n\n"
-        "Difference = 300 miles - 240 miles\nDifference = 60 miles\n\n"
-        "The final answer is 60."
+        "The van travels 50 miles per hour for 6 hours:\n"
+        "Distance = Speed x Time\nDistance = 50 miles/hour x 6 hours\nDistance = 300 miles\n\n"
+        "The truck travels 40 miles per hour for 7 hours:\n"
+        "Distance = 40 miles/hour x 7 hours\nDistance = 280 miles\n\n"
+        "Difference = 300 miles - 280 miles\nDifference = 20 miles\n\n"
+        "The final answer is 20."
     )
     assert verdict(completion) == -1
-    assert verdict(completion.replace("Distance = 240 miles", "Distance = 250 miles")) == 2
-    assert extract_prediction(completion) == (60.0, "answer_is")
+    assert verdict(completion.replace("Distance = 280 miles", "Distance = 270 miles")) == 2
+    assert extract_prediction(completion) == (20.0, "answer_is")
 
 
 def test_algebra_only_solution_has_nothing_checkable():
-    completion = "Let x be the number.\n\nx + 4x = 40\n\n5x = 40\n\nx = 8\n\nThe final answer is 8."
+    completion = "Let x be the number.\n\nx + 3x = 36\n\n4x = 36\n\nx = 9\n\nThe final answer is 9."
     assert verdict(completion) is None  # unverified: the component gives it unverified_score
 
 
@@ -219,16 +219,16 @@ def test_algebra_only_solution_has_nothing_checkable():
 
 ENDINGS = [
     # (completion, gold, expected accuracy, rule)
-    ("... 16 + 18 = 34\nSo she spends a total of 34 hours.", "34", 1.0, "last_number"),
+    ("... 12 + 14 = 26\nSo she spends a total of 26 hours.", "26", 1.0, "last_number"),
     ("She makes 9 * 2 = 18 dollars.\n**18**", "18", 1.0, "bold"),
     ("She makes 9 * 2 = 18 dollars.\n**Answer: 18**", "18", 1.0, "answer_is"),
     ("Thus, the total is **64** dollars for 16 glasses.", "64", 1.0, "bold"),
-    ("So the price is \\boxed{\\$27,000}.", "27000", 1.0, "boxed"),
-    ("The answer is: $\\boxed{59}$", "59", 1.0, "boxed"),
-    ("Final Answer: The total cost of 10 gallons after the cashback is $28.00.", "28", 1.0, "answer_is"),
+    ("So the price is \\boxed{\\$12,500}.", "12500", 1.0, "boxed"),
+    ("The answer is: $\\boxed{42}$", "42", 1.0, "boxed"),
+    ("Final Answer: The total cost of 12 gallons after the discount is $33.00.", "33", 1.0, "answer_is"),
     ("The final answer is 9 * $2 = $18.", "18", 1.0, "answer_is"),
     ("The final answer is $18. I hope it is correct.", "18", 1.0, "answer_is"),
-    ("#### Step 3: Net profit\nProfit = $70 - $33 = $37\n\n\\[\\boxed{37}\\]", "37", 1.0, "boxed"),  # a heading is no answer
+    ("#### Step 3: Net profit\nProfit = $90 - $41 = $49\n\n\\[\\boxed{49}\\]", "49", 1.0, "boxed"),  # a heading is no answer
     ("#### 1. Cost of the shirts\n2 x 15 = 30\n#### 30", "30", 1.0, "hashes"),
     ("9 + 5 = 14.\n#### 14\nThe answer is: 14", "14", 1.0, "hashes"),
     ("#### 5\nThe answer is 7", "5", 1.0, "hashes"),  # several answer lines: the first #### wins

@@ -7,13 +7,13 @@ Prediction, first rule that matches wins:
    model that repeats ``#### 48`` until its token limit, or cuts the last copy short, is read as
    48; a markdown heading ``#### Step 3: ...`` or ``#### 1. Total`` is not an answer);
 2. the LAST ``\\boxed{...}`` (MATH's convention: intermediate results may be boxed, the final
-   one is boxed last; ``\\boxed{\\$27,000}``, ``$\\boxed{59}$``);
+   one is boxed last; ``\\boxed{\\$12,500}``, ``$\\boxed{42}$``);
 3. the LAST ``answer is N`` / ``Answer: N`` (``**Answer: 18**``, ``The final answer is $18.``):
    the number it starts with, the result after its last ``=``, or, when it goes on as a sentence
-   (``Final Answer: The total cost of 10 gallons is $28.00.``), the first number after the
+   (``Final Answer: The total cost of 12 gallons is $33.00.``), the first number after the
    sentence's last ``is`` / ``are`` / ``was`` / ``equals`` (else its last number);
 4. a bold number on the last non-empty line (``... is **64** dollars for 16 glasses``);
-5. the last number in the completion (``so she spends a total of 34 hours.``).
+5. the last number in the completion (``so she spends a total of 26 hours.``).
 
 So with several answer lines the first ``####`` wins over everything, a box over an ``answer
 is``; a completion that states several different answers is read as one of them, never as
@@ -194,7 +194,7 @@ def _stated_answer(text: str | None) -> float | None:
     if _STARTS_WITH_NUMBER.match(text):
         return parse_number(text)
     sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip(), maxsplit=1)[0].replace("\\", " ")
-    verbs = list(_COPULA.finditer(sentence))  # "... the total cost of 10 gallons is $28.00."
+    verbs = list(_COPULA.finditer(sentence))  # "... the total cost of 12 gallons is $33.00."
     if verbs:
         value = parse_number(sentence[verbs[-1].end() :])
         if value is not None:
