@@ -155,7 +155,8 @@ class FirstErrorReward(RewardComponent):
         unverified_score: float = field(
             -1.0,
             help="arithmetic: score of a chain in which no step holds a checkable calculation (hedging, prose "
-            "without numbers): the judge checked nothing, so it is not 'no error'.",
+            "without numbers, pure algebra): the judge checked nothing, so it is not 'no error'; the default -1 "
+            "equals a found error, so leaving a wrong calculation out of the text never pays.",
         )
         threshold: float = field(0.5, help="prm: a step whose probability of being correct is below this is an error.")
         max_tokens: int = field(1024, help="LLM judges: most tokens the judge may write.")
