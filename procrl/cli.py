@@ -170,6 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_evaluate_command(commands)
 
+    from procrl.validate import add_validate_command  # light import: components load in the handler
+
+    add_validate_command(commands)
+
     from procrl.judge_eval import add_eval_judge_command  # light import: judges load in the handler
 
     add_eval_judge_command(commands)
