@@ -1,0 +1,648 @@
+"""The reference first-error judge (``first_error: {backend: reference}``): no model; every
+quantity a step states is checked against the question's numbers and the gold solution's
+intermediate values; k = the first step stating a quantity that cannot be reached.
+
+Why: the arithmetic judge can only catch a calculation that is false. Most reasoning errors in
+GSM8K-style solutions are a wrong operation on right numbers, a misread quantity or a skipped
+condition, where every equation is true, but where the solution states a number the gold
+solution never reaches (``9000 + 2000 = 11000`` for a gold ``9000 - 2000 = 7000``). Training
+data such as GSM8K carries every intermediate quantity of a sound solution (``<<48/2=24>>24``);
+this judge uses them.
+
+**What a step states** is read with the arithmetic judge's reader (:mod:`procrl.arithmetic`:
+LaTeX, unicode operators, markdown, bullets, currency, thousands separators, unit words):
+every number it writes (:func:`~procrl.arithmetic.stated_numbers`, magnitudes: a sign may be
+an operator or a dash) and every calculation it shows (:func:`~procrl.arithmetic.find_claims`:
+the result of ``a op b = c`` or ``<<a op b=c>>`` with its operands).
+
+**What is known** at a point of the completion:
+
+* the question's numbers *Q*: digits, fractions (the value and both parts), percents, number
+  words ("three", "half", "a dozen", "twice"), plus the constants 0, 1, 2;
+* the gold's values *G*: every number the gold solution states that the question does not
+  (calculator results, results of equations, numbers of its prose, the ``#### N`` or
+  ``\\boxed{}`` answer), and with the ``regroup`` transformation the partial results of the
+  gold's calculations regrouped (commutative, associative, distributive: ``16 - 3 - 4`` also
+  gives ``3 + 4 = 7`` and ``16 - 4 = 12``; ``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``; a
+  calculation's operands that are earlier gold results are expanded first);
+* what the completion established before it: every quantity accepted so far.
+
+**The rule**, for each stated quantity in reading order; k = the step of the first one that is
+not accepted:
+
+1. ``check_arithmetic``: a calculation shown false is an error (what the arithmetic judge flags);
+2. restatement: a value of *Q*, a constant, or a value established earlier is accepted;
+3. on the gold's path: a value of *G* is accepted. It is *progress* when it is derived: the result
+   of a true calculation (its operands were accepted before it), or within ``max_depth``
+   operations (``+ - * /`` over pairs) of what is known before it (*Q*, the constants, what the
+   completion established; gold values not yet reached are not known). Otherwise it is a leap
+   (the gold answer stated before it is worked out): ``leap: accept`` (default) accepts it
+   without progress, ``flag`` makes it an error;
+4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value that a later
+   quantity of the completion uses to reach a gold value (directly, as an operand of its
+   calculation, or within ``max_depth`` operations), recursively: an alternative decomposition
+   ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"); a wrong operation on right numbers leads nowhere
+   and is flagged where it is first stated. ``derivable`` accepts any value within ``max_depth``
+   operations of *Q*, *G* and what was established (the naive rule: it lets a wrong operation on
+   right numbers through); ``flag`` flags every value not in *G*;
+5. ``transformations`` of a known or gold value *u*: ``units`` (``u`` times or divided by a
+   unit factor: 60, 24, 7, 12, 52, 365, 100, 1000, 3600, 16, which also count as constants),
+   ``percent`` (``u`` times or divided by 100), ``rounding`` as written (to the decimals shown,
+   or cut there; a whole number for a non-whole ``u``: floor, ceiling or nearest), ``regroup``
+   (above). Order of operands needs no option: magnitudes are compared, so ``a - b`` and
+   ``b - a`` state the same quantity, and the regrouping covers ``a + b + c`` in any order.
+
+A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
+counts the steps with progress: a chain with none (hedging, copying the question's numbers,
+stating the gold answer without working it out) is ``unverified`` and the first-error component
+gives it ``unverified_score`` (default -1), never the 0 of a checked chain.
+
+**No reference**: when the gold is only a final answer (no value beyond the question's numbers
+and the answer, no calculation), the judge has nothing to check against: the verdict is None
+with status ``no_reference`` (counted as ``failures/no_reference``), and the component's
+``fallback`` resolves it (``group_mean`` by default): a defined no-opinion, never the best score.
+
+Simplified on purpose: magnitudes only; derivations are chains of binary ``+ - * /``; a value
+equal to a question number is a restatement even when a step reached it by a wrong calculation
+(only ``check_arithmetic`` sees that). Pure text in, verdicts out; the gold's values are cached
+per (question, gold) pair.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import math
+import re
+from dataclasses import dataclass
+from itertools import combinations
+
+from procrl.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
+
+__all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
+
+TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
+OFF_PATH = ("lookahead", "derivable", "flag")
+LEAP = ("accept", "flag")
+CONSTANTS = (0.0, 1.0, 2.0)
+# With ``units``: conversion factors between units of one kind (the kind of the unit written after
+# a stated number), and the common ones that count as known constants ("* 12 months", "/ 60").
+UNIT_FACTORS = {
+    "time": (60.0, 24.0, 7.0, 12.0, 52.0, 365.0, 3600.0, 30.0, 1440.0, 168.0),
+    "length": (12.0, 3.0, 36.0, 100.0, 1000.0, 5280.0, 10.0),
+    "mass": (16.0, 1000.0, 2000.0),
+    "volume": (2.0, 4.0, 8.0, 16.0, 128.0, 1000.0),
+    "money": (100.0,),
+}
+UNIT_CONSTANTS = (60.0, 24.0, 7.0, 12.0, 52.0, 365.0, 100.0, 1000.0, 3600.0)
+_MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped (2^8 subsets at most)
+_MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
+
+# Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
+_UNITS_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+               "ninety": 90}
+_OTHER_WORDS = {
+    "hundred": (100,), "thousand": (1000,), "million": (1e6,), "dozen": (12,), "dozens": (12,), "score": (20,),
+    "half": (0.5, 2), "halves": (0.5, 2), "twice": (2,), "double": (2,), "doubles": (2,), "triple": (3,),
+    "triples": (3,), "thrice": (3,), "quadruple": (4,), "quarter": (0.25, 4), "quarters": (0.25, 4),
+    "third": (1 / 3, 3), "thirds": (1 / 3, 3), "fourth": (0.25, 4), "fourths": (0.25, 4), "fifth": (0.2, 5),
+    "fifths": (0.2, 5), "sixth": (1 / 6, 6), "eighth": (0.125, 8), "tenth": (0.1, 10), "pair": (2,), "pairs": (2,),
+    "week": (7,), "weekly": (7,), "fortnight": (14,), "percent": (100,),
+}
+_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
+
+
+@dataclass(frozen=True)
+class ReferenceRules:
+    """The options of the rule (module docstring); the first-error settings carry them."""
+
+    max_depth: int = 1
+    transformations: tuple[str, ...] = TRANSFORMATIONS
+    off_path: str = "lookahead"
+    leap: str = "accept"
+    check_arithmetic: bool = True
+
+    def __post_init__(self):
+        if self.max_depth not in (0, 1, 2):
+            raise ValueError(f"max_depth must be 0, 1 or 2, got {self.max_depth}")
+        unknown = set(self.transformations) - set(TRANSFORMATIONS)
+        if unknown or self.off_path not in OFF_PATH or self.leap not in LEAP:
+            raise ValueError(f"invalid reference rules {self}")
+
+
+# --- values with tolerance ---------------------------------------------------------------------
+
+
+def _decimals(text: str) -> int:
+    match = re.search(r"\.(\d+)\s*%?\s*$", text.strip())
+    return len(match.group(1)) if match else 0
+
+
+class _Values:
+    """A set of magnitudes looked up with float tolerance (and, on request, rounding as written)."""
+
+    def __init__(self, values=()):
+        self._sorted: list[float] = []
+        self.percents: list[float] = []  # question numbers written as percents
+        for value in values:
+            self.add(value)
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __iter__(self):
+        return iter(self._sorted)
+
+    def add(self, value: float) -> None:
+        value = abs(value)
+        if not math.isfinite(value):
+            return
+        index = bisect.bisect_left(self._sorted, value)
+        if index < len(self._sorted) and math.isclose(self._sorted[index], value, rel_tol=1e-9, abs_tol=1e-12):
+            return
+        self._sorted.insert(index, value)
+
+    def near(self, value: float, tolerance: float) -> list[float]:
+        value = abs(value)
+        low = bisect.bisect_left(self._sorted, value - tolerance)
+        high = bisect.bisect_right(self._sorted, value + tolerance)
+        return self._sorted[low:high]
+
+    def has(self, value: float, tolerance: float | None = None) -> bool:
+        value = abs(value)
+        return bool(self.near(value, max(1e-6 * value, 1e-9) if tolerance is None else tolerance))
+
+    def has_written(self, value: float, text: str, rounding: bool) -> bool:
+        """``value`` as written in ``text`` equals a member, or (``rounding``) is one rounded or cut
+        to the decimals shown, or a whole number next to a non-whole member."""
+        if self.has(value):
+            return True
+        if not rounding:
+            return False
+        decimals = _decimals(text)
+        window = 10.0 ** -decimals if decimals else 1.0
+        for member in self.near(value, window + 1e-9):
+            if decimals and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
+                return True
+            if not decimals and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
+                return True
+        return False
+
+
+def _tolerance(value: float, text: str | None = None) -> float:
+    """How far a derivation may land from ``value`` as written (its rounding, else float noise)."""
+    decimals = _decimals(text) if text else 0
+    if decimals:
+        return 10.0 ** -decimals  # rounded or cut to the written decimals
+    return max(1e-6 * abs(value), 1e-9)
+
+
+def _derivable(target: float, known: _Values, depth: int, tolerance: float) -> bool:
+    """``target`` = a op b (op in + - * /) with a, b known, or (depth 2) one more operation."""
+    if depth <= 0:
+        return False
+    target = abs(target)
+    for a in known:
+        for b, slack in ((target - a, tolerance), (a - target, tolerance), (target + a, tolerance)):
+            if b >= 0 and known.has(b, slack):
+                return True
+        if a:
+            if known.has(target / a, tolerance / a):  # a * b
+                return True
+            if known.has(target * a, tolerance * a):  # b / a
+                return True
+            if target and known.has(a / target, a * tolerance / (target * target) + 1e-12):  # a / b
+                return True
+    if depth >= 2:
+        for a in known:
+            for inner, slack in ((target - a, tolerance), (a - target, tolerance), (target + a, tolerance)):
+                if inner > 0 and _derivable(inner, known, 1, slack):
+                    return True
+            if a:
+                for inner, slack in ((target / a, tolerance / a), (target * a, tolerance * a)):
+                    if inner > 0 and _derivable(inner, known, 1, slack):
+                        return True
+    return False
+
+
+def _uses(value: float, target: float, known: _Values, depth: int, tolerance: float) -> bool:
+    """``target`` is reached from ``value`` and known values within ``depth`` operations, using ``value``."""
+    if depth <= 0 or not value:
+        return False
+    target, value = abs(target), abs(value)
+    firsts = []
+    for a in [*known, value]:
+        firsts += [value + a, abs(value - a), value * a, a / value] + ([value / a] if a else [])
+    if any(abs(reached - target) <= tolerance for reached in firsts):
+        return True
+    if depth >= 2:
+        if any(reached and _uses(reached, target, known, 1, tolerance) for reached in firsts):
+            return True  # (value op a) op b
+        for inner, slack in ((target - value, tolerance), (value - target, tolerance), (target + value, tolerance),
+                             (target / value, tolerance / value), (target * value, tolerance * value)):
+            if inner > 0 and _derivable(inner, known, 1, slack):
+                return True  # (a op b) op value
+    return False
+
+
+# --- the gold's values -------------------------------------------------------------------------
+
+
+def question_numbers(question: str | None) -> _Values:
+    """The question's numbers: digits (fractions with both parts, percents as written), number words."""
+    values = _Values()
+    if not question:
+        return values
+    for number in stated_numbers(question):
+        values.add(number.value)
+        if number.percent:
+            values.add(number.value / 100)
+            values.percents.append(number.value)
+        if number.parts:
+            values.add(number.parts[0])
+            values.add(number.parts[1])
+    for match in _WORD.finditer(question):
+        word = match.group(0).lower()
+        if "-" in word:
+            tens, _, unit = word.partition("-")
+            if tens in _TENS_WORDS and unit in _UNITS_WORDS:
+                values.add(_TENS_WORDS[tens] + _UNITS_WORDS[unit])
+                continue
+        if word in _UNITS_WORDS:
+            values.add(_UNITS_WORDS[word])
+        elif word in _TENS_WORDS:
+            values.add(_TENS_WORDS[word])
+        for value in _OTHER_WORDS.get(word, ()):
+            values.add(value)
+    return values
+
+
+def _tree(expression: str) -> ast.AST | None:
+    try:
+        return ast.parse(normalize_expression(expression), mode="eval").body
+    except (NotArithmeticError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _value(node: ast.AST) -> float | None:
+    try:
+        return abs(evaluate(ast.unparse(node)))  # the arithmetic judge's bounded evaluator
+    except (NotArithmeticError, ValueError, RecursionError):
+        return None
+
+
+def _flatten(node: ast.AST, kind: str, sign: int = 1) -> list[tuple[int, ast.AST]]:
+    """Terms (kind "sum": ``(sign, node)``) or factors ("product": ``(exponent, node)``) of a chain."""
+    if isinstance(node, ast.BinOp):
+        if kind == "sum" and isinstance(node.op, (ast.Add, ast.Sub)):
+            right = sign if isinstance(node.op, ast.Add) else -sign
+            return _flatten(node.left, kind, sign) + _flatten(node.right, kind, right)
+        if kind == "product" and isinstance(node.op, (ast.Mult, ast.Div)):
+            right = sign if isinstance(node.op, ast.Mult) else -sign
+            return _flatten(node.left, kind, sign) + _flatten(node.right, kind, right)
+    return [(sign, node)]
+
+
+def _combine(kind: str, chosen: tuple[tuple[int, float], ...]) -> float | None:
+    """The value of some items of a chain: a signed sum, or a product (divisors alone: their
+    product, "48 / 2 / 3" divides by 2 * 3 = 6)."""
+    if kind == "sum":
+        return abs(sum(sign * value for sign, value in chosen))
+    if all(sign < 0 for sign, _ in chosen):
+        return math.prod(value for _, value in chosen)
+    if any(sign < 0 and not value for sign, value in chosen):
+        return None
+    return abs(math.prod(value if sign > 0 else 1 / value for sign, value in chosen))
+
+
+class _Gold:
+    """The gold's values being collected: results, regrouped partial results and, for each, the
+    operand values it is computed from (its recipes)."""
+
+    def __init__(self):
+        self.regrouped = _Values()
+        self.recipes: list[tuple[float, tuple[float, ...]]] = []
+
+    def add(self, value: float, operands: tuple[float, ...], regrouped: bool) -> None:
+        if regrouped:
+            self.regrouped.add(value)
+        if len(self.recipes) < _MAX_PARTIALS:
+            self.recipes.append((abs(value), tuple(abs(o) for o in operands)))
+
+    def walk(self, node: ast.AST, top: bool = True) -> None:
+        """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
+        from its items and from any split of them in two), then the items' own chains."""
+        if not isinstance(node, ast.BinOp) or len(self.recipes) >= _MAX_PARTIALS:
+            return
+        kind = "sum" if isinstance(node.op, (ast.Add, ast.Sub)) else "product"
+        items = _flatten(node, kind)
+        values = [(sign, _value(child)) for sign, child in items]
+        if any(v is None for _, v in values):
+            return
+        whole = _combine(kind, tuple(values))
+        if whole is not None:
+            self.add(whole, tuple(v for _, v in values), regrouped=False)
+        if len(values) <= _MAX_CHAIN:
+            for size in range(2, len(values) + 1):
+                for chosen in combinations(values, size):
+                    value = _combine(kind, chosen)
+                    if value is None:
+                        continue
+                    if size < len(values):
+                        self.add(value, tuple(v for _, v in chosen), regrouped=True)
+                    for cut in range(1, size // 2 + 1):
+                        for part in combinations(range(size), cut):
+                            first = _combine(kind, tuple(chosen[i] for i in part))
+                            rest = _combine(kind, tuple(chosen[i] for i in range(size) if i not in part))
+                            if first is not None and rest is not None:
+                                self.add(value, (first, rest), regrouped=size < len(values))
+        if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
+            for index, (sign, child) in enumerate(items):
+                terms = _flatten(child, "sum")
+                others = [(s, v) for j, (s, v) in enumerate(values) if j != index]
+                factor = _combine(kind, tuple(others)) if others else None
+                if sign < 0 or len(terms) < 2 or factor is None or all(s < 0 for s, _ in others):
+                    continue
+                for _, term in terms:
+                    term_value = _value(term)
+                    if term_value is not None:
+                        self.add(term_value * factor, (term_value, factor), regrouped=True)
+        for _, child in items:
+            self.walk(child, top=False)
+
+
+class _Substitute(ast.NodeTransformer):
+    """Operands that are earlier gold results (not question numbers) become their calculations."""
+
+    def __init__(self, trees: list[tuple[float, ast.AST]], question: _Values):
+        self.trees, self.question = trees, question
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, (int, float)) and not self.question.has(node.value):
+            for value, tree in reversed(self.trees):
+                if math.isclose(value, abs(node.value), rel_tol=1e-9, abs_tol=1e-9):
+                    return tree
+        return node
+
+
+@dataclass
+class Reference:
+    """What the gold solution gives: the question's numbers, the gold's values (``gold``: stated
+    by it; ``regrouped``: partial results of its calculations regrouped), for each how the gold
+    computes it (``recipes``: value, operand values), and its answer."""
+
+    question: _Values
+    gold: _Values
+    regrouped: _Values
+    recipes: list[tuple[float, tuple[float, ...]]]
+    answer: float | None
+
+    def path(self, rules: ReferenceRules) -> _Values:
+        return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ())])
+
+    def worked_out(self, quantity: "_Quantity", known: _Values, rules: ReferenceRules, depth: int) -> bool:
+        """A recipe of the quantity's value has every operand known (``depth`` 2: or itself worked
+        out from known values by a recipe)."""
+        if depth <= 0:
+            return False
+        rounding = "rounding" in rules.transformations
+        regroup = "regroup" in rules.transformations
+        for value, operands in self.recipes:
+            if not any(_close_written(value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
+                continue
+            if not regroup and not self.gold.has(value):
+                continue
+            if all(known.has(o) or (depth >= 2 and self._worked_value(o, known, regroup)) for o in operands):
+                return True
+        return False
+
+    def _worked_value(self, target: float, known: _Values, regroup: bool) -> bool:
+        return any(math.isclose(value, target, rel_tol=1e-6) and (regroup or self.gold.has(value))
+                   and all(known.has(o) for o in operands) for value, operands in self.recipes)
+
+
+def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:
+    return _Values([value]).has_written(stated, text, rounding)
+
+
+_GOLD_ANSWER = re.compile(r"####\s*([^\n]*)")
+
+
+@functools.lru_cache(maxsize=4096)
+def read_reference(question: str | None, gold: str | None) -> Reference | None:
+    """The gold's values, or None when the gold is only a final answer (nothing to check against)."""
+    from procrl.rewards.accuracy import extract_boxed, parse_number
+
+    if not gold or not str(gold).strip():
+        return None
+    text = str(gold)
+    asked = question_numbers(question)
+    answer_text = (_GOLD_ANSWER.findall(text) or [None])[-1]
+    answer = parse_number(answer_text) if answer_text is not None else parse_number(extract_boxed(text))
+    body = _GOLD_ANSWER.split(text)[0] if answer_text is not None else text
+    values = _Values()
+    for number in stated_numbers(body):
+        if _STEP_LABEL.search(body, max(0, number.start - 8), number.start):
+            continue
+        for value in (number.value, number.value / 100) if number.percent else (number.value,):
+            if not asked.has(value):
+                values.add(value)
+    claims = find_claims(body)
+    collected = _Gold()
+    shares = [(1.0, v) for v in asked if 0 < v < 1] + [(100.0, v) for v in asked.percents if 0 < v < 100]
+    for whole, share in shares:  # "100% - 30% = 70%", "1 - 1/3 = 2/3": what is left of a share, or added to it
+        collected.add(whole - share, (whole, share), regrouped=True)
+        collected.add(whole + share, (whole, share), regrouped=True)
+    trees: list[tuple[float, ast.AST]] = []
+    for claim in claims:
+        values.add(claim.right_value)
+        tree = _tree(claim.left)
+        if tree is None:
+            continue
+        tree = _Substitute(trees, asked).visit(tree)
+        collected.walk(tree)
+        trees.append((abs(claim.right_value), tree))
+    intermediates = [v for v in values if answer is None or not math.isclose(v, abs(answer), rel_tol=1e-9)]
+    if not intermediates and not claims:
+        return None  # a bare answer: no intermediate value to check a step against
+    if answer is not None:
+        values.add(answer)
+    return Reference(asked, values, collected.regrouped, collected.recipes, answer)
+
+
+# --- the completion ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Quantity:
+    step: int
+    value: float
+    text: str
+    operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
+    claim_correct: bool | None = None
+    percent: bool = False
+    dimension: str | None = None
+    on_path: bool = False  # a gold value (or a transformation of one)
+    leads: bool = False  # lookahead: a later quantity reaches a gold value from it
+
+
+_STEP_LABEL = re.compile(r"(?i)\bstep\s*$")
+
+
+def _step_quantities(index: int, step: str) -> list[_Quantity]:
+    """The quantities of one step in reading order: its numbers, a calculation's result carrying
+    its operands (annotations, blanked in the text, placed where they stand)."""
+    numbers = stated_numbers(step)
+    claims = find_claims(step)
+    results: dict[int, _Quantity] = {}
+    placed: list[tuple[int, _Quantity]] = []
+    for claim in claims:
+        if claim.kind == "annotation":
+            inside = stated_numbers(claim.left)
+            operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+            placed.append((claim.start, _Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
+            continue
+        equals = claim.equals if claim.equals is not None else claim.start
+        inside = [n for n in numbers if claim.start <= n.start < equals]
+        result = next((n for n in numbers if equals < n.start < claim.end), None)
+        operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+        if result is not None and result.start not in results:
+            results[result.start] = _Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
+    for number in numbers:
+        if _STEP_LABEL.search(step, max(0, number.start - 8), number.start):
+            continue  # "Step 3:", a label, not a quantity
+        quantity = results.get(number.start) or _Quantity(index, number.value, number.text)
+        if quantity.operands is None and number.parts:
+            quantity.operands = number.parts  # "3/5 of them": a fraction of its parts
+        quantity.percent, quantity.dimension = number.percent, number.dimension
+        if number.percent:
+            quantity.text = quantity.text.rstrip("% ")
+        placed.append((number.start, quantity))
+    placed.sort(key=lambda item: item[0])
+    return [quantity for _, quantity in placed]
+
+
+def _readings(quantity: _Quantity, rules: ReferenceRules) -> list[float]:
+    """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
+    if quantity.percent and "percent" in rules.transformations:
+        return [quantity.value, quantity.value / 100]
+    return [quantity.value]
+
+
+def _matches(quantity: _Quantity, values: _Values, rules: ReferenceRules) -> bool:
+    """The quantity (as written, rounded as written, as a percent) is one of ``values``, or
+    (``units``) one of them converted into the unit written after it."""
+    rounding = "rounding" in rules.transformations
+    for value in _readings(quantity, rules):
+        if values.has_written(value, quantity.text, rounding):
+            return True
+    if "units" in rules.transformations and quantity.dimension in UNIT_FACTORS:
+        for factor in UNIT_FACTORS[quantity.dimension]:
+            if values.has(quantity.value * factor) or values.has(quantity.value / factor):
+                return True
+    return False
+
+
+def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
+                rules: ReferenceRules = ReferenceRules()) -> Verdict:
+    """The verdict for one solution (module docstring)."""
+    reference = read_reference(question, gold)
+    if reference is None:
+        return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
+    quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
+    constants = _Values(CONSTANTS + (UNIT_CONSTANTS if "units" in rules.transformations else ()))
+    base = _Values([*reference.question, *constants])
+    path = reference.path(rules)
+    for quantity in quantities:
+        quantity.on_path = _matches(quantity, path, rules)
+    if rules.off_path == "lookahead":
+        _look_ahead(quantities, reference, base, rules)
+    established: list[float] = []
+    checked: set[int] = set()
+    for quantity in quantities:
+        known = _Values([*base, *established])
+        if rules.check_arithmetic and quantity.claim_correct is False:
+            return _flag(quantity, checked, "a false calculation")
+        calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
+            known.has(o) for o in quantity.operands)
+        if _matches(quantity, known, rules):  # a restatement (or a calculation landing on a known value)
+            if calculated and quantity.on_path and not _matches(quantity, base, rules):
+                checked.add(quantity.step)
+            established.append(quantity.value)
+            continue
+        if quantity.on_path:
+            if calculated or reference.worked_out(quantity, known, rules, rules.max_depth):
+                checked.add(quantity.step)
+            elif rules.leap == "flag":
+                return _flag(quantity, checked, "a gold value stated before it can be worked out")
+            established.append(quantity.value)
+            continue
+        if quantity.leads:
+            if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
+                checked.add(quantity.step)
+            established.append(quantity.value)
+            continue
+        if rules.off_path == "derivable" and _derivable(
+                quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
+            checked.add(quantity.step)
+            established.append(quantity.value)
+            continue
+        return _flag(quantity, checked, "not reachable from the question and the gold solution")
+    return Verdict(-1, checked_steps=len(checked))
+
+
+def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
+    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text}: {why}",
+                   checked_steps=len(checked | {quantity.step}))
+
+
+def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values, rules: ReferenceRules) -> None:
+    """Mark the off-path quantities from which a later quantity reaches a gold value (backwards,
+    so that a chain of several off-path values ending on the gold's path is marked whole): the
+    later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
+    operations of it and the values known there, and not worked out without it."""
+    for position in range(len(quantities) - 1, -1, -1):
+        quantity = quantities[position]
+        if quantity.on_path or base.has(quantity.value):
+            continue
+        for index in range(position + 1, len(quantities)):
+            later = quantities[index]
+            if not (later.on_path or later.leads) or base.has(later.value):
+                continue
+            if later.operands is not None:
+                if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
+                    quantity.leads = True
+                    break
+                continue
+            if rules.max_depth < 1:
+                continue
+            before = _Values([*base, *(q.value for q in quantities[:index] if q is not quantity)])
+            if later.on_path and reference.worked_out(later, before, rules, 1):
+                continue  # reached without it
+            if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
+                quantity.leads = True
+                break
+
+
+class ReferenceJudge(Judge):
+    """First error = the first step stating a quantity unreachable from the question and the gold
+    solution (module docstring). Needs the gold *solution* (``JudgeItem.gold``)."""
+
+    def __init__(self, rules: ReferenceRules = ReferenceRules()):
+        self.rules = rules
+
+    def judge_one(self, item: JudgeItem) -> Verdict:
+        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules)
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        return [self.judge_one(item) for item in items]
+
+    async def judge(self, items: list[JudgeItem]) -> list[Verdict]:
+        return self.judge_sync(items)  # pure CPU work: no thread hop
