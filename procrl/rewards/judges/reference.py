@@ -87,16 +87,56 @@ TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
 OFF_PATH = ("lookahead", "derivable", "flag")
 LEAP = ("accept", "flag")
 CONSTANTS = (0.0, 1.0, 2.0)
-# With ``units``: conversion factors between units of one kind (the kind of the unit written after
-# a stated number), and the common ones that count as known constants ("* 12 months", "/ 60").
-UNIT_FACTORS = {
-    "time": (60.0, 24.0, 7.0, 12.0, 52.0, 365.0, 3600.0, 30.0, 1440.0, 168.0),
-    "length": (12.0, 3.0, 36.0, 100.0, 1000.0, 5280.0, 10.0),
-    "mass": (16.0, 1000.0, 2000.0),
-    "volume": (2.0, 4.0, 8.0, 16.0, 128.0, 1000.0),
-    "money": (100.0,),
+# With ``units``: the conversions between two units (a stated quantity converted into another
+# unit the step names; a conversion factor of two units the step names counts as known).
+_CONVERSIONS = {
+    ("second", "minute"): 60, ("minute", "hour"): 60, ("second", "hour"): 3600, ("hour", "day"): 24,
+    ("minute", "day"): 1440, ("day", "week"): 7, ("hour", "week"): 168, ("week", "month"): 4, ("day", "month"): 30,
+    ("month", "year"): 12, ("week", "year"): 52, ("day", "year"): 365, ("year", "decade"): 10, ("year", "century"): 100,
+    ("inch", "foot"): 12, ("foot", "yard"): 3, ("inch", "yard"): 36, ("foot", "mile"): 5280, ("yard", "mile"): 1760,
+    ("millimeter", "centimeter"): 10, ("centimeter", "meter"): 100, ("meter", "kilometer"): 1000,
+    ("ounce", "pound"): 16, ("gram", "kilogram"): 1000, ("pound", "ton"): 2000, ("milligram", "gram"): 1000,
+    ("cup", "pint"): 2, ("pint", "quart"): 2, ("quart", "gallon"): 4, ("cup", "quart"): 4, ("cup", "gallon"): 16,
+    ("ounce", "cup"): 8, ("pint", "gallon"): 8, ("ounce", "gallon"): 128, ("milliliter", "liter"): 1000,
+    ("cent", "dollar"): 100, ("item", "dozen"): 12,
 }
-UNIT_CONSTANTS = (60.0, 24.0, 7.0, 12.0, 52.0, 365.0, 100.0, 1000.0, 3600.0)
+_UNIT_ALIASES = {
+    "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour", "hrs": "hour", "wk": "week",
+    "yr": "year", "yrs": "year", "ft": "foot", "feet": "foot", "yd": "yard", "mi": "mile", "mm": "millimeter",
+    "cm": "centimeter", "km": "kilometer", "oz": "ounce", "lb": "pound", "lbs": "pound", "g": "gram", "kg": "kilogram",
+    "mg": "milligram", "gal": "gallon", "qt": "quart", "pt": "pint", "ml": "milliliter", "l": "liter", "litre": "liter",
+    "metre": "meter", "penny": "cent", "pennie": "cent", "buck": "dollar", "$": "dollar", "dozen": "dozen",
+}
+_UNIT_NAMES = {unit for pair in _CONVERSIONS for unit in pair}
+_UNIT_WORD = re.compile(r"[A-Za-z]+|\$")
+CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
+
+
+def _unit(word: str | None) -> str | None:
+    """A unit word as one name of :data:`_CONVERSIONS` ("hours" -> "hour", "lbs" -> "pound")."""
+    if not word:
+        return None
+    word = word.lower().split()[0].split("/")[0]
+    word = _UNIT_ALIASES.get(word, word)
+    if word not in _UNIT_NAMES and word.endswith("s"):
+        word = _UNIT_ALIASES.get(word[:-1], word[:-1])
+    if word.endswith("ie"):
+        word = _UNIT_ALIASES.get(word, word)
+    return word if word in _UNIT_NAMES else None
+
+
+def _units_named(text: str) -> frozenset[str]:
+    return frozenset(unit for unit in map(_unit, _UNIT_WORD.findall(text)) if unit)
+
+
+def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
+    """Conversion factors between ``unit`` (None: any unit) and the other units ``named``."""
+    return [float(factor) for (a, b), factor in _CONVERSIONS.items()
+            if (a in named and b in named and unit is None) or (unit in (a, b) and ({a, b} - {unit}) <= named)]
+
+
+_SUBSETS = "contiguous"
+_DISTRIBUTE = True
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped (2^8 subsets at most)
 _MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
 
@@ -351,7 +391,9 @@ class _Gold:
             self.add(whole, tuple(v for _, v in values), regrouped=False)
         if len(values) <= _MAX_CHAIN:
             for size in range(2, len(values) + 1):
-                for chosen in combinations(values, size):
+                groups = combinations(values, size) if _SUBSETS == "all" else (
+                    tuple(values[start : start + size]) for start in range(len(values) - size + 1))
+                for chosen in groups:
                     value = _combine(kind, chosen)
                     if value is None:
                         continue
@@ -363,7 +405,7 @@ class _Gold:
                             rest = _combine(kind, tuple(chosen[i] for i in range(size) if i not in part))
                             if first is not None and rest is not None:
                                 self.add(value, (first, rest), regrouped=size < len(values))
-        if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
+        if kind == "product" and _DISTRIBUTE:  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
             for index, (sign, child) in enumerate(items):
                 terms = _flatten(child, "sum")
                 others = [(s, v) for j, (s, v) in enumerate(values) if j != index]
@@ -451,7 +493,8 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     for number in stated_numbers(body):
         if _STEP_LABEL.search(body, max(0, number.start - 8), number.start):
             continue
-        for value in (number.value, number.value / 100) if number.percent else (number.value,):
+        readings = (number.value, number.value / 100) if number.percent else (number.value,)
+        for value in readings + (number.parts or ()):
             if not asked.has(value):
                 values.add(value)
     claims = find_claims(body)
@@ -462,10 +505,10 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         collected.add(whole + share, (whole, share), regrouped=True)
     trees: list[tuple[float, ast.AST]] = []
     for claim in claims:
-        values.add(claim.right_value)
         tree = _tree(claim.left)
-        if tree is None:
-            continue
+        if not isinstance(tree, ast.BinOp):
+            continue  # "<<30=30>>": a restatement, not a calculation
+        values.add(claim.right_value)
         tree = _Substitute(trees, asked).visit(tree)
         collected.walk(tree)
         trees.append((abs(claim.right_value), tree))
@@ -488,7 +531,9 @@ class _Quantity:
     operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
     claim_correct: bool | None = None
     percent: bool = False
-    dimension: str | None = None
+    unit: str | None = None  # the unit written after it, as a name of _CONVERSIONS
+    named: frozenset[str] = frozenset()  # the units its step names
+    fraction: bool = False  # "3/5", "\\frac{3}{5}": ``operands`` are its two parts
     on_path: bool = False  # a gold value (or a transformation of one)
     leads: bool = False  # lookahead: a later quantity reaches a gold value from it
 
@@ -501,6 +546,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     its operands (annotations, blanked in the text, placed where they stand)."""
     numbers = stated_numbers(step)
     claims = find_claims(step)
+    named = _units_named(step)
     results: dict[int, _Quantity] = {}
     placed: list[tuple[int, _Quantity]] = []
     for claim in claims:
@@ -518,10 +564,12 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     for number in numbers:
         if _STEP_LABEL.search(step, max(0, number.start - 8), number.start):
             continue  # "Step 3:", a label, not a quantity
+        if _YEAR.match(number.text) and _YEAR_BEFORE.search(step, max(0, number.start - 12), number.start):
+            continue  # "in 2008": a date
         quantity = results.get(number.start) or _Quantity(index, number.value, number.text)
         if quantity.operands is None and number.parts:
-            quantity.operands = number.parts  # "3/5 of them": a fraction of its parts
-        quantity.percent, quantity.dimension = number.percent, number.dimension
+            quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
+        quantity.percent, quantity.unit, quantity.named = number.percent, _unit(number.unit), named
         if number.percent:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
@@ -529,6 +577,8 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     return [quantity for _, quantity in placed]
 
 
+_YEAR = re.compile(r"(?:1[89]|20)\d\d$")
+_YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
 def _readings(quantity: _Quantity, rules: ReferenceRules) -> list[float]:
     """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
     if quantity.percent and "percent" in rules.transformations:
@@ -543,11 +593,23 @@ def _matches(quantity: _Quantity, values: _Values, rules: ReferenceRules) -> boo
     for value in _readings(quantity, rules):
         if values.has_written(value, quantity.text, rounding):
             return True
-    if "units" in rules.transformations and quantity.dimension in UNIT_FACTORS:
-        for factor in UNIT_FACTORS[quantity.dimension]:
+    if "units" in rules.transformations and quantity.unit:
+        for factor in _factors(quantity.unit, quantity.named):  # "150 minutes" for 2.5 hours
             if values.has(quantity.value * factor) or values.has(quantity.value / factor):
                 return True
     return False
+
+
+def _constant(quantity: _Quantity, rules: ReferenceRules) -> bool:
+    """0, 1, 2, 100, and (``units``) a conversion factor of its unit or of two units its step
+    names ("60 minutes", "3 hours * 60 = 180 minutes", "7 days")."""
+    if any(math.isclose(quantity.value, c) for c in CONSTANTS):
+        return True
+    if "units" not in rules.transformations:
+        return False
+    named = quantity.named | ({quantity.unit} if quantity.unit else frozenset())
+    own = [float(f) for pair, f in _CONVERSIONS.items() if quantity.unit in pair]
+    return any(math.isclose(quantity.value, f) for f in own + _factors(None, named))
 
 
 def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
@@ -557,8 +619,7 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
     quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
-    constants = _Values(CONSTANTS + (UNIT_CONSTANTS if "units" in rules.transformations else ()))
-    base = _Values([*reference.question, *constants])
+    base = _Values([*reference.question, *CONSTANTS])
     path = reference.path(rules)
     for quantity in quantities:
         quantity.on_path = _matches(quantity, path, rules)
@@ -566,13 +627,14 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         _look_ahead(quantities, reference, base, rules)
     established: list[float] = []
     checked: set[int] = set()
+    units = "units" in rules.transformations
     for quantity in quantities:
-        known = _Values([*base, *established])
+        known = _Values([*base, *established, *(_factors(None, quantity.named) if units else ())])
         if rules.check_arithmetic and quantity.claim_correct is False:
             return _flag(quantity, checked, "a false calculation")
         calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
             known.has(o) for o in quantity.operands)
-        if _matches(quantity, known, rules):  # a restatement (or a calculation landing on a known value)
+        if _matches(quantity, known, rules) or _constant(quantity, rules) or (quantity.fraction and calculated):
             if calculated and quantity.on_path and not _matches(quantity, base, rules):
                 checked.add(quantity.step)
             established.append(quantity.value)
@@ -610,11 +672,11 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
     operations of it and the values known there, and not worked out without it."""
     for position in range(len(quantities) - 1, -1, -1):
         quantity = quantities[position]
-        if quantity.on_path or base.has(quantity.value):
+        if quantity.on_path or base.has(quantity.value) or _constant(quantity, rules):
             continue
         for index in range(position + 1, len(quantities)):
             later = quantities[index]
-            if not (later.on_path or later.leads) or base.has(later.value):
+            if not (later.on_path or later.leads):
                 continue
             if later.operands is not None:
                 if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
@@ -623,7 +685,7 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
                 continue
             if rules.max_depth < 1:
                 continue
-            before = _Values([*base, *(q.value for q in quantities[:index] if q is not quantity)])
+            before = _Values([*base, *(q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value))])
             if later.on_path and reference.worked_out(later, before, rules, 1):
                 continue  # reached without it
             if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
