@@ -811,8 +811,7 @@ class StatedNumber:
     """One number of a text: ``value`` as written (``20%`` is 20 with ``percent``; ``$1,500`` is
     1500 with ``currency``; ``3/5`` and ``\\frac{3}{5}`` are 0.6 with ``parts`` (3, 5)),
     ``start``/``end`` offsets into the text, ``text`` as :func:`plain_arithmetic` shows it;
-    ``unit``: the word after it (singular, lower case) and ``dimension`` its kind (time, length,
-    mass, volume, money; currency is money) when it is a known unit."""
+    ``unit``: the word after it (singular, lower case; ``$`` for currency), if any."""
 
     start: int
     end: int
@@ -822,7 +821,6 @@ class StatedNumber:
     currency: bool = False
     parts: tuple[float, float] | None = None
     unit: str | None = None
-    dimension: str | None = None
 
 
 def _number(written: str) -> float:
@@ -845,8 +843,7 @@ def stated_numbers(text: str) -> list[StatedNumber]:
             if parts[1] == 0:
                 continue
             value = parts[0] / parts[1]
-        unit = _result_unit(visible, "", match.end(), units)
-        dimension = "money" if match.group("currency") else _dimension(unit)
+        unit = _result_unit(visible, "", match.end(), units) or ("$" if match.group("currency") else None)
         found.append(StatedNumber(match.start(), match.end(), value, visible[match.start() : match.end()].strip(),
-                                  bool(match.group("percent")), bool(match.group("currency")), parts, unit, dimension))
+                                  bool(match.group("percent")), bool(match.group("currency")), parts, unit))
     return found

@@ -2,70 +2,82 @@
 quantity a step states is checked against the question's numbers and the gold solution's
 intermediate values; k = the first step stating a quantity that cannot be reached.
 
-Why: the arithmetic judge can only catch a calculation that is false. Most reasoning errors in
+Why: the arithmetic judge only catches a calculation that is false. Most reasoning errors in
 GSM8K-style solutions are a wrong operation on right numbers, a misread quantity or a skipped
-condition, where every equation is true, but where the solution states a number the gold
-solution never reaches (``9000 + 2000 = 11000`` for a gold ``9000 - 2000 = 7000``). Training
-data such as GSM8K carries every intermediate quantity of a sound solution (``<<48/2=24>>24``);
-this judge uses them.
+condition: every equation is true, but the solution states a number the gold solution never
+reaches (``9000 + 2000 = 11000`` for a gold ``9000 - 2000 = 7000``). GSM8K-style training data
+carries every intermediate quantity of a sound solution (``<<48/2=24>>24``); this judge uses them.
 
 **What a step states** is read with the arithmetic judge's reader (:mod:`procrl.arithmetic`:
-LaTeX, unicode operators, markdown, bullets, currency, thousands separators, unit words):
-every number it writes (:func:`~procrl.arithmetic.stated_numbers`, magnitudes: a sign may be
-an operator or a dash) and every calculation it shows (:func:`~procrl.arithmetic.find_claims`:
-the result of ``a op b = c`` or ``<<a op b=c>>`` with its operands).
+LaTeX, unicode operators, markdown, bullets, currency, thousands separators, unit words): every
+number it writes (:func:`~procrl.arithmetic.stated_numbers`; magnitudes, since a ``-`` may be an
+operator or a dash; "Step 3" labels and years after "in"/"since"/... are not quantities) and
+every calculation it shows (:func:`~procrl.arithmetic.find_claims`: the result of ``a op b = c``
+or ``<<a op b=c>>`` with its operands).
 
 **What is known** at a point of the completion:
 
-* the question's numbers *Q*: digits, fractions (the value and both parts), percents, number
-  words ("three", "half", "a dozen", "twice"), plus the constants 0, 1, 2;
-* the gold's values *G*: every number the gold solution states that the question does not
-  (calculator results, results of equations, numbers of its prose, the ``#### N`` or
-  ``\\boxed{}`` answer), and with the ``regroup`` transformation the partial results of the
-  gold's calculations regrouped (commutative, associative, distributive: ``16 - 3 - 4`` also
-  gives ``3 + 4 = 7`` and ``16 - 4 = 12``; ``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``; a
-  calculation's operands that are earlier gold results are expanded first);
+* the question's numbers *Q*: digits, fractions (the value and both parts), percents (as written
+  and over 100), number words ("three", "half", "a dozen", "twice"), and the constants 0, 1, 2,
+  100; with ``units``, a conversion factor of the unit written after a number or of two units
+  its step names ("60 minutes", "3 hours x 60 = 180 minutes", "7 days", "100 cents");
+* the gold's path *G*: every number the gold solution states that the question does not
+  (calculator results, results of its equations and its prose's numbers, fraction parts, the
+  ``#### N`` or ``\\boxed{}`` answer), and with ``regroup`` the partial results of its
+  calculations regrouped: runs of neighbouring terms or factors of one chain (``16 - 3 - 4``
+  also gives ``3 + 4 = 7``; operands that are earlier gold results are expanded first, so ``12 +
+  5`` after ``3 * 4 = 12`` is one chain), a sum distributed over the factors it multiplies
+  (``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``), and what is left of or added to a share of the
+  question (``100% - 30% = 70%``, ``1 - 1/3``). For each gold value the judge keeps how the gold
+  (or a regrouping) computes it: its operand values;
 * what the completion established before it: every quantity accepted so far.
 
 **The rule**, for each stated quantity in reading order; k = the step of the first one that is
 not accepted:
 
 1. ``check_arithmetic``: a calculation shown false is an error (what the arithmetic judge flags);
-2. restatement: a value of *Q*, a constant, or a value established earlier is accepted;
-3. on the gold's path: a value of *G* is accepted. It is *progress* when it is derived: the result
-   of a true calculation (its operands were accepted before it), or within ``max_depth``
-   operations (``+ - * /`` over pairs) of what is known before it (*Q*, the constants, what the
-   completion established; gold values not yet reached are not known). Otherwise it is a leap
-   (the gold answer stated before it is worked out): ``leap: accept`` (default) accepts it
-   without progress, ``flag`` makes it an error;
-4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value that a later
-   quantity of the completion uses to reach a gold value (directly, as an operand of its
-   calculation, or within ``max_depth`` operations), recursively: an alternative decomposition
-   ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"); a wrong operation on right numbers leads nowhere
-   and is flagged where it is first stated. ``derivable`` accepts any value within ``max_depth``
-   operations of *Q*, *G* and what was established (the naive rule: it lets a wrong operation on
-   right numbers through); ``flag`` flags every value not in *G*;
-5. ``transformations`` of a known or gold value *u*: ``units`` (``u`` times or divided by a
-   unit factor: 60, 24, 7, 12, 52, 365, 100, 1000, 3600, 16, which also count as constants),
-   ``percent`` (``u`` times or divided by 100), ``rounding`` as written (to the decimals shown,
-   or cut there; a whole number for a non-whole ``u``: floor, ceiling or nearest), ``regroup``
-   (above). Order of operands needs no option: magnitudes are compared, so ``a - b`` and
-   ``b - a`` state the same quantity, and the regrouping covers ``a + b + c`` in any order.
+2. restatement: a known value (rounded as written, as a percent, or with ``units`` converted into
+   the unit written after it from another unit its step names: "150 minutes" for 2.5 hours) is
+   accepted;
+3. on the gold's path: a value of *G* is accepted. It is *worked out* when it is the result of a
+   true calculation whose operands are known, or when one of the gold's ways of computing it has
+   every operand known (``max_depth`` 2: or worked out in turn from known values, two gold
+   calculations in one sentence). Otherwise it is a leap (the gold answer written before it is
+   worked out): ``leap: accept`` (default) accepts it without counting it as checked, ``flag``
+   makes it an error;
+4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value from which a later
+   quantity of the completion reaches the gold's path: a calculation with it among its operands,
+   or a value within ``max_depth`` operations (``+ - * /`` over pairs) of it and what is known
+   there that the gold's own ways do not reach without it; recursively, so an alternative
+   decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
+   "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
+   first stated. ``derivable`` accepts any value within ``max_depth`` operations of known and
+   gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
+   flags every value off the path (the strict rule: it flags alternative decompositions).
+
+Transformations (``transformations``, all on by default): ``regroup``, ``units``, ``percent``
+(a number written with ``%`` also stands for its value over 100, on both sides), ``rounding``
+(a value written with d decimals matches one that rounds or cuts to it; a whole number matches
+the floor, ceiling or nearest whole of a non-whole value). Order of operands needs no option:
+magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity, and the regrouping
+covers a chain summed in another order.
 
 A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
-counts the steps with progress: a chain with none (hedging, copying the question's numbers,
-stating the gold answer without working it out) is ``unverified`` and the first-error component
-gives it ``unverified_score`` (default -1), never the 0 of a checked chain.
+counts the steps with a quantity worked out on the gold's path (or off it and leading back to
+it): a chain with none (hedging, copying the question's numbers, stating the gold answer without
+working it out) is ``unverified``, and the first-error component gives it ``unverified_score``
+(default -1), never the 0 of a checked chain.
 
 **No reference**: when the gold is only a final answer (no value beyond the question's numbers
-and the answer, no calculation), the judge has nothing to check against: the verdict is None
-with status ``no_reference`` (counted as ``failures/no_reference``), and the component's
-``fallback`` resolves it (``group_mean`` by default): a defined no-opinion, never the best score.
+and the answer, no calculation), there is nothing to check against: the verdict is None with
+status ``no_reference`` (counted as ``failures/no_reference``), resolved by the component's
+``fallback`` (``group_mean`` by default): a defined no-opinion, never the best score.
 
-Simplified on purpose: magnitudes only; derivations are chains of binary ``+ - * /``; a value
-equal to a question number is a restatement even when a step reached it by a wrong calculation
-(only ``check_arithmetic`` sees that). Pure text in, verdicts out; the gold's values are cached
-per (question, gold) pair.
+Simplified on purpose: magnitudes only; derivations are binary ``+ - * /``; algebra the gold
+states in symbols (``16x + 80``) is read through its numbers only, so solutions of "what is x"
+questions are flagged more often; a value equal to a question number is a restatement even when a
+step reached it by a wrong calculation (only ``check_arithmetic`` sees that). Pure text in,
+verdicts out; the gold's values are cached per (question, gold) pair.
 """
 
 from __future__ import annotations
@@ -86,7 +98,6 @@ __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "
 TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
 OFF_PATH = ("lookahead", "derivable", "flag")
 LEAP = ("accept", "flag")
-CONSTANTS = (0.0, 1.0, 2.0)
 # With ``units``: the conversions between two units (a stated quantity converted into another
 # unit the step names; a conversion factor of two units the step names counts as known).
 _CONVERSIONS = {
@@ -117,12 +128,13 @@ def _unit(word: str | None) -> str | None:
     if not word:
         return None
     word = word.lower().split()[0].split("/")[0]
-    word = _UNIT_ALIASES.get(word, word)
-    if word not in _UNIT_NAMES and word.endswith("s"):
-        word = _UNIT_ALIASES.get(word[:-1], word[:-1])
-    if word.endswith("ie"):
-        word = _UNIT_ALIASES.get(word, word)
-    return word if word in _UNIT_NAMES else None
+    for candidate in (word, word[:-1] if word.endswith("s") else None, word[:-2] if word.endswith("es") else None,
+                      word[:-3] + "y" if word.endswith("ies") else None):
+        if candidate:
+            candidate = _UNIT_ALIASES.get(candidate, candidate)
+            if candidate in _UNIT_NAMES:
+                return candidate
+    return None
 
 
 def _units_named(text: str) -> frozenset[str]:
@@ -135,9 +147,7 @@ def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
             if (a in named and b in named and unit is None) or (unit in (a, b) and ({a, b} - {unit}) <= named)]
 
 
-_SUBSETS = "contiguous"
-_DISTRIBUTE = True
-_MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped (2^8 subsets at most)
+_MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
 _MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
 
 # Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
@@ -376,7 +386,7 @@ class _Gold:
         if len(self.recipes) < _MAX_PARTIALS:
             self.recipes.append((abs(value), tuple(abs(o) for o in operands)))
 
-    def walk(self, node: ast.AST, top: bool = True) -> None:
+    def walk(self, node: ast.AST) -> None:
         """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
         from its items and from any split of them in two), then the items' own chains."""
         if not isinstance(node, ast.BinOp) or len(self.recipes) >= _MAX_PARTIALS:
@@ -391,9 +401,9 @@ class _Gold:
             self.add(whole, tuple(v for _, v in values), regrouped=False)
         if len(values) <= _MAX_CHAIN:
             for size in range(2, len(values) + 1):
-                groups = combinations(values, size) if _SUBSETS == "all" else (
-                    tuple(values[start : start + size]) for start in range(len(values) - size + 1))
-                for chosen in groups:
+                # runs of neighbouring items: "16 - 3 - 4" gives 13 and 3 + 4 = 7 (all subsets would
+                # also give 16 - 4 = 12 and, on longer chains, many coincidences: measured worse)
+                for chosen in (tuple(values[i : i + size]) for i in range(len(values) - size + 1)):
                     value = _combine(kind, chosen)
                     if value is None:
                         continue
@@ -405,7 +415,7 @@ class _Gold:
                             rest = _combine(kind, tuple(chosen[i] for i in range(size) if i not in part))
                             if first is not None and rest is not None:
                                 self.add(value, (first, rest), regrouped=size < len(values))
-        if kind == "product" and _DISTRIBUTE:  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
+        if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
             for index, (sign, child) in enumerate(items):
                 terms = _flatten(child, "sum")
                 others = [(s, v) for j, (s, v) in enumerate(values) if j != index]
@@ -417,7 +427,7 @@ class _Gold:
                     if term_value is not None:
                         self.add(term_value * factor, (term_value, factor), regrouped=True)
         for _, child in items:
-            self.walk(child, top=False)
+            self.walk(child)
 
 
 class _Substitute(ast.NodeTransformer):
@@ -489,8 +499,11 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     answer_text = (_GOLD_ANSWER.findall(text) or [None])[-1]
     answer = parse_number(answer_text) if answer_text is not None else parse_number(extract_boxed(text))
     body = _GOLD_ANSWER.split(text)[0] if answer_text is not None else text
+    numbers = stated_numbers(body)
+    if answer is None and len(numbers) == 1 and not re.search(r"[A-Za-z\d]", body[:numbers[0].start] + body[numbers[0].end:]):
+        return None  # a bare answer ("18", "$1,500")
     values = _Values()
-    for number in stated_numbers(body):
+    for number in numbers:
         if _STEP_LABEL.search(body, max(0, number.start - 8), number.start):
             continue
         readings = (number.value, number.value / 100) if number.percent else (number.value,)
@@ -569,7 +582,8 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
         quantity = results.get(number.start) or _Quantity(index, number.value, number.text)
         if quantity.operands is None and number.parts:
             quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
-        quantity.percent, quantity.unit, quantity.named = number.percent, _unit(number.unit), named
+        quantity.percent, quantity.unit, quantity.named = (
+            number.percent, _unit(number.unit) or ("dollar" if number.currency else None), named)
         if number.percent:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
