@@ -378,13 +378,15 @@ class _Gold:
 
     def __init__(self):
         self.regrouped = _Values()
-        self.recipes: list[tuple[float, tuple[float, ...]]] = []
+        self.recipes: list[Recipe] = []
 
-    def add(self, value: float, operands: tuple[float, ...], regrouped: bool) -> None:
+    def add(self, value: float, operands, regrouped: bool) -> None:
+        """``operands``: ``(value, leaves)`` pairs (leaves: the numbers of the question or the gold
+        an operand is computed from; one for a plain number)."""
         if regrouped:
             self.regrouped.add(value)
         if len(self.recipes) < _MAX_PARTIALS:
-            self.recipes.append((abs(value), tuple(abs(o) for o in operands)))
+            self.recipes.append(Recipe(abs(value), tuple(abs(v) for v, _ in operands), tuple(n > 1 for _, n in operands)))
 
     def walk(self, node: ast.AST) -> None:
         """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
@@ -396,25 +398,29 @@ class _Gold:
         values = [(sign, _value(child)) for sign, child in items]
         if any(v is None for _, v in values):
             return
+        leaves = [_leaves(child) for _, child in items]
         whole = _combine(kind, tuple(values))
         if whole is not None:
-            self.add(whole, tuple(v for _, v in values), regrouped=False)
+            self.add(whole, tuple(zip((v for _, v in values), leaves)), regrouped=False)
         if len(values) <= _MAX_CHAIN:
             for size in range(2, len(values) + 1):
                 # runs of neighbouring items: "16 - 3 - 4" gives 13 and 3 + 4 = 7 (all subsets would
                 # also give 16 - 4 = 12 and, on longer chains, many coincidences: measured worse)
-                for chosen in (tuple(values[i : i + size]) for i in range(len(values) - size + 1)):
+                for start in range(len(values) - size + 1):
+                    chosen, counts = tuple(values[start : start + size]), leaves[start : start + size]
                     value = _combine(kind, chosen)
                     if value is None:
                         continue
                     if size < len(values):
-                        self.add(value, tuple(v for _, v in chosen), regrouped=True)
+                        self.add(value, tuple(zip((v for _, v in chosen), counts)), regrouped=True)
                     for cut in range(1, size // 2 + 1):
                         for part in combinations(range(size), cut):
+                            rest_part = [i for i in range(size) if i not in part]
                             first = _combine(kind, tuple(chosen[i] for i in part))
-                            rest = _combine(kind, tuple(chosen[i] for i in range(size) if i not in part))
+                            rest = _combine(kind, tuple(chosen[i] for i in rest_part))
                             if first is not None and rest is not None:
-                                self.add(value, (first, rest), regrouped=size < len(values))
+                                self.add(value, ((first, sum(counts[i] for i in part)),
+                                                 (rest, sum(counts[i] for i in rest_part))), regrouped=size < len(values))
         if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
             for index, (sign, child) in enumerate(items):
                 terms = _flatten(child, "sum")
@@ -422,12 +428,27 @@ class _Gold:
                 factor = _combine(kind, tuple(others)) if others else None
                 if sign < 0 or len(terms) < 2 or factor is None or all(s < 0 for s, _ in others):
                     continue
+                spread = sum(n for j, n in enumerate(leaves) if j != index)
                 for _, term in terms:
                     term_value = _value(term)
                     if term_value is not None:
-                        self.add(term_value * factor, (term_value, factor), regrouped=True)
+                        self.add(term_value * factor, ((term_value, _leaves(term)), (factor, spread)), regrouped=True)
         for _, child in items:
             self.walk(child)
+
+
+def _leaves(node: ast.AST) -> int:
+    return sum(isinstance(child, ast.Constant) for child in ast.walk(node))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way the gold (or a regrouping of it) computes ``value``: from ``operands``; an operand
+    that is ``composite`` is itself a result (a completion must have established it)."""
+
+    value: float
+    operands: tuple[float, ...]
+    composite: tuple[bool, ...]
 
 
 class _Substitute(ast.NodeTransformer):
@@ -453,31 +474,41 @@ class Reference:
     question: _Values
     gold: _Values
     regrouped: _Values
-    recipes: list[tuple[float, tuple[float, ...]]]
+    recipes: list[Recipe]
     answer: float | None
 
     def path(self, rules: ReferenceRules) -> _Values:
         return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ())])
 
-    def worked_out(self, quantity: "_Quantity", known: _Values, rules: ReferenceRules, depth: int) -> bool:
-        """A recipe of the quantity's value has every operand known (``depth`` 2: or itself worked
-        out from known values by a recipe)."""
+    def worked_out(self, quantity: "_Quantity", base: _Values, established: _Values, rules: ReferenceRules,
+                   depth: int) -> bool:
+        """One of the gold's ways of computing the quantity's value takes at most ``depth``
+        operations from what is known: plain numbers known (``base``: the question's, constants;
+        or ``established``), results established by the completion (``depth`` 2: or worked out in
+        turn from known values in one operation)."""
         if depth <= 0:
             return False
         rounding = "rounding" in rules.transformations
         regroup = "regroup" in rules.transformations
-        for value, operands in self.recipes:
-            if not any(_close_written(value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
+        for recipe in self.recipes:
+            if len(recipe.operands) - 1 > depth or (not regroup and not self.gold.has(recipe.value)):
                 continue
-            if not regroup and not self.gold.has(value):
+            if not any(established.has(o) for o in recipe.operands):
+                continue  # from the question's numbers alone: a leap (the answer of a one-step problem)
+            if not any(_close_written(recipe.value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
                 continue
-            if all(known.has(o) or (depth >= 2 and self._worked_value(o, known, regroup)) for o in operands):
+            if all(self._operand_known(o, composite, base, established, depth)
+                   for o, composite in zip(recipe.operands, recipe.composite)):
                 return True
         return False
 
-    def _worked_value(self, target: float, known: _Values, regroup: bool) -> bool:
-        return any(math.isclose(value, target, rel_tol=1e-6) and (regroup or self.gold.has(value))
-                   and all(known.has(o) for o in operands) for value, operands in self.recipes)
+    def _operand_known(self, operand: float, composite: bool, base: _Values, established: _Values, depth: int) -> bool:
+        if established.has(operand) or (not composite and base.has(operand)):
+            return True
+        return depth >= 2 and composite and any(
+            math.isclose(r.value, operand, rel_tol=1e-6) and len(r.operands) == 2
+            and all(established.has(o) or (not c and base.has(o)) for o, c in zip(r.operands, r.composite))
+            for r in self.recipes)
 
 
 def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:
@@ -514,8 +545,8 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     collected = _Gold()
     shares = [(1.0, v) for v in asked if 0 < v < 1] + [(100.0, v) for v in asked.percents if 0 < v < 100]
     for whole, share in shares:  # "100% - 30% = 70%", "1 - 1/3 = 2/3": what is left of a share, or added to it
-        collected.add(whole - share, (whole, share), regrouped=True)
-        collected.add(whole + share, (whole, share), regrouped=True)
+        collected.add(whole - share, ((whole, 1), (share, 1)), regrouped=True)
+        collected.add(whole + share, ((whole, 1), (share, 1)), regrouped=True)
     trees: list[tuple[float, ast.AST]] = []
     for claim in claims:
         tree = _tree(claim.left)
@@ -643,7 +674,8 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     checked: set[int] = set()
     units = "units" in rules.transformations
     for quantity in quantities:
-        known = _Values([*base, *established, *(_factors(None, quantity.named) if units else ())])
+        given = _Values([*base, *(_factors(None, quantity.named) if units else ())])
+        known = _Values([*given, *established])
         if rules.check_arithmetic and quantity.claim_correct is False:
             return _flag(quantity, checked, "a false calculation")
         calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
@@ -654,7 +686,7 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
             established.append(quantity.value)
             continue
         if quantity.on_path:
-            if calculated or reference.worked_out(quantity, known, rules, rules.max_depth):
+            if calculated or reference.worked_out(quantity, given, _Values(established), rules, rules.max_depth):
                 checked.add(quantity.step)
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
@@ -699,9 +731,12 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
                 continue
             if rules.max_depth < 1:
                 continue
-            before = _Values([*base, *(q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value))])
-            if later.on_path and reference.worked_out(later, before, rules, 1):
+            earlier = _Values([q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value)])
+            if later.on_path and reference.worked_out(later, base, earlier, rules, 1):
                 continue  # reached without it
+            # with the question's numbers and earlier quantities, not the constants: "10 - 1 = 9"
+            # would let any value next to a gold one through
+            before = _Values([*reference.question, *earlier])
             if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
                 quantity.leads = True
                 break
