@@ -15,6 +15,10 @@
   (macklinhrw/llm-reasoning, no licence file: measure with it, never ship it): the 100 right-answer
   solutions hand-labelled in ``benchmarks/data/llama31_8b_gsm8k_labels.tsv`` (98 sound) and every
   wrong-answer one (flawed, step unknown), gold solutions from GSM8K's test split.
+* ``gsm8k_real.jsonl`` (procrl format): the Llama rows and MR-GSM8K's flawed solutions of the
+  original GSM8K questions (not its "reversed" and program-of-thought variants): real solutions of
+  GSM8K test questions with both classes, for F1 (acc_err on MR-GSM8K's labels, acc_cor on the
+  hand-labelled sound ones) and the AUROC among right-answer solutions.
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
@@ -165,6 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         path = llama(args.llm_reasoning, args.gsm8k_test, output)
         if path:
             commands.append(f"procrl validate --recipe {recipe} --data {path}")
+        if path and args.mr_gsm8k:
+            rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+            flawed = [json.loads(line) for line in Path(prefixes).read_text(encoding="utf-8").splitlines()]
+            rows += [r for r in flawed if r["kind"] == "original" and r["first_error"] != -1]
+            combined = output / "gsm8k_real.jsonl"
+            combined.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            commands.append(f"procrl validate --recipe {recipe} --data {combined} "
+                            + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
     if args.reasoneval:
         text = git_show(args.reasoneval, "dataset/perturbation.json")
         if text is not None:

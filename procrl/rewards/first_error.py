@@ -169,11 +169,13 @@ class FirstErrorReward(RewardComponent):
             "which a later quantity may use an off-path value to reach a gold value (lookahead); 0, 1 or 2.",
         )
         transformations: list[Transformation] = field(
-            default_factory=lambda: ["regroup", "units", "percent", "rounding"],
-            help="reference: what else reaches a gold or known value: 'regroup' (partial results of the gold's "
-            "calculations regrouped: 16-3-4 also gives 3+4=7), 'units' (times/divided by 60, 24, 7, 12, 52, 365, "
-            "100, 1000, 3600, 16), 'percent' (times/divided by 100), 'rounding' (as written: to the decimals shown, "
-            "a whole number for a non-whole value).",
+            default_factory=lambda: ["units", "percent", "rounding"],
+            help="reference: what else reaches a gold or known value: 'units' (a quantity converted into the unit "
+            "written after it from another unit its step names: 150 minutes for 2.5 hours; conversion factors of "
+            "named units are known), 'percent' (20% also stands for 0.2; 100%-30% and 1-1/3 of a share of the "
+            "question are on the path), 'rounding' (as written: to the decimals shown, a whole number for a non-whole "
+            "value), 'regroup' (partial results of the gold's calculations regrouped: 16-3-4 also gives 3+4=7; off by "
+            "default: on real solutions it lets more errors through than the lookahead needs).",
         )
         off_path: Literal["lookahead", "derivable", "flag"] = field(
             "lookahead",

@@ -23,13 +23,14 @@ or ``<<a op b=c>>`` with its operands).
   its step names ("60 minutes", "3 hours x 60 = 180 minutes", "7 days", "100 cents");
 * the gold's path *G*: every number the gold solution states that the question does not
   (calculator results, results of its equations and its prose's numbers, fraction parts, the
-  ``#### N`` or ``\\boxed{}`` answer), and with ``regroup`` the partial results of its
-  calculations regrouped: runs of neighbouring terms or factors of one chain (``16 - 3 - 4``
-  also gives ``3 + 4 = 7``; operands that are earlier gold results are expanded first, so ``12 +
-  5`` after ``3 * 4 = 12`` is one chain), a sum distributed over the factors it multiplies
-  (``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``), and what is left of or added to a share of the
-  question (``100% - 30% = 70%``, ``1 - 1/3``). For each gold value the judge keeps how the gold
-  (or a regrouping) computes it: its operand values;
+  ``#### N`` or ``\\boxed{}`` answer); with ``percent`` what is left of or added to a share of
+  the question (``100% - 30% = 70%``, ``1 - 1/3``); with ``regroup`` (off by default) the partial
+  results of its calculations regrouped: runs of neighbouring terms or factors of one chain
+  (``16 - 3 - 4`` also gives ``3 + 4 = 7``; operands that are earlier gold results are expanded
+  first, so ``12 + 5`` after ``3 * 4 = 12`` is one chain) and a sum distributed over the factors
+  it multiplies (``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``). For each gold value the judge
+  keeps how the gold computes it: its operand values, and for a result among them whether it is
+  one (a completion must have established it);
 * what the completion established before it: every quantity accepted so far.
 
 **The rule**, for each stated quantity in reading order; k = the step of the first one that is
@@ -40,11 +41,12 @@ not accepted:
    the unit written after it from another unit its step names: "150 minutes" for 2.5 hours) is
    accepted;
 3. on the gold's path: a value of *G* is accepted. It is *worked out* when it is the result of a
-   true calculation whose operands are known, or when one of the gold's ways of computing it has
-   every operand known (``max_depth`` 2: or worked out in turn from known values, two gold
-   calculations in one sentence). Otherwise it is a leap (the gold answer written before it is
-   worked out): ``leap: accept`` (default) accepts it without counting it as checked, ``flag``
-   makes it an error;
+   true calculation whose operands are known, or when one of the gold's ways of computing it
+   takes at most ``max_depth`` operations from known values, one of them a result the completion
+   established (``max_depth`` 2: two gold calculations in one sentence). Otherwise it is a leap
+   (the gold answer written first, or the answer of a one-step problem stated from the question's
+   numbers alone): ``leap: accept`` (default) accepts it without counting it as checked,
+   ``flag`` makes it an error;
 4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value from which a later
    quantity of the completion reaches the gold's path: a calculation with it among its operands,
    or a value within ``max_depth`` operations (``+ - * /`` over pairs) of it and what is known
@@ -55,12 +57,14 @@ not accepted:
    gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
    flags every value off the path (the strict rule: it flags alternative decompositions).
 
-Transformations (``transformations``, all on by default): ``regroup``, ``units``, ``percent``
-(a number written with ``%`` also stands for its value over 100, on both sides), ``rounding``
-(a value written with d decimals matches one that rounds or cuts to it; a whole number matches
-the floor, ceiling or nearest whole of a non-whole value). Order of operands needs no option:
-magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity, and the regrouping
-covers a chain summed in another order.
+Transformations (``transformations``, default ``[units, percent, rounding]``): ``units``,
+``percent`` (also: a number written with ``%`` stands for its value over 100, on both sides),
+``rounding`` (a value written with d decimals matches one that rounds or cuts to it; a whole
+number matches the floor, ceiling or nearest whole of a non-whole value), ``regroup``. Measured
+on real GSM8K solutions (README "The reference judge"), ``regroup`` lets more wrong operations
+through (its partial results coincide with wrong values) than it saves sound ones, which the
+lookahead already accepts when they lead back to the path; it stays an option. Order of operands
+needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity.
 
 A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
 counts the steps with a quantity worked out on the gold's path (or off it and leading back to
@@ -87,7 +91,7 @@ import bisect
 import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import combinations
 
 from procrl.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
@@ -96,6 +100,7 @@ from procrl.rewards.judges import Judge, JudgeItem, Verdict
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
 
 TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
+DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (README)
 OFF_PATH = ("lookahead", "derivable", "flag")
 LEAP = ("accept", "flag")
 # With ``units``: the conversions between two units (a stated quantity converted into another
@@ -174,7 +179,7 @@ class ReferenceRules:
     """The options of the rule (module docstring); the first-error settings carry them."""
 
     max_depth: int = 1
-    transformations: tuple[str, ...] = TRANSFORMATIONS
+    transformations: tuple[str, ...] = DEFAULT_TRANSFORMATIONS
     off_path: str = "lookahead"
     leap: str = "accept"
     check_arithmetic: bool = True
@@ -476,9 +481,12 @@ class Reference:
     regrouped: _Values
     recipes: list[Recipe]
     answer: float | None
+    shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
+
 
     def path(self, rules: ReferenceRules) -> _Values:
-        return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ())])
+        return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ()),
+                        *(self.shares if "percent" in rules.transformations else ())])
 
     def worked_out(self, quantity: "_Quantity", base: _Values, established: _Values, rules: ReferenceRules,
                    depth: int) -> bool:
@@ -543,10 +551,10 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
                 values.add(value)
     claims = find_claims(body)
     collected = _Gold()
-    shares = [(1.0, v) for v in asked if 0 < v < 1] + [(100.0, v) for v in asked.percents if 0 < v < 100]
-    for whole, share in shares:  # "100% - 30% = 70%", "1 - 1/3 = 2/3": what is left of a share, or added to it
-        collected.add(whole - share, ((whole, 1), (share, 1)), regrouped=True)
-        collected.add(whole + share, ((whole, 1), (share, 1)), regrouped=True)
+    shares = _Values()  # "100% - 30% = 70%", "1 - 1/3 = 2/3": what is left of a share, or added to it
+    for whole, share in [(1.0, v) for v in asked if 0 < v < 1] + [(100.0, v) for v in asked.percents if 0 < v < 100]:
+        shares.add(whole - share)
+        shares.add(whole + share)
     trees: list[tuple[float, ast.AST]] = []
     for claim in claims:
         tree = _tree(claim.left)
@@ -561,7 +569,7 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
-    return Reference(asked, values, collected.regrouped, collected.recipes, answer)
+    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares)
 
 
 # --- the completion ----------------------------------------------------------------------------
