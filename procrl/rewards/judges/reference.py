@@ -678,7 +678,8 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         quantity.on_path = _matches(quantity, path, rules)
     if rules.off_path == "lookahead":
         _look_ahead(quantities, reference, base, rules)
-    established: list[float] = []
+    established: list[float] = []  # every value accepted so far
+    derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
     units = "units" in rules.transformations
     for quantity in quantities:
@@ -688,29 +689,30 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
             return _flag(quantity, checked, "a false calculation")
         calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
             known.has(o) for o in quantity.operands)
+        accepted, result = True, not _matches(quantity, given, rules)
         if _matches(quantity, known, rules) or _constant(quantity, rules) or (quantity.fraction and calculated):
-            if calculated and quantity.on_path and not _matches(quantity, base, rules):
-                checked.add(quantity.step)
-            established.append(quantity.value)
-            continue
-        if quantity.on_path:
-            if calculated or reference.worked_out(quantity, given, _Values(established), rules, rules.max_depth):
+            if calculated and quantity.on_path:
+                checked.add(quantity.step)  # a calculation the gold makes too, landing on a known value
+            result = result and calculated
+        elif quantity.on_path:
+            if calculated or reference.worked_out(quantity, given, _Values(derived), rules, rules.max_depth) or any(
+                    _uses(value, quantity.value, known, 1, _tolerance(quantity.value, quantity.text)) for value in derived):
                 checked.add(quantity.step)
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
-            established.append(quantity.value)
-            continue
-        if quantity.leads:
+        elif quantity.leads:
             if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
                 checked.add(quantity.step)
-            established.append(quantity.value)
-            continue
-        if rules.off_path == "derivable" and _derivable(
+        elif rules.off_path == "derivable" and _derivable(
                 quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
             checked.add(quantity.step)
-            established.append(quantity.value)
-            continue
-        return _flag(quantity, checked, "not reachable from the question and the gold solution")
+        else:
+            accepted = False
+        if not accepted:
+            return _flag(quantity, checked, "not reachable from the question and the gold solution")
+        established.append(quantity.value)
+        if result:
+            derived.append(quantity.value)
     return Verdict(-1, checked_steps=len(checked))
 
 
