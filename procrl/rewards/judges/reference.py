@@ -696,7 +696,8 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
             result = result and calculated
         elif quantity.on_path:
             if calculated or reference.worked_out(quantity, given, _Values(derived), rules, rules.max_depth) or any(
-                    _uses(value, quantity.value, known, 1, _tolerance(quantity.value, quantity.text)) for value in derived):
+                    _uses(value, quantity.value, known, min(rules.max_depth, 1), _tolerance(quantity.value, quantity.text))
+                    for value in derived):
                 checked.add(quantity.step)
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
