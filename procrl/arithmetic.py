@@ -11,41 +11,53 @@ What a step claims and what is checked (REWARDS.md section 4c):
 * GSM8K calculator annotations ``<<48/2=24>>``: the expression must evaluate to the result;
 * inline equations ``48/2 = 24``: the left side is the arithmetic run before ``=`` and must
   contain an operator; the stated result is the first number after ``=`` (or the whole
-  arithmetic run after it: chains ``3*2 = 6*4 = 24`` and ``a op b = c op d`` both hold when
-  consistent). Results match up to the rounding the text shows (``10/3 = 3.33``).
+  arithmetic run after it: chains ``3*2 = 6*4 = 24``, ``a op b = c op d`` and parenthesised
+  chains ``(-2 + 6 + 7) = (4 + 7) = 11`` hold when consistent). Results match up to the
+  rounding the text shows (``10/3 = 3.33``); a decimal written rounded is also read as the
+  repeating fraction it rounds (``150 x 0.67 = 100``, ``3.33 x 12 = 40``) and carries its
+  rounding error into the result (``0.5667 x 100 = 56.67``);
+* a name given a calculation and restated with its value on the next line (``Total cost =
+  $4.00 x 12`` / ``Total cost = $48.00``; ``Tom's age = 17 + 6`` / ``Tom's age = 23``) claims
+  that the calculation gives the value.
 
 How real models write it (the step is first rewritten into plain arithmetic, character for
-character, so offsets stay valid):
+character, so offsets stay valid; :func:`plain_arithmetic`):
 
 * LaTeX: ``\\times \\cdot \\div``, ``\\frac{a}{b}`` (``\\dfrac``, ``\\tfrac``) as ``((a)/(b))``,
   ``\\left( \\right)``, ``^{2}``, ``\\text{..} \\mathrm{..} \\textbf{..} \\boxed{..}`` unwrapped,
-  ``\\, \\! \\; \\quad ~ &`` as space (``1{,}000`` and ``1\\,000`` as thousands), ``\\$ \\%``,
+  ``\\, \\! \\; \\quad &`` as space (``1{,}000`` and ``1\\,000`` as thousands), ``\\$ \\%``,
   the math delimiters ``\\[ \\] \\( \\) $...$``;
 * unicode ``× ÷ − · ⋅``; markdown emphasis ``**...**`` (``2**3`` stays a power); list bullets
-  (``-``, ``*``, ``•``, ``1.``) at a line start; a chain continued on the next line
-  (``= $80,000 + $120,000`` under ``New value = ...``); ``20 percent``; ``20% of 50``;
-  ``3 times 4``;
-* units and labels after a number, up to four words (``3500 pounds ÷ 2250 pounds per trip``,
-  ``9 eggs * $2/egg``, ``3 \\text{ sprints} \\times 60 \\text{ meters/sprint}``,
-  ``3 (for breakfast) + 4 (for muffins)``), read as blank when an operator, ``=`` or ``)``
-  follows them; currency before it; an equation after a colon, a comma, a dash or a bullet
-  (``Daily cost: $250 * 6 = $1500 per day``).
+  and labels (``-``, ``*``, ``•``, ``1.``, ``(2)``) at a line start; a chain continued on the
+  next line (``= $40,000 + $20,000`` under ``New total = ...``); ``20 percent``; ``20% of
+  50`` and ``2/3 of 90`` (a product); ``3 times 4``; ``2(11)``;
+* units and labels after a number, up to four words (``4200 pounds ÷ 1500 pounds per trip``,
+  ``7 eggs * $3/egg``, ``4 \\text{ laps} \\times 400 \\text{ meters/lap}``,
+  ``2 (red bolts) + 3 (blue bolts)``, ``30"``), read as blank when an operator, ``=`` or
+  ``)`` follows them; currency before it; an equation after a colon, a comma, a dash or a
+  bullet (``Weekly cost: $150 * 4 = $600 per month``).
 
 Precision first: a claim is flagged only when it is plainly a calculation and plainly wrong.
 Never flagged:
 
 * statements that are not calculations: a bare number on the left (``1 hour = 60 minutes``),
   a fragment of a longer expression (``X*1/4 = ...``, ``f(3) + 2 = ...``, ``\\sqrt{16} + 2``,
-  ``6:00+48``), algebra (``2x + 3 = 7``, ``3 + 5 = 2x``, ``= 32 + x``), a single letter among
-  the words after a number (a variable, not a unit), mixed numbers (``= 1 1/2``, ``5 and
-  2/3``), spaced digits (``18 000``), a sum of ``2 million + 500,000``;
+  ``half of (3 + 5)``, ``6:00+48``), algebra (``2x + 3 = 7``, ``3 + 5 = 2x``, ``= 32 + x``,
+  ``= 4(B - 3)``, ``= 4 days / x days``), a single letter among the words after a number (a
+  variable, not a unit), mixed numbers (``= 1 1/2``, ``5 and 2/3``), spaced digits (``18
+  000``), a rate written without a space (``3 cups / 1 cup/8 limes``);
 * a result that does not match when the text says why it may not: the written rounding
-  (``= 33 (rounded)``, ``approximately``), an integer written for a division that is not whole
-  (``25 / 4 = 6 boxes``: floor, ceiling or nearest), a sum of different units (``1 hour + 30
-  minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
-  result in another unit of the same kind as an operand's), a multiplier word (``dozen``,
-  ``thousand``), a percent added to a plain number (``80,000 + 150%``), an implicit product
-  with a space (``12 (4 + 8)``). Those claims are dropped (not checked), not flagged.
+  (``= 33 (rounded)``, ``approximately``), a whole number written for a value that is not whole
+  after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $46,153 = $13,845``:
+  floor, ceiling or nearest), large operands rounded in earlier steps (``$46,153 + $13,845 =
+  $60,000``: off by at most one per operand and 0.01%), a sum of different units (``1 hour +
+  30 minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
+  result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``12 x
+  25 cents = $3.00``), a right side that spells a unit out (``2/5 of 15 tens = 2/5 x 15 x
+  $10``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a
+  percent added to a plain number (``80,000 + 150%``), an implicit product with a space
+  (``12 (4 + 8)``), a size in a noun phrase (``the number of 2 x 6 boards = ...``). Those
+  claims are dropped (not checked), not flagged.
 
 Cost is linear in the text length: each rewrite is one regular-expression pass with bounded
 matches; an arithmetic side is looked for at most :data:`MAX_SIDE_SCAN` characters from its
@@ -150,10 +162,19 @@ def normalize_expression(text: str) -> str:
     return expression
 
 
+_PLAIN_NUMBER = re.compile(r"[ \t]*(-?)[ \t]*[$£€¥₹]?[ \t]*(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?[ \t]*")
+
+
 def evaluate(text: str) -> float:
     """Value of a written arithmetic expression; :class:`NotArithmeticError` if it is not one."""
     if len(text) > _MAX_LENGTH:
         raise NotArithmeticError("expression too long")
+    plain = _PLAIN_NUMBER.fullmatch(text)
+    if plain:  # a stated result, most of the time: no parser needed
+        value = float(plain.group(2).replace(",", "") + (plain.group(3) or ""))
+        if value > _MAX_MAGNITUDE:
+            raise NotArithmeticError("value out of range")
+        return -value if plain.group(1) else value
     expression = normalize_expression(text)
     if re.search(r"\d\s+[\d.]", expression):
         raise NotArithmeticError(f"two numbers without an operator: {text!r}")
@@ -197,9 +218,10 @@ class Claim:
     ``kind`` is ``annotation`` (``<<left=right>>``) or ``equation`` (inline ``left = right``).
     For an equation, ``right`` is the stated result (the first number after ``=``) and
     ``right_expression`` the whole arithmetic run after it when that is longer ("3*2 = 6*4 =
-    24" states 6, "a = b + c" states b + c): either reading may hold. ``left`` and ``right``
-    are the sides as read (units and LaTeX markup blanked); ``start``/``end`` (and ``equals``,
-    the ``=``) are offsets into the step's text.
+    24" states 6, "a = b + c" states b + c): either reading may hold. ``tolerance`` is the
+    relative error that operands written rounded carry (``0.5667 x 100 = 56.67``; 0 when none
+    is). ``left`` and ``right`` are the sides as read (units and LaTeX markup blanked);
+    ``start``/``end`` (and ``equals``, the ``=``) are offsets into the step's text.
     """
 
     kind: str
@@ -211,6 +233,7 @@ class Claim:
     right_value: float
     right_expression: str | None = None
     right_expression_value: float | None = None
+    tolerance: float = 0.0
     equals: int | None = None  # offset of the claim's "="
 
     @property
@@ -219,6 +242,9 @@ class Claim:
             return True
         if self.right_expression_value is not None and values_match(self.left_value, self.right_expression_value):
             return True
+        if self.tolerance:  # operands written rounded ("0.5667 x 100 = 56.67"): their error carries
+            targets = [self.right_value] + ([self.right_expression_value] if self.right_expression_value is not None else [])
+            return any(math.isclose(self.left_value, target, rel_tol=self.tolerance) for target in targets)
         return False
 
 
@@ -256,7 +282,8 @@ _LATEX_WRAPPER = re.compile(
 _LATEX_FRACTION = re.compile(r"\\[dt]?frac\s*\{([^{}\n]{1,120})\}\s*\{([^{}\n]{1,120})\}")
 _LATEX_EXPONENT = re.compile(r"\^\{([^{}\n]{1,20})\}")
 # 1{,}000 / 1\,000 / 1\!000 inside a number: a thousands separator (the digits move left).
-_LATEX_THOUSANDS = re.compile(r"(?<=\d)(?:\{,\}|\\,|\\!)(?=\d{3}(?!\d))")
+_LATEX_THOUSANDS = re.compile(r"\{,\}|\\,|\\!")
+_LATEX_NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\{,\}|\\,|\\!|,)\d{3})+(?!\d)")
 _LATEX_SIGNS = {
     "\\times": "×", "\\cdot": "·", "\\div": "÷", "\\ast": "*",
     "\\left(": "(", "\\right)": ")", "\\left[": "(", "\\right]": ")", "\\left.": "", "\\right.": "",
@@ -267,21 +294,23 @@ _LATEX_SIGN = re.compile("|".join(re.escape(key) for key in sorted(_LATEX_SIGNS,
 # Markdown: bold / underline emphasis markers (a tight ``2**3`` is a power and stays).
 _EMPHASIS = re.compile(r"(?<![\d)])\*\*|\*\*(?![\d(])|__")
 # A list bullet or number at the start of a line.
-_BULLET = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d{1,3}[.)])(?=[ \t])")
-# "New value = ...\n= $80,000 + ...": a chain continued on the next line.
+_BULLET = re.compile(r"(?m)^[ \t]*(?:[-*•]|\d{1,3}[.)]|\(\d{1,3}\)|\([a-z]\))(?=[ \t])")
+# "New total = ...\n= $40,000 + ...": a chain continued on the next line.
 _CONTINUATION = re.compile(r"\n[ \t]*(?==(?!=))")
 _PERCENT_WORD = re.compile(r"(?<=\d)([ \t]?)percent\b", re.IGNORECASE)
 _PERCENT_OF = re.compile(r"(?<=%)[ \t]+of(?=[ \t]+[$£€¥₹(]?\d|[ \t]+\([ \t]*[$£€¥₹]?\d)")
+# "2/3 of 90", "\frac{2}{3} of 90" (a fraction of a number): 'of' is a product there too.
+_FRACTION_OF = re.compile(r"(?:(?<![\d.])\d+/\d+|\(\(\d+\)/\(\d+\)\))[ \t]+(of)(?=[ \t]+[$£€¥₹]?\d)")
 _TIMES_WORD = re.compile(r"(?<=[\d%)])[ \t]+times(?=[ \t]+[$£€¥₹]?\d)")
 
 # Units and labels after a number: up to four words (a word may carry "/unit"), or a
 # parenthetical label, followed by an operator, '=' or ')'.
-_WORD = r"[A-Za-z][A-Za-z'’\-]{0,24}(?:[ \t]*/[ \t]*[A-Za-z][A-Za-z\-]{0,24})?"
+_WORD = r"[A-Za-z][A-Za-z'’\-]{0,24}(?![A-Za-z'’\-])(?:[ \t]*/[ \t]*[A-Za-z][A-Za-z\-]{0,24}(?![A-Za-z\-]))?"
 _LABEL = r"\([ \t]*[A-Za-z][A-Za-z '’,\-]{0,40}\)"
-_PIECE = rf"(?:{_WORD}|{_LABEL})"
+_PIECE = rf"(?:{_WORD}|{_LABEL}|(?<=\d)[\"″'′])"  # 36" (inches), 5' (feet)
 _UNIT_RUN = re.compile(
     rf"(?<=[\d%)])[ \t]*(?:/[ \t]*)?({_PIECE}(?:[ \t]+{_PIECE}){{0,3}})"
-    r"(?=[ \t]*(?:=|\)|(?:[+\-*×÷·⋅∗−–^]|[xX]|(?<=[ \t])/)[ \t]*[\d($£€¥₹.]))"
+    r"(?=[ \t]*(?:=|\)|(?:[+\-*×÷·⋅∗−–^]|(?<![A-Za-z])[xX]|(?<=[ \t])/)[ \t]*(?:[\d($£€¥₹]|\.\d)))"
 )
 # Words that make a run prose, not a unit ("3 apples and 4 ...", "5 so 2 + ...").
 _NOT_UNIT_WORDS = frozenset(
@@ -298,7 +327,7 @@ _MULTIPLIER_WORDS = frozenset(
 
 def _unit_name(run: str) -> str | None:
     """A comparable name for a unit run: labels in parentheses dropped, words singular, lower case."""
-    words = re.sub(r"\([^()]*\)", " ", run).lower().replace("’", "'").split()
+    words = re.sub(r"\([^()]*\)", " ", run).lower().replace("’", "'").replace("/", " / ").split()
     if not words:
         return None
     singular = []
@@ -310,7 +339,7 @@ def _unit_name(run: str) -> str | None:
         elif len(word) > 2 and word.endswith("s") and not word.endswith("ss"):
             word = word[:-1]
         singular.append(word)
-    return " ".join(singular)
+    return " ".join(singular).replace(" / ", "/")
 
 
 # Units of the same kind (a result in another unit of the same kind is a conversion).
@@ -351,16 +380,22 @@ def plain_arithmetic(text: str) -> tuple[str, dict[int, str]]:
         visible = _CONTINUATION.sub(lambda m: " " * len(m.group(0)), visible)
     visible = _PERCENT_WORD.sub(lambda m: "%".ljust(len(m.group(0))), visible)
     visible = _PERCENT_OF.sub(lambda m: " ×".ljust(len(m.group(0))), visible)
+    visible = _FRACTION_OF.sub(lambda m: m.group(0)[: m.start(1) - m.start()] + "× ", visible)
     visible = _TIMES_WORD.sub(lambda m: " ×".ljust(len(m.group(0))), visible)
     units: dict[int, str] = {}
 
     def blank_unit(match: re.Match) -> str:
         run = match.group(1)
+        if run.startswith("(") and "/" in match.group(0)[: match.start(1) - match.start()]:
+            return match.group(0)  # "/(x dollars)": a division by a group, not a rate
         words = re.sub(r"\([^()]*\)", " ", run).replace("/", " ").lower().split()
+        inside = " ".join(re.findall(r"\(([^()]*)\)", run)).lower().split()
+        if any(len(word) == 1 and word.isalpha() and word != "a" for word in inside):
+            return match.group(0)  # "(x dollars)": a variable inside, algebra
         for index, word in enumerate(words):
             if word in _NOT_UNIT_WORDS:
                 return match.group(0)
-            if len(word) == 1 and not (word == "a" and index < len(words) - 1):
+            if len(word) == 1 and word.isalpha() and not (word == "a" and index < len(words) - 1):
                 return match.group(0)  # a single letter is a variable ("2x + 3"), not a unit
         units[match.start()] = run
         return " " * len(match.group(0))
@@ -370,17 +405,11 @@ def plain_arithmetic(text: str) -> tuple[str, dict[int, str]]:
 
 
 def _latex_thousands(text: str) -> str:
-    """``1{,}000`` / ``1\\,000`` -> ``1,000`` with the digits moved left (same length)."""
-    out, last = [], 0
-    for match in _LATEX_THOUSANDS.finditer(text):
-        # the separator goes, a comma comes, the next three digits shift left, spaces fill up
-        out.append(text[last : match.start()])
-        out.append("," + text[match.end() : match.end() + 3] + " " * (len(match.group(0)) - 1))
-        last = match.end() + 3
-    if not out:
+    """``1{,}000`` / ``1\\,000`` / ``1{,}000{,}000`` -> ``1,000`` with the digits moved left and
+    the spaces after the number (same length)."""
+    if "{,}" not in text and "\\," not in text and "\\!" not in text:
         return text
-    out.append(text[last:])
-    return "".join(out)
+    return _LATEX_NUMBER.sub(lambda m: _LATEX_THOUSANDS.sub(",", m.group(0)).ljust(len(m.group(0))), text)
 
 
 # --- the equation scanner ----------------------------------------------------------------------
@@ -393,13 +422,14 @@ _STATED_NUMBER = re.compile(r"\s*-?\s*[$£€¥₹]?\s*(?:\d{1,3}(?:,\d{3})+|\d+
 _OPERATOR_RE = re.compile(r"[\d)%]\s*(?:\*\*|[+\-*/×÷·⋅∗−–^xX])\s*[\d(.$£€¥₹]")
 # "25 / 1/3": a tight fraction after a spaced operator is one number (25 / (1/3)).
 _TIGHT_FRACTION = re.compile(r"(?<![\d.)/])(\d+(?:\.\d+)?/\d+(?:\.\d+)?)(?![\d.(/])")
+_TIGHT_PRODUCT = re.compile(r"\d\(\s*[\d$.]")  # "2(11)": a product
 _NUMBER_END = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)?%?")
 # Words after a result that say it is not exact.
 _ROUNDED = re.compile(r"round|approx|about|roughly|nearly|almost|estimat|≈|~|truncat", re.I)
 
 
 def _has_operator(text: str) -> bool:
-    return bool(_OPERATOR_RE.search(text))
+    return bool(_OPERATOR_RE.search(text) or _TIGHT_PRODUCT.search(text))
 
 
 def _last_non_space(text: str, end: int) -> int:
@@ -443,8 +473,8 @@ def _scan_left(text: str, end: int) -> tuple[str, int]:
             return "", end  # "60 minutes x 3/4", "\sqrt{16} + 2": the scan stopped mid-expression
         if before.isalpha() and adjacent:
             return "", end  # "x2 + 3", "f(3) + 2": a variable or a function, not a calculation
-        if before in ",:" and (adjacent or (last > 0 and text[last - 1].isdigit())):
-            return "", end  # "14, 400 / 80", "6:00+48"; "Daily cost: $250 * 6" is read
+        if (before == ":" and adjacent) or (before == "," and (adjacent or (last > 0 and text[last - 1].isdigit()))):
+            return "", end  # "14, 400 / 80", "6:00+48"; "Weekly cost: $150 * 4", "to 7: 7 + 10" are read
         if side[0] == "(" and _word_before(text, side_start) == "of":
             return "", end  # "half of (3 + 5)": a fraction of the group, not the group
     inner_start, inner_end = _matched_span(side)
@@ -463,9 +493,9 @@ def _scan_right(text: str, start: int) -> str:
         end += 1
     side = text[start:end].rstrip()
     if side.endswith("/") and text[end : end + 1].isalpha():
-        side = side[:-1].rstrip()  # "$100/month": a rate, the slash is the unit's
+        side = side[:-1].rstrip()  # "$80/month": a rate, the slash is the unit's
     if side.endswith("(") or (text[end : end + 1] in ("x", "X") and _word_before(text, end + 1) == "x"):
-        return ""  # "= 2(A - 4)", "= 2 x x": a product with a variable
+        return ""  # "= 4(B - 3)", "= 3 x x": a product with a variable
     side = side.rstrip(",").rstrip()
     if side.rstrip(_CURRENCY + " \t").endswith(tuple("+-−–*/×÷·⋅∗^xX")):
         return ""
@@ -551,10 +581,11 @@ def _as_fraction(match: re.Match) -> str:
     return match.group(0)
 
 
-def _readings(side: str) -> list[float]:
-    """Values of a side: as written, with tight fractions as single numbers, with rounded
-    repeating decimals as the fractions they round (each reading that evaluates)."""
-    values = [evaluate(side)]
+def _readings(side: str, first: float | None = None) -> list[float]:
+    """Values of a side: as written (``first`` when already known), with tight fractions as
+    single numbers, with rounded repeating decimals as the fractions they round (each reading
+    that evaluates)."""
+    values = [evaluate(side) if first is None else first]
     variants = {_TIGHT_FRACTION.sub(r"(\1)", side)}
     exact = _DECIMAL.sub(_as_fraction, side)
     variants |= {exact, _TIGHT_FRACTION.sub(r"(\1)", exact)}
@@ -564,6 +595,18 @@ def _readings(side: str) -> list[float]:
         except NotArithmeticError:
             pass
     return values
+
+
+def _rounding_tolerance(side: str) -> float:
+    """Relative error carried by operands written rounded (each may be rounded or cut at its
+    last digit): the sum of 10^-d / |x| over the decimals with three or more digits (0.6333,
+    0.04167) and those that round a repeating fraction (0.67, 38.89); 1.05 or 0.21 are exact."""
+    total = 0.0
+    for match in _DECIMAL.finditer(side):
+        written = float(match.group(0))
+        if written and (len(match.group(2)) >= 3 or _as_fraction(match) != match.group(0)):
+            total += 10.0 ** -len(match.group(2)) / abs(written)
+    return min(total, 0.05)
 
 
 def _operand_units(left: str, start: int, units: dict[int, str]) -> list[str | None]:
@@ -594,6 +637,10 @@ def _result_unit(visible: str, stated: str, position: int, units: dict[int, str]
     return "$" if stated.lstrip("-− \t")[:1] in _CURRENCY else None
 
 
+# Words before "2 x 4 pieces" that make it a size in a noun phrase, not a product.
+_NOUN_PHRASE_WORDS = frozenset(
+    "of many the a an each per with for from in on at to by into all these those his her their its our my your".split()
+)
 # Ratios between units of the same kind: a result off by exactly one of them is a conversion.
 _CONVERSION_FACTORS = (60, 100, 1000, 12, 16, 24, 7, 3600, 52, 365, 3, 36, 5280, 10)
 
@@ -606,11 +653,15 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     line_end = text.find("\n", stated_end, stated_end + 40)
     tail = text[stated_end : line_end if line_end >= 0 else stated_end + 40]
     if _ROUNDED.search(tail) or _ROUNDED.search(text[max(0, left_start - 25) : left_start]):
-        return True  # "= 33 (rounded)", "approximately 3500 / 2250 = 1.5"
+        return True  # "= 33 (rounded)", "approximately 4200 / 1500 = 2.7"
     value, stated = claim.left_value, claim.right_value
-    if ("/" in left or "÷" in left) and float(stated).is_integer() and not float(value).is_integer():
+    divides = "/" in left or "÷" in left or re.search(r"\d\.\d", left)
+    if divides and float(stated).is_integer() and not float(value).is_integer():
         if stated in (math.floor(value), math.ceil(value), round(value)):
-            return True  # "25 / 4 = 6 boxes": a whole number of something
+            return True  # "25 / 4 = 6 boxes", "0.3 x $46,153 = $13,845": a whole number written
+    operands = len(re.findall(r"\d[\d,]*(?:\.\d+)?", left))
+    if stated and abs(value - stated) <= operands and abs(value - stated) <= 1e-4 * abs(stated):
+        return True  # "$46,153 + $13,845 = $60,000": operands rounded in earlier steps
     operand_units = _operand_units(left, left_start, units)
     named = {unit for unit in operand_units if unit}
     if {word for unit in named for word in unit.replace("/", " ").split()} & _MULTIPLIER_WORDS:
@@ -622,9 +673,15 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
     if additive and any(percents) and not all(percents):
         return True  # "80,000 + 150%": a percent of something
     result = _result_unit(visible, claim.right, stated_end, units)
+    if result and result.split()[0] in _MULTIPLIER_WORDS:
+        return True  # "500,000 * 3 = $1.5 million"
     kind = _dimension(result)
-    if kind and any(_dimension(unit) == kind and unit.split()[0] != result.split()[0] for unit in named):
+    base = result.split()[0].split("/")[0] if result else None
+    if kind and any(_dimension(unit) == kind and unit.split()[0].split("/")[0] != base for unit in named):
         return True  # "15 minutes * 4 = 1 hour": a conversion
+    if named and claim.right_expression is not None and not _stated_matches(value, claim.right, stated):
+        if len(_NUMBER_END.findall(claim.right_expression)) > operands:
+            return True  # "2/5 of 15 tens = 2/5 x 15 x $10": the right side spells a unit out
     if kind or any(_dimension(unit) for unit in named):
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
         for target in targets:
@@ -632,15 +689,15 @@ def _excused(text: str, visible: str, claim: Claim, left: str, left_start: int, 
                 math.isclose(abs(value / target), factor, rel_tol=1e-6) or math.isclose(abs(target / value), factor, rel_tol=1e-6)
                 for factor in _CONVERSION_FACTORS
             ):
-                return True  # "10 x 25 cents = $2.50", "700 x 5 cents = 700 x 0.05"
-    if re.search(r"[\d)][ \t]+\(", left):
-        return True  # "12 (4 + 8)": a product, or a number and its explanation
+                return True  # "12 x 25 cents = $3.00", "600 x 5 cents = 600 x 0.05"
+    if re.search(r"[\d)][ \t]+\(|\)[ \t]+[\d$£€¥₹.]", left):
+        return True  # "12 (4 + 8)", "(2) 5 + 3": a product, or a number and its explanation or label
     if (
-        re.fullmatch(r"\d+[ \t]*[xX×][ \t]*\d+", left.strip())
+        re.fullmatch(r"\d+(?:[ \t]*[xX×][ \t]*\d+){1,2}", left.strip())
         and left_start + len(left) in units
-        and _word_before(visible, left_start) in ("of", "many", "the", "a", "each", "per", "with", "for")
+        and _word_before(visible, left_start) in _NOUN_PHRASE_WORDS
     ):
-        return True  # "the number of 2 x 4 pieces = ...": a size, not a product
+        return True  # "the number of 2 x 6 boards = ...": a size, not a product
     return False
 
 
@@ -648,33 +705,46 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
     """The claim that ``left`` (starting at ``left_start``) equals what follows the ``=`` at
     ``position``; None when the right side states no number or the claim is excused."""
     right_run = _scan_right(visible, position + 1)
-    stated = _STATED_NUMBER.match(right_run) if right_run else None
-    if not stated:
+    if not right_run.strip():
         return None
-    right = stated.group(0).strip()
     run_start = position + 1
     after_run = run_start + len(right_run)
-    if re.match(r"[ \t]?\d| and \(?\d", right_run[stated.end():] + visible[after_run : after_run + 8]):
+    stated = _STATED_NUMBER.match(right_run)
+    if stated:
+        right = stated.group(0).strip()
+        stated_length = stated.end()
+    elif right_run.strip().startswith("("):  # "(-2 + 6 + 7) = (4 + 7)": the group is the result
+        right, stated_length = right_run.strip(), len(right_run)
+    else:
+        return None
+    if re.match(r"[ \t]?\d| and \(?\d", right_run[stated_length:] + visible[after_run : after_run + 8]):
         return None  # "1 1/2", "18 000", "5 and 2/3": a mixed number or spaced digits
-    stated_end = run_start + len(right_run[: stated.end()].rstrip())
+    stated_end = run_start + len(right_run[:stated_length].rstrip())
     following = visible[stated_end : stated_end + 2]
     if following[:1] == "\\" or (following[:1].isalpha() and not following[1:2].isalpha()):
         return None  # "= 2x", "= 4\sqrt{2}": algebra, not a number
-    if right_run.strip() == right and re.match(
-        r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[stated_end : stated_end + 80]
-    ):
-        return None  # "= 5 days / x days", "= 459 blinks / x minutes": a proportion, not a result
+    if re.match(r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[after_run : after_run + 80]):
+        return None  # "= 4 days / x days", "= 6 people x 1 wall / x": a proportion, not a result
     try:
         right_value = evaluate(right)
-        left_readings = _readings(left)
+        left_value = evaluate(left)
     except NotArithmeticError:
         return None
-    expression, expression_readings = None, []
+    expression, expression_value = None, None
     if right_run.strip() != right:
         try:
-            expression, expression_readings = right_run.strip(), _readings(right_run)
+            expression, expression_value = right_run.strip(), evaluate(right_run)
         except NotArithmeticError:
             expression = None
+    tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
+    claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
+                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
+    if claim.correct:  # as written: the usual case, no other reading needed
+        return claim
+    left_readings = _readings(left, left_value)
+    if not stated:  # a group: its readings count like those of an expression
+        right_value = next((r for r in _readings(right, right_value) if any(values_match(v, r) for v in left_readings)), right_value)
+    expression_readings = _readings(expression, expression_value) if expression is not None else []
     # the readings of the two sides that agree with each other, if any
     left_value, expression_value = left_readings[0], expression_readings[0] if expression_readings else None
     for reading in left_readings:
@@ -686,7 +756,7 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
             left_value, expression_value = reading, agreeing
             break
     claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value, position)
+                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
     if not claim.correct and _excused(text, visible, claim, left, left_start, stated_end, units):
         return None
     return claim
@@ -694,9 +764,10 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
 
 def _shown(side: str) -> str:
     """A side as the claim shows it: spaces of blanked units and markup collapsed."""
-    shown = " ".join(side.split())
-    for sign in _CURRENCY:
-        shown = shown.replace(sign + " ", sign)
+    shown = " ".join(side.split()) if "  " in side or "\t" in side or "\n" in side else side.strip()
+    if "$ " in shown or any(sign + " " in shown for sign in _CURRENCY[1:]):
+        for sign in _CURRENCY:
+            shown = shown.replace(sign + " ", sign)
     return shown
 
 
@@ -704,20 +775,35 @@ _EQUALS = re.compile(r"(?<![<>=!])=(?![=>])")
 _LABEL_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9'’ \t()\-/.]{0,79}")
 
 
-def _statement(visible: str, position: int) -> tuple[str, int, int] | None:
-    """``(label, line start, line end)`` when the ``=`` at ``position`` is the only one of its
-    line and what stands before it is a name ("Total cost = ...", "Joan's age = ..."); else None."""
-    line_start = visible.rfind("\n", max(0, position - 200), position) + 1
-    if line_start == 0 and position > 200:
-        return None
-    line_end = visible.find("\n", position, position + MAX_SIDE_SCAN)
-    line_end = len(visible) if line_end < 0 else line_end
-    if "=" in visible[line_start:position] or "=" in visible[position + 1 : line_end]:
-        return None
-    label = " ".join(visible[line_start:position].split()).lower().rstrip(":")
-    if not label or not _LABEL_TEXT.fullmatch(label):
-        return None
-    return label, line_start, line_end
+def _lines_of(visible: str, positions: list[int]):
+    """``(position, line start, line end, equals on the line)`` for each ``=`` position, in
+    one pass over the text (positions are sorted)."""
+    out = []
+    index, line_start = 0, 0
+    while index < len(positions):
+        newline = visible.find("\n", line_start)
+        line_end = len(visible) if newline < 0 else newline
+        on_line = []
+        while index < len(positions) and positions[index] < line_end:
+            if positions[index] >= line_start:
+                on_line.append(positions[index])
+            index += 1
+        out += [(position, line_start, line_end, len(on_line)) for position in on_line]
+        if newline < 0:
+            break
+        line_start = newline + 1
+    return out
+
+
+def _statement_label(visible: str, position: int, line_start: int) -> str | None:
+    """The name before the ``=`` of a one-``=`` line ("Total cost = ...", "Tom's age = ..."),
+    after any lead-in ending in ``:`` ``,`` ``.``; None when it is not a name."""
+    head = visible[max(line_start, position - 200) : position]
+    label = re.split(r"[:;,!?]|\.(?=\s)", head)[-1]
+    if position - 200 > line_start and len(label) == len(head):
+        return None  # no lead-in boundary within reach: a long line, not a name
+    label = " ".join(label.split()).lower()
+    return label if label and _LABEL_TEXT.fullmatch(label) else None
 
 
 def _restated_claims(text: str, visible: str, units: dict[int, str], positions: list[int]) -> list[Claim]:
@@ -725,25 +811,24 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
     a calculation and at once restated with its value is a claim (calculation = value)."""
     claims = []
     previous = None  # (label, line end, left, left start) of the last named calculation
-    for position in positions:
-        statement = _statement(visible, position)
-        if statement is None:
+    for position, line_start, line_end, equals in _lines_of(visible, positions):
+        label = _statement_label(visible, position, line_start) if equals == 1 else None
+        if label is None or line_end - position > MAX_SIDE_SCAN:
             previous = None
             continue
-        label, line_start, line_end = statement
-        if previous is not None and previous[0] == label and not visible[previous[1] : line_start].strip():
+        if previous is not None and previous[0] == label and line_start - previous[1] < 400 and not visible[previous[1] : line_start].strip():
             claim = _claim(text, visible, units, previous[2], previous[3], position)
             if claim is not None:
                 claims.append(claim)
         previous = None
         run = _scan_right(visible, position + 1)
-        if run and _has_operator(run) and not visible[position + 1 + len(run) : line_end].strip(" \t.,;$"):
-            left_start = position + 1 + (len(run) - len(run.lstrip()))
+        rest = visible[position + 1 + len(run) : line_end]
+        if run and _has_operator(run) and not re.search(r"[\d=]", rest):  # "= 900 miles / 3 hours"
             try:
                 evaluate(run)
             except NotArithmeticError:
                 continue
-            previous = (label, line_end, run.strip(), left_start)
+            previous = (label, line_end, run.strip(), position + 1 + (len(run) - len(run.lstrip())))
     return claims
 
 
@@ -754,7 +839,7 @@ def find_claims(text: str) -> list[Claim]:
     claims that do not hold where the text says why they may not (rounding, units, module
     docstring). An inline equation counts only when its left side has an operator: ``1 hour =
     60 minutes`` and ``15% of the $80 = ...`` state no calculation; a name given a calculation
-    and restated with its value on the next line (``Total = 20 + 5`` / ``Total = 25``) is one.
+    and restated with its value on the next line (``Total = 17 + 6`` / ``Total = 23``) is one.
     """
     claims: list[Claim] = []
     for match in _ANNOTATION.finditer(text):
@@ -798,10 +883,10 @@ def first_wrong_step(steps: list[str]) -> int:
 # A number as the scanner reads it: currency before it, thousands separators, decimals, a percent
 # sign, a tight fraction ("3/5", "((3)/(5))" from \\frac); not a piece of a word or of a longer
 # number ("x2", "v1.5", "3.4.1"), not an ordinal ("2nd").
-_PLAIN_NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+_NUMBER_TEXT = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 _STATED = re.compile(
-    rf"(?<![\w.,/])(?P<currency>[$£€¥₹][ \t]?)?(?:\(\((?P<top>{_PLAIN_NUMBER})\)/\((?P<bottom>{_PLAIN_NUMBER})\)\)"
-    rf"|(?P<number>{_PLAIN_NUMBER})(?:/(?P<denominator>\d+)(?![\d.]))?)(?![\d.]\d|,\d{{3}})"
+    rf"(?<![\w.,/])(?P<currency>[$£€¥₹][ \t]?)?(?:\(\((?P<top>{_NUMBER_TEXT})\)/\((?P<bottom>{_NUMBER_TEXT})\)\)"
+    rf"|(?P<number>{_NUMBER_TEXT})(?:/(?P<denominator>\d+)(?![\d.]))?)(?![\d.]\d|,\d{{3}})"
     r"(?P<percent>[ \t]?%)?(?!(?:st|nd|rd|th)\b)"
 )
 
@@ -843,7 +928,9 @@ def stated_numbers(text: str) -> list[StatedNumber]:
             if parts[1] == 0:
                 continue
             value = parts[0] / parts[1]
-        unit = _result_unit(visible, "", match.end(), units) or ("$" if match.group("currency") else None)
+        word = _NEXT_WORD.match(visible, match.end(), match.end() + 30)
+        unit = units.get(match.end()) or (word.group(1) if word and word.group(1) != "$" else None)
+        unit = _unit_name(unit) if unit else ("$" if match.group("currency") else None)
         found.append(StatedNumber(match.start(), match.end(), value, visible[match.start() : match.end()].strip(),
                                   bool(match.group("percent")), bool(match.group("currency")), parts, unit))
     return found

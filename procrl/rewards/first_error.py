@@ -159,8 +159,10 @@ class FirstErrorReward(RewardComponent):
         unverified_score: float = field(
             -1.0,
             help="arithmetic, reference: score of a chain in which the judge checked nothing: no step holds a "
-            "checkable calculation (arithmetic) or works out a quantity of the gold's path (reference: hedging, "
-            "copying the question's numbers, the gold answer stated without working): not 'no error'.",
+            "checkable calculation (arithmetic: hedging, prose without numbers, pure algebra) or works out a quantity "
+            "of the gold's path (reference: hedging, the question's numbers copied, the gold answer stated without "
+            "working): not 'no error'; the default -1 equals a found error, so leaving a wrong calculation out of the "
+            "text never pays.",
         )
         max_depth: int = field(
             1,
