@@ -101,18 +101,19 @@ def _chunks(items: list, size: int) -> Iterable[list]:
 
 
 def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> None:
-    """A component that failed on every row of the first batch did not load or cannot reach its
-    judge: measuring it would report its fallback. One clear error instead."""
+    """A component with a model or a judge endpoint that failed on the first solution did not
+    load or cannot reach its judge: measuring it would report its fallback. One clear error
+    instead (a model-free component's failures are counted and reported, as in training)."""
     from procrl.redaction import redact_url
 
     for name, kinds in outputs_failures.items():
         component = mix.components[name]
-        total_failed = sum(kinds.get(k, 0) for k in ("exception", "judge_error", "connection_error", "http_error", "timeout"))
+        what, where = component.needs_model(), component.needs_network()
+        if what is None and where is None:
+            continue
+        total_failed = sum(kinds.get(k, 0) for k in ("exception", "judge_error", "connection_error", "http_error"))
         if n and total_failed >= n:
-            what = component.needs_model()
-            where = component.needs_network()
-            cause = f"failed to load or run {what}" if what else (
-                f"every request to {redact_url(where)} failed" if where else "failed on every row")
+            cause = f"failed to load or run {what}" if what else f"every request to {redact_url(where)} failed"
             raise ConfigError(f"rewards.{name}: {cause} ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)}); "
                               f"fix it, or leave it out with --component / --set rewards.{name}=false")
 
@@ -130,7 +131,11 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
     counts: dict[str, dict[str, int]] = {name: {} for name in mix.names}
     first = True
     with tqdm(total=len(solutions), desc="validating", unit="solution", disable=not progress, file=sys.stderr) as bar:
-        for chunk in _chunks(solutions, batch_size):
+        # the first solution alone: a component that cannot load is found after one attempt (a
+        # failing batch would be retried row by row, each retry loading again)
+        for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
+            if not chunk:
+                continue
             rows = [{"question": s.question, "completion": s.completion, "answer": s.reference} for s in chunk]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
@@ -166,16 +171,29 @@ def _peer_step_score(value: Any) -> float | None:
     return None
 
 
-def read_peer(path: str) -> dict[str, float | list[float]]:
+def read_peer(paths: str | list[str]) -> dict[str, float | list[float]]:
     """id -> a scalar or a per-step list, from JSON lines / a JSON array of ``{"id", "scores"}``
-    (``scores`` may also be a JSON string of them, as some published files hold)."""
+    (``scores`` may also be a JSON string of them, as some published files hold; ``{"rid", ...}``
+    rows are ReasonEval's scores of its reference solutions, validate's ``rid-N`` rows); several
+    files are one peer's scores of different rows."""
     from procrl.jsonl import iter_records
 
     scores: dict[str, float | list[float]] = {}
+    for path in [paths] if isinstance(paths, str) else paths:
+        _read_peer_file(path, scores, iter_records)
+    return scores
+
+
+def _read_peer_file(path: str, scores: dict, iter_records) -> None:
+    before = len(scores)
     for number, (line, value) in enumerate(iter_records(path, "--peer"), 1):
         where = f"{path}:{number}" + (f" (line {line})" if line != number else "")
+        if isinstance(value, dict) and "id" not in value and "rid" in value:
+            value = {**value, "id": f"rid-{value['rid']}"}  # ReasonEval's scores of its reference solutions
         if not isinstance(value, dict) or "id" not in value or "scores" not in value:
             raise ConfigError(f"{where}: expected an object with 'id' and 'scores'")
+        if str(value["id"]) in scores:
+            raise ConfigError(f"{where}: id {value['id']!r} appears twice")
         raw = value["scores"]
         if isinstance(raw, str):
             try:
@@ -193,21 +211,19 @@ def read_peer(path: str) -> dict[str, float | list[float]]:
             if single is None:
                 raise ConfigError(f"{where}: 'scores' must be a number or a list per step, got {raw!r}")
             scores[str(value["id"])] = single
-    if not scores:
+    if len(scores) == before:
         raise ConfigError(f"--peer: {path} holds no rows")
-    return scores
 
 
-def parse_peer_options(values: list[str]) -> list[tuple[str, str]]:
-    peers = []
+def parse_peer_options(values: list[str]) -> list[tuple[str, list[str]]]:
+    """``NAME=FILE`` options as (name, files): a name given again adds a file to that peer."""
+    peers: dict[str, list[str]] = {}
     for value in values:
         name, sep, path = value.partition("=")
         if not sep or not name or not path:
             raise ConfigError(f"--peer: expected NAME=FILE, got {value!r}")
-        if any(name == n for n, _ in peers):
-            raise ConfigError(f"--peer: the name {name!r} is given twice")
-        peers.append((name, path))
-    return peers
+        peers.setdefault(name, []).append(path)
+    return list(peers.items())
 
 
 # --- metrics -----------------------------------------------------------------------------------
@@ -489,9 +505,8 @@ def format_table(report: dict[str, Any]) -> str:
     short = {SOUND: "sound", RIGHT_FLAWED: "right-fl", WRONG: "wrong", FLAWED_UNLABELLED: "flawed?"}
     columns = [f"{'component':<22}", f"{'AUROC sound/flawed':<22}", f"{'AUROC right-answer':<22}"]
     columns += [f"{short[k]:>9}" for k in present] + [f"{'none':>6}", f"{'acc_err':>8}", f"{'acc_cor':>8}", f"{'F1':>6}"]
-    lines = [head, "", "".join(columns), ""]
-    lines[-1] = "".join([" " * 66, "mean per class".center(9 * len(present))])
-    lines[2], lines[3] = lines[3], lines[2]
+    over_classes = " " * 66 + ("mean per class" if len(present) > 1 else "mean").rjust(9 * len(present)).rstrip()
+    lines = [head, "", over_classes, "".join(columns)]
     for name, stats in _rows_of(report):
         by_class = stats["by_class"]
         none = sum((by_class[k].get("none") or 0) * by_class[k]["n"] for k in by_class) / max(report["n"], 1)
@@ -647,13 +662,17 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
         panels.append((f"peer: {name}", None, [(k, min(v) if isinstance(v, list) else v) for k, v in values]))
     columns = min(len(panels), 4)
     blocks = math.ceil(len(panels) / columns)
-    figure = _figure(3.5 * columns, 6.0 * blocks + 0.9)
-    axes = figure.subplots(2 * blocks, columns, squeeze=False)
+    with_roc = bool(report["classes"].get(SOUND)) and len(report["classes"]) > 1  # else no curve to draw
+    per_block = 2 if with_roc else 1
+    figure = _figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
+    axes = figure.subplots(per_block * blocks, columns, squeeze=False)
     for index in range(blocks * columns):
-        top, bottom = axes[2 * (index // columns)][index % columns], axes[2 * (index // columns) + 1][index % columns]
+        top = axes[per_block * (index // columns)][index % columns]
+        bottom = axes[per_block * (index // columns) + 1][index % columns] if with_roc else None
         if index >= len(panels):
             top.set_axis_off()
-            bottom.set_axis_off()
+            if bottom is not None:
+                bottom.set_axis_off()
             continue
         name, type_name, pairs = panels[index]
         present = [k for k in CLASSES if any(c == k for c, _ in pairs)]
@@ -686,6 +705,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
             top.set_xlabel("score")
             if index % columns == 0:
                 top.set_ylabel("share of the class")
+        if bottom is None:
+            continue
         sound = [v for c, v in pairs if c == SOUND]
         flawed = [v for c, v in pairs if c != SOUND]
         right = [v for c, v in pairs if c == RIGHT_FLAWED]
@@ -711,8 +732,9 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     figure.legend(handles=[Patch(color=_COLOURS[k], label=CLASS_LABELS[k]) for k in classes], loc="outside lower center",
                   ncols=len(classes), fontsize=9, frameon=False)
     data = ", ".join(Path(part).name for part in str(report.get("data")).split(", "))
-    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: "
-                    f"score per class (top), ROC sound vs flawed (bottom)", fontsize=11)
+    what = ("score per class (top), ROC sound vs flawed (bottom)" if with_roc else
+            "score per class (one class of sound/flawed only: no ROC curves)")
+    figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: {what}", fontsize=11)
     return figure
 
 
@@ -780,6 +802,7 @@ def _row_record(item: Scored, names: list[str]) -> dict[str, Any]:
     s = item.solution
     return {
         "id": s.id, "record": s.record, "class": item.klass, "kind": s.kind, "label": s.label,
+        "completion": s.completion,
         "procrl_label": item.procrl_label, "answer_correct": s.answer_correct, "gold": s.gold,
         "data_steps": len(s.data_spans) if s.data_spans is not None else None, "procrl_steps": len(item.procrl_spans),
         "rewards": {n: item.rewards.get(n) for n in names}, "reward": item.total,
@@ -846,7 +869,7 @@ class Validation:
 
 
 def run_validation(recipe_path: str, overrides: list[str], data: str | list[str], components: list[str] | None = None,
-                   limit: int | None = None, peers: list[tuple[str, str]] | None = None, peer_threshold: float = 0.5,
+                   limit: int | None = None, peers: list[tuple[str, list[str]]] | None = None, peer_threshold: float = 0.5,
                    device: str | None = None, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
                    batch_size: int = 64, progress: bool = False, specs_filter=None) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
@@ -920,14 +943,16 @@ def add_validate_command(commands) -> None:
                    help="Labelled solutions (see the formats below); repeatable for files of one format (a solution "
                         "two files share, by id, counts once).")
     p.add_argument("--component", action="append", default=[], metavar="NAME",
-                   help="Score only this component (repeatable; the total is then over these). Default: every one.")
+                   help="Score only this component (repeatable; also scored: the components their gates read; the "
+                        "total is then over these). Default: every one.")
     p.add_argument("--limit", type=int, default=None, help="Only the first N solutions.")
     p.add_argument("--output-dir", default=None,
                    help="Where report.json, report.md, rows.jsonl and validate.png go (default: validate/<recipe>--<data>, "
                         "numbered when taken).")
     p.add_argument("--overwrite", action="store_true", help="Replace the report of an earlier run in --output-dir.")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=FILE",
-                   help="Published per-sample scores ({id, scores} per line) to report on the same rows. Repeatable.")
+                   help="Published per-sample scores ({id, scores} per line) to report on the same rows. Repeatable; "
+                        "the same NAME again adds a file to that peer.")
     p.add_argument("--peer-threshold", type=float, default=0.5,
                    help="A peer's first error: the first step whose score is below this (default 0.5).")
     p.add_argument("--device", default=None, help="Device of components with models (default: cuda when available).")
