@@ -67,9 +67,12 @@ def records(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, int]]:
+def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The grading files and the procrl-format rows; per kept id: (label on the data's steps,
+    procrl's step count)."""
     from procrl.corpora import read_solutions
     from procrl.text import segment
+    from procrl.validate_metrics import map_label
 
     folder = output / "mr_gsm8k"
     folder.mkdir(parents=True, exist_ok=True)
@@ -86,12 +89,14 @@ def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, int]]:
     rows, kept = [], {}
     for solution in solutions:
         steps = segment(solution.completion).steps
-        if solution.label is None or solution.label < 0 or len(steps) != len(solution.data_spans):
-            continue  # procrl's steps are the data's (100% on these files): the label indexes both
+        label = None if solution.label is None else map_label(solution.label, solution.data_spans,
+                                                               [(step.start, step.end) for step in steps])
+        if label is None or label < 0:
+            continue  # no labelled error on procrl's steps (procrl's steps are the data's, minus a "#### N" line)
         common = {"question": solution.question, "answer": solution.reference, "kind": solution.kind}
-        rows.append({"id": solution.id, **common, "completion": solution.completion, "first_error": solution.label,
+        rows.append({"id": solution.id, **common, "completion": solution.completion, "first_error": label,
                      "answer_correct": solution.answer_correct})
-        kept[solution.id] = solution.label
+        kept[solution.id] = (solution.label, len(steps))
         if solution.label >= 1:
             prefix = solution.completion[: solution.data_spans[solution.label][0]].rstrip()
             rows.append({"id": f"{solution.id}-prefix", **common, "completion": prefix, "first_error": -1,
@@ -100,7 +105,9 @@ def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, int]]:
     return [str(output / "mr_gsm8k_with_prefixes.jsonl"), *files], kept
 
 
-def peers(directory: str, output: Path, labels: dict[str, int]) -> dict[str, str]:
+def peers(directory: str, output: Path, labels: dict[str, tuple[int, int]]) -> dict[str, str]:
+    """Peer files on the rows' ids; per-step scores cut to procrl's steps (the data's last step is
+    often the "#### N" line, which procrl does not count as a step), a prefix row's to its steps."""
     folder = output / "peers"
     folder.mkdir(parents=True, exist_ok=True)
     written = {}
@@ -111,10 +118,12 @@ def peers(directory: str, output: Path, labels: dict[str, int]) -> dict[str, str
             continue
         out = []
         for record in records(text):
-            out.append({"id": record["id"], "scores": record["scores"]})
-            label = labels.get(record["id"])
-            if isinstance(record["scores"], list) and label is not None and label >= 1:
-                out.append({"id": f"{record['id']}-prefix", "scores": record["scores"][:label]})
+            scores, kept = record["scores"], labels.get(record["id"])
+            if isinstance(scores, list) and kept is not None:
+                scores = scores[: kept[1]]
+            out.append({"id": record["id"], "scores": scores})
+            if isinstance(record["scores"], list) and kept is not None and kept[0] >= 1:
+                out.append({"id": f"{record['id']}-prefix", "scores": record["scores"][: kept[0]]})
         (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
         written[name] = str(folder / f"{name}.jsonl")
     return written
