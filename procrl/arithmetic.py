@@ -79,12 +79,14 @@ from dataclasses import dataclass
 __all__ = [
     "NotArithmeticError",
     "Claim",
+    "StatedNumber",
     "check_step",
     "evaluate",
     "find_claims",
     "first_wrong_step",
     "normalize_expression",
     "plain_arithmetic",
+    "stated_numbers",
     "values_match",
 ]
 
@@ -218,9 +220,8 @@ class Claim:
     ``right_expression`` the whole arithmetic run after it when that is longer ("3*2 = 6*4 =
     24" states 6, "a = b + c" states b + c): either reading may hold. ``tolerance`` is the
     relative error that operands written rounded carry (``0.5667 x 100 = 56.67``; 0 when none
-    is). ``left`` and ``right``
-    are the sides as read (units and LaTeX markup blanked); ``start``/``end`` are offsets into
-    the step's text.
+    is). ``left`` and ``right`` are the sides as read (units and LaTeX markup blanked);
+    ``start``/``end`` (and ``equals``, the ``=``) are offsets into the step's text.
     """
 
     kind: str
@@ -233,6 +234,7 @@ class Claim:
     right_expression: str | None = None
     right_expression_value: float | None = None
     tolerance: float = 0.0
+    equals: int | None = None  # offset of the claim's "="
 
     @property
     def correct(self) -> bool:
@@ -736,7 +738,7 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
             expression = None
     tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
     claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value, tolerance)
+                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
     if claim.correct:  # as written: the usual case, no other reading needed
         return claim
     left_readings = _readings(left, left_value)
@@ -754,7 +756,7 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
             left_value, expression_value = reading, agreeing
             break
     claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value, tolerance)
+                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
     if not claim.correct and _excused(text, visible, claim, left, left_start, stated_end, units):
         return None
     return claim
@@ -843,7 +845,8 @@ def find_claims(text: str) -> list[Claim]:
     for match in _ANNOTATION.finditer(text):
         left, right = match.group(1), match.group(2)
         try:
-            claims.append(Claim("annotation", left, right, match.start(), match.end(), evaluate(left), evaluate(right)))
+            claims.append(Claim("annotation", left, right, match.start(), match.end(), evaluate(left), evaluate(right),
+                                equals=match.start(2) - 1))
         except NotArithmeticError:
             continue
     if "=" not in text:
@@ -873,3 +876,61 @@ def first_wrong_step(steps: list[str]) -> int:
         if check_step(step):
             return index
     return -1
+
+
+# --- the numbers a text states (the reference judge reads them: procrl/rewards/judges/reference.py) ---
+
+# A number as the scanner reads it: currency before it, thousands separators, decimals, a percent
+# sign, a tight fraction ("3/5", "((3)/(5))" from \\frac); not a piece of a word or of a longer
+# number ("x2", "v1.5", "3.4.1"), not an ordinal ("2nd").
+_NUMBER_TEXT = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
+_STATED = re.compile(
+    rf"(?<![\w.,/])(?P<currency>[$£€¥₹][ \t]?)?(?:\(\((?P<top>{_NUMBER_TEXT})\)/\((?P<bottom>{_NUMBER_TEXT})\)\)"
+    rf"|(?P<number>{_NUMBER_TEXT})(?:/(?P<denominator>\d+)(?![\d.]))?)(?![\d.]\d|,\d{{3}})"
+    r"(?P<percent>[ \t]?%)?(?!(?:st|nd|rd|th)\b)"
+)
+
+
+@dataclass(frozen=True)
+class StatedNumber:
+    """One number of a text: ``value`` as written (``20%`` is 20 with ``percent``; ``$1,500`` is
+    1500 with ``currency``; ``3/5`` and ``\\frac{3}{5}`` are 0.6 with ``parts`` (3, 5)),
+    ``start``/``end`` offsets into the text, ``text`` as :func:`plain_arithmetic` shows it;
+    ``unit``: the word after it (singular, lower case; ``$`` for currency), if any."""
+
+    start: int
+    end: int
+    value: float
+    text: str
+    percent: bool = False
+    currency: bool = False
+    parts: tuple[float, float] | None = None
+    unit: str | None = None
+
+
+def _number(written: str) -> float:
+    return float(written.replace(",", ""))
+
+
+def stated_numbers(text: str) -> list[StatedNumber]:
+    """Every number ``text`` states, in order, read through :func:`plain_arithmetic` (LaTeX,
+    markdown, bullets, unit words out; calculator annotations blanked, so read their claims with
+    :func:`find_claims`). No sign: a ``-`` may be an operator or a dash."""
+    visible, units = plain_arithmetic(text)
+    found = []
+    for match in _STATED.finditer(visible):
+        top = match.group("top") or match.group("number")
+        bottom = match.group("bottom") or match.group("denominator")
+        value = _number(top)
+        parts = None
+        if bottom is not None:
+            parts = (value, _number(bottom))
+            if parts[1] == 0:
+                continue
+            value = parts[0] / parts[1]
+        word = _NEXT_WORD.match(visible, match.end(), match.end() + 30)
+        unit = units.get(match.end()) or (word.group(1) if word and word.group(1) != "$" else None)
+        unit = _unit_name(unit) if unit else ("$" if match.group("currency") else None)
+        found.append(StatedNumber(match.start(), match.end(), value, visible[match.start() : match.end()].strip(),
+                                  bool(match.group("percent")), bool(match.group("currency")), parts, unit))
+    return found

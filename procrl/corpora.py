@@ -73,6 +73,18 @@ class Solution:
     gold: str | None
     kind: str | None = None
     path: str = ""
+    gold_solution: str | None = None  # the worked gold solution, when the data has one
+
+    @property
+    def reference(self) -> str | None:
+        """The row's gold as scoring sees it (a GSM8K ``answer`` field): the gold solution ending
+        with ``#### N`` when the data has one (the reference judge checks steps against its
+        values; accuracy reads the answer after ``####``), else the gold answer."""
+        if not self.gold_solution:
+            return self.gold
+        if "####" in self.gold_solution or self.gold is None:
+            return self.gold_solution
+        return f"{self.gold_solution.rstrip()}\n#### {self.gold}"
 
     @property
     def sound(self) -> bool:
@@ -162,9 +174,11 @@ class _Record:
 
 
 def _solution(record: _Record, ident: str, question: str | None, steps: list[str], separator: str, label: int | None,
-              answer_correct: bool | None, gold: str | None, kind: str | None = None, prefixes=None) -> Solution:
+              answer_correct: bool | None, gold: str | None, kind: str | None = None, prefixes=None,
+              gold_solution: str | None = None) -> Solution:
     text, spans = step_spans(steps, separator, prefixes)
-    return Solution(ident, record.number, question, text, tuple(spans), label, answer_correct, gold, kind, record.path)
+    return Solution(ident, record.number, question, text, tuple(spans), label, answer_correct, gold, kind, record.path,
+                    gold_solution)
 
 
 # --- the formats -------------------------------------------------------------------------------
@@ -220,8 +234,10 @@ def _mr_gsm8k(record: _Record) -> Iterator[Solution]:
         label = None if raw in ("N/A", None) else record.index("model_output_solution_first_error_step", raw, len(steps), base=1)
     answer = record.flag("model_output_answer_correctness", ("correct",), ("wrong",))
     kind = record.value.get("question_type")
+    solution = record.value.get("ground_truth_solution")
     yield _solution(record, record.ident("uuid", f"record-{record.number}"), record.text("question"), steps, "\n",
-                    label, answer, _mr_gsm8k_gold(record), kind if isinstance(kind, str) else None)
+                    label, answer, _mr_gsm8k_gold(record), kind if isinstance(kind, str) else None,
+                    gold_solution=solution if isinstance(solution, str) and solution.strip() else None)
 
 
 def _big_bench_mistake(record: _Record) -> Iterator[Solution]:
@@ -255,9 +271,10 @@ def _reasoneval(record: _Record, seen: set) -> Iterator[Solution]:
     question, gold = record.text("question"), record.gold("ground_truth_answer")
     kind = record.text("error_type")
     rid = record.ident("rid", f"record-{record.number}")
+    worked = "\n".join(reference)  # the sound solution is the gold solution itself
     if rid not in seen:
         seen.add(rid)
-        yield _solution(record, f"rid-{rid}", question, reference, "\n", -1, True, gold, "reference")
+        yield _solution(record, f"rid-{rid}", question, reference, "\n", -1, True, gold, "reference", gold_solution=worked)
     label = _perturbation_label(record, kind, record.require("tags"), hypothesis, reference)
     if kind == "swap solutions":
         other = record.value.get("other_answer")  # filled in by the reader: the swapped-in problem's gold
@@ -265,7 +282,7 @@ def _reasoneval(record: _Record, seen: set) -> Iterator[Solution]:
     else:
         correct = True if hypothesis[-1] == reference[-1] else None
     yield _solution(record, record.ident("id", f"record-{record.number}"), question, hypothesis, "\n", label, correct,
-                    gold, kind)
+                    gold, kind, gold_solution=worked)
 
 
 def _procrl(record: _Record) -> Iterator[Solution]:

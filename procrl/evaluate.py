@@ -7,6 +7,13 @@ reasoning-aware accuracy (answer right AND the first-error component found no er
 (ReTraceQA's inflation), pass@k and maj@k with their reasoning-aware variants
 (``procrl/eval_metrics.py``), each with its standard error, and the mean of every component.
 Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory.
+
+Which first-error judge decides reasoning-aware accuracy: the recipe's ``data.eval_judge`` (a
+first_error component, weight 0 to keep it out of the trained reward), or ``--judge`` (a component
+name, or a backend such as ``reference``: an evaluation-only component ``eval_judge`` with weight 0
+is added, its settings reachable with ``--set rewards.eval_judge.KEY=VALUE``); by default the mix's
+first first_error component. The report names the judge and whether the trained mix pays for it
+(``evaluation_judge``), so that a policy trained on a judge is not graded by that judge unawares.
 """
 
 from __future__ import annotations
@@ -233,13 +240,14 @@ def sample_outcomes(accuracy_scores: list[float | None], records: list | None, c
 
 def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weights: dict[str, float],
                  accuracy_scores: list[float | None], accuracy_source: str, completions: list[str] | None = None,
-                 golds: list[str] | None = None, num_samples: int = 1) -> dict[str, Any]:
+                 golds: list[str] | None = None, num_samples: int = 1, judge: str | None = None) -> dict[str, Any]:
     """The numbers of ``report.json`` from the merged outputs of every component: completions are
-    grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k."""
+    grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k; ``judge``:
+    the first-error component deciding reasoning-aware accuracy (default: the first)."""
     from procrl.rewards.accuracy import parse_gold
 
     kinds = diag.component_kinds(types, outputs)
-    judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
+    judge = diag.evaluation_judge(kinds, judge)
     records = diag.first_error_records(outputs[judge]) if judge is not None else None
     correct = [None if s is None else s >= 1.0 for s in accuracy_scores]
     stats = diag.process_error_stats(correct, records)
@@ -251,6 +259,9 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
         notes.append("no first_error component in the recipe: reasoning-aware accuracies and inflation are null")
     elif len([n for n, k in kinds.items() if k == diag.FIRST_ERROR]) > 1:
         notes.append(f"several first-error components; reasoning-aware accuracy uses {judge!r}")
+    if judge is not None and weights.get(judge):
+        notes.append(f"the evaluation judge {judge!r} is in the trained mix (weight {weights[judge]:g}): a policy trained "
+                     "on it is graded by it; name another with data.eval_judge or --judge")
     report: dict[str, Any] = {
         "n": summary["problems"],
         "num_samples": num_samples,
@@ -263,6 +274,8 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
     report.update({
         "accuracy_source": accuracy_source,
         "first_error_component": judge,
+        "evaluation_judge": None if judge is None else {"component": judge, "type": types.get(judge),
+                                                        "weight": weights.get(judge), "trained_on": bool(weights.get(judge))},
         "first_error_unjudged": None if stats["first_error_unjudged"] is None else int(stats["first_error_unjudged"]),
         "components": {},
         "correlations": diag.component_correlations({k: o.scores for k, o in outputs.items()}),
@@ -367,14 +380,15 @@ def report_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path) -> list[str]:
+def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path,
+                judge: str | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
     figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
     figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
     written.append("component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
-    judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
+    judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
         figure = diag.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
         figure.savefig(directory / "first_error_histogram.png", bbox_inches="tight")
@@ -505,11 +519,11 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     outputs = score_completions(mix, sample_questions, completions, sample_golds)
     accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds)
     report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source,
-                          completions=completions, golds=golds, num_samples=k)
+                          completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
     directory.mkdir(parents=True, exist_ok=True)
-    report["plots"] = write_plots(outputs, types, directory)
+    report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"])
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
                                             accuracy, records)
@@ -600,13 +614,37 @@ def add_evaluate_command(commands) -> None:
                    help="Completions sampled per problem (needs --temperature > 0): pass@k and maj@k are reported.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the sampler (same seed, same samples).")
     p.add_argument("--wandb", action="store_true", help="Also log the report, plots and completions to W&B.")
+    p.add_argument("--judge", default=None, metavar="NAME|BACKEND",
+                   help="The first-error judge of reasoning-aware accuracy: a first_error component of the recipe, or a "
+                        "backend (reference, arithmetic, openai, hf, prm) added as the weight-0 component 'eval_judge' "
+                        "(settings: --set rewards.eval_judge.KEY=VALUE). Default: data.eval_judge, else the first "
+                        "first_error component.")
     p.set_defaults(handler=_cmd_evaluate)
+
+
+JUDGE_COMPONENT = "eval_judge"
+
+
+def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
+    """``--judge`` as recipe overrides: a backend name adds the evaluation-only component
+    ``eval_judge`` (weight 0) before the user's ``--set`` (which may configure it); a component
+    name sets ``data.eval_judge``."""
+    import typing
+
+    from procrl.rewards.first_error import FirstErrorReward
+
+    if judge is None:
+        return list(overrides)
+    if judge in typing.get_args(typing.get_type_hints(FirstErrorReward.Settings)["backend"]):
+        component = f"rewards.{JUDGE_COMPONENT}={{type: first_error, backend: {judge}, weight: 0.0}}"
+        return [component, *overrides, f"data.eval_judge={JUDGE_COMPONENT}"]
+    return [*overrides, f"data.eval_judge={judge}"]
 
 
 def _cmd_evaluate(args) -> int:
     from procrl.recipe import load_recipe
 
-    recipe = load_recipe(args.recipe, args.overrides)
+    recipe = load_recipe(args.recipe, judge_overrides(args.judge, args.overrides))
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
@@ -615,6 +653,10 @@ def _cmd_evaluate(args) -> int:
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
     print(f"{report['n']} problems, {how} (value ± standard error)")
+    judge = report.get("evaluation_judge")
+    if judge:
+        print(f"reasoning-aware accuracy judged by {judge['component']!r}"
+              + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)"))
     for key in ACCURACY_KEYS:
         print(f"{key:<28} {_with_error(report, key)}")
     for key in report["sampled"] if sampling.num_samples > 1 else ():  # greedy: pass@1 = maj@1 = accuracy

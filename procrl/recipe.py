@@ -122,6 +122,11 @@ class DataSection:
         "max_completion_length): 'refuse' stops before the model loads, naming the row; 'skip' drops those rows, "
         "counted at start and logged as data/training_prompts_skipped. Never truncated (a cut problem keeps its gold answer)."
     )
+    eval_judge: str | None = field(
+        None, help="The first_error component whose verdict decides reasoning-aware accuracy in evaluation (procrl "
+        "evaluate, held-out evaluation during training); give it weight 0 to judge with a judge the policy is not "
+        "trained on (e.g. backend: reference while training on the arithmetic judge); null: the mix's first first_error."
+    )
 
     def validate(self, path: str) -> None:
         if "{question}" not in self.prompt_template:
@@ -459,6 +464,11 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
     for name in trainer.process_rewards or []:
         if name not in reward_names:
             raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
+    if data.eval_judge is not None:
+        judges = [spec.name for spec in rewards if spec.type == "first_error"]
+        if data.eval_judge not in judges:
+            raise ConfigError(f"data.eval_judge: no first_error component named {data.eval_judge!r}"
+                              f"{suggest(data.eval_judge, judges)} (first_error components: {', '.join(judges) or 'none'})")
     if evaluates_during_training(trainer_args):
         data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")

@@ -258,6 +258,7 @@ def preflight(recipe: Recipe, processes: int | None = None):
     # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
     check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
     mix = RewardMix(recipe.rewards)
+    mix.evaluation_judge = recipe.data.eval_judge  # held-out evaluation's judge (procrl/trainers/held_out.py)
     args = build_training_args(recipe, mix.weights)
     require_vllm_if_used(args)
     return mix, args

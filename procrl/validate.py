@@ -15,7 +15,7 @@ The data's first-error label is moved onto procrl's steps by character offsets
   the no-opinion share (the component gave None or failed), the fallback share (rows whose total
   took the fallback policy instead: with ``group_mean`` and one row per group that is "left out
   of the total", so it equals the no-opinion share), for first-error components the no-steps
-  share and, for the arithmetic judge, the share with no checkable computation (``unverified``);
+  share and, for the model-free judges, the share with nothing checked (``unverified``);
 * first-error components: ProcessBench's acc_err / acc_cor / F1 of the judge's verdicts on
   procrl's steps (sound rows: acc_cor; rows with a mapped first error: acc_err; no steps or a
   judge failure is no verdict, wrong in both; a chain the arithmetic judge found nothing to
@@ -136,7 +136,7 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
         for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
             if not chunk:
                 continue
-            rows = [{"question": s.question, "completion": s.completion, "answer": s.gold} for s in chunk]
+            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference} for s in chunk]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
                 _load_failures(mix, failures, len(chunk))
@@ -442,7 +442,7 @@ def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int
             entry["model"] = component.settings.model
             if backend == "prm":
                 entry["threshold"] = component.settings.threshold
-        entry.update(_component_stats(items, name, lambda i, n=name: i.rewards.get(n), is_judge, backend == "arithmetic",
+        entry.update(_component_stats(items, name, lambda i, n=name: i.rewards.get(n), is_judge, backend in ("arithmetic", "reference"),
                                       seed, resamples))
         if is_judge:
             entry["localisation"] = localisation(items, name, backend == "prm")

@@ -29,7 +29,9 @@ DATA = REPO / "tests" / "data" / "validate"
 MR_GSM8K = DATA / "mr_gsm8k_sample.json"
 PROCESSBENCH = DATA / "processbench_format.jsonl"
 RECIPE = str(REPO / "recipes" / "gsm8k_trace.yaml")
-CUES = ["--set", "rewards.trace.tagger=cues"]
+# the arithmetic judge, as these tests were written for (the recipe's own is the reference judge,
+# which gives no opinion on the hand-written rows' bare gold answers: tests/test_reference_judge.py)
+CUES = ["--set", "rewards.trace.tagger=cues", "--set", "rewards.first_error.backend=arithmetic"]
 
 
 # --- metrics -----------------------------------------------------------------------------------
