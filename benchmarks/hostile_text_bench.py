@@ -1,5 +1,6 @@
 """Scoring time of hostile completions: 1 KB, 16 KB, 256 KB and 1 MB (KiB/MiB) of parentheses,
-``2 x 2 x ...`` chains, one long line of words, and text without spaces, scored by the CPU
+``2 x 2 x ...`` chains, one long line of words, text without spaces, one line of LaTeX with units
+and currency, and an answer line repeated to the end (a chat model at its token limit), scored by the CPU
 recipe's reward mix plus the arithmetic first-error verifier (segmentation, accuracy, format,
 TRACE with the cue tagger, first_error) exactly as training scores a batch.
 
@@ -30,6 +31,9 @@ KINDS = {
     "x chain": lambda n: ("2 x " * (n // 4 + 1))[: n - 4] + "= 4",
     "one long line": lambda n: ("Each box holds 12 apples and 3 boxes hold 36 apples so she has " * (n // 60 + 1))[:n],
     "no spaces": lambda n: ("3*4=12;(5+7)=12,$9.50x2=19" * (n // 26 + 1))[:n],
+    # real notation: LaTeX with units and currency on one line, and an answer line repeated to the end
+    "latex units": lambda n: ("\\[ 3 \\text{ boxes} \\times \\$2/\\text{box} = \\frac{12}{2} = \\$6 \\] " * (n // 60 + 1))[:n],
+    "#### repeats": lambda n: "Each box holds 12 apples, so 3 boxes hold 3 * 12 = 36.\n" + ("#### 36\n" * (n // 8 + 1))[: n - 60],
 }
 COMPONENTS = {
     "accuracy": {"weight": 1.0},

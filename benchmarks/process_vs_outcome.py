@@ -1,28 +1,34 @@
 """Process vs outcome credit on the tiny reasoner: the experiment every process-reward paper runs.
 
-From ``procrl:tiny-reasoner``, five arms train with the same number of steps, prompts and
+From ``procrl:tiny-reasoner``, seven arms train with the same number of steps, prompts and
 completions per step, and are judged on the same held-out problems:
 
 1. ``outcome_acc``        outcome GRPO, accuracy only;
 2. ``outcome_acc_fe``     outcome GRPO, accuracy + first_error (arithmetic judge);
 3. ``process_min``        process GRPO (``credit: process``, ``process_aggregation: min``), accuracy + first_error;
 4. ``process_sum``        the same with ``process_aggregation: sum`` (DeepSeekMath's rule);
-5. ``ppo_process``        PPO with process credit, accuracy + first_error.
+5. ``ppo_process``        PPO with process credit, accuracy + first_error;
+6. ``outcome_acc_ref``    outcome GRPO, accuracy + first_error with the reference judge (``backend: reference``);
+7. ``process_ref``        process GRPO (min), accuracy + first_error with the reference judge.
 
 Each arm runs ``procrl train recipes/gsm8k_tiny_cpu.yaml`` with ``--set`` overrides (the recipe's
 other settings: learning rate, batch, generation length, temperature) for each seed, then
 ``procrl evaluate`` with the unchanged recipe (so every arm is scored by the same mix) on the
 first ``--eval-limit`` problems of the test split, greedy: answer accuracy, reasoning-aware
-accuracy, inflation, mean steps per completion, mean length, process reward. The starting model
-is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``) compares each
-arm's mean over seeds with the start.
+accuracy, inflation, mean steps per completion, mean length, process reward. Reasoning-aware
+accuracy is judged twice from the same completions: by the evaluation judge (``--eval-judge``,
+default ``reference``: ``procrl evaluate --judge reference``, a weight-0 component the trained
+mixes of arms 1-5 do not contain) and by the recipe's arithmetic judge (the one arms 2-5 train on,
+``reasoning_aware_accuracy_arithmetic``: right answer and its first_error score 0). The starting
+model is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``) compares
+each arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
 bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 2 steps, 20 problems, a
 smoke run of the whole pipeline (its numbers mean nothing).
 
-    python benchmarks/process_vs_outcome.py                 # 37 min on 2 cores (measured)
-    python benchmarks/process_vs_outcome.py --quick         # ~2 min (plus the reasoner build if not cached)
+    python benchmarks/process_vs_outcome.py                 # 5 arms: 37 min on 2 cores (measured); 7 arms: ~52 min
+    python benchmarks/process_vs_outcome.py --quick         # ~3 min (plus the reasoner build if not cached)
 """
 
 from __future__ import annotations
@@ -55,8 +61,15 @@ ARMS: dict[str, dict[str, object]] = {
     "ppo_process": {"label": "PPO, process credit, accuracy + first_error",
                     "set": [*FIRST_ERROR_ONLY, "trainer.algorithm=ppo", "trainer.credit=process",
                             "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"]},
+    "outcome_acc_ref": {"label": "outcome GRPO, accuracy + first_error (reference judge)",
+                        "set": [*FIRST_ERROR_ONLY, "rewards.first_error.backend=reference", "trainer.credit=outcome"]},
+    "process_ref": {"label": "process GRPO (min), accuracy + first_error (reference judge)",
+                    "set": [*FIRST_ERROR_ONLY, "rewards.first_error.backend=reference", "trainer.credit=process",
+                            "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"]},
 }
-METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "mean_steps", "mean_length", "process_reward")
+METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic", "inflation",
+           "mean_steps", "mean_length", "process_reward")
+EVAL_JUDGES = ("reference", "arithmetic")
 CURVES = ("rewards/accuracy/mean", "rewards/first_error/mean")
 
 
@@ -70,13 +83,23 @@ def _procrl(*args: str, log: Path) -> None:
                          + "\n".join(log.read_text().splitlines()[-20:]))
 
 
-def evaluate(model: str, directory: Path, limit: int) -> dict[str, float | None]:
+def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") -> dict[str, float | None]:
+    """``procrl evaluate`` with the unchanged recipe, reasoning-aware accuracy judged by ``judge``
+    (``--judge``: a weight-0 component outside the trained mix, unless it is ``arithmetic``, the
+    recipe's own first_error), and by the recipe's arithmetic first_error from the same completions."""
     directory.mkdir(parents=True, exist_ok=True)
+    judged = [] if judge == "arithmetic" else ["--judge", judge]
     _procrl("evaluate", "--recipe", str(RECIPE), "--model", model, "--split", "test", "--limit", str(limit),
-            "--batch-size", "50", "--output-dir", str(directory), log=directory / "evaluate.log")
+            "--batch-size", "50", "--output-dir", str(directory), *judged, log=directory / "evaluate.log")
     report = json.loads((directory / "report.json").read_text())
     behaviour = report["behaviour"]
+    rows = [json.loads(line) for line in (directory / "completions.jsonl").read_text().splitlines() if line.strip()]
+    # the arithmetic judge's verdict: first_error 0 = checked and no error (flat penalty; -1: error, unverified, no steps)
+    arithmetic = [bool(r["correct"] is not None and r["correct"] >= 1.0 and r["rewards"].get("first_error") == 0.0)
+                  for r in rows]
     return {"answer_accuracy": report["answer_accuracy"], "reasoning_aware_accuracy": report["reasoning_aware_accuracy"],
+            "reasoning_aware_accuracy_arithmetic": sum(arithmetic) / len(arithmetic) if arithmetic else None,
+            "evaluation_judge": report["first_error_component"],
             "inflation": report["inflation"], "mean_steps": behaviour["mean_steps"],
             "mean_length": behaviour["mean_length"], "process_reward": behaviour["process_reward"]}
 
@@ -111,7 +134,7 @@ def summarize(start: dict, arms: dict[str, dict[int, dict]]) -> dict[str, dict]:
     for arm, seeds in arms.items():
         row = {}
         for metric in METRICS:
-            row[metric], row[f"{metric}_std"] = _mean_std([s["eval"][metric] for s in seeds.values()])
+            row[metric], row[f"{metric}_std"] = _mean_std([s["eval"].get(metric) for s in seeds.values()])
         row["hacking_suspect"] = suspicions(as_behaviour(start), as_behaviour(row))
         out[arm] = row
     return out
@@ -125,19 +148,25 @@ def _fmt(value: float | None, std: float | None = None, digits: int = 3) -> str:
 
 def markdown(results: dict) -> str:
     s = results["settings"]
+    judge = s.get("eval_judge", "arithmetic")
     lines = [f"Process vs outcome credit from `procrl:tiny-reasoner`: {s['steps']} steps x {s['completions_per_step']} "
              f"completions per arm and seed, seeds {s['seeds']}, greedy evaluation on the first {s['eval_limit']} "
-             f"test problems (mean ± std over seeds). Run time {results['runtime_s'] / 60:.1f} min on "
-             f"{s['cpus']} CPU cores.", "",
-             "| arm | answer acc. | reasoning-aware acc. | inflation | steps / completion | length (chars) | hacking suspect |",
-             "|---|---|---|---|---|---|---|"]
+             f"test problems (mean ± std over seeds). Reasoning-aware accuracy judged by the {judge} judge"
+             + (" (a weight-0 evaluation judge, not in the arms' trained mixes unless an arm trains on it)"
+                if judge != "arithmetic" else "") + " and by the arithmetic judge (the recipe's first_error). "
+             f"Run time {results['runtime_s'] / 60:.1f} min on {s['cpus']} CPU cores.", "",
+             f"| arm | answer acc. | reasoning-aware acc. ({judge}) | reasoning-aware acc. (arithmetic) | inflation | "
+             "steps / completion | length (chars) | hacking suspect |",
+             "|---|---|---|---|---|---|---|---|"]
     start = results["start"]
     lines.append(f"| starting model | {_fmt(start['answer_accuracy'])} | {_fmt(start['reasoning_aware_accuracy'])} | "
-                 f"{_fmt(start['inflation'])} | {_fmt(start['mean_steps'], digits=2)} | {_fmt(start['mean_length'], digits=0)} | |")
+                 f"{_fmt(start.get('reasoning_aware_accuracy_arithmetic'))} | {_fmt(start['inflation'])} | "
+                 f"{_fmt(start['mean_steps'], digits=2)} | {_fmt(start['mean_length'], digits=0)} | |")
     for arm, row in results["summary"].items():
         suspect = "; ".join(row["hacking_suspect"]) or "no"
         lines.append(f"| {ARMS[arm]['label']} | {_fmt(row['answer_accuracy'], row['answer_accuracy_std'])} | "
                      f"{_fmt(row['reasoning_aware_accuracy'], row['reasoning_aware_accuracy_std'])} | "
+                     f"{_fmt(row.get('reasoning_aware_accuracy_arithmetic'), row.get('reasoning_aware_accuracy_arithmetic_std'))} | "
                      f"{_fmt(row['inflation'], row['inflation_std'])} | {_fmt(row['mean_steps'], row['mean_steps_std'], 2)} | "
                      f"{_fmt(row['mean_length'], row['mean_length_std'], 0)} | {suspect} |")
     return "\n".join(lines) + "\n"
@@ -170,19 +199,27 @@ def plot(results: dict, path: Path) -> None:
         axis.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
     axis = axes[2]
-    width = 0.38
-    for offset, metric, hatch in ((-width / 2, "answer_accuracy", None), (width / 2, "reasoning_aware_accuracy", "//")):
+    judge = results["settings"].get("eval_judge", "arithmetic")
+    bars = [("answer_accuracy", None, "--"), ("reasoning_aware_accuracy", "//", ":")]
+    if judge != "arithmetic" and "reasoning_aware_accuracy_arithmetic" in results["start"]:
+        bars.append(("reasoning_aware_accuracy_arithmetic", "..", "-."))
+    width = 0.8 / len(bars)
+    for position, (metric, hatch, line) in enumerate(bars):
+        offset = (position - (len(bars) - 1) / 2) * width
         for i, arm in enumerate(arms):
-            values = [s["eval"][metric] for s in results["arms"][arm].values() if s["eval"][metric] is not None]
+            values = [s["eval"][metric] for s in results["arms"][arm].values() if s["eval"].get(metric) is not None]
+            if not values:
+                continue
             mean = sum(values) / len(values)
             axis.bar(i + offset, mean, width, color=colors[arm], hatch=hatch, edgecolor="black", linewidth=0.5)
             axis.scatter([i + offset] * len(values), values, color="black", s=10, zorder=3)
-        axis.axhline(results["start"][metric], color="gray", linestyle="--" if hatch is None else ":", linewidth=1)
+        axis.axhline(results["start"][metric], color="gray", linestyle=line, linewidth=1)
     axis.set_xticks(range(len(arms)), arms, rotation=20, fontsize=8)
     top = max([results["start"]["answer_accuracy"]] + [s["eval"]["answer_accuracy"] for a in arms
                                                        for s in results["arms"][a].values()])
     axis.set_ylim(0, min(1.0, top + 0.1))
-    axis.set_title("held-out: answer acc. (plain) / reasoning-aware (hatched)\ndots: seeds; lines: starting model")
+    judged = f"reasoning-aware, {judge} judge (//)" + (", arithmetic judge (..)" if len(bars) == 3 else "")
+    axis.set_title(f"held-out: answer acc. (plain) / {judged}\ndots: seeds; lines: starting model", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -195,6 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="Training steps per run (default: 60).")
     parser.add_argument("--eval-limit", type=int, default=None, help="Held-out problems (default 500).")
     parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--eval-judge", choices=EVAL_JUDGES, default="reference",
+                        help="Judge of reasoning-aware accuracy (procrl evaluate --judge); 'arithmetic': the recipe's own "
+                             "first_error, which arms 2-5 train on (the arithmetic judge's figure is reported either way).")
     parser.add_argument("--output-dir", default=str(REPO / "benchmarks" / "results" / "process_vs_outcome"))
     parser.add_argument("--replot", action="store_true", help="Only re-render results.md and the PNG from results.json.")
     args = parser.parse_args(argv)
@@ -218,24 +258,27 @@ def main(argv: list[str] | None = None) -> int:
     recipe = load_recipe(str(RECIPE))
     ensure_tiny_reasoner()  # built once, outside the timed arms' logs
     print(f"starting model: evaluating on {limit} held-out problems", flush=True)
-    start = evaluate("procrl:tiny-reasoner", output / "start", limit)
+    start = evaluate("procrl:tiny-reasoner", output / "start", limit, args.eval_judge)
     arms: dict[str, dict[int, dict]] = {}
     for arm in args.arms:
         for seed in seeds:
             run_started = time.monotonic()
             directory = output / arm / f"seed{seed}"
             curve = train(arm, seed, steps, directory)
-            result = evaluate(str(directory / "run"), directory / "eval", limit)
+            result = evaluate(str(directory / "run"), directory / "eval", limit, args.eval_judge)
             arms.setdefault(arm, {})[seed] = {"eval": result, "curve": curve,
                                               "seconds": round(time.monotonic() - run_started, 1)}
             print(f"{arm} seed {seed}: answer {result['answer_accuracy']:.3f}, reasoning-aware "
-                  f"{result['reasoning_aware_accuracy']:.3f} ({time.monotonic() - run_started:.0f} s)", flush=True)
+                  f"{result['reasoning_aware_accuracy']:.3f} ({args.eval_judge} judge), "
+                  f"{result['reasoning_aware_accuracy_arithmetic']:.3f} (arithmetic judge) "
+                  f"({time.monotonic() - run_started:.0f} s)", flush=True)
     results = {
         "settings": {"recipe": str(RECIPE.relative_to(REPO)), "steps": steps, "seeds": seeds, "eval_limit": limit,
                      "completions_per_step": recipe.trainer_args["per_device_train_batch_size"],
                      "num_generations": recipe.trainer_args["num_generations"],
                      "learning_rate": recipe.trainer_args["learning_rate"],
-                     "arms": {a: ARMS[a]["set"] for a in args.arms}, "quick": args.quick, "cpus": os.cpu_count()},
+                     "arms": {a: ARMS[a]["set"] for a in args.arms}, "quick": args.quick, "cpus": os.cpu_count(),
+                     "eval_judge": args.eval_judge},
         "start": start, "arms": arms, "summary": summarize(start, arms),
         "runtime_s": round(time.monotonic() - started, 1),
     }

@@ -31,13 +31,19 @@ from procrl.config import ConfigError
 
 __all__ = [
     "CheckpointWriteError",
+    "FINAL_MARKER",
     "INCOMPLETE_PREFIX",
     "STAGING_DIR",
     "ResumePoint",
     "atomic_checkpoints",
     "checkpoint_problem",
+    "final_model_problem",
     "find_resume_checkpoint",
+    "interrupted_final_save",
+    "kept",
     "list_checkpoints",
+    "newest_complete_checkpoint",
+    "save_final_model",
     "set_aside",
 ]
 
@@ -163,13 +169,11 @@ class AtomicCheckpoints:
         try:
             super()._save_checkpoint(model, trial)
         except Exception as error:
-            if not _write_failure(error):
+            reason = _write_failure(error)
+            if reason is None:
                 raise
-            newest = next((str(path) for _, path in list_checkpoints(run_dir) if checkpoint_problem(path) is None), None)
-            kept = f"{newest} is the newest complete checkpoint" if newest else "no complete checkpoint was saved before"
             raise CheckpointWriteError(
-                f"writing {name} to {run_dir} failed ({_first_line(error)}); it was not published, {kept}: "
-                "free space and continue with --resume"
+                f"writing {name} to {run_dir} failed ({reason}); it was not published, {kept(run_dir, 'free space and ')}"
             ) from None
         finally:
             self._procrl_staging = False
@@ -196,31 +200,164 @@ def _first_line(error: BaseException) -> str:
     return text[-1].strip() if text else type(error).__name__
 
 
-def _write_failure(error: BaseException) -> bool:
-    """An I/O failure while saving: an OSError, or the same wrapped by safetensors / torch.save."""
-    if isinstance(error, OSError):
-        return True
-    text = str(error)
-    return any(mark in text for mark in ("I/O error", "file write failed", "No space left", "File too large", "Disk quota"))
+_WRITE_MARKS = ("I/O error", "file write failed", "No space left", "File too large", "Disk quota")
+# what torch.save's zip writer raises when a write fails (a full disk, a file size limit): no errno
+_TORCH_WRITE_MARKS = ("iostream error", "unexpected pos")
+
+
+def _write_failure(error: BaseException) -> str | None:
+    """The reason, when ``error`` (or what it was raised from) is an I/O failure while saving: an
+    OSError, or the same wrapped by safetensors / torch.save; None otherwise."""
+    chain, seen = [error], set()
+    while chain:
+        current = chain.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError):
+            return current.strerror or _first_line(current)
+        if any(mark in str(current) for mark in _WRITE_MARKS):
+            return _first_line(current)
+        chain += [current.__cause__, current.__context__]
+    if any(mark in str(part) for part in (error, error.__context__) for mark in _TORCH_WRITE_MARKS):
+        return "torch.save could not write its file: a full disk or a file size limit"
+    return None
+
+
+def newest_complete_checkpoint(output_dir: str | os.PathLike) -> str | None:
+    """The newest ``checkpoint-N`` of ``output_dir`` that passes :func:`checkpoint_problem`."""
+    return next((str(path) for _, path in list_checkpoints(output_dir) if checkpoint_problem(path) is None), None)
+
+
+def interrupted_final_save(output_dir: str | os.PathLike, step: int) -> str:
+    """What a run stopped during its final save (at global step ``step``) leaves, in words."""
+    newest = newest_complete_checkpoint(output_dir)
+    if newest and Path(newest).name == f"checkpoint-{step}":
+        return (f"training had finished, but the final model was not published in {output_dir}; {newest} holds it: "
+                "use it, or procrl train --resume publishes it from there")
+    return f"the final model was not published in {output_dir}; {kept(output_dir)}"
+
+
+def kept(output_dir: str | os.PathLike, first: str = "") -> str:
+    """What a run stopped now leaves to continue from, and how (for the one-line messages);
+    ``first``: what to do before (``"free space and "``)."""
+    newest = newest_complete_checkpoint(output_dir)
+    if newest:
+        return f"{newest} is the newest complete checkpoint: {first}continue with --resume"
+    return f"no checkpoint was saved yet, so there is nothing to resume: {first}train again"
 
 
 def publish(staged: str, final: str) -> None:
     """Move a finished checkpoint into place. A stale directory under the final name (left by a
     killed run that did not save atomically) is replaced, never merged into."""
+    from procrl.atomic import replace_directory
+    from procrl.interrupts import deferred
+
     if not os.path.isdir(staged):
         raise FileNotFoundError(f"checkpoint was not written: {staged}")
-    if os.path.lexists(final):
-        stale = os.path.join(os.path.dirname(staged), "replaced-" + os.path.basename(final))
-        shutil.rmtree(stale, ignore_errors=True)
-        os.rename(final, stale)
-        os.rename(staged, final)
-        shutil.rmtree(stale, ignore_errors=True)
-    else:
-        os.rename(staged, final)
+    if os.path.islink(final):  # not procrl's: never renamed aside or deleted
+        raise CheckpointWriteError(f"{final} is a symlink, not a checkpoint of this run; move it away and continue with --resume")
+    with deferred():
+        replace_directory(staged, final, os.path.join(os.path.dirname(staged), "replaced-" + os.path.basename(final)))
     try:
         os.rmdir(os.path.dirname(staged))  # .partial/ exists only while a save is under way
     except OSError:
         pass
+
+
+# --- the final model ---------------------------------------------------------------------------
+
+FINAL_STAGING = "final"  # <output_dir>/.partial/final while the final model is being written
+FINAL_MARKER = "final-save-incomplete.json"  # at the top of the output dir while it is being published
+# written last when the final model is published: its presence (without the marker) means complete
+_FINAL_LAST = "trainer_state.json"
+
+
+def _publish_order(names: list[str]) -> list[str]:
+    """Everything else first, then the weights, then trainer_state.json."""
+    def rank(name: str) -> tuple[int, str]:
+        if name == _FINAL_LAST:
+            return 2, name
+        weights = name in _WEIGHTS or name.endswith((".safetensors", ".bin")) and name != "training_args.bin"
+        return (1 if weights else 0), name
+
+    return sorted(names, key=rank)
+
+
+def final_model_problem(output_dir: str | os.PathLike) -> str | None:
+    """Why the top of a run's output dir holds no complete final model (a short phrase), or None
+    when it does. Only for directories that hold a procrl run (checkpoints, run_info.json)."""
+    folder = Path(output_dir)
+    if (folder / FINAL_MARKER).exists():
+        return f"its final save was interrupted ({FINAL_MARKER} is there)"
+    has_run = (folder / "run_info.json").is_file() or bool(list_checkpoints(folder))
+    if has_run and not (folder / _FINAL_LAST).is_file():
+        return "it holds no final model (its run is still training, or was stopped before its final save completed)"
+    return None
+
+
+def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
+    """The end of a run: the model (``trainer.save_model``, transformers' and TRL's own code,
+    every rank taking part under DeepSpeed / FSDP) and ``trainer_state.json`` are written into
+    ``.partial/final/`` and then moved to the top of ``output_dir``, with :data:`FINAL_MARKER`
+    there during the moves, so the top is the previous content or the complete final model.
+    A full disk is a one-line error naming the checkpoint to continue from; nothing is published."""
+    from procrl.atomic import replace_directory, replace_file
+    from procrl.interrupts import deferred
+
+    folder = Path(output_dir)
+    staged = folder / STAGING_DIR / FINAL_STAGING
+    main = trainer.args.should_save
+    if main:
+        shutil.rmtree(staged, ignore_errors=True)
+    trainer.accelerator.wait_for_everyone()  # no rank writes its shards into what is being removed
+    try:
+        trainer.save_model(str(staged), _internal_call=True)
+        if main:
+            trainer.state.save_to_json(str(staged / _FINAL_LAST))
+    except BaseException as error:
+        if main:
+            shutil.rmtree(staged, ignore_errors=True)  # what was written of it: give the space back
+            try:
+                staged.parent.rmdir()
+            except OSError:
+                pass
+        reason = _write_failure(error) if isinstance(error, Exception) else None
+        if reason is None:
+            raise
+        raise CheckpointWriteError(
+            f"writing the final model to {folder} failed ({reason}); nothing was published there, {kept(folder, 'free space and ')}"
+        ) from None
+    trainer.accelerator.wait_for_everyone()
+    if main:
+        marker = folder / FINAL_MARKER
+        try:
+            with deferred():
+                marker.write_text(json.dumps({
+                    "what": "procrl is moving the final model from .partial/final to here; if this file stays, that "
+                            "was interrupted and the files here are a mix: use the newest checkpoint",
+                    "newest_checkpoint": newest_complete_checkpoint(folder)}, indent=2) + "\n")
+                for name in _publish_order([entry.name for entry in staged.iterdir()]):
+                    source, target = staged / name, folder / name
+                    if source.is_dir():  # a DeepSpeed engine checkpoint (global_stepN) when weights are not gathered
+                        replace_directory(source, target, staged.parent / f"replaced-{name}")
+                    else:
+                        replace_file(source, target, "output_dir")
+                marker.unlink()
+        except (OSError, ConfigError) as error:
+            raise CheckpointWriteError(
+                f"publishing the final model in {folder} failed ({_first_line(error)}); {FINAL_MARKER} marks its top "
+                f"as incomplete, {kept(folder)}"
+            ) from None
+    if main:
+        for empty in (staged, staged.parent):
+            try:
+                empty.rmdir()
+            except OSError:
+                pass
+    trainer.accelerator.wait_for_everyone()
+    if trainer.args.push_to_hub:  # as save_model(output_dir) would have (it writes the same files again, then uploads)
+        trainer.push_to_hub(commit_message="Model save", revision=trainer.args.hub_revision)
 
 
 _ATOMIC_CLASSES: dict[type, type] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from procrl.config import ConfigError
 
@@ -40,7 +41,7 @@ def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
     if recipe.data.dataset == SYNTHETIC:  # no `datasets` import for two embedded rows
         rows = synthetic_rows(recipe.data, recipe.data.split)
         return rows[: min(count, recipe.data.max_samples or count)], recipe.data.dataset
-    if _is_local_file(recipe.data.dataset):
+    if _is_local_file(recipe.data.dataset) or Path(recipe.data.dataset).is_dir():
         dataset = load_examples(recipe.data)
         return [dataset[i] for i in range(min(count, len(dataset)))], recipe.data.dataset
     return generate_problems(count, seed=0), f"embedded problems (not fetching {recipe.data.dataset!r})"
@@ -61,12 +62,21 @@ def _cmd_check(args) -> int:
     # and torch, which check does not import)
     check_training_data(recipe)
     check_batch_layout(recipe, planned_processes(recipe))
+    if recipe.launch.config_file is not None:
+        from procrl.launch import resolve_config_file
+
+        resolve_config_file(recipe.launch.config_file, recipe.path)
+    from procrl.data.checks import check_recipe_data
+
+    data_lines = check_recipe_data(recipe, args.load_models)  # rows, gold answers, prompt lengths
     mix = RewardMix(recipe.rewards)
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
     print(yaml_core.dump(redact(recipe.resolved())).rstrip())
     print("\nplan:")
     print(format_plan(plan(recipe)))
+    print("\ndata checks:")
+    print("\n".join(f"  {line}" for line in data_lines))
     rows, source = _check_examples(recipe)
     if args.load_models:
         _check_policy(recipe, rows[0]["question"])
@@ -87,10 +97,14 @@ def _cmd_check(args) -> int:
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
         print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
+        errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
         if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
             # training would go on with the fallback; check says the component cannot run here
-            errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
             broken.append(f"rewards.{name}: failed to load or run {model}" + (f" ({errors[0]})" if errors else ""))
+        elif sum(counted.get(kind, 0) for kind in _RUN_FAILURES) >= len(batch):
+            kinds = ", ".join(kind for kind in counted if kind in _RUN_FAILURES)
+            broken.append(f"rewards.{name}: failed on every sample of the check ({kinds}"
+                          + (f": {errors[0]}" if errors else "") + "); training would give every sample its fallback")
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0
@@ -138,22 +152,50 @@ def _check_policy(recipe, question: str) -> None:
 
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
 _LOAD_FAILURES = ("exception", "judge_error")
+# failure kinds of a component that did not score a sample at all (a judge's reply without a verdict is not one)
+_RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_error", "connection_error", "bad_response",
+                 "judge_error")
 
 
 def _cmd_score(args) -> int:
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
+    from procrl.jsonl import readable_twice
     from procrl.scoring import check_paths, count_rows, score_file
 
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
-    check_paths(args.input, args.output)
-    count_rows(args.input)  # a bad row fails here, before any component loads
-    mix = RewardMix(recipe.rewards)
-    summary = score_file(mix, args.input, args.output, batch_size=args.batch_size, progress=not args.quiet,
-                         report=lambda line: print(f"procrl: {line}", file=sys.stderr, flush=True))
-    print(summary.format())
-    print(f"wrote {summary.rows} rows to {args.output}")
+    with readable_twice(args.input) as source:  # stdin or a pipe: copied first (read twice below)
+
+        def named(text: str) -> str:  # messages name the input as given, not its temporary copy
+            return text.replace(source, "<stdin>" if args.input == "-" else args.input) if source != args.input else text
+
+        try:
+            check_paths(source, args.output)
+            try:
+                count_rows(source)  # a bad row fails here, before any component loads
+                mix = RewardMix(recipe.rewards)
+            except KeyboardInterrupt as error:
+                from procrl.interrupts import interrupted
+
+                raise interrupted(error, f"{args.output} was not touched") from None
+            summary = score_file(mix, source, args.output, batch_size=args.batch_size, progress=not args.quiet,
+                                 report=lambda line: print(f"procrl: {named(line)}", file=sys.stderr, flush=True))
+        except ConfigError as error:
+            raise ConfigError(named(str(error))) from None
+    # the rows went to stdout (--output /dev/stdout): the summary goes to stderr, out of their way
+    summary_stream = sys.stderr if _is_stdout(args.output) else sys.stdout
+    print(summary.format(), file=summary_stream)
+    print(f"wrote {summary.rows} rows to {args.output}", file=summary_stream)
     return 0
+
+
+def _is_stdout(path: str) -> bool:
+    import os
+
+    try:
+        return os.path.samestat(os.stat(path), os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def _positive_int(text: str) -> int:
@@ -193,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="Score completions from a JSONL file with the recipe's reward mix.")
     _add_recipe_options(score, positional=False)
-    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer.")
+    score.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer "
+                       "('-' or /dev/stdin: standard input, e.g. a pipe).")
     score.add_argument("--output", required=True,
                        help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file and "
                        "renamed when complete, so an interrupted run leaves an existing output as it was.")
@@ -213,6 +256,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_evaluate_command(commands)
 
+    from procrl.validate import add_validate_command  # light import: components load in the handler
+
+    add_validate_command(commands)
+
     from procrl.judge_eval import add_eval_judge_command  # light import: judges load in the handler
 
     add_eval_judge_command(commands)
@@ -228,11 +275,19 @@ def main(argv: list[str] | None = None) -> int:
     if extra and args.command != "train":  # only train passes unknown flags on (to accelerate launch)
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.launch_args = extra
-    try:
-        return args.handler(args)
-    except ConfigError as error:
-        print(f"procrl: error: {error}", file=sys.stderr)
-        return 2
+    from procrl import interrupts
+    from procrl.redaction import redact_argv
+
+    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
+
+    with interrupts.terminate_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
+        try:
+            return args.handler(args)
+        except ConfigError as error:
+            print(f"procrl: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:  # one line saying what is kept, no traceback
+            return interrupts.report(error)
 
 
 if __name__ == "__main__":

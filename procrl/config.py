@@ -19,7 +19,14 @@ __all__ = ["ConfigError", "field", "from_dict", "check_value", "suggest", "descr
 
 
 class ConfigError(ValueError):
-    """An invalid recipe or setting; the message is one line naming the key."""
+    """An invalid recipe or setting; the message is one line naming the key. Secrets are
+    redacted from it (:func:`procrl.redaction.redact_text`: URL credentials, the values of the
+    recipe's secret keys), whoever raises it."""
+
+    def __init__(self, message: object = "", *args: object):
+        from procrl.redaction import redact_text
+
+        super().__init__(redact_text(str(message)), *args)
 
 
 def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):

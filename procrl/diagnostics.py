@@ -38,6 +38,7 @@ __all__ = [
     "RELATIVE_BINS",
     "TRACE_LABELS",
     "batch_scalars",
+    "evaluation_judge",
     "component_correlations",
     "component_kinds",
     "first_error_records",
@@ -92,6 +93,14 @@ def _first(kinds: dict[str, str], kind: str) -> str | None:
 
 def _all(kinds: dict[str, str], kind: str) -> list[str]:
     return [name for name, k in kinds.items() if k == kind]
+
+
+def evaluation_judge(kinds: dict[str, str], preferred: str | None = None) -> str | None:
+    """The first-error component that decides reasoning-aware accuracy: ``preferred`` (the
+    recipe's ``data.eval_judge`` or ``procrl evaluate --judge``) when it is one, else the first."""
+    if preferred is not None and kinds.get(preferred) == FIRST_ERROR:
+        return preferred
+    return next((name for name, kind in kinds.items() if kind == FIRST_ERROR), None)
 
 
 def first_error_prefixes(judges: list[str], judge: str) -> list[str]:

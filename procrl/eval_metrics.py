@@ -150,12 +150,14 @@ def summarize(outcomes: Sequence[SampleOutcome], judged: bool, golds: Sequence[f
         if judged:
             _mean_and_error(f"reasoning_aware_pass@{k}", [pass_at_k(len(g), sum(o.sound for o in g), k) for g in groups], out)
     if golds is not None and len(set(sizes)) == 1:
+        from procrl.rewards.accuracy import answers_match
+
         n = sizes[0]
         votes, sound_votes = [], []
         for group in groups:
             gold = golds[group[0].problem]
             vote = majority_answer(o.answer for o in group)
-            hit = vote is not None and gold is not None and math.isclose(vote, gold, rel_tol=1e-9, abs_tol=1e-6)
+            hit = answers_match(vote, gold)  # accuracy's comparison: absolute 1e-6, integers exactly
             votes.append(1.0 if hit else 0.0)
             if judged:
                 backers = [o for o in group if vote is not None and o.answer is not None and _answer_key(o.answer) == _answer_key(vote)]

@@ -7,6 +7,13 @@ reasoning-aware accuracy (answer right AND the first-error component found no er
 (ReTraceQA's inflation), pass@k and maj@k with their reasoning-aware variants
 (``procrl/eval_metrics.py``), each with its standard error, and the mean of every component.
 Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory.
+
+Which first-error judge decides reasoning-aware accuracy: the recipe's ``data.eval_judge`` (a
+first_error component, weight 0 to keep it out of the trained reward), or ``--judge`` (a component
+name, or a backend such as ``reference``: an evaluation-only component ``eval_judge`` with weight 0
+is added, its settings reachable with ``--set rewards.eval_judge.KEY=VALUE``); by default the mix's
+first first_error component. The report names the judge and whether the trained mix pays for it
+(``evaluation_judge``), so that a policy trained on a judge is not graded by that judge unawares.
 """
 
 from __future__ import annotations
@@ -50,6 +57,9 @@ class Sampling:
             raise ConfigError(f"--top-p: must be in (0, 1], got {self.top_p}")
         if self.num_samples < 1:
             raise ConfigError(f"--num-samples: must be >= 1, got {self.num_samples}")
+        if self.greedy and self.top_p != 1.0:
+            raise ConfigError(f"--top-p {self.top_p:g} has no effect with --temperature 0 (greedy decoding); sample with "
+                              f"--temperature > 0 (e.g. 0.7), or drop --top-p")
         if self.greedy and self.num_samples > 1:
             raise ConfigError(f"--num-samples {self.num_samples} with --temperature 0 (greedy) gives {self.num_samples} "
                               f"identical completions; sample with --temperature > 0 (e.g. 0.7)")
@@ -58,14 +68,42 @@ class Sampling:
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
 
 
-def _load_tokenizer(source, recipe) -> Any:
-    """The evaluated model's own tokenizer (a GGUF's too); the recipe's when the checkpoint has none."""
-    from procrl.models import load_tokenizer, load_tokenizer_from
+def _load_tokenizer(source, recipe, notes: list[str] | None = None) -> Any:
+    """The evaluated model's own tokenizer (a GGUF's from its file); the recipe's when a
+    checkpoint directory has no tokenizer files."""
+    from procrl.models import ModelSource, load_tokenizer, load_tokenizer_from
+    from procrl.paths import has_tokenizer_files
 
-    try:
-        return load_tokenizer_from(source, trust_remote_code=recipe.model.trust_remote_code)
-    except (OSError, ValueError, TypeError):  # a checkpoint saved without its tokenizer: use the recipe's
-        return load_tokenizer(recipe.model)
+    source = source if isinstance(source, ModelSource) else ModelSource(str(source))
+    model_path = source.path
+    fallback = not source.gguf_file and Path(model_path).is_dir() and not has_tokenizer_files(model_path)
+    if not fallback:
+        try:
+            tokenizer = load_tokenizer_from(source, trust_remote_code=recipe.model.trust_remote_code)
+        except (OSError, ValueError) as error:
+            if source.gguf_file:
+                raise ConfigError(f"--model: cannot read the tokenizer of {source.describe()} "
+                                  f"({' '.join(str(error).split())[:200]})") from None
+            fallback = True
+    if fallback:  # a checkpoint saved without its tokenizer (transformers would build an empty one): the recipe's
+        tokenizer_name = recipe.model.tokenizer or recipe.model.name_or_path
+        try:
+            tokenizer = load_tokenizer(recipe.model)
+        except (OSError, ValueError) as error:
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
+                              f"did not load ({' '.join(str(error).split())[:200]}); set model.tokenizer") from None
+        vocabulary = _vocab_size(model_path)
+        if vocabulary is not None and len(tokenizer) > vocabulary:
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
+                              f"has {len(tokenizer):,} tokens for a model of {vocabulary:,}: not its tokenizer; set "
+                              f"model.tokenizer to the one the model was trained with")
+        if notes is not None:
+            notes.append(f"{model_path} has no tokenizer files; used the recipe's tokenizer ({tokenizer_name})")
+    if len(tokenizer) < 2:
+        raise ConfigError(f"--model: the tokenizer of {model_path} is empty ({len(tokenizer)} tokens)")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def _load_model(source, recipe) -> Any:
@@ -79,6 +117,15 @@ def _load_model(source, recipe) -> Any:
 
         return PeftModel.from_pretrained(load_policy(recipe.model), source.path)
     return load_causal_lm(source, **pretrained_kwargs(recipe.model))
+
+
+def _vocab_size(model_path: str) -> int | None:
+    try:
+        config = json.loads((Path(model_path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    size = (config.get("text_config") or config).get("vocab_size")
+    return size if isinstance(size, int) else None
 
 
 def _prompt_texts(recipe, questions: list[str], tokenizer) -> list[str]:
@@ -217,13 +264,14 @@ def sample_outcomes(accuracy_scores: list[float | None], records: list | None, c
 
 def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weights: dict[str, float],
                  accuracy_scores: list[float | None], accuracy_source: str, completions: list[str] | None = None,
-                 golds: list[str] | None = None, num_samples: int = 1) -> dict[str, Any]:
+                 golds: list[str] | None = None, num_samples: int = 1, judge: str | None = None) -> dict[str, Any]:
     """The numbers of ``report.json`` from the merged outputs of every component: completions are
-    grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k."""
+    grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k; ``judge``:
+    the first-error component deciding reasoning-aware accuracy (default: the first)."""
     from procrl.rewards.accuracy import parse_gold
 
     kinds = diag.component_kinds(types, outputs)
-    judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
+    judge = diag.evaluation_judge(kinds, judge)
     records = diag.first_error_records(outputs[judge]) if judge is not None else None
     correct = [None if s is None else s >= 1.0 for s in accuracy_scores]
     stats = diag.process_error_stats(correct, records)
@@ -235,6 +283,9 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
         notes.append("no first_error component in the recipe: reasoning-aware accuracies and inflation are null")
     elif len([n for n, k in kinds.items() if k == diag.FIRST_ERROR]) > 1:
         notes.append(f"several first-error components; reasoning-aware accuracy uses {judge!r}")
+    if judge is not None and weights.get(judge):
+        notes.append(f"the evaluation judge {judge!r} is in the trained mix (weight {weights[judge]:g}): a policy trained "
+                     "on it is graded by it; name another with data.eval_judge or --judge")
     report: dict[str, Any] = {
         "n": summary["problems"],
         "num_samples": num_samples,
@@ -247,6 +298,8 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
     report.update({
         "accuracy_source": accuracy_source,
         "first_error_component": judge,
+        "evaluation_judge": None if judge is None else {"component": judge, "type": types.get(judge),
+                                                        "weight": weights.get(judge), "trained_on": bool(weights.get(judge))},
         "first_error_unjudged": None if stats["first_error_unjudged"] is None else int(stats["first_error_unjudged"]),
         "components": {},
         "correlations": diag.component_correlations({k: o.scores for k, o in outputs.items()}),
@@ -351,14 +404,15 @@ def report_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path) -> list[str]:
+def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path,
+                judge: str | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
     figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
     figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
     written.append("component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
-    judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
+    judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
         figure = diag.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
         figure.savefig(directory / "first_error_histogram.png", bbox_inches="tight")
@@ -404,6 +458,24 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
     return component.score(RewardBatch.from_texts(completions, questions, golds)).scores, "accuracy (default settings; not in the recipe)"
 
 
+def _check_run_model(model: str) -> None:
+    """A run's output dir whose final model is incomplete or missing: one line naming the
+    checkpoint to evaluate instead (procrl/checkpoints.py)."""
+    from procrl.checkpoints import final_model_problem, newest_complete_checkpoint
+
+    if not Path(model).is_dir():
+        return
+    from procrl.checkpoints import FINAL_MARKER
+
+    problem = final_model_problem(model)
+    newest = newest_complete_checkpoint(model) if problem else None
+    if newest:  # (without one and without the marker, check_model_path says what the directory lacks)
+        raise ConfigError(f"--model: {model}: {problem}; evaluate {newest}, its newest complete checkpoint (or finish "
+                          "the run with procrl train --resume)")
+    if problem and (Path(model) / FINAL_MARKER).exists():
+        raise ConfigError(f"--model: {model}: {problem}: its files are a mix; it holds no complete checkpoint either")
+
+
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
              backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
@@ -414,23 +486,32 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     GGUF inside ``model``."""
     from procrl.data import load_examples
     from procrl.models import check_gguf_file, model_source, policy_source
+    from procrl.paths import check_model_path, check_output_dir_option
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
+    if batch_size < 1:
+        raise ConfigError(f"--batch-size: must be >= 1, got {batch_size}")
+    if max_new_tokens is not None and max_new_tokens < 1:
+        raise ConfigError(f"--max-new-tokens: must be >= 1, got {max_new_tokens}")
     sampling.validate()
     k = sampling.num_samples
     check_gguf_file("--gguf-file", gguf_file, model, "--model")
+    name, file = (recipe.model.name_or_path, recipe.model.gguf_file) if model is None else (model, gguf_file)
+    if completions is None:
+        if file is None:
+            _check_run_model(name)  # a run's dir without its final model: name the checkpoint to use
+            check_model_path("--model", name)
+        elif Path(name).expanduser().is_dir() and not (Path(name).expanduser() / file).is_file() \
+                and not Path(file).expanduser().is_file():
+            raise ConfigError(f"--gguf-file: {file} not found in {name}")
     if model is None:
-        model = recipe.model.name_or_path
-        if recipe.model.gguf_file:
-            model = f"{model} (gguf_file {recipe.model.gguf_file})"
         resolve = lambda: policy_source(recipe.model)  # noqa: E731
     else:
         resolve = lambda: model_source(model, gguf_file)  # noqa: E731
-        if gguf_file:
-            model = f"{model} (gguf_file {gguf_file})"
+    model = f"{name} (gguf_file {file})" if file else name
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
-    directory.mkdir(parents=True, exist_ok=True)
+    check_output_dir_option("--output-dir", directory)  # created once there is something to write
     from procrl.data import _is_local_file
 
     local_notes = []
@@ -449,11 +530,15 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     tokenizer = None
     if completions is None:
         source = resolve()
-        tokenizer = _load_tokenizer(source, recipe)
-        max_new_tokens = max_new_tokens or int(recipe.trainer_args.get("max_completion_length", 256))
+        tokenizer = _load_tokenizer(source, recipe, local_notes)
+        if max_new_tokens is None:
+            max_new_tokens = int(recipe.trainer_args.get("max_completion_length") or 256)
         started = time.perf_counter()
-        completions, used = generate_completions(source, _prompt_texts(recipe, questions, tokenizer), tokenizer,
-                                                 recipe, max_new_tokens, batch_size, backend, sampling)
+        try:
+            completions, used = generate_completions(source, _prompt_texts(recipe, questions, tokenizer), tokenizer,
+                                                     recipe, max_new_tokens, batch_size, backend, sampling)
+        except OSError as error:  # from_pretrained: a Hub id that is not there (or not reachable)
+            raise ConfigError(f"--model: cannot load {model} ({' '.join(str(error).split())[:300]})") from None
         generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
                       "greedy": sampling.greedy, "num_samples": k, "seconds": time.perf_counter() - started}
         if not sampling.greedy:
@@ -470,10 +555,11 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     outputs = score_completions(mix, sample_questions, completions, sample_golds)
     accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds)
     report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source,
-                          completions=completions, golds=golds, num_samples=k)
+                          completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
-    report["plots"] = write_plots(outputs, types, directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"])
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
                                             accuracy, records)
@@ -567,13 +653,37 @@ def add_evaluate_command(commands) -> None:
                    help="Completions sampled per problem (needs --temperature > 0): pass@k and maj@k are reported.")
     p.add_argument("--seed", type=int, default=0, help="Seed of the sampler (same seed, same samples).")
     p.add_argument("--wandb", action="store_true", help="Also log the report, plots and completions to W&B.")
+    p.add_argument("--judge", default=None, metavar="NAME|BACKEND",
+                   help="The first-error judge of reasoning-aware accuracy: a first_error component of the recipe, or a "
+                        "backend (reference, arithmetic, openai, hf, prm) added as the weight-0 component 'eval_judge' "
+                        "(settings: --set rewards.eval_judge.KEY=VALUE). Default: data.eval_judge, else the first "
+                        "first_error component.")
     p.set_defaults(handler=_cmd_evaluate)
+
+
+JUDGE_COMPONENT = "eval_judge"
+
+
+def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
+    """``--judge`` as recipe overrides: a backend name adds the evaluation-only component
+    ``eval_judge`` (weight 0) before the user's ``--set`` (which may configure it); a component
+    name sets ``data.eval_judge``."""
+    import typing
+
+    from procrl.rewards.first_error import FirstErrorReward
+
+    if judge is None:
+        return list(overrides)
+    if judge in typing.get_args(typing.get_type_hints(FirstErrorReward.Settings)["backend"]):
+        component = f"rewards.{JUDGE_COMPONENT}={{type: first_error, backend: {judge}, weight: 0.0}}"
+        return [component, *overrides, f"data.eval_judge={JUDGE_COMPONENT}"]
+    return [*overrides, f"data.eval_judge={judge}"]
 
 
 def _cmd_evaluate(args) -> int:
     from procrl.recipe import load_recipe
 
-    recipe = load_recipe(args.recipe, args.overrides)
+    recipe = load_recipe(args.recipe, judge_overrides(args.judge, args.overrides))
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
@@ -582,6 +692,10 @@ def _cmd_evaluate(args) -> int:
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
     print(f"{report['n']} problems, {how} (value ± standard error)")
+    judge = report.get("evaluation_judge")
+    if judge:
+        print(f"reasoning-aware accuracy judged by {judge['component']!r}"
+              + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)"))
     for key in ACCURACY_KEYS:
         print(f"{key:<28} {_with_error(report, key)}")
     for key in report["sampled"] if sampling.num_samples > 1 else ():  # greedy: pass@1 = maj@1 = accuracy

@@ -100,6 +100,7 @@ def gguf_config(path: str | Path) -> dict[str, Any]:
         "num_attention_heads": get("attention.head_count"),
         "num_key_value_heads": get("attention.head_count_kv"),
         "tie_word_embeddings": "output.weight" not in shapes,
+        "max_position_embeddings": get("context_length"),
         "dtype": "float32",
         "num_parameters": parameters,
         "gguf_file_type": metadata.get("general.file_type"),

@@ -6,14 +6,19 @@ for ``procrl score``'s input and local training data files; memory holds one rec
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import os
+import shutil
+import stat
+import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
 from procrl.config import ConfigError
 
-__all__ = ["iter_records"]
+__all__ = ["iter_records", "readable_twice"]
 
 _CHUNK = 1 << 20  # bytes read at a time
 
@@ -144,3 +149,33 @@ def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[t
             yield from _ArrayReader(handle, name)
         else:
             yield from _iter_json_lines(handle, name)
+
+
+@contextlib.contextmanager
+def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
+    """A path that can be read more than once: ``path`` itself for a regular file (or one that
+    does not exist: the reader names it); ``-``, a pipe (``/dev/stdin``), a terminal or a FIFO is
+    first copied to a private temporary file, removed afterwards (``procrl score`` reads its
+    input twice: every row is checked before any is scored)."""
+    if path != "-":
+        try:
+            if not stat.S_ISCHR(os.stat(path).st_mode) and not stat.S_ISFIFO(os.stat(path).st_mode) \
+                    and not stat.S_ISSOCK(os.stat(path).st_mode):
+                yield path
+                return
+        except OSError:
+            yield path
+            return
+    directory = tempfile.mkdtemp(prefix="procrl-input-")
+    copy = os.path.join(directory, "input.jsonl")
+    try:
+        try:
+            with (open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb")) as source, \
+                    open(copy, "wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+        except OSError as error:
+            raise ConfigError(f"{option}: cannot read {path} into a temporary file in {tempfile.gettempdir()} "
+                              f"({error.strerror or error})") from None
+        yield copy
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -149,13 +149,28 @@ def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: st
 def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
                     launch_args: list[str] | None = None, overwrite: bool = False) -> int:
     """Run accelerate as a subprocess and return its exit status."""
+    from procrl.interrupts import Terminated
+    from procrl.redaction import redact_argv
+
     command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
-    print("procrl: launching " + shlex.join(command), file=sys.stderr, flush=True)
+    print("procrl: launching " + shlex.join(redact_argv(command)), file=sys.stderr, flush=True)
     env = dict(os.environ, **{LAUNCHED_ENV: "1"})
+    process = subprocess.Popen(command, env=env)
     try:
-        return subprocess.call(command, env=env)
-    except KeyboardInterrupt:
-        return 130
+        return process.wait()
+    except KeyboardInterrupt as error:
+        # Ctrl-C reached the launched processes too (one process group); SIGTERM is passed on. Their
+        # main rank says what is kept; a second interruption kills them.
+        if isinstance(error, Terminated):
+            process.terminate()
+        try:
+            code = process.wait()
+        except KeyboardInterrupt:
+            process.kill()
+            code = process.wait()
+        if code < 0:  # killed by a signal: as a shell reports it
+            return 128 - code
+        return code or (143 if isinstance(error, Terminated) else 130)
 
 
 def note_outer_launch(recipe) -> None:
@@ -217,6 +232,12 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
     RunLock(recipe.output_dir).check()
     if resume:
+        from procrl.run import finished_note
+
+        note = finished_note(recipe)
+        if note:  # nothing to launch
+            print(f"procrl: {note}", file=sys.stderr, flush=True)
+            return 0
         resume_checkpoint(recipe.output_dir)
     launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
         not inside_launcher() and (needs_launcher(recipe) or bool(launch_args)))
@@ -323,10 +344,17 @@ def run_recipe_script(script: str, argv: list[str]) -> int:
 
     filter_known_warnings()
 
+    from procrl import interrupts
+    from procrl.redaction import redact_argv
+
     args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
-    try:
-        return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra), script=script,
-                         overwrite=args.overwrite)
-    except ConfigError as error:
-        print(f"procrl: error: {error}", file=sys.stderr)
-        return 2
+    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
+    with interrupts.terminate_as_interrupt():
+        try:
+            return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra),
+                             script=script, overwrite=args.overwrite)
+        except ConfigError as error:
+            print(f"procrl: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:
+            return interrupts.report(error, show=os.environ.get("RANK", "0") == "0")

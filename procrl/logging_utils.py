@@ -1,10 +1,13 @@
-"""W&B integration: the resolved recipe as run config (secrets already redacted by the caller)."""
+"""W&B integration: the resolved recipe as run config (secrets already redacted by the caller),
+and transformers' own run config (TrainingArguments) redacted too (:func:`redact_wandb_config`).
+What W&B records of the command line is redacted where procrl parses it (``sys.argv``:
+:func:`procrl.redaction.redact_argv`)."""
 
 from __future__ import annotations
 
 from transformers import TrainerCallback
 
-__all__ = ["RecipeConfigCallback", "console_line", "use_compact_console"]
+__all__ = ["RecipeConfigCallback", "console_line", "redact_wandb_config", "use_compact_console"]
 
 
 class RecipeConfigCallback(TrainerCallback):
@@ -28,6 +31,38 @@ class RecipeConfigCallback(TrainerCallback):
         if getattr(wandb, "run", None) is not None:
             wandb.config.update({"procrl": self.resolved_recipe}, allow_val_change=True)
             self._done = True
+
+
+class _RedactedArgs:
+    """TrainingArguments as transformers' WandbCallback reads them for the run config: every
+    attribute as it is, ``to_dict()`` redacted (transformers hides ``*_token`` keys only; URL
+    credentials, nested secrets and any other secret key are hidden here)."""
+
+    def __init__(self, args):
+        self._args = args
+
+    def __getattr__(self, name):
+        return getattr(self._args, name)
+
+    def to_dict(self):
+        from procrl.redaction import redact
+
+        return redact(self._args.to_dict())
+
+
+def redact_wandb_config(trainer) -> None:
+    """Make the trainer's WandbCallback (if any) give W&B redacted TrainingArguments."""
+    from transformers.integrations import WandbCallback
+
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, WandbCallback) and not getattr(callback, "_procrl_redacted", False):
+            setup = callback.setup
+
+            def redacted_setup(args, state, model, _setup=setup, **kwargs):
+                return _setup(_RedactedArgs(args), state, model, **kwargs)
+
+            callback.setup = redacted_setup
+            callback._procrl_redacted = True
 
 
 # --- the terminal: one short line per logging step ----------------------------------------------

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from procrl.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
 from procrl.config import ConfigError
+from procrl.redaction import redact_argv
 
 __all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
 
@@ -142,7 +143,7 @@ class RunLock:
             "host": socket.gethostname(),
             "start_time": _start_time(os.getpid()),
             "since": time.strftime("%Y-%m-%d %H:%M:%S"),
-            "command": " ".join(sys.argv[:6]),
+            "command": " ".join(redact_argv(sys.argv[:6])),
         }
 
     def holder(self) -> dict | None:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.recipe import Recipe
-from procrl.redaction import redact_url
+from procrl.redaction import redact_text, redact_url
 
 __all__ = [
     "KNOWN_ARCHITECTURES",
@@ -650,5 +650,5 @@ def format_plan(values: dict[str, Any], indent: int = 2) -> str:
             lines.append(f"{' ' * indent}{key}:")
             lines.append(format_plan(value, indent + 4))
         else:
-            lines.append(f"{' ' * indent}{key:<{width}}  {value}")
+            lines.append(f"{' ' * indent}{key:<{width}}  {redact_text(str(value))}")  # as the resolved recipe is
     return "\n".join(lines)

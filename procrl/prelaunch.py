@@ -394,6 +394,8 @@ def report_rank_failure(error: BaseException) -> None:
     """One procrl line for a rank that fails after it started (its traceback follows)."""
     rank = os.environ.get("RANK")
     where = f"rank {rank}" if rank is not None else "training"
-    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    from procrl.redaction import redact_text
+
+    message = redact_text(str(error).strip().splitlines()[0]) if str(error).strip() else ""
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
     print(f"procrl: error: {where} failed: {detail} (traceback below)", file=sys.stderr, flush=True)

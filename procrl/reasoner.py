@@ -110,10 +110,117 @@ def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict
     return rows
 
 
+BUILD_MARKER = ".procrl-reasoner-build"  # in a build's temporary folder, written first: procrl's own
+# what a build writes: a directory holding only these (and the card) is a build procrl may replace
+_BUILD_FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt", "added_tokens.json",
+                "reasoner_card.json"}
+
+
+def _is_build(folder: Path) -> bool:
+    """A complete reasoner build: its card names the reasoner, the weights are there, and it holds
+    nothing a build does not write."""
+    try:
+        card = json.loads((folder / "reasoner_card.json").read_text(encoding="utf-8"))
+        names = {entry.name for entry in folder.iterdir()}
+    except (OSError, ValueError):
+        return False
+    return (isinstance(card, dict) and card.get("name") == REASONER and "model.safetensors" in names
+            and names <= _BUILD_FILES | set(card.get("files") or ()) and all((folder / n).is_file() for n in names))
+
+
+def _is_unfinished_build(folder: Path) -> bool:
+    return (folder / BUILD_MARKER).is_file()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_build_dir(output_dir: str | os.PathLike) -> Path:
+    """The directory a build into ``output_dir`` replaces (a symlink is followed), refused with a
+    one-line ConfigError before anything is written: an empty path, a file, a directory procrl
+    cannot write in, and a non-empty directory that is not a complete reasoner build or the
+    temporary folder of one (procrl never deletes what it did not create)."""
+    from procrl.config import ConfigError
+    from procrl.output_dir import _writable_dir_problem
+
+    text = os.fspath(output_dir)
+    if not str(text).strip():
+        raise ConfigError("--output-dir: empty path; give a directory (or leave --output-dir out to build into the cache)")
+    output = Path(os.path.realpath(text))
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output-dir: {text} is a file, not a directory")
+    problem = _writable_dir_problem(output.parent)
+    if problem:
+        raise ConfigError(f"--output-dir: {problem}")
+    if output.is_dir() and any(output.iterdir()) and not _is_build(output) and not _is_unfinished_build(output):
+        shown = ", ".join(sorted(entry.name for entry in output.iterdir())[:4])
+        raise ConfigError(
+            f"--output-dir: {text} is a directory that holds files ({shown}, ...) and is not a {REASONER} build; procrl "
+            "replaces only its own builds: give a new or empty directory"
+        )
+    return output
+
+
+def _remove_stale_builds(output: Path) -> list[str]:
+    """Temporary folders of killed builds into ``output`` (``NAME.partialPID`` with the build
+    marker, their process gone); returns their names."""
+    removed = []
+    for folder in output.parent.glob(output.name + ".partial*"):
+        pid = folder.name[len(output.name) + len(".partial"):]
+        if pid.isdigit() and folder.is_dir() and _is_unfinished_build(folder) and not _pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
 def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = ReasonerSpec(),
                         progress: bool = True) -> dict[str, Any]:
     """Train the reasoner into ``output_dir`` (written to a temporary sibling and renamed, so a
-    killed build leaves nothing half-written); returns the card."""
+    killed build leaves nothing half-written); returns the card. An existing ``output_dir`` is
+    replaced only when it is empty or a reasoner build (:func:`check_build_dir`, before training)."""
+    from procrl.atomic import replace_directory
+    from procrl.config import ConfigError
+    from procrl.interrupts import deferred
+
+    output = check_build_dir(output_dir)
+    for name in _remove_stale_builds(output):
+        print(f"procrl: removed {output.parent / name}, the temporary folder of a killed build", file=sys.stderr)
+    temporary = output.with_name(output.name + f".partial{os.getpid()}")
+    if _is_unfinished_build(temporary):  # this PID's earlier, killed build
+        shutil.rmtree(temporary, ignore_errors=True)
+    try:
+        temporary.mkdir()
+    except OSError as error:
+        raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None
+    try:
+        (temporary / BUILD_MARKER).write_text(f"{os.getpid()}\n")
+    except OSError as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None
+    try:
+        card = _train_into(temporary, spec, progress)
+        (temporary / BUILD_MARKER).unlink()
+        with deferred():
+            replace_directory(temporary, output, output.with_name(output.name + f".replaced{os.getpid()}"))
+    except OSError as error:  # a full disk at the end of the build
+        shutil.rmtree(temporary, ignore_errors=True)
+        kept = "left as it was" if output.exists() else "not created"
+        raise ConfigError(f"--output-dir: writing the build failed ({error.strerror or error}); {output_dir} {kept}") from None
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return card
+
+
+def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str, Any]:
     import torch
     from datasets import Dataset
     from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
@@ -122,9 +229,6 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     from procrl.models import TOKENIZER_ASSET
 
     started = time.monotonic()
-    output = Path(output_dir)
-    temporary = output.with_name(output.name + f".partial{os.getpid()}")
-    shutil.rmtree(temporary, ignore_errors=True)
     asset = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
     config = Qwen2Config(
         vocab_size=len(asset), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
@@ -178,10 +282,8 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
         "final_train_loss": result.training_loss, "build_seconds": round(time.monotonic() - started, 1),
         "torch_threads": torch.get_num_threads(),
     }
+    card["files"] = sorted(entry.name for entry in temporary.iterdir() if entry.name != BUILD_MARKER) + ["reasoner_card.json"]
     (temporary / "reasoner_card.json").write_text(json.dumps(card, indent=2) + "\n")
-    if output.exists():
-        shutil.rmtree(output)
-    temporary.rename(output)
     return card
 
 
@@ -212,6 +314,7 @@ def _cmd_build(args) -> int:
         directory = ensure_tiny_reasoner(spec, progress=False if args.quiet else None)
         card = json.loads((directory / "reasoner_card.json").read_text())
     else:
+        check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
         directory = Path(args.output_dir)
         card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
     print(f"{REASONER}: {card['parameters'] / 1e6:.2f}M parameters, {card['training_rows']} training solutions "
@@ -224,6 +327,8 @@ def add_build_command(commands: Any) -> None:
         "build-tiny-reasoner", help=f"Build {REASONER} (SFT of a tiny Qwen2 on the embedded problems, a few CPU minutes).",
         description=f"Build {REASONER}. Without --output-dir it goes to the cache that recipes naming {REASONER} read "
         "(and returns at once when it is there already).")
-    build.add_argument("--output-dir", default=None, help="Write the model here instead of the cache (always rebuilds).")
+    build.add_argument("--output-dir", default=None,
+                       help="Write the model here instead of the cache (always rebuilds). A new or empty directory, or an "
+                       "earlier build, which is replaced; any other directory is refused.")
     build.add_argument("--quiet", action="store_true", help="No progress bar (there is none when stderr is not a terminal).")
     build.set_defaults(handler=_cmd_build)

@@ -31,6 +31,7 @@ import yaml
 
 from procrl import yaml_core
 from procrl.config import ConfigError, check_value, field, from_dict, suggest
+from procrl.redaction import redact_argv, register_secrets
 from procrl.rewards.base import ComponentSpec, parse_rewards
 
 __all__ = [
@@ -57,6 +58,11 @@ class LoraSection:
     lora_alpha: int = field(32, help="LoRA scaling alpha.")
     lora_dropout: float = field(0.05, help="Dropout on the LoRA branch.")
     target_modules: str | list[str] = field("all-linear", help="Modules to adapt ('all-linear' or a list of names).")
+
+    def validate(self, path: str) -> None:
+        check_range(f"{path}.r", self.r, 1, True, None, False, "the rank of the adapters")
+        check_range(f"{path}.lora_alpha", self.lora_alpha, 0, False, None, False, "scaling = lora_alpha / r")
+        check_range(f"{path}.lora_dropout", self.lora_dropout, 0, True, 1, False)
 
 
 @dataclass
@@ -120,6 +126,16 @@ class DataSection:
         None, help="Dataset holding the held-out split when it is not data.dataset (e.g. a local test .jsonl); null: data.dataset."
     )
     eval_limit: int | None = field(None, help="Evaluate during training on the first N held-out problems only; null: all.")
+    long_prompts: Literal["refuse", "skip"] = field(
+        "refuse", help="Prompts longer than the limit (trainer.max_prompt_length, else the model's context minus "
+        "max_completion_length): 'refuse' stops before the model loads, naming the row; 'skip' drops those rows, "
+        "counted at start and logged as data/training_prompts_skipped. Never truncated (a cut problem keeps its gold answer)."
+    )
+    eval_judge: str | None = field(
+        None, help="The first_error component whose verdict decides reasoning-aware accuracy in evaluation (procrl "
+        "evaluate, held-out evaluation during training); give it weight 0 to judge with a judge the policy is not "
+        "trained on (e.g. backend: reference while training on the arithmetic judge); null: the mix's first first_error."
+    )
 
     def validate(self, path: str) -> None:
         if "{question}" not in self.prompt_template:
@@ -131,11 +147,11 @@ class DataSection:
 
     def check_held_out(self, path: str) -> None:
         """The held-out data of evaluation during training is not the training data."""
-        from procrl.data import SYNTHETIC, _is_local_file
+        from procrl.data import SYNTHETIC, has_no_splits
         from procrl.data.synthetic import HELD_OUT_SPLITS
 
         source = self.eval_dataset or self.dataset
-        if self.eval_dataset is None and _is_local_file(self.dataset):
+        if self.eval_dataset is None and has_no_splits(self.dataset):
             raise ConfigError(f"{path}.eval_dataset: data.dataset is a local file ({self.dataset}), which has no "
                               f"held-out split; name the held-out file with {path}.eval_dataset")
         if source == self.dataset and self.eval_split == self.split:
@@ -189,12 +205,18 @@ class TrainerSection:
     gamma: float = field(1.0, help="PPO: discount factor of GAE.")
     lam: float = field(0.95, help="PPO: lambda of GAE.")
     whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")
+    max_prompt_length: int | None = field(
+        None, help="Longest prompt in tokens (TRL's name: GRPOConfig's before TRL 1.0, SDPO's); longer ones are refused "
+        "or skipped (data.long_prompts). null: the model's context minus max_completion_length."
+    )
 
     def validate(self, path: str) -> None:
         for key in ("cliprange_value", "vf_coef", "gamma", "lam"):
             value = getattr(self, key)
             if not 0.0 <= value or (key in ("gamma", "lam") and value > 1.0):
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
+        if self.max_prompt_length is not None and self.max_prompt_length < 1:
+            raise ConfigError(f"{path}.max_prompt_length: must be >= 1 (tokens) or null, got {self.max_prompt_length}")
         if not self.process_temperature > 0:
             raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
         if self.process_rewards is not None and not self.process_rewards:
@@ -239,6 +261,51 @@ TRL_CHOICES: dict[str, tuple[str, ...]] = {
     "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
     "vllm_mode": ("colocate", "server"),
 }
+# Ranges of TRL numeric fields that TRL (or torch) checks only once the model has loaded, or
+# never: (low, low included, high, high included, what the value means at the edge); None: open.
+TRL_RANGES: dict[str, tuple[float | None, bool, float | None, bool, str]] = {
+    "max_completion_length": (1, True, None, False, "tokens generated per completion"),
+    "temperature": (0, False, None, False, "sampling temperature; TRL divides the logits by it"),
+    "top_p": (0, False, 1, True, "nucleus sampling; 1 = off"),
+    "top_k": (0, True, None, False, "0 = off"),
+    "min_p": (0, True, 1, True, "minimum token probability relative to the most likely one"),
+    "repetition_penalty": (0, False, None, False, "1 = off"),
+    "beta": (0, True, None, False, "KL coefficient; 0 = no reference model"),
+    "epsilon": (0, False, None, False, "clip range of the policy ratio"),
+    "epsilon_high": (0, False, None, False, "upper clip range of the policy ratio"),
+    "delta": (0, False, None, False, "upper bound of two-sided clipping"),
+    "num_iterations": (1, True, None, False, "optimisation passes per generation batch"),
+    "save_total_limit": (1, True, None, False, "checkpoints kept; null keeps every one"),
+    "num_train_epochs": (0, False, None, False, "passes over the data (with max_steps: -1)"),
+    "weight_decay": (0, True, None, False, ""),
+    "max_grad_norm": (0, True, None, False, "0 = no clipping"),
+    "warmup_steps": (0, True, None, False, "steps, or a fraction of the run below 1"),
+    "adam_beta1": (0, True, 1, False, ""),
+    "adam_beta2": (0, True, 1, False, ""),
+    "adam_epsilon": (0, True, None, False, ""),
+    "per_device_eval_batch_size": (1, True, None, False, ""),
+    "generation_batch_size": (1, True, None, False, "completions generated together"),
+    "steps_per_generation": (1, True, None, False, ""),
+    "top_entropy_quantile": (0, True, 1, True, "1 = every token"),
+    "vllm_gpu_memory_utilization": (0, False, 1, True, "share of the GPU's memory"),
+    "dataloader_num_workers": (0, True, None, False, ""),
+    "seed": (0, True, 2**32 - 1, True, "numpy's seed range"),
+}
+
+
+def check_range(path: str, value: Any, low: float | None, low_in: bool, high: float | None, high_in: bool,
+                meaning: str = "") -> None:
+    """Raise a ConfigError naming ``path`` and the allowed interval when ``value`` is outside it."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return
+    below = low is not None and (value < low or (value == low and not low_in))
+    above = high is not None and (value > high or (value == high and not high_in))
+    if below or above:
+        interval = ("[" if low_in else "(") + ("-inf" if low is None else f"{low:g}") + ", " + (
+            "inf" if high is None else f"{high:g}") + ("]" if high_in else ")")
+        raise ConfigError(f"{path}: must be in {interval}, got {value!r}" + (f" ({meaning})" if meaning else ""))
+
+
 # Set by procrl from other sections; giving them under trainer would silently lose one of the two.
 MANAGED_TRL_FIELDS = {
     "reward_weights": "set each component's weight under rewards.<name>.weight",
@@ -307,7 +374,10 @@ def _parse_scalar(text: str, override: str) -> Any:
     try:
         return yaml_core.load(text) if text.strip() else ""
     except yaml_core.YAMLSizeError as error:
-        raise ConfigError(f"--set {override!r}: {error}") from None
+        shown = override if len(override) <= 80 else override[:60] + f"... ({len(override):,} characters)"
+        raise ConfigError(f"--set {shown!r}: {error}") from None
+    except yaml_core.DuplicateKeyError as error:
+        raise ConfigError(f"--set {override!r}: {error.problem}") from None
     except yaml.YAMLError:
         return text
 
@@ -315,6 +385,7 @@ def _parse_scalar(text: str, override: str) -> Any:
 def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides (value parsed as YAML) to a copy of ``raw``."""
     result = copy.deepcopy(raw)
+    redact_argv(overrides or [])  # registers secret values given as --set KEY=VALUE (error messages redact them)
     for override in overrides or []:
         if "=" not in override:
             raise ConfigError(f"--set {override!r}: expected key.path=value")
@@ -332,6 +403,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 raise ConfigError(f"--set {override!r}: {where} is a {type(child).__name__}, not a mapping")
             node = child
         node[parts[-1]] = _parse_scalar(text, override)
+    register_secrets(result)
     return result
 
 
@@ -371,6 +443,9 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
             raise ConfigError(f"trainer.{key}: must be positive (steps, or a fraction of the run below 1), got {value}")
     if "learning_rate" in trainer_args and trainer_args["learning_rate"] < 0:
         raise ConfigError(f"trainer.learning_rate: must be >= 0, got {trainer_args['learning_rate']}")
+    for key, bounds in TRL_RANGES.items():
+        if trainer_args.get(key) is not None:
+            check_range(f"trainer.{key}", trainer_args[key], *bounds)
     return section, trainer_args
 
 
@@ -404,6 +479,11 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
     for name in trainer.process_rewards or []:
         if name not in reward_names:
             raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
+    if data.eval_judge is not None:
+        judges = [spec.name for spec in rewards if spec.type == "first_error"]
+        if data.eval_judge not in judges:
+            raise ConfigError(f"data.eval_judge: no first_error component named {data.eval_judge!r}"
+                              f"{suggest(data.eval_judge, judges)} (first_error components: {', '.join(judges) or 'none'})")
     if evaluates_during_training(trainer_args):
         data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
@@ -472,7 +552,7 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, out
                 *, scoring: bool = False) -> Recipe:
     """Read, override and validate a recipe file (its directory and the working directory go on
     the import path first: :func:`add_import_paths`); ``scoring``: see :func:`parse_recipe`."""
-    raw = apply_overrides(read_recipe_file(path), overrides or [])
+    raw = apply_overrides(read_recipe_file(path), overrides or [])  # registers the secret values (procrl/redaction.py)
     add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir
@@ -492,6 +572,8 @@ def is_recipe_file(path: str | os.PathLike, max_bytes: int = 1 << 20) -> bool:
         return False
     try:
         raw = yaml_core.load(text)
+    except (yaml_core.YAMLSizeError, yaml_core.DuplicateKeyError):
+        return True  # a recipe that loading refuses in one line (read_recipe_file says why)
     except yaml.YAMLError:
         return False
     return isinstance(raw, dict) and raw.get("recipe") == MARKER

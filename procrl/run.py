@@ -19,7 +19,7 @@ from typing import Any
 
 from procrl.config import ConfigError
 from procrl.recipe import Recipe, load_recipe
-from procrl.redaction import redact
+from procrl.redaction import hide_secrets, redact, redact_argv
 
 __all__ = [
     "build_trainer", "build_training_args", "check_batch_layout", "check_training_data", "main", "preflight", "redact",
@@ -33,7 +33,7 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
 
     from procrl.models import model_init_kwargs, names_gguf
 
-    kwargs = dict(recipe.trainer_args)
+    kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
     if "bf16" not in kwargs and not torch.cuda.is_available():
         kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
     if "use_cpu" not in kwargs and not torch.cuda.is_available():
@@ -89,15 +89,86 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
     }
 
 
-def _write_artifacts(trainer, recipe: Recipe) -> None:
+RECIPE_FILE = "recipe.yaml"
+
+
+def _write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> None:
+    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
+    ``recipe.yaml``; a recipe that differs from it is saved beside it as
+    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
     from procrl import yaml_core
 
     if not trainer.accelerator.is_main_process:
         return
     output = Path(recipe.output_dir)
     output.mkdir(parents=True, exist_ok=True)
-    (output / "recipe.yaml").write_text(yaml_core.dump(redact(recipe.resolved())))
+    text = yaml_core.dump(redact(recipe.resolved()))
+    original = output / RECIPE_FILE
+    if resumed_at is None or not original.is_file():
+        original.write_text(text)
+    elif recipe_changes(recipe):
+        (output / f"recipe-resumed-at-step-{resumed_at}.yaml").write_text(text)
     (output / "run_info.json").write_text(json.dumps(run_info(trainer, recipe), indent=2) + "\n")
+
+
+_MISSING = object()
+
+
+def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
+    only is one difference."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for name in [*before, *(k for k in after if k not in before)]:
+            found += _differences(before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name))
+        return found
+    return [] if before == after else [(key, before, after)]
+
+
+def recipe_changes(recipe: Recipe) -> list[str]:
+    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
+    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
+    from procrl import yaml_core
+
+    saved = Path(recipe.output_dir) / RECIPE_FILE
+    try:
+        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
+        return []
+    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
+
+    def shown(value: Any) -> str:
+        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
+        return text if len(text) <= 160 else text[:157] + "..."
+
+    return [f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"]
+
+
+def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
+    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
+    (its complete final model, or else its newest complete checkpoint, reached the recipe's
+    ``max_steps``: resuming would train past it), or None when there is training left."""
+    from procrl.checkpoints import final_model_problem, newest_complete_checkpoint
+
+    folder = Path(recipe.output_dir)
+    done = []
+    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
+        done.append(("its final model", folder / "trainer_state.json"))
+    newest = newest_complete_checkpoint(folder)
+    if newest:
+        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
+    for what, state_file in done:
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            step = int(state["global_step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        target = recipe.trainer_args.get("max_steps", -1)
+        if not isinstance(target, int) or target <= 0:
+            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
+        if target > 0 and step >= target:
+            return what, step, target
+    return None
 
 
 def _callbacks(recipe: Recipe, mix=None) -> list:
@@ -135,9 +206,9 @@ def check_training_data(recipe: Recipe) -> None:
             f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
             "(data.allow_test_data: true forces it)"
         )
-    from procrl.data import SYNTHETIC, _is_local_file
+    from procrl.data import has_no_splits
 
-    if recipe.data.dataset != SYNTHETIC and _is_local_file(recipe.data.dataset):
+    if has_no_splits(recipe.data.dataset):
         words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
         if any(word in ("test", "tests", "testing") for word in words):
             raise ConfigError(
@@ -188,6 +259,7 @@ def preflight(recipe: Recipe, processes: int | None = None):
     # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
     check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
     mix = RewardMix(recipe.rewards)
+    mix.evaluation_judge = recipe.data.eval_judge  # held-out evaluation's judge (procrl/trainers/held_out.py)
     args = build_training_args(recipe, mix.weights)
     require_vllm_if_used(args)
     return mix, args
@@ -241,11 +313,14 @@ def wandb_dir(output_dir: str):
         os.environ.pop("WANDB_DIR", None)
 
 
-def _trainer_inputs(recipe: Recipe, args):
-    """(tokenizer, training prompts, held-out prompts or None), after seeding."""
+def _trainer_inputs(recipe: Recipe, args, mix=None):
+    """(tokenizer, training prompts, held-out prompts or None), after seeding; the gold answers
+    and prompt lengths checked before any model loads (procrl/data/checks.py), their numbers
+    logged through ``mix``."""
     from transformers import set_seed
 
     from procrl.data import build_prompt_dataset
+    from procrl.data.checks import check_training_rows
     from procrl.models import load_tokenizer
 
     set_seed(args.seed)
@@ -256,6 +331,8 @@ def _trainer_inputs(recipe: Recipe, args):
         from procrl.data import build_eval_dataset
 
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
+    dataset, eval_dataset = check_training_rows(recipe, tokenizer, dataset, eval_dataset, mix,
+                                                note=_note if _is_global_main() else None)
     return tokenizer, dataset, eval_dataset
 
 
@@ -283,26 +360,60 @@ def build_trainer(recipe: Recipe):
     trainer), without an output-dir lock, artifacts or resuming, and not started:
     benchmarks/gpu_step_bench.py times the steps of what this returns."""
     mix, args = preflight(recipe)
-    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args)), mix
+    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix)), mix
+
+
+def finished_note(recipe: Recipe) -> str | None:
+    """The line ``--resume`` prints instead of training when the run is finished and its final
+    model is complete (None otherwise)."""
+    from procrl.checkpoints import final_model_problem
+
+    finished = finished_run(recipe)
+    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
+        return None
+    _, step, target = finished
+    return (f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
+            "saved); nothing to train. Raise trainer.max_steps to train further")
 
 
 def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
-    """Train with a validated recipe; returns the trainer.
+    """Train with a validated recipe; returns the trainer (None when ``--resume`` finds the run
+    finished: :func:`finished_note`).
 
     Before anything loads: the output dir may take this run (:func:`procrl.output_dir.check_output_dir`),
     ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
-    output dir's lock from before the model loads until it exits."""
-    from procrl.checkpoints import find_resume_checkpoint, set_aside
+    output dir's lock from before the model loads until it exits. The final model is written as
+    checkpoints are, complete or absent (:func:`procrl.checkpoints.save_final_model`). Ctrl-C and
+    SIGTERM end it with one line naming the checkpoint to continue from."""
+    from procrl.checkpoints import find_resume_checkpoint, interrupted_final_save, kept, save_final_model, set_aside
+    from procrl.interrupts import interrupted
     from procrl.output_dir import check_output_dir
 
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    if resume:
+        note = finished_note(recipe)
+        if note:
+            if _is_global_main():
+                _note(note)
+            return None
     resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
-    mix, args = preflight(recipe)
-    inputs = _trainer_inputs(recipe, args)
+    finished = finished_run(recipe) if resume_point is not None else None  # trained to the end, final model missing
+    changes = recipe_changes(recipe) if resume_point is not None else []
+    if changes and _is_global_main():
+        _note(f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
+              f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):")
+        for change in changes:
+            _note(f"  {change}")
+    try:
+        mix, args = preflight(recipe)
+        inputs = _trainer_inputs(recipe, args, mix)
+    except KeyboardInterrupt as error:
+        raise interrupted(error, f"{recipe.output_dir} was not touched") from None
     lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
+    stage = "training"
     try:
         trainer = _make_trainer(recipe, mix, args, *inputs)
-        _write_artifacts(trainer, recipe)
+        _write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
         checkpoint = None
         if resume_point is not None:
             checkpoint = resume_point.checkpoint
@@ -312,18 +423,49 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
                 moved = set_aside([path for path, _ in resume_point.skipped])
                 if moved:
                     _note(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
+        if finished is not None:
+            _save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
+            return trainer
         if "wandb" in (args.report_to or []):
             from procrl.launch import set_wandb_run_id
+            from procrl.logging_utils import redact_wandb_config
 
             set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
+            redact_wandb_config(trainer)
         with wandb_dir(recipe.output_dir):
             trainer.train(resume_from_checkpoint=checkpoint)
-        trainer.save_model(recipe.output_dir)
-        trainer.save_state()
+        stage = "final save"
+        save_final_model(trainer, recipe.output_dir)
+    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/interrupts.py)
+        if stage == "final save":
+            raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None
+        raise interrupted(error, kept(recipe.output_dir)) from None
     finally:
         if lock is not None:
             lock.release()
     return trainer
+
+
+def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finished: tuple[str, int, int]) -> None:
+    """``--resume`` of a run that trained to ``max_steps`` but whose final save did not complete:
+    the final model is saved from the last checkpoint (training it again would go one step past
+    ``max_steps``: transformers steps once before it checks)."""
+    from transformers.trainer_callback import TrainerState
+
+    from procrl.checkpoints import save_final_model
+
+    _, step, target = finished
+    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
+        raise ConfigError(
+            f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target} but its final save did "
+            f"not complete; {checkpoint} holds the finished model (its weights are what the final save writes): use it"
+        )
+    trainer._load_from_checkpoint(checkpoint)
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+    save_final_model(trainer, recipe.output_dir)
+    if trainer.accelerator.is_main_process:
+        _note(f"--resume: the run had trained to step {step} of max_steps {target}, but its final save had not completed: "
+              f"saved the final model from {checkpoint}; nothing to train")
 
 
 def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
@@ -341,16 +483,22 @@ def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from procrl.known_warnings import filter_known_warnings
 
+    from procrl import interrupts
+
     filter_known_warnings()
     args = parser().parse_args(argv)
-    try:
-        recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-        from procrl.launch import train_reporting_failure
+    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
+    with interrupts.terminate_as_interrupt():
+        try:
+            recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+            from procrl.launch import train_reporting_failure
 
-        train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
-    except ConfigError as error:
-        print(f"procrl: error: {error}", file=sys.stderr)
-        return 2
+            train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
+        except ConfigError as error:
+            print(f"procrl: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:  # every rank gets Ctrl-C; the first prints the line
+            return interrupts.report(error, show=_is_global_main())
     return 0
 
 

@@ -6,8 +6,10 @@
   (benchmarks/score_memory_bench.py measures it).
 * Nothing half-written: a first pass checks every row (one-line error naming ``file:line``)
   before anything is scored; the output is written to a temporary file next to it and renamed
-  over it only when every row is in, so a crash, Ctrl-C or a full disk leaves the previous
-  output as it was. ``--output`` equal to ``--input`` is refused.
+  over it only when every row is in, so a crash, Ctrl-C, SIGTERM or a full disk leaves the
+  previous output as it was (:class:`procrl.atomic.AtomicOutput`: through a symlink to the file
+  it names; a device, a pipe or ``/dev/stdout`` is written straight, never renamed onto).
+  ``--output`` equal to ``--input`` is refused.
 * A failing row does not fail the file: when a component raises on a batch, the batch's rows
   are scored one by one for that component; the rows that still fail get the failure policy of
   training (the component's ``fallback``, the failure counted and written to the row's
@@ -19,11 +21,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from procrl.atomic import AtomicOutput, output_target
 from procrl.config import ConfigError
 from procrl.jsonl import iter_records
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
@@ -81,7 +83,7 @@ def _same_file(a: Path, b: Path) -> bool:
 def check_paths(input_path: str, output_path: str) -> None:
     """Refuse an output that would destroy the input or cannot be a file (before any work)."""
     source, target = Path(input_path), Path(output_path)
-    if source.exists() and _same_file(source, target):
+    if source.is_file() and _same_file(source, target):  # a terminal can be both stdin and stdout
         raise ConfigError(f"--output: {output_path} is the input file; write the scores to another file")
     if target.is_dir():
         raise ConfigError(f"--output: {output_path} is a directory; give a file path")
@@ -90,57 +92,7 @@ def check_paths(input_path: str, output_path: str) -> None:
             if not parent.is_dir():
                 raise ConfigError(f"--output: {parent} is a file, so {output_path} cannot be created")
             break
-
-
-class AtomicOutput:
-    """Lines written to a temporary file beside ``path``, renamed over ``path`` by :meth:`commit`;
-    :meth:`abort` removes the temporary file (``path`` is never touched then)."""
-
-    def __init__(self, path: str | os.PathLike):
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
-        except OSError as error:
-            raise ConfigError(f"--output: cannot write in {self.path.parent} ({error.strerror or error})") from None
-        self.temporary = Path(temporary)
-        self.handle = os.fdopen(descriptor, "w", encoding="utf-8")
-
-    def write(self, text: str) -> None:
-        try:
-            self.handle.write(text)
-        except OSError as error:
-            self.abort()
-            raise self._failed(error) from None
-
-    def _failed(self, error: OSError) -> ConfigError:
-        kept = "left as it was" if self.path.exists() else "not created"
-        return ConfigError(f"--output: writing {self.path} failed ({error.strerror or error}); nothing written, {self.path} {kept}")
-
-    def commit(self) -> None:
-        try:
-            self.handle.flush()
-            os.fsync(self.handle.fileno())
-            self.handle.close()
-            mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o666 & ~_umask()
-            os.chmod(self.temporary, mode)  # mkstemp makes it 0600
-            os.replace(self.temporary, self.path)
-        except OSError as error:
-            self.abort()
-            raise self._failed(error) from None
-
-    def abort(self) -> None:
-        try:
-            self.handle.close()
-        except OSError:
-            pass
-        self.temporary.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    output_target(output_path, "--output")  # a socket, a block device: refused (procrl/atomic.py)
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -368,6 +320,11 @@ def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: in
         if report is not None and reported > max_reported:
             report(f"... {reported - max_reported} more failed rows (see each row's diagnostics)")
         output.commit()
+    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/interrupts.py)
+        from procrl.interrupts import interrupted
+
+        output.abort()
+        raise interrupted(error, output.kept()) from None
     except BaseException:
         output.abort()
         raise

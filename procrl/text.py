@@ -88,7 +88,11 @@ class Segmentation:
 
 _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
 # Markers of a final answer statement; the answer line starts at the sentence holding one.
-_ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s+is\b", re.IGNORECASE)
+_ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s*(?:is\b|:)", re.IGNORECASE)
+# A line that is only a bold number ("**18**", "**$1,500**", "**18 eggs.**"): an answer line too.
+_BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
+# A line holding only LaTeX display delimiters: part of the answer block it surrounds.
+_DISPLAY_DELIMITERS = re.compile(r"[ \t]*(?:\\\[|\\\]|\$\$|\\\(|\\\))[ \t.]*")
 _SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")
 # A short lead-in ("So", "Therefore,") before the marker belongs to the answer line.
 _LEAD_IN = re.compile(r"^\s*(?:so|thus|hence|therefore|finally|in total|in conclusion|overall)?[\s,:]*$", re.I)
@@ -99,16 +103,10 @@ def _mask_think_tags(text: str) -> str:
     return _THINK_TAG.sub(lambda m: " " * len(m.group(0)), text)
 
 
-def answer_line_start(text: str) -> int | None:
-    """Offset where the trailing answer statement begins, or None if the last line has none.
-
-    Only the last non-empty line is searched: an answer mentioned mid-reasoning is reasoning.
-    """
-    stripped_end = len(text.rstrip())
-    if stripped_end == 0:
-        return None
-    line_start = text.rfind("\n", 0, stripped_end) + 1
-    line = text[line_start:stripped_end]
+def _answer_in_line(line: str) -> int | None:
+    """Offset in ``line`` where its answer statement begins, or None if it has none."""
+    if _BOLD_NUMBER_LINE.fullmatch(line):
+        return len(line) - len(line.lstrip())
     markers = list(_ANSWER_MARKER.finditer(line))
     if not markers:
         return None
@@ -123,10 +121,52 @@ def answer_line_start(text: str) -> int | None:
         sentence_start = end.end()
     lead_in = line[sentence_start : marker.start()].strip()
     # a lead-in is a few words; matching a long one would backtrack quadratically
-    cut = sentence_start if len(lead_in) <= 40 and _LEAD_IN.match(lead_in) else marker.start()
+    cut = sentence_start if len(lead_in) <= 40 and _LEAD_IN.match(lead_in.strip("*#- \t")) else marker.start()
     while cut < len(line) and line[cut].isspace():
         cut += 1
-    return line_start + cut
+    return cut
+
+
+def answer_line_start(text: str) -> int | None:
+    """Offset where the trailing answer statement begins, or None if the last line has none.
+
+    Only the end of the text is searched: an answer mentioned mid-reasoning is reasoning. The
+    statement is the last non-empty line's answer sentence (``#### N``, ``The answer is N``,
+    ``\\boxed{N}``, ``Answer: N``, a bold number alone); lines before it that are answer lines
+    as a whole belong to it too (``#### 4`` then ``The answer is: 4``; a chat model repeating
+    ``#### 48`` until its token limit), so that none of them counts as a reasoning step.
+    """
+    stripped_end = len(text.rstrip())
+    if stripped_end == 0:
+        return None
+    line_end = stripped_end
+    start = None
+    while line_end > 0:
+        line_start = text.rfind("\n", 0, line_end) + 1
+        line = text[line_start:line_end]
+        if _DISPLAY_DELIMITERS.fullmatch(line):  # "\[" / "\]" / "$$" around a boxed answer
+            if start is not None:
+                start = line_start + len(line) - len(line.lstrip())
+            line_end = _previous_line_end(text, line_start)
+            continue
+        cut = _answer_in_line(line)
+        if cut is None:
+            break
+        start = line_start + cut
+        before = text[line_start:start]
+        if before.strip() and not _STEP_PREFIX.fullmatch(before) and not _DISPLAY_DELIMITERS.fullmatch(before):
+            break  # reasoning before the answer on this line: the block starts here
+        start = line_start + len(before) - len(before.lstrip())  # "Step 13: The answer is: 4" whole
+        line_end = _previous_line_end(text, line_start)
+    return start
+
+
+def _previous_line_end(text: str, line_start: int) -> int:
+    """End of the last non-empty line before ``line_start`` (no copy of the text before it)."""
+    line_end = line_start
+    while line_end > 0 and text[line_end - 1].isspace():
+        line_end -= 1
+    return line_end
 
 
 def reasoning_end(completion: str) -> int:

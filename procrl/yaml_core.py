@@ -15,7 +15,13 @@ loader follows, only these plain scalars are not strings:
 Everything else (``on``, ``yes``, ``2024-01-01``, ``1_000``) is a string. Merge keys (``<<``) keep
 working. Aliases are expanded only after the document's expanded size has been counted on the
 node graph: a document whose aliases would expand to more than :data:`MAX_NODES` nodes (an
-"alias bomb": a 1.6 KB file can expand to gigabytes) is refused before anything is built.
+"alias bomb": a 1.6 KB file can expand to gigabytes) is refused before anything is built, and so
+is one nested more than :data:`MAX_DEPTH` levels deep (PyYAML's composer recurses per level:
+5,000 levels ended in a RecursionError).
+
+A key given twice in one mapping is refused (:class:`DuplicateKeyError`, naming both lines):
+PyYAML keeps the last one silently, so a second ``rewards:`` section dropped the first one's
+components. Keys merged in with ``<<`` may be overridden, as YAML intends.
 
 :func:`dump` writes YAML that reads back the same under both schemas (strings that either one
 would take for another type are quoted).
@@ -28,9 +34,10 @@ from typing import Any
 
 import yaml
 
-__all__ = ["MAX_NODES", "CoreLoader", "YAMLSizeError", "dump", "load"]
+__all__ = ["MAX_DEPTH", "MAX_NODES", "CoreLoader", "DuplicateKeyError", "YAMLSizeError", "dump", "load"]
 
 MAX_NODES = 100_000  # expanded nodes per document; procrl's largest recipe has ~150
+MAX_DEPTH = 100  # nesting levels per document; procrl's deepest recipe has 4
 
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
 _BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
@@ -52,10 +59,41 @@ class YAMLSizeError(yaml.YAMLError):
     """The document's aliases expand beyond :data:`MAX_NODES` nodes (or refer to themselves)."""
 
 
+class DuplicateKeyError(yaml.constructor.ConstructorError):
+    """A mapping gives the same key twice; ``problem_mark`` is the second occurrence."""
+
+
 class CoreLoader(yaml.SafeLoader):
-    """PyYAML's safe loader with YAML 1.2 core-schema scalar resolution."""
+    """PyYAML's safe loader with YAML 1.2 core-schema scalar resolution, a bound on nesting
+    depth and no duplicate keys."""
 
     yaml_implicit_resolvers: dict = {}
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        if self._depth >= MAX_DEPTH:
+            mark = self.peek_event().start_mark
+            raise YAMLSizeError(f"line {mark.line + 1}: YAML nested more than {MAX_DEPTH} levels deep; refusing to load")
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    raise DuplicateKeyError(
+                        None, None, f"duplicate key {key!r}: first at line {first_line[key]}, again at line {line}; "
+                        "give each key once (YAML would keep only the last)", key_node.start_mark)
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_bool(self, node):
         return self.construct_scalar(node).lower() == "true"

@@ -363,3 +363,40 @@ def test_majority_vote_and_standard_error():
     assert standard_error([1, 0, 1, 1]) == pytest.approx(math.sqrt(0.75 * 0.25 / 4))  # binomial
     assert standard_error([]) is None
     assert default_ks(1) == [1] and default_ks(4) == [1, 2, 4] and default_ks(10) == [1, 2, 4, 8, 10]
+
+
+def test_evaluation_judge_outside_the_trained_mix(tmp_path):
+    """Reasoning-aware accuracy judged by a judge the trained mix does not pay for (data.eval_judge,
+    --judge): a true but off-path calculation with the right answer passes the arithmetic judge the
+    policy was trained on, not the reference judge."""
+    trained = ["rewards.trace=false", "rewards.first_error={type: first_error, backend: arithmetic, weight: 0.5}"]
+    answers = list(load_examples(load_recipe(TINY, trained).data, "test").select(range(2))["answer"])
+    completions = [answers[0], f"First, 1000 + 1 = 1001.\n#### {_gold_number(answers[1])}"]
+
+    default = ev.evaluate(load_recipe(TINY, trained), limit=2, output_dir=tmp_path / "a", completions=completions)
+    assert default["first_error_component"] == "first_error" and default["evaluation_judge"]["trained_on"] is True
+    assert default["reasoning_aware_accuracy"] == pytest.approx(1.0)  # both right, both calculations true
+    assert any("is in the trained mix" in note for note in default["notes"])
+
+    recipe = load_recipe(TINY, ev.judge_overrides("reference", trained))
+    assert recipe.data.eval_judge == "eval_judge"
+    assert {s.name: s.weight for s in recipe.rewards}["eval_judge"] == 0.0
+    report = ev.evaluate(recipe, limit=2, output_dir=tmp_path / "b", completions=completions)
+    assert report["first_error_component"] == "eval_judge"
+    assert report["evaluation_judge"] == {"component": "eval_judge", "type": "first_error", "weight": 0.0,
+                                          "trained_on": False}
+    assert report["reasoning_aware_accuracy"] == pytest.approx(0.5)  # 1001 is off the gold's path
+    assert report["answer_accuracy"] == pytest.approx(1.0)
+    assert not any("is in the trained mix" in note for note in report["notes"])
+    # the weight-0 judge adds nothing to the reward
+    assert report["reward"]["mean"] == pytest.approx(default["reward"]["mean"])
+    rows = [json.loads(line) for line in (tmp_path / "b" / "completions.jsonl").read_text().splitlines()]
+    assert [r["first_error"] for r in rows] == [-1, 0]
+
+    # a component of the recipe by name, its settings through --set
+    named = load_recipe(TINY, ev.judge_overrides("eval_judge", [
+        *trained, "rewards.eval_judge={type: first_error, backend: reference, weight: 0.0, max_depth: 2}"]))
+    assert named.data.eval_judge == "eval_judge"
+    with pytest.raises(ConfigError, match=r"data\.eval_judge: no first_error component named 'first_eror' "
+                                          r"\(did you mean 'first_error'\?\)"):
+        load_recipe(TINY, ev.judge_overrides("first_eror", trained))

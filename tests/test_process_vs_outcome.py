@@ -1,5 +1,5 @@
 """benchmarks/process_vs_outcome.py --quick runs every arm end to end and writes its files
-(slow: ~2 minutes on 2 cores once the tiny reasoner is built)."""
+(slow: ~3 minutes on 2 cores once the tiny reasoner is built)."""
 
 from __future__ import annotations
 
@@ -19,11 +19,20 @@ def test_quick_experiment_writes_results_table_and_plot(tmp_path):
                              "--output-dir", str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    arms = ["outcome_acc", "outcome_acc_fe", "process_min", "process_sum", "ppo_process"]
+    arms = ["outcome_acc", "outcome_acc_fe", "process_min", "process_sum", "ppo_process", "outcome_acc_ref", "process_ref"]
     assert list(results["summary"]) == arms and results["settings"]["quick"] is True
+    # reasoning-aware accuracy by the reference judge (outside arms 1-5's trained mixes) and by the arithmetic one
+    assert results["settings"]["eval_judge"] == "reference"
     for arm in arms:
         run = results["arms"][arm]["0"]
         assert 0.0 <= run["eval"]["answer_accuracy"] <= 1.0 and run["eval"]["mean_steps"] > 0
+        assert run["eval"]["evaluation_judge"] == "eval_judge"
+        for key in ("reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic"):
+            assert 0.0 <= run["eval"][key] <= run["eval"]["answer_accuracy"]
+    for arm in ("outcome_acc_ref", "process_ref"):  # trained on the reference judge
+        assert "rewards.first_error.backend=reference" in results["settings"]["arms"][arm]
+        train_log = (tmp_path / arm / "seed0" / "train.log").read_text()
+        assert "Traceback" not in train_log
         assert run["curve"] and "rewards/accuracy/mean" in run["curve"][0]
         assert isinstance(results["summary"][arm]["hacking_suspect"], list)
     # every arm trained with the same steps and completions per step

@@ -5,7 +5,8 @@ For 500 GSM8K train problems, five completions each (procrl/data/integrity.py): 
 solution W; W with one intermediate calculation result changed, final answer kept (S); S after
 three number-free restatement steps (P); the answer line alone (A); three hedging sentences and
 the answer line (H). Every recipe in recipes/ whose rewards run without a download (judges with
-the arithmetic backend, TRACE with the cue tagger) is scored exactly as ``procrl score`` scores
+a model on the arithmetic backend, the reference judge as it is, TRACE with the cue tagger) is
+scored exactly as ``procrl score`` scores
 (the same code path, the same fallback policy), on the problems whose W the arithmetic verifier
 accepts:
 
@@ -13,6 +14,10 @@ accepts:
   or padding) on >= 98% of the problems;
 * a mix with a process reward (first_error, TRACE, ReCEval): W > A and W > H strictly;
 * a mix with a component that checks the steps' correctness (first_error): also W > S.
+
+The reference judge (``first_error: {backend: reference}``) also pays nothing for three
+completions that state no quantity worked out: the question's sentences copied with their numbers
+(C), the gold answer stated first and then restated without working (E), number-free steps (N).
 
 An outcome-only mix (accuracy + format) cannot tell W, S, A and H apart, and a structure-only
 mix (TRACE) cannot see a changed number: for them the strict W > S (and, outcome-only, W > A,
@@ -51,10 +56,11 @@ def cases(gsm8k_train):
 
 
 def offline_overrides(path: Path) -> list[str]:
-    """Judges on the arithmetic backend, TRACE on the embedded cue tagger."""
+    """Judges with a model on the arithmetic backend (the model-free ones as they are), TRACE on
+    the embedded cue tagger."""
     overrides = []
     for spec in load_recipe(path).rewards:
-        if spec.type == "first_error":
+        if spec.type == "first_error" and spec.settings.backend not in ("arithmetic", "reference"):
             overrides.append(f"rewards.{spec.name}.backend=arithmetic")
         elif spec.type == "trace":
             overrides.append(f"rewards.{spec.name}.tagger=cues")
@@ -123,3 +129,39 @@ def test_judge_recipe_through_procrl_score(cases, tmp_path, capsys):
     assert kinds["W"]["reward"] == 1.0 and kinds["A"]["diagnostics"]["first_error"]["verdict"] == "no_steps"
     assert kinds["H"]["diagnostics"]["first_error"]["verdict"] == "unverified"
     assert kinds["S"]["diagnostics"]["first_error"]["index"] >= 0
+
+
+def _sentences(text: str) -> list[str]:
+    import re
+
+    return [part.strip() for part in re.split(r"(?<=[.?!])\s+", text) if part.strip()]
+
+
+def test_reference_judge_pays_nothing_for_no_quantities_copied_numbers_or_an_early_answer(cases):
+    from procrl.data.integrity import RESTATEMENTS
+    from procrl.rewards.accuracy import parse_gold
+
+    mix = RewardMix(load_recipe(REPO / "recipes" / "gsm8k_reference.yaml").rewards)
+    rows, kinds = [], {}
+    worked = [c for c in cases if c["kind"] == "W"]
+    for case in worked:
+        gold = parse_gold(case["answer"])
+        answer = f"#### {gold:g}"
+        extra = {
+            "C": "\n".join(_sentences(case["question"]) + [answer]),
+            "E": "\n".join([f"The answer is {gold:g}, which is what we get.", *RESTATEMENTS[:3], answer]),
+            "N": "\n".join([*RESTATEMENTS[3:], answer]),
+        }
+        for kind, completion in {"W": case["completion"], **extra}.items():
+            kinds.setdefault(case["problem"], {})[kind] = len(rows)
+            rows.append({**case, "kind": kind, "completion": completion})
+    scored = list(score_rows(mix, rows))
+    first_error = [row["rewards"]["first_error"] for row in scored]
+    checked = [p for p in kinds.values() if first_error[p["W"]] == 0.0]
+    assert len(checked) >= 0.95 * len(worked), len(checked)  # the judge checks and accepts nearly every reference
+    for kind in ("C", "E", "N"):
+        paid = [p for p in checked if first_error[p[kind]] is None or first_error[p[kind]] >= first_error[p["W"]]]
+        assert len(paid) <= (1 - THRESHOLD) * len(checked), (kind, len(paid), [rows[p[kind]]["completion"] for p in paid[:3]])
+        totals_w = [scored[p["W"]]["reward"] for p in checked]
+        totals_k = [scored[p[kind]]["reward"] for p in checked]
+        assert sum(w > k for w, k in zip(totals_w, totals_k)) >= THRESHOLD * len(checked), kind

@@ -1,9 +1,12 @@
 """Datasets and prompt formatting.
 
 ``load_examples`` returns raw rows ``{question, answer}`` from the Hub (``load_dataset``), a local
-JSON/JSONL file, or the embedded generator; ``build_prompt_dataset`` turns them into the
-``prompt`` / ``question`` / ``answer`` columns TRL trains on (the gold answer reaches every
-reward as the ``answer`` column).
+JSON/JSONL file, a local directory (a dataset written by ``datasets``' ``save_to_disk``, or a
+folder of data files such as a clone of a Hub dataset), or the embedded generator;
+``build_prompt_dataset`` turns them into the ``prompt`` / ``question`` / ``answer`` columns TRL
+trains on (the gold answer reaches every reward as the ``answer`` column). Every row is checked
+(a non-empty text question, a text or numeric answer) wherever it comes from, with a one-line
+error naming the row.
 """
 
 from __future__ import annotations
@@ -13,14 +16,103 @@ from typing import Any
 
 from procrl.config import ConfigError, suggest
 
-__all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "format_prompt", "load_examples",
-           "synthetic_rows", "uses_chat_template"]
+__all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "check_rows", "format_prompt",
+           "has_no_splits", "load_examples", "synthetic_rows", "uses_chat_template"]
 
 SYNTHETIC = "synthetic"
 
 
 def _is_local_file(dataset: str) -> bool:
     return Path(dataset).suffix.lower() in (".json", ".jsonl") or Path(dataset).is_file()
+
+
+DATA_FILE_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl", ".csv", ".tsv")
+
+
+def _saved_kind(directory: Path) -> str | None:
+    """'dict' for a DatasetDict written by ``save_to_disk``, 'dataset' for a Dataset, else None."""
+    if (directory / "dataset_dict.json").is_file():
+        return "dict"
+    if (directory / "state.json").is_file() and (directory / "dataset_info.json").is_file():
+        return "dataset"
+    return None
+
+
+def has_no_splits(dataset: str) -> bool:
+    """A local file, or a single Dataset saved with ``save_to_disk``: ``split`` selects nothing."""
+    return dataset != SYNTHETIC and (_is_local_file(dataset) or (
+        Path(dataset).is_dir() and _saved_kind(Path(dataset)) == "dataset"))
+
+
+def _load_directory(data, split: str):
+    """A local directory: a dataset saved with ``save_to_disk`` (a DatasetDict gives ``split``),
+    or a folder of data files read by ``load_dataset``; anything else is a one-line error."""
+    import datasets
+
+    directory = Path(data.dataset)
+    kind = _saved_kind(directory)
+    try:
+        if kind is not None:
+            loaded = datasets.load_from_disk(str(directory))
+            if kind == "dataset":
+                return loaded
+            if split not in loaded:
+                raise ConfigError(f"data.split: {split!r} is not a split of {directory} (splits: "
+                                  f"{', '.join(map(repr, loaded))}){suggest(split, list(loaded))}")
+            return loaded[split]
+        if not any(p.suffix.lower() in DATA_FILE_SUFFIXES for p in _files_below(directory, depth=3)):
+            raise ConfigError(
+                f"data.dataset: {directory} is a directory but not a dataset: no dataset_dict.json or state.json "
+                f"(datasets' save_to_disk) and no data files ({', '.join(DATA_FILE_SUFFIXES)}); give a .jsonl file, "
+                "a Hub dataset id, or such a directory")
+        try:
+            return datasets.load_dataset(str(directory), data.config, split=split)
+        except ValueError as error:  # a plain folder of files has no configuration 'main' (the default, GSM8K's)
+            if data.config != "main" or "BuilderConfig" not in str(error):
+                raise
+            return datasets.load_dataset(str(directory), split=split)
+    except ConfigError:
+        raise
+    except Exception as error:  # datasets' own errors: a missing config or split, unreadable files
+        message = " ".join(str(error).split())[:300]
+        raise ConfigError(f"data.dataset: cannot load the directory {directory} ({type(error).__name__}: {message})") from None
+
+
+def _files_below(directory: Path, depth: int):
+    """Files under ``directory`` at most ``depth`` levels down (not following the whole tree)."""
+    level = [directory]
+    for _ in range(depth):
+        following = []
+        for folder in level:
+            try:
+                for entry in folder.iterdir():
+                    if entry.is_file():
+                        yield entry
+                    elif entry.is_dir() and not entry.name.startswith("."):
+                        following.append(entry)
+            except OSError:
+                continue
+        level = following
+
+
+def check_rows(dataset, source: str, question_column: str = "question", answer_column: str = "answer") -> None:
+    """Every row of a loaded dataset has a non-empty text question and a text or numeric answer
+    (what :func:`check_data_file` checks for a local file), else a one-line ConfigError naming
+    the row (numbered from 1)."""
+    def rows():
+        for batch in dataset.select_columns(list(dict.fromkeys([question_column, answer_column]))).iter(batch_size=10_000):
+            yield from zip(batch[question_column], batch[answer_column])
+
+    for index, (question, answer) in enumerate(rows(), 1):
+        if not isinstance(question, str) or not question.strip():
+            got = f"{type(question).__name__} {question!r}"[:60]
+            raise ConfigError(f"data.dataset: {source} row {index}: {question_column!r} must be a non-empty string "
+                              f"({got}; data.question_column)")
+        if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+            raise ConfigError(f"data.dataset: {source} row {index}: {answer_column!r} must be a string or a number "
+                              f"({type(answer).__name__}; data.answer_column)")
+    if len(dataset) == 0:
+        raise ConfigError(f"data.dataset: {source} holds no rows")
 
 
 def synthetic_rows(data, split: str) -> list[dict[str, Any]]:
@@ -48,6 +140,8 @@ def load_examples(data, split: str | None = None):
             raise ConfigError(f"data.dataset: file not found: {data.dataset}")
         check_data_file(data.dataset, data.question_column, data.answer_column)
         dataset = datasets.load_dataset("json", data_files=data.dataset, split="train")
+    elif Path(data.dataset).is_dir():
+        dataset = _load_directory(data, split)
     else:
         dataset = datasets.load_dataset(data.dataset, data.config, split=split)
     for column in (data.question_column, data.answer_column):
@@ -58,6 +152,8 @@ def load_examples(data, split: str | None = None):
     question_type = getattr(dataset.features[data.question_column], "dtype", None)
     if question_type not in ("string", "large_string"):
         raise ConfigError(f"data.question_column: column {data.question_column!r} of {data.dataset!r} holds {question_type}, not text")
+    if data.dataset != SYNTHETIC and not _is_local_file(data.dataset):  # a local file was checked line by line
+        check_rows(dataset, data.dataset, data.question_column, data.answer_column)
     if data.question_column != "question":
         dataset = dataset.rename_column(data.question_column, "question")
     if data.answer_column != "answer":

@@ -1,9 +1,25 @@
 """Answer accuracy (REWARDS.md section 1): 1.0 when the completion's answer equals the gold one.
 
-Prediction, first rule that matches wins: ``#### N``; the last ``\\boxed{...}``; ``answer is N``;
-the last number in the completion. Numbers are normalised (``,`` ``$`` ``%`` and units dropped,
-``72.0 == 72``, fractions, negatives) and compared with tolerance 1e-6; LaTeX that the plain
-parser cannot read (``\\frac{3}{4}``, ``\\sqrt{2}``) goes through math-verify.
+Prediction, first rule that matches wins:
+
+1. ``#### N``: the FIRST one whose text starts with a number (GSM8K's own convention, as in
+   grade-school-math's ``extract_answer``: the solution ends at its first answer line, so a chat
+   model that repeats ``#### 48`` until its token limit, or cuts the last copy short, is read as
+   48; a markdown heading ``#### Step 3: ...`` or ``#### 1. Total`` is not an answer);
+2. the LAST ``\\boxed{...}`` (MATH's convention: intermediate results may be boxed, the final
+   one is boxed last; ``\\boxed{\\$12,500}``, ``$\\boxed{42}$``);
+3. the LAST ``answer is N`` / ``Answer: N`` (``**Answer: 18**``, ``The final answer is $18.``):
+   the number it starts with, the result after its last ``=``, or, when it goes on as a sentence
+   (``Final Answer: The total cost of 12 gallons is $33.00.``), the first number after the
+   sentence's last ``is`` / ``are`` / ``was`` / ``equals`` (else its last number);
+4. a bold number on the last non-empty line (``... is **64** dollars for 16 glasses``);
+5. the last number in the completion (``so she spends a total of 26 hours.``).
+
+So with several answer lines the first ``####`` wins over everything, a box over an ``answer
+is``; a completion that states several different answers is read as one of them, never as
+"any of them" (hedging does not pay). Numbers are normalised (``,`` ``$`` ``%`` and units
+dropped, ``72.0 == 72``, fractions, negatives) and compared with tolerance 1e-6; LaTeX that the
+plain parser cannot read (``\\frac{3}{4}``, ``\\sqrt{2}``) goes through math-verify.
 """
 
 from __future__ import annotations
@@ -30,8 +46,14 @@ _NUMBER = re.compile(
     r"(?<![\w.])[-−]?\s?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s?/\s?\d+(?:\.\d+)?)?(?![\d])"
     r"|(?<![\w.])[-−]?\.\d+"
 )
-_HASHES = re.compile(r"####\s*([^\n]*)")
-_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*([^\n]*)", re.IGNORECASE)
+_HASHES = re.compile(r"####[ \t]*([^\n]*)")
+# what follows '####' in an answer line: a number ('**', '$' and '\\$' allowed before it), not a
+# numbered heading ("#### 1. Calculate the cost", "#### Step 3: Total")
+_HASHES_ANSWER = re.compile(r"(?:\*\*)?[ \t]*(?:\\?\$)?[ \t]*[-−]?[ \t]?(?:\d|\.\d|\\[dt]?frac)(?![\d,]*[.:)][ \t]+[A-Za-z])")
+_COPULA = re.compile(r"\b(?:is|are|was|were|equals|will be)\b")
+_BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
+_STARTS_WITH_NUMBER = re.compile(r"[\s*:(]*(?:\\\(|\\\[|\$)?[\s*]*(?:\\?\$)?\s*[-−]?\s?(?:\d|\.\d|\\[dt]?frac)")
+_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _LATEX_FRAC = re.compile(r"^\\[dt]?frac\s*\{\s*(-?[\d.]+)\s*\}\s*\{\s*(-?[\d.]+)\s*\}$")
 
 
@@ -141,17 +163,64 @@ def _last_number(text: str) -> float | None:
     return _number_value(matches[-1].group(0)) if matches else None
 
 
+def _last_answer_is(completion: str) -> str | None:
+    """What follows the last ``answer is`` / ``answer:`` / ``answer =``, to the end of its line
+    (rule 3: "The answer is 3. No wait, the answer is 4." states 4)."""
+    last = None
+    for last in _ANSWER_IS.finditer(completion):
+        pass
+    if last is None:
+        return None
+    end = completion.find("\n", last.end())
+    return completion[last.end() : end if end >= 0 else len(completion)]
+
+
+def _first_hashes(completion: str) -> str | None:
+    """Text of the first ``#### N`` answer line (rule 1)."""
+    for match in _HASHES.finditer(completion):
+        if _HASHES_ANSWER.match(match.group(1)):
+            return match.group(1)
+    return None
+
+
+def _stated_answer(text: str | None) -> float | None:
+    """The number an ``answer is ...`` / bold statement gives (rules 3 and 4): the result after
+    its last ``=``, the number it starts with, or the last number of the sentence it is."""
+    if text is None:
+        return None
+    text = text.replace("\\$", "$")
+    if "=" in text:
+        return parse_number(text.rsplit("=", 1)[1])
+    if _STARTS_WITH_NUMBER.match(text):
+        return parse_number(text)
+    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip(), maxsplit=1)[0].replace("\\", " ")
+    verbs = list(_COPULA.finditer(sentence))  # "... the total cost of 12 gallons is $33.00."
+    if verbs:
+        value = parse_number(sentence[verbs[-1].end() :])
+        if value is not None:
+            return value
+    return _last_number(sentence)
+
+
+def _last_line_bold(completion: str) -> str | None:
+    """The last bold span holding a digit on the last non-empty line (rule 4)."""
+    lines = completion.rstrip().rsplit("\n", 1)
+    spans = [span for span in _BOLD.findall(lines[-1]) if re.search(r"\d", span)]
+    return spans[-1] if spans else None
+
+
 def extract_prediction(completion: str) -> tuple[float | None, str]:
     """The predicted number and the rule that found it (``none`` when nothing was found)."""
     if not isinstance(completion, str) or not completion.strip():
         return None, "none"
     rules = (
-        ("hashes", lambda: (_HASHES.findall(completion) or [None])[-1]),
-        ("boxed", lambda: extract_boxed(completion)),
-        ("answer_is", lambda: (_ANSWER_IS.findall(completion) or [None])[-1]),
+        ("hashes", lambda: parse_number(_first_hashes(completion))),
+        ("boxed", lambda: parse_number(extract_boxed(completion))),
+        ("answer_is", lambda: _stated_answer(_last_answer_is(completion))),
+        ("bold", lambda: _stated_answer(_last_line_bold(completion))),
     )
     for rule, find in rules:  # first rule whose text parses wins
-        value = parse_number(find())
+        value = find()
         if value is not None:
             return value, rule
     value = _last_number(completion)
@@ -174,9 +243,13 @@ def parse_gold(answer: str | float | int | None) -> float | None:
 
 
 def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
+    """Equal within an absolute ``tolerance`` (REWARDS.md: 1e-6), with no relative slack (a
+    relative 1e-9 let 1234567891 match 1234567890); two integers compare exactly."""
     if predicted is None or gold is None:
         return False
-    return math.isclose(predicted, gold, rel_tol=1e-9, abs_tol=tolerance)
+    if float(predicted).is_integer() and float(gold).is_integer():
+        return abs(int(predicted) - int(gold)) <= tolerance  # integer arithmetic: exact
+    return abs(predicted - gold) <= tolerance
 
 
 class AccuracyReward(RewardComponent):

@@ -238,31 +238,25 @@ class FunctionComponent(RewardComponent):
         self.is_async = inspect.iscoroutinefunction(function)
 
     def _call_kwargs(self, batch: RewardBatch) -> dict:
+        """The function's arguments, each list a copy: a function that empties or edits its
+        ``completions`` (or any column) cannot change what the other components see."""
         kwargs = dict(batch.columns)
         kwargs.setdefault("question", batch.questions)
         kwargs.setdefault("answer", batch.golds)
+        kwargs = {key: list(value) if isinstance(value, list) else value for key, value in kwargs.items()}
         kwargs.update(self.kwargs)
+        kwargs["prompts"] = list(batch.prompts or [""] * len(batch))
+        kwargs["completions"] = list(batch.completions)
+        kwargs["completion_ids"] = list(batch.completion_ids) if batch.completion_ids is not None else None
         return kwargs
 
     def score(self, batch: RewardBatch) -> RewardOutput:
-        values = self.function(
-            prompts=batch.prompts or [""] * len(batch),
-            completions=batch.completions,
-            completion_ids=batch.completion_ids,
-            **self._call_kwargs(batch),
-        )
-        return RewardOutput(scores=list(values))
+        return RewardOutput(scores=_as_scores(self.function(**self._call_kwargs(batch))))
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         if not self.is_async:
             return await super().ascore(batch)
-        values = await self.function(
-            prompts=batch.prompts or [""] * len(batch),
-            completions=batch.completions,
-            completion_ids=batch.completion_ids,
-            **self._call_kwargs(batch),
-        )
-        return RewardOutput(scores=list(values))
+        return RewardOutput(scores=_as_scores(await self.function(**self._call_kwargs(batch))))
 
 
 # --- specs and the registry ----------------------------------------------------------------
@@ -380,6 +374,10 @@ def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
     specs = [parse_component(str(name), value, f"{path}.{name}") for name, value in raw.items() if value is not False]
     if not specs:
         raise ConfigError(f"{path}: every component is disabled; keep at least one")
+    if all(spec.weight == 0 for spec in specs):
+        raise ConfigError(
+            f"{path}: every component has weight 0 ({', '.join(f'{path}.{s.name}.weight' for s in specs)}), so every sample's "
+            f"reward would be 0 and there is nothing to learn; give at least one component a non-zero weight")
     names = [s.name for s in specs]
     for spec in specs:
         if spec.gate is not None:
@@ -390,7 +388,27 @@ def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
                 )
             if spec.gate.on == spec.name:
                 raise ConfigError(f"{path}.{spec.name}.gate.on: a component cannot gate itself")
+    check_gate_cycles(specs, path)
     return specs
+
+
+def check_gate_cycles(specs: list[ComponentSpec], path: str = "rewards") -> None:
+    """Refuse gates that wait on each other (``format`` gated on ``trace``, ``trace`` on
+    ``format``, or longer cycles): each component would wait for the other's score forever.
+    Each component has at most one gate, so following ``gate.on`` from each one either ends or
+    comes back to a component already on the path."""
+    gates = {s.name: s.gate.on for s in specs if s.gate is not None}
+    for start in gates:
+        chain = [start]
+        while chain[-1] in gates:
+            following = gates[chain[-1]]
+            if following in chain:
+                cycle = chain[chain.index(following):] + [following]
+                raise ConfigError(
+                    f"{path}.{cycle[0]}.gate.on: gate cycle {' -> '.join(cycle)}: each of these components would wait "
+                    f"for the other's score forever; gate them on a component outside the cycle, or drop "
+                    f"one gate")
+            chain.append(following)
 
 
 # --- the mix -----------------------------------------------------------------------------
@@ -400,6 +418,7 @@ class RewardMix:
     """The components of a recipe, their TRL reward functions and the current batch's outputs."""
 
     def __init__(self, specs: list[ComponentSpec]):
+        check_gate_cycles(specs)  # specs built without parse_rewards too: a cycle would deadlock compute()
         self.specs = {s.name: s for s in specs}
         self.components: dict[str, RewardComponent] = {}
         for spec in specs:
@@ -592,11 +611,12 @@ class RewardMix:
                 output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
             else:
                 component = self.components[name]
+                n = len(scored)  # before the component runs: code that empties the batch's lists changes nothing
                 if component.is_async:
                     raw = asyncio.run(component.ascore(scored)) if not _loop_running() else _run_in_thread(component, scored)
                 else:
                     raw = component.score(scored)
-                output = self._spread(name, self._sanitize(name, raw, len(scored)), len(batch), too_long)
+                output = self._spread(name, self._sanitize(name, raw, n), len(batch), too_long)
         except (Exception, SystemExit) as error:  # a component must never crash (or quietly end) training
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
@@ -620,8 +640,9 @@ class RewardMix:
             if scored is None:
                 output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
             else:
+                n = len(scored)
                 raw = await self.components[name].ascore(scored)
-                output = self._spread(name, self._sanitize(name, raw, len(scored)), len(batch), too_long)
+                output = self._spread(name, self._sanitize(name, raw, n), len(batch), too_long)
         except (Exception, SystemExit) as error:
             output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
@@ -735,6 +756,15 @@ class RewardMix:
 
     def reward_functions(self) -> list[Callable]:
         return [self.reward_function(name) for name in self.specs]
+
+
+def _as_scores(values: Any) -> list:
+    """A function's result as a list (a wrong length is the mix's ``wrong_length`` failure); a
+    result that is not a sequence of scores (None, a number, a string) raises, which the mix
+    counts as the component's ``exception``."""
+    if values is None or isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"a reward function must return a list of scores, one per completion, got {type(values).__name__}")
+    return list(values)
 
 
 def _one_line(error: BaseException) -> str:

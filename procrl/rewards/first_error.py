@@ -13,11 +13,14 @@ and found correct, 0):
 
 * no reasoning steps (an answer alone): ``no_steps_score`` (default -1), no step scores;
   counted as ``failures/no_steps``;
-* arithmetic backend, no step holding a checkable calculation (hedging, prose without numbers):
-  ``unverified`` (details), ``unverified_score`` (default -1), on the last step as a step score;
+* arithmetic backend, no step holding a checkable calculation (hedging, prose without numbers),
+  or reference backend, no step working out a quantity of the gold's path (hedging, the
+  question's numbers copied, the gold answer stated without working): ``unverified``
+  (details), ``unverified_score`` (default -1), on the last step as a step score;
   ``checked_steps`` per completion in the details;
 * a judge failure (no verdict / unparseable reply, out-of-range index, timeout, HTTP or
-  connection error, bad response, in-process model error): None, counted per kind, resolved by
+  connection error, bad response, in-process model error; for the reference judge a gold that is
+  only a final answer, ``no_reference``): None, counted per kind, resolved by
   the component's ``fallback`` (default ``group_mean``: the mean of this component's scores in
   the completion's generation group, so the failure gives no advantage either way);
 * ``correct_only`` without a gold answer: None (the same fallback); with a wrong answer 0.
@@ -43,6 +46,10 @@ from procrl.redaction import redact_url
 from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+
+# judge failures where no verdict came back at all (not a reply without a verdict): the sample's
+# details carry what failed
+REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 
 __all__ = [
@@ -55,6 +62,9 @@ __all__ = [
 
 Penalty = Literal["flat", "position", "correct_only"]
 Reference = Literal["answer", "solution"]
+Transformation = Literal["regroup", "units", "percent", "rounding"]
+# Backends without a model: they report how many steps they could check (``checked_steps``).
+MODEL_FREE = ("arithmetic", "reference")
 
 
 def first_error_penalty(index: int, num_steps: int, penalty: str = "flat", answer_correct: bool | None = None) -> float | None:
@@ -114,10 +124,12 @@ class FirstErrorReward(RewardComponent):
 
     @dataclass
     class Settings:
-        backend: Literal["openai", "hf", "prm", "arithmetic"] = field(
+        backend: Literal["openai", "hf", "prm", "arithmetic", "reference"] = field(
             "arithmetic",
             help="Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), "
-            "'prm' (process reward model, Qwen2.5-Math-PRM convention) or 'arithmetic' (no model: checks calculations).",
+            "'prm' (process reward model, Qwen2.5-Math-PRM convention), 'arithmetic' (no model: checks calculations) "
+            "or 'reference' (no model: checks each step's quantities against the question and the gold solution's "
+            "intermediate values; needs gold solutions, not only final answers).",
         )
         model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path or an embedded model such as procrl:smollm2-135m-instruct).")
         gguf_file: str | None = field(None, help="hf: a GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype.")
@@ -151,8 +163,41 @@ class FirstErrorReward(RewardComponent):
         )
         unverified_score: float = field(
             -1.0,
-            help="arithmetic: score of a chain in which no step holds a checkable calculation (hedging, prose "
-            "without numbers): the judge checked nothing, so it is not 'no error'.",
+            help="arithmetic, reference: score of a chain in which the judge checked nothing: no step holds a "
+            "checkable calculation (arithmetic: hedging, prose without numbers, pure algebra) or works out a quantity "
+            "of the gold's path (reference: hedging, the question's numbers copied, the gold answer stated without "
+            "working): not 'no error'; the default -1 equals a found error, so leaving a wrong calculation out of the "
+            "text never pays.",
+        )
+        max_depth: int = field(
+            1,
+            help="reference: operations (+ - * / over pairs) by which a stated gold value may be from what is known "
+            "before it (the question's numbers, what earlier steps established) to count as worked out, and by "
+            "which a later quantity may use an off-path value to reach a gold value (lookahead); 0, 1 or 2.",
+        )
+        transformations: list[Transformation] = field(
+            default_factory=lambda: ["units", "percent", "rounding"],
+            help="reference: what else reaches a gold or known value: 'units' (a quantity converted into the unit "
+            "written after it from another unit its step names: 150 minutes for 2.5 hours; conversion factors of "
+            "named units are known), 'percent' (20% also stands for 0.2; 100%-30% and 1-1/3 of a share of the "
+            "question are on the path), 'rounding' (as written: to the decimals shown, a whole number for a non-whole "
+            "value), 'regroup' (partial results of the gold's calculations regrouped: 16-3-4 also gives 3+4=7; off by "
+            "default: on real solutions it lets more errors through than the lookahead needs).",
+        )
+        off_path: Literal["lookahead", "derivable", "flag"] = field(
+            "lookahead",
+            help="reference: a value off the gold's path is accepted when a later quantity uses it to reach a gold "
+            "value ('lookahead': alternative decompositions pass, a wrong operation on right numbers does not), "
+            "when it is within max_depth operations of known and gold values ('derivable': lets wrong operations "
+            "through), or never ('flag').",
+        )
+        leap: Literal["accept", "flag"] = field(
+            "accept",
+            help="reference: a gold value stated before it can be worked out from what is known (e.g. the answer "
+            "first): accepted without counting as checked ('accept'), or the first error ('flag').",
+        )
+        check_arithmetic: bool = field(
+            True, help="reference: a calculation shown false is an error too (what the arithmetic judge flags)."
         )
         threshold: float = field(0.5, help="prm: a step whose probability of being correct is below this is an error.")
         max_tokens: int = field(1024, help="LLM judges: most tokens the judge may write.")
@@ -188,6 +233,8 @@ class FirstErrorReward(RewardComponent):
                 raise ConfigError(f"{path}.threshold: must be in [0, 1], got {self.threshold}")
             if self.temperature < 0:
                 raise ConfigError(f"{path}.temperature: must be >= 0, got {self.temperature}")
+            if not 0 <= self.max_depth <= 2:
+                raise ConfigError(f"{path}.max_depth: must be 0, 1 or 2, got {self.max_depth}")
             for name in ("no_steps_score", "unverified_score"):
                 if getattr(self, name) > 0:
                     raise ConfigError(
@@ -243,8 +290,10 @@ class FirstErrorReward(RewardComponent):
 
     def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None) -> JudgeItem:
         """What the judge is asked about one solution, the same in training, ``eval-judge`` and
-        ``evaluate``: the gold reduced to what ``reference`` shows."""
-        return JudgeItem(question, tuple(steps), reference_text(gold, self.settings.reference))
+        ``evaluate``: the gold reduced to what ``reference`` shows (the reference judge always
+        sees the whole gold solution: it checks against its intermediate values)."""
+        shown = "solution" if self.settings.backend == "reference" else self.settings.reference
+        return JudgeItem(question, tuple(steps), reference_text(gold, shown))
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
@@ -279,11 +328,13 @@ class FirstErrorReward(RewardComponent):
                 detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
             if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
-            elif verdict.note is not None and verdict.status == "judge_error":
-                detail["error"] = verdict.note  # what failed (e.g. the model did not load): procrl check names it
+            elif verdict.note is not None and settings.backend == "reference" and verdict.ok:
+                detail["unreachable"] = verdict.note
+            elif verdict.note is not None and verdict.status in REQUEST_FAILURES:
+                detail["error"] = verdict.note  # what failed (the model did not load, HTTP 401): procrl check names it
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"
                 failures["no_steps"] += 1
-                if settings.backend == "arithmetic":
+                if settings.backend in MODEL_FREE:
                     detail["checked_steps"] = 0
                 value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail))
                 scores.append(value)
@@ -325,8 +376,10 @@ class FirstErrorReward(RewardComponent):
             "failed_fraction": sum(v for k, v in failures.items() if k != "no_steps") / total,
             "no_steps_fraction": failures["no_steps"] / total,
         }
-        if settings.backend == "arithmetic":
+        if settings.backend in MODEL_FREE:
             metrics["unverified_fraction"] = unverified / total
+        if settings.backend == "reference":
+            metrics["no_reference_fraction"] = failures["no_reference"] / total
         try:
             metrics.update({f"judge_{key}": value for key, value in self.judge.stats().items()})
         except Exception:  # stats are diagnostics only

@@ -1,8 +1,10 @@
 """Format reward: 1.0 when the completion ends with a parseable answer line, else 0.0.
 
-An answer line is the last non-empty line holding ``#### N``, ``The answer is N`` or
-``\\boxed{N}`` (the same detection that strips the answer line from the reasoning), and the
-number in it must parse.
+An answer line is the last non-empty line holding ``#### N``, ``The answer is N``, ``Answer:
+N``, ``\\boxed{N}`` (``\\[`` / ``\\]`` lines around it included) or a bold number alone (the
+same detection that strips the answer block from the reasoning; answer lines in a row at the
+end, such as a chat model's repeated ``#### 48``, are one block), and the number in it must
+parse (``accuracy``'s rules, first ``####`` first).
 
 ``partial: true`` adds graded credit for completions that are not there yet (0.5 for an
 answer marker such as ``####`` without a parseable number after it, 0.25 for a number on the
@@ -35,7 +37,7 @@ def has_answer_line(completion: str, require_reasoning: bool = False) -> bool:
     return not require_reasoning or bool(completion[:start].strip())
 
 
-_MARKER = re.compile(r"####|\\boxed|answer is", re.IGNORECASE)
+_MARKER = re.compile(r"####|\\boxed|answer is|answer\s*:", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 
 

@@ -129,15 +129,27 @@ def train_tagger(
 
     from procrl.rewards.taggers import TraceCheckpointTagger
 
-    if epochs < 1 or batch_size < 1:
-        raise ConfigError("--epochs and --batch-size must be >= 1")
+    from procrl.paths import check_model_path, check_output_dir_option
+
+    for option, value, low in (("--epochs", epochs, 1), ("--batch-size", batch_size, 1), ("--max-length", max_length, 1)):
+        if value < low:
+            raise ConfigError(f"{option}: must be >= {low}, got {value}")
+    if not (learning_rate > 0 and learning_rate < float("inf")):
+        raise ConfigError(f"--learning-rate: must be a positive number, got {learning_rate}")
+    if not weight_decay >= 0:
+        raise ConfigError(f"--weight-decay: must be >= 0, got {weight_decay}")
     rows = read_labelled(data)
     train_rows, heldout_rows = _split(rows, eval_fraction, seed)
+    check_model_path("--base", str(base), allow_gguf=False, what="base encoder")
+    check_output_dir_option("--output-dir", output_dir)  # before training, not when saving at the end
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    encoder = AutoModel.from_pretrained(base).float().to(device)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        encoder = AutoModel.from_pretrained(base).float().to(device)
+    except (OSError, ValueError) as error:  # a Hub id that is not there or not reachable, a config it cannot read
+        raise ConfigError(f"--base: cannot load {base} ({' '.join(str(error).split())[:300]})") from None
     hidden = encoder.config.hidden_size
     head = torch.nn.Linear(hidden, len(LABELS)).to(device)
     torch.nn.init.normal_(head.weight, std=getattr(encoder.config, "initializer_range", 0.02))

@@ -12,7 +12,9 @@ gathered, and ``procrl/eval_metrics.py`` adds answer accuracy, reasoning-aware a
 inflation, process error rate and pass@k / maj@k, each with its standard error, to the
 loop's metrics. The Trainer then logs them like its own ``eval_loss``: ``eval_answer_accuracy``
 in ``trainer_state.json``, ``eval/answer_accuracy`` in W&B (transformers' prefix rewriting),
-and they can drive ``metric_for_best_model`` and early stopping.
+and they can drive ``metric_for_best_model`` and early stopping. Reasoning-aware accuracy uses
+the recipe's ``data.eval_judge`` when it names one (the mix's ``evaluation_judge``), else the
+first first_error component.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ class OutcomeCollector:
     """A batch observer recording, per scored completion: its question, whether the answer is
     right, the first-error verdict, the predicted number, its gold number, each component's score."""
 
-    def __init__(self, types: dict[str, str]):
+    def __init__(self, types: dict[str, str], judge: str | None = None):
         self.types = dict(types)
+        self.judge = judge  # the recipe's data.eval_judge (default: the first first_error component)
         self.rows: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -41,7 +44,7 @@ class OutcomeCollector:
 
         kinds = diag.component_kinds(self.types, outputs)
         accuracy = next((n for n, k in kinds.items() if k == diag.ACCURACY), None)
-        judge = next((n for n, k in kinds.items() if k == diag.FIRST_ERROR), None)
+        judge = diag.evaluation_judge(kinds, self.judge)
         if accuracy is not None:
             correct_scores = outputs[accuracy].scores
         else:  # no accuracy component in the mix: check answers with its default settings
@@ -104,7 +107,8 @@ class HeldOutEvaluation:
     def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
                         metric_key_prefix: str = "eval"):
         mix = self.reward_mix
-        collector = OutcomeCollector({name: spec.type for name, spec in mix.specs.items()})
+        collector = OutcomeCollector({name: spec.type for name, spec in mix.specs.items()},
+                                     getattr(mix, "evaluation_judge", None))
         collector.judged = False
         observers = mix.batch_observers
         mix.batch_observers = [collector.observe]  # held-out batches stay out of the training diagnostics

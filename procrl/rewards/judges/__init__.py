@@ -5,7 +5,9 @@ One module per backend, imported only when used:
 * ``openai``: an OpenAI-compatible chat endpoint (vLLM ``serve``, TGI, OpenAI), async;
 * ``hf``: an in-process Hugging Face causal LM, batched generation;
 * ``prm``: a process reward model scoring every step in one forward pass;
-* ``arithmetic``: no model; checks the calculations of every step.
+* ``arithmetic``: no model; checks the calculations of every step;
+* ``reference``: no model; checks the quantities every step states against the question's
+  numbers and the gold solution's intermediate values.
 
 Every judge maps a list of :class:`JudgeItem` to one :class:`Verdict` each and never raises for
 a single sample: failures come back as a verdict with a failure ``status``.
@@ -29,6 +31,7 @@ FAILURE_KINDS = (
     "bad_response",  # malformed JSON or an unexpected response shape
     "judge_error",  # an in-process judge raised (e.g. out of memory)
     "no_steps",  # the completion has no reasoning steps to judge
+    "no_reference",  # reference judge: the gold is only a final answer (no intermediate values)
 )
 
 
@@ -51,7 +54,7 @@ class Verdict:
     category: str | None = None
     step_probabilities: list[float] | None = None  # prm: positive-class probability per step
     note: str | None = None  # e.g. the judge reply, or the wrong calculation found
-    checked_steps: int | None = None  # arithmetic: steps holding at least one checkable calculation
+    checked_steps: int | None = None  # arithmetic: steps with a checkable calculation; reference: steps with progress
 
     @property
     def ok(self) -> bool:
@@ -83,6 +86,16 @@ def build_judge(settings: Any, device: Any = "cpu") -> Judge:
         from procrl.rewards.judges.arithmetic import ArithmeticJudge
 
         return ArithmeticJudge()
+    if backend == "reference":
+        from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules
+
+        return ReferenceJudge(ReferenceRules(
+            max_depth=settings.max_depth,
+            transformations=tuple(settings.transformations),
+            off_path=settings.off_path,
+            leap=settings.leap,
+            check_arithmetic=settings.check_arithmetic,
+        ))
     if backend == "openai":
         from procrl.rewards.judges.openai import OpenAIJudge
 

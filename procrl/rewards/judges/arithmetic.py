@@ -1,9 +1,21 @@
 """The arithmetic first-error judge: no model, checks every step's calculations
 (:mod:`procrl.arithmetic`); k = the first step with a wrong result.
 
-It also counts the steps that carry a checkable calculation (``checked_steps``): a chain in
-which no step does (hedging, prose without numbers, an answer alone) gets k = -1 from a judge
-that checked nothing, which the first-error component scores as ``unverified``, not as correct.
+It reads calculations as real models write them (LaTeX, unicode operators, markdown, units,
+currency, prose lead-ins; :mod:`procrl.arithmetic` lists what it reads and what it never
+flags). It also counts the steps that carry a checkable calculation (``checked_steps``): a chain
+in which no step does (hedging, prose without numbers, pure algebra, an answer alone) gets
+k = -1 from a judge that checked nothing, which the first-error component scores as
+``unverified``, not as correct.
+
+What ``unverified`` should score (``unverified_score``, default -1, the score of a found error):
+a policy choosing how to write a chain compares "write the calculation" (0 if right, -1 if
+wrong) with "leave it out" (``unverified_score``). Any value above -1 pays leaving a wrong
+calculation out; any value from 0 up pays leaving every calculation out. At -1 neither pays.
+What -1 costs is sound chains with nothing checkable: measured on 4,551 right-answer GSM8K
+solutions of three instruct models, 2.7% (mostly pure algebra: ``4x + 2 = 30``), where reading
+only procrl's own notation it was 48%, LaTeX and units above all; so writing LaTeX no longer
+lands a sound chain there.
 """
 
 from __future__ import annotations

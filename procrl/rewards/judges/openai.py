@@ -122,20 +122,21 @@ class OpenAIJudge(Judge):
 
     # -- requests --
 
-    async def _complete(self, client: httpx.AsyncClient, prompt: str) -> tuple[str | None, str]:
-        """The reply text and ``ok``, or None and the failure kind after all attempts."""
+    async def _complete(self, client: httpx.AsyncClient, prompt: str) -> tuple[str | None, str, str | None]:
+        """The reply text and ``ok``, or None, the failure kind after all attempts and what the
+        last attempt got (``HTTP 401 Unauthorized``: ``procrl check --probe-judge`` names it)."""
         key = (self.model, prompt)
         if key in self._cache:
             self._stats["cache_hits"] += 1
             self._cache.move_to_end(key)
-            return self._cache[key], "ok"
+            return self._cache[key], "ok", None
         payload = {
             "model": self.model,
             "messages": [{"role": "user", "content": prompt}],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
         }
-        failure = "http_error"
+        failure, reason = "http_error", None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 self._stats["retries"] += 1
@@ -147,32 +148,34 @@ class OpenAIJudge(Judge):
                     client.post(self.url, json=payload, headers=self._headers(), timeout=self.timeout_s), self.timeout_s
                 )
             except (httpx.TimeoutException, asyncio.TimeoutError):
-                failure = "timeout"
+                failure, reason = "timeout", f"no complete reply within timeout_s {self.timeout_s:g} s"
             except httpx.TransportError as error:
-                failure = "connection_error"
+                failure, reason = "connection_error", f"{type(error).__name__} connecting to {redact_url(self.url)}"
                 logger.debug("first_error judge: %s: %s", type(error).__name__, error)
             else:
+                status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
                 if response.status_code == 429 or response.status_code >= 500:
-                    failure = "http_error"
+                    failure, reason = "http_error", f"{status} from {redact_url(self.url)}"
                 elif response.status_code >= 400:
                     logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code,
                                    redact_url(self.url))
-                    return None, "http_error"
+                    return None, "http_error", f"{status} from {redact_url(self.url)} (not retried)"
                 else:
                     text = _reply_text(response)
                     if text is not None:
                         self._remember(key, text)
-                        return text, "ok"
-                    failure = "bad_response"  # an HTML error page, truncated JSON: retried
+                        return text, "ok", None
+                    # an HTML error page, truncated JSON: retried
+                    failure, reason = "bad_response", f"{status} from {redact_url(self.url)} that is not a chat completion"
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, response))
-        return None, failure
+        return None, failure, reason
 
     async def _judge_one(self, client, semaphore, item: JudgeItem) -> Verdict:
         async with semaphore:
-            text, status = await self._complete(client, self.prompt(item))
+            text, status, reason = await self._complete(client, self.prompt(item))
         if text is None:
-            return Verdict(None, status=status)
+            return Verdict(None, status=status, note=reason)
         parsed = parse_verdict(text, len(item.steps))
         return Verdict(parsed.index, status=parsed.status, category=parsed.category, note=text)
 

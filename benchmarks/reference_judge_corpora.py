@@ -1,0 +1,199 @@
+"""Build the labelled real corpora that README "The reference judge" measures with ``procrl validate``
+(issue #21), from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is shipped.
+
+* ``mr_gsm8k/*.json``: MR-GSM8K's grading files as they are (dvlab-research/MR-GSM8K,
+  ``eval_results/gpt4-grading/``, MIT): ~590 distinct flawed real GSM8K solutions of several models
+  with the human first-error step and the gold solution; localisation (acc_err) only.
+* ``mr_gsm8k_with_prefixes.jsonl`` (procrl format): the same flawed solutions plus, as sound rows,
+  the steps before each labelled first error ("prefix" rows: sound real text, but shorter than a
+  whole solution and cut before the steps that would reuse their values, so a harsh test of false
+  flags), and ``peers/*.jsonl``: ReasonEval's published per-sample scores of the same solutions
+  (GAIR-NLP/ReasonEval ``eval_results/mr-gsm8k/``: Math-Shepherd-Mistral-7B per step, ROSCOE-SA/SS
+  per solution), a prefix row getting the per-step scores of its steps (a PRM scores each step
+  given the ones before it, so those are the scores the prefix would get).
+* ``llama31_8b_gsm8k.jsonl`` (procrl format): Llama-3.1-8B-Instruct's zero-shot GSM8K test solutions
+  (macklinhrw/llm-reasoning, no licence file: measure with it, never ship it): the 100 right-answer
+  solutions hand-labelled in ``benchmarks/data/llama31_8b_gsm8k_labels.tsv`` (98 sound) and every
+  wrong-answer one (flawed, step unknown), gold solutions from GSM8K's test split.
+* ``gsm8k_real.jsonl`` (procrl format): the Llama rows and MR-GSM8K's flawed solutions of the
+  original GSM8K questions (not its "reversed" and program-of-thought variants): real solutions of
+  GSM8K test questions with both classes, for F1 (acc_err on MR-GSM8K's labels, acc_cor on the
+  hand-labelled sound ones) and the AUROC among right-answer solutions.
+* ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
+  solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
+  a perturbation of the gold's own steps is found, not false flags on other decompositions.
+
+    python benchmarks/reference_judge_corpora.py --output-dir /tmp/corpora \\
+        --mr-gsm8k /work/.mirror/dvlab-research+MR-GSM8K/repo --reasoneval /work/.mirror/GAIR-NLP+ReasonEval/repo \\
+        --llm-reasoning /work/.mirror/macklinhrw+llm-reasoning/repo --gsm8k-test ../shared/data/gsm8k/test.jsonl
+
+Prints the ``procrl validate`` commands of the README table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+MR_GSM8K_FILES = [f"eval_results/gpt4-grading/{name}_eval_results.json" for name in
+                  ("Claude", "GPT3_5", "GPT4", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")]
+PEERS = {"math_shepherd": "eval_results/mr-gsm8k/math-shepherd_mistral-7b_eval_results.json",
+         "roscoe_sa": "eval_results/mr-gsm8k/roscoe-sa_eval_results.json",
+         "roscoe_ss": "eval_results/mr-gsm8k/roscoe-ss_eval_results.json"}
+LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
+LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
+
+
+def git_show(directory: str, path: str) -> str | None:
+    """A file of a bare repository's HEAD, or None when the snapshot does not hold it (large files
+    of a fetched snapshot may be absent)."""
+    done = subprocess.run(["git", "-C", directory, "show", f"HEAD:{path}"], capture_output=True)
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    return done.stdout.decode("utf-8")
+
+
+def records(text: str) -> list[dict]:
+    """A JSON array or JSON lines."""
+    text = text.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The grading files and the procrl-format rows; per kept id: (label on the data's steps,
+    procrl's step count)."""
+    from procrl.corpora import read_solutions
+    from procrl.text import segment
+    from procrl.validate_metrics import map_label
+
+    folder = output / "mr_gsm8k"
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for path in MR_GSM8K_FILES:
+        text = git_show(directory, path)
+        if text is None:
+            print(f"mr-gsm8k: {path} is not in the snapshot; skipped", file=sys.stderr)
+            continue
+        target = folder / Path(path).name
+        target.write_text(text, encoding="utf-8")
+        files.append(str(target))
+    _, solutions = read_solutions(files)
+    rows, kept = [], {}
+    for solution in solutions:
+        steps = segment(solution.completion).steps
+        label = None if solution.label is None else map_label(solution.label, solution.data_spans,
+                                                               [(step.start, step.end) for step in steps])
+        if label is None or label < 0:
+            continue  # no labelled error on procrl's steps (procrl's steps are the data's, minus a "#### N" line)
+        common = {"question": solution.question, "answer": solution.reference, "kind": solution.kind}
+        rows.append({"id": solution.id, **common, "completion": solution.completion, "first_error": label,
+                     "answer_correct": solution.answer_correct})
+        kept[solution.id] = (solution.label, len(steps))
+        if solution.label >= 1:
+            prefix = solution.completion[: solution.data_spans[solution.label][0]].rstrip()
+            rows.append({"id": f"{solution.id}-prefix", **common, "completion": prefix, "first_error": -1,
+                         "answer_correct": None})
+    (output / "mr_gsm8k_with_prefixes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return [str(output / "mr_gsm8k_with_prefixes.jsonl"), *files], kept
+
+
+def peers(directory: str, output: Path, labels: dict[str, tuple[int, int]]) -> dict[str, str]:
+    """Peer files on the rows' ids; per-step scores cut to procrl's steps (the data's last step is
+    often the "#### N" line, which procrl does not count as a step), a prefix row's to its steps."""
+    folder = output / "peers"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, path in PEERS.items():
+        text = git_show(directory, path)
+        if text is None:
+            print(f"reasoneval: {path} is not in the snapshot; skipped", file=sys.stderr)
+            continue
+        out = []
+        for record in records(text):
+            scores, kept = record["scores"], labels.get(record["id"])
+            if isinstance(scores, list) and kept is not None:
+                scores = scores[: kept[1]]
+            out.append({"id": record["id"], "scores": scores})
+            if isinstance(record["scores"], list) and kept is not None and kept[0] >= 1:
+                out.append({"id": f"{record['id']}-prefix", "scores": record["scores"][: kept[0]]})
+        (folder / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+        written[name] = str(folder / f"{name}.jsonl")
+    return written
+
+
+def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
+    text = git_show(directory, LLAMA)
+    if text is None:
+        print(f"llm-reasoning: {LLAMA} is not in the snapshot; skipped", file=sys.stderr)
+        return None
+    solutions = json.loads(text)
+    golds = {json.loads(line)["question"].strip(): json.loads(line)["answer"]
+             for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines() if line.strip()}
+    labels = {}
+    for line in LABELS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or line.startswith("index") or not line.strip():
+            continue
+        index, first_error, *_ = line.split("\t")
+        labels[int(index)] = int(first_error)
+    rows = []
+    for index, solution in enumerate(solutions):
+        right = solution["predicted"] is not None and abs(solution["predicted"] - solution["correct"]) < 1e-6
+        if right and index not in labels:
+            continue  # not hand-labelled
+        rows.append({"id": f"llama31-8b-{index}", "question": solution["question"], "completion": solution["response"],
+                     "answer": golds[solution["question"].strip()], "first_error": labels[index] if right else None,
+                     "answer_correct": right})
+    path = output / "llama31_8b_gsm8k.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output-dir", required=True)
+    parser.add_argument("--mr-gsm8k", help="Bare git dir of dvlab-research/MR-GSM8K.")
+    parser.add_argument("--reasoneval", help="Bare git dir of GAIR-NLP/ReasonEval.")
+    parser.add_argument("--llm-reasoning", help="Bare git dir of macklinhrw/llm-reasoning.")
+    parser.add_argument("--gsm8k-test", default=str(REPO.parent / "shared" / "data" / "gsm8k" / "test.jsonl"))
+    args = parser.parse_args(argv)
+    output = Path(args.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    recipe = "recipes/gsm8k_reference.yaml"
+    commands = []
+    if args.mr_gsm8k:
+        (prefixes, *files), labels = mr_gsm8k(args.mr_gsm8k, output)
+        commands.append(f"procrl validate --recipe {recipe} " + " ".join(f"--data {f}" for f in files))
+        peer_files = peers(args.reasoneval, output, labels) if args.reasoneval else {}
+        commands.append(f"procrl validate --recipe {recipe} --data {prefixes} "
+                        + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
+    if args.llm_reasoning:
+        path = llama(args.llm_reasoning, args.gsm8k_test, output)
+        if path:
+            commands.append(f"procrl validate --recipe {recipe} --data {path}")
+        if path and args.mr_gsm8k:
+            rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+            flawed = [json.loads(line) for line in Path(prefixes).read_text(encoding="utf-8").splitlines()]
+            rows += [r for r in flawed if r["kind"] == "original" and r["first_error"] != -1]
+            combined = output / "gsm8k_real.jsonl"
+            combined.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+            commands.append(f"procrl validate --recipe {recipe} --data {combined} "
+                            + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
+    if args.reasoneval:
+        text = git_show(args.reasoneval, "dataset/perturbation.json")
+        if text is not None:
+            (output / "reasoneval_perturbation.json").write_text(text, encoding="utf-8")
+            commands.append(f"procrl validate --recipe {recipe} --data {output / 'reasoneval_perturbation.json'}")
+    print("\n".join(commands))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,770 @@
+"""The reference first-error judge (``first_error: {backend: reference}``): no model; every
+quantity a step states is checked against the question's numbers and the gold solution's
+intermediate values; k = the first step stating a quantity that cannot be reached.
+
+Why: the arithmetic judge only catches a calculation that is false. Most reasoning errors in
+GSM8K-style solutions are a wrong operation on right numbers, a misread quantity or a skipped
+condition: every equation is true, but the solution states a number the gold solution never
+reaches (``9000 + 2000 = 11000`` for a gold ``9000 - 2000 = 7000``). GSM8K-style training data
+carries every intermediate quantity of a sound solution (``<<48/2=24>>24``); this judge uses them.
+
+**What a step states** is read with the arithmetic judge's reader (:mod:`procrl.arithmetic`:
+LaTeX, unicode operators, markdown, bullets, currency, thousands separators, unit words): every
+number it writes (:func:`~procrl.arithmetic.stated_numbers`; magnitudes, since a ``-`` may be an
+operator or a dash; "Step 3" labels and years after "in"/"since"/... are not quantities) and
+every calculation it shows (:func:`~procrl.arithmetic.find_claims`: the result of ``a op b = c``
+or ``<<a op b=c>>`` with its operands).
+
+**What is known** at a point of the completion:
+
+* the question's numbers *Q*: digits, fractions (the value and both parts), percents (as written
+  and over 100), number words ("three", "half", "a dozen", "twice"), and the constants 0, 1, 2,
+  100; with ``units``, a conversion factor of the unit written after a number or of two units
+  its step names ("60 minutes", "3 hours x 60 = 180 minutes", "7 days", "100 cents");
+* the gold's path *G*: every number the gold solution states that the question does not
+  (calculator results, results of its equations and its prose's numbers, fraction parts, the
+  ``#### N`` or ``\\boxed{}`` answer); with ``percent`` what is left of or added to a share of
+  the question (``100% - 30% = 70%``, ``1 - 1/3``); with ``regroup`` (off by default) the partial
+  results of its calculations regrouped: runs of neighbouring terms or factors of one chain
+  (``16 - 3 - 4`` also gives ``3 + 4 = 7``; operands that are earlier gold results are expanded
+  first, so ``12 + 5`` after ``3 * 4 = 12`` is one chain) and a sum distributed over the factors
+  it multiplies (``(5 + 3) * 2`` gives ``5 * 2`` and ``3 * 2``). For each gold value the judge
+  keeps how the gold computes it: its operand values, and for a result among them whether it is
+  one (a completion must have established it);
+* what the completion established before it: every quantity accepted so far.
+
+**The rule**, for each stated quantity in reading order; k = the step of the first one that is
+not accepted:
+
+1. ``check_arithmetic``: a calculation shown false is an error (what the arithmetic judge flags);
+2. restatement: a known value (rounded as written, as a percent, or with ``units`` converted into
+   the unit written after it from another unit its step names: "150 minutes" for 2.5 hours) is
+   accepted;
+3. on the gold's path: a value of *G* is accepted. It is *worked out* when it is the result of a
+   true calculation whose operands are known, or when one of the gold's ways of computing it
+   takes at most ``max_depth`` operations from known values, one of them a result the completion
+   established (``max_depth`` 2: two gold calculations in one sentence). Otherwise it is a leap
+   (the gold answer written first, or the answer of a one-step problem stated from the question's
+   numbers alone): ``leap: accept`` (default) accepts it without counting it as checked,
+   ``flag`` makes it an error;
+4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value from which a later
+   quantity of the completion reaches the gold's path: a calculation with it among its operands,
+   or a value within ``max_depth`` operations (``+ - * /`` over pairs) of it and what is known
+   there that the gold's own ways do not reach without it; recursively, so an alternative
+   decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
+   "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
+   first stated. ``derivable`` accepts any value within ``max_depth`` operations of known and
+   gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
+   flags every value off the path (the strict rule: it flags alternative decompositions).
+
+Transformations (``transformations``, default ``[units, percent, rounding]``): ``units``,
+``percent`` (also: a number written with ``%`` stands for its value over 100, on both sides),
+``rounding`` (a value written with d decimals matches one that rounds or cuts to it; a whole
+number matches the floor, ceiling or nearest whole of a non-whole value), ``regroup``. Measured
+on real GSM8K solutions (README "The reference judge"), ``regroup`` lets more wrong operations
+through (its partial results coincide with wrong values) than it saves sound ones, which the
+lookahead already accepts when they lead back to the path; it stays an option. Order of operands
+needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity.
+
+A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
+counts the steps with a quantity worked out on the gold's path (or off it and leading back to
+it): a chain with none (hedging, copying the question's numbers, stating the gold answer without
+working it out) is ``unverified``, and the first-error component gives it ``unverified_score``
+(default -1), never the 0 of a checked chain.
+
+**No reference**: when the gold is only a final answer (no value beyond the question's numbers
+and the answer, no calculation), there is nothing to check against: the verdict is None with
+status ``no_reference`` (counted as ``failures/no_reference``), resolved by the component's
+``fallback`` (``group_mean`` by default): a defined no-opinion, never the best score.
+
+Simplified on purpose: magnitudes only; derivations are binary ``+ - * /``; algebra the gold
+states in symbols (``16x + 80``) is read through its numbers only, so solutions of "what is x"
+questions are flagged more often; a value equal to a question number is a restatement even when a
+step reached it by a wrong calculation (only ``check_arithmetic`` sees that). Pure text in,
+verdicts out; the gold's values are cached per (question, gold) pair.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import functools
+import math
+import re
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from procrl.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
+from procrl.rewards.judges import Judge, JudgeItem, Verdict
+
+__all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
+
+TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
+DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (README)
+OFF_PATH = ("lookahead", "derivable", "flag")
+LEAP = ("accept", "flag")
+# With ``units``: the conversions between two units (a stated quantity converted into another
+# unit the step names; a conversion factor of two units the step names counts as known).
+_CONVERSIONS = {
+    ("second", "minute"): 60, ("minute", "hour"): 60, ("second", "hour"): 3600, ("hour", "day"): 24,
+    ("minute", "day"): 1440, ("day", "week"): 7, ("hour", "week"): 168, ("week", "month"): 4, ("day", "month"): 30,
+    ("month", "year"): 12, ("week", "year"): 52, ("day", "year"): 365, ("year", "decade"): 10, ("year", "century"): 100,
+    ("inch", "foot"): 12, ("foot", "yard"): 3, ("inch", "yard"): 36, ("foot", "mile"): 5280, ("yard", "mile"): 1760,
+    ("millimeter", "centimeter"): 10, ("centimeter", "meter"): 100, ("meter", "kilometer"): 1000,
+    ("ounce", "pound"): 16, ("gram", "kilogram"): 1000, ("pound", "ton"): 2000, ("milligram", "gram"): 1000,
+    ("cup", "pint"): 2, ("pint", "quart"): 2, ("quart", "gallon"): 4, ("cup", "quart"): 4, ("cup", "gallon"): 16,
+    ("ounce", "cup"): 8, ("pint", "gallon"): 8, ("ounce", "gallon"): 128, ("milliliter", "liter"): 1000,
+    ("cent", "dollar"): 100, ("item", "dozen"): 12,
+}
+_UNIT_ALIASES = {
+    "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour", "hrs": "hour", "wk": "week",
+    "yr": "year", "yrs": "year", "ft": "foot", "feet": "foot", "yd": "yard", "mi": "mile", "mm": "millimeter",
+    "cm": "centimeter", "km": "kilometer", "oz": "ounce", "lb": "pound", "lbs": "pound", "g": "gram", "kg": "kilogram",
+    "mg": "milligram", "gal": "gallon", "qt": "quart", "pt": "pint", "ml": "milliliter", "l": "liter", "litre": "liter",
+    "metre": "meter", "penny": "cent", "pennie": "cent", "buck": "dollar", "$": "dollar", "dozen": "dozen",
+}
+_UNIT_NAMES = {unit for pair in _CONVERSIONS for unit in pair}
+_UNIT_WORD = re.compile(r"[A-Za-z]+|\$")
+CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
+
+
+def _unit(word: str | None) -> str | None:
+    """A unit word as one name of :data:`_CONVERSIONS` ("hours" -> "hour", "lbs" -> "pound")."""
+    if not word:
+        return None
+    word = word.lower().split()[0].split("/")[0]
+    for candidate in (word, word[:-1] if word.endswith("s") else None, word[:-2] if word.endswith("es") else None,
+                      word[:-3] + "y" if word.endswith("ies") else None):
+        if candidate:
+            candidate = _UNIT_ALIASES.get(candidate, candidate)
+            if candidate in _UNIT_NAMES:
+                return candidate
+    return None
+
+
+def _units_named(text: str) -> frozenset[str]:
+    return frozenset(unit for unit in map(_unit, _UNIT_WORD.findall(text)) if unit)
+
+
+def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
+    """Conversion factors between ``unit`` (None: any unit) and the other units ``named``."""
+    return [float(factor) for (a, b), factor in _CONVERSIONS.items()
+            if (a in named and b in named and unit is None) or (unit in (a, b) and ({a, b} - {unit}) <= named)]
+
+
+_MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
+_MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
+
+# Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
+_UNITS_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+}
+_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+               "ninety": 90}
+_OTHER_WORDS = {
+    "hundred": (100,), "thousand": (1000,), "million": (1e6,), "dozen": (12,), "dozens": (12,), "score": (20,),
+    "half": (0.5, 2), "halves": (0.5, 2), "twice": (2,), "double": (2,), "doubles": (2,), "triple": (3,),
+    "triples": (3,), "thrice": (3,), "quadruple": (4,), "quarter": (0.25, 4), "quarters": (0.25, 4),
+    "third": (1 / 3, 3), "thirds": (1 / 3, 3), "fourth": (0.25, 4), "fourths": (0.25, 4), "fifth": (0.2, 5),
+    "fifths": (0.2, 5), "sixth": (1 / 6, 6), "eighth": (0.125, 8), "tenth": (0.1, 10), "pair": (2,), "pairs": (2,),
+    "week": (7,), "weekly": (7,), "fortnight": (14,), "percent": (100,),
+}
+_WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
+
+
+@dataclass(frozen=True)
+class ReferenceRules:
+    """The options of the rule (module docstring); the first-error settings carry them."""
+
+    max_depth: int = 1
+    transformations: tuple[str, ...] = DEFAULT_TRANSFORMATIONS
+    off_path: str = "lookahead"
+    leap: str = "accept"
+    check_arithmetic: bool = True
+
+    def __post_init__(self):
+        if self.max_depth not in (0, 1, 2):
+            raise ValueError(f"max_depth must be 0, 1 or 2, got {self.max_depth}")
+        unknown = set(self.transformations) - set(TRANSFORMATIONS)
+        if unknown or self.off_path not in OFF_PATH or self.leap not in LEAP:
+            raise ValueError(f"invalid reference rules {self}")
+
+
+# --- values with tolerance ---------------------------------------------------------------------
+
+
+def _decimals(text: str) -> int:
+    match = re.search(r"\.(\d+)\s*%?\s*$", text.strip())
+    return len(match.group(1)) if match else 0
+
+
+class _Values:
+    """A set of magnitudes looked up with float tolerance (and, on request, rounding as written)."""
+
+    def __init__(self, values=()):
+        self._sorted: list[float] = []
+        self.percents: list[float] = []  # question numbers written as percents
+        for value in values:
+            self.add(value)
+
+    def __len__(self) -> int:
+        return len(self._sorted)
+
+    def __iter__(self):
+        return iter(self._sorted)
+
+    def add(self, value: float) -> None:
+        value = abs(value)
+        if not math.isfinite(value):
+            return
+        index = bisect.bisect_left(self._sorted, value)
+        if index < len(self._sorted) and math.isclose(self._sorted[index], value, rel_tol=1e-9, abs_tol=1e-12):
+            return
+        self._sorted.insert(index, value)
+
+    def near(self, value: float, tolerance: float) -> list[float]:
+        value = abs(value)
+        low = bisect.bisect_left(self._sorted, value - tolerance)
+        high = bisect.bisect_right(self._sorted, value + tolerance)
+        return self._sorted[low:high]
+
+    def has(self, value: float, tolerance: float | None = None) -> bool:
+        value = abs(value)
+        return bool(self.near(value, max(1e-6 * value, 1e-9) if tolerance is None else tolerance))
+
+    def has_written(self, value: float, text: str, rounding: bool) -> bool:
+        """``value`` as written in ``text`` equals a member, or (``rounding``) is one rounded or cut
+        to the decimals shown, or a whole number next to a non-whole member."""
+        if self.has(value):
+            return True
+        if not rounding:
+            return False
+        decimals = _decimals(text)
+        window = 10.0 ** -decimals if decimals else 1.0
+        for member in self.near(value, window + 1e-9):
+            if decimals and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
+                return True
+            if not decimals and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
+                return True
+        return False
+
+
+def _tolerance(value: float, text: str | None = None) -> float:
+    """How far a derivation may land from ``value`` as written (its rounding, else float noise)."""
+    decimals = _decimals(text) if text else 0
+    if decimals:
+        return 10.0 ** -decimals  # rounded or cut to the written decimals
+    return max(1e-6 * abs(value), 1e-9)
+
+
+def _derivable(target: float, known: _Values, depth: int, tolerance: float) -> bool:
+    """``target`` = a op b (op in + - * /) with a, b known, or (depth 2) one more operation."""
+    if depth <= 0:
+        return False
+    target = abs(target)
+    for a in known:
+        for b, slack in ((target - a, tolerance), (a - target, tolerance), (target + a, tolerance)):
+            if b >= 0 and known.has(b, slack):
+                return True
+        if a:
+            if known.has(target / a, tolerance / a):  # a * b
+                return True
+            if known.has(target * a, tolerance * a):  # b / a
+                return True
+            if target and known.has(a / target, a * tolerance / (target * target) + 1e-12):  # a / b
+                return True
+    if depth >= 2:
+        for a in known:
+            for inner, slack in ((target - a, tolerance), (a - target, tolerance), (target + a, tolerance)):
+                if inner > 0 and _derivable(inner, known, 1, slack):
+                    return True
+            if a:
+                for inner, slack in ((target / a, tolerance / a), (target * a, tolerance * a)):
+                    if inner > 0 and _derivable(inner, known, 1, slack):
+                        return True
+    return False
+
+
+def _uses(value: float, target: float, known: _Values, depth: int, tolerance: float) -> bool:
+    """``target`` is reached from ``value`` and known values within ``depth`` operations, using ``value``."""
+    if depth <= 0 or not value:
+        return False
+    target, value = abs(target), abs(value)
+    firsts = []
+    for a in [*known, value]:
+        firsts += [value + a, abs(value - a), value * a, a / value] + ([value / a] if a else [])
+    if any(abs(reached - target) <= tolerance for reached in firsts):
+        return True
+    if depth >= 2:
+        if any(reached and _uses(reached, target, known, 1, tolerance) for reached in firsts):
+            return True  # (value op a) op b
+        for inner, slack in ((target - value, tolerance), (value - target, tolerance), (target + value, tolerance),
+                             (target / value, tolerance / value), (target * value, tolerance * value)):
+            if inner > 0 and _derivable(inner, known, 1, slack):
+                return True  # (a op b) op value
+    return False
+
+
+# --- the gold's values -------------------------------------------------------------------------
+
+
+def question_numbers(question: str | None) -> _Values:
+    """The question's numbers: digits (fractions with both parts, percents as written), number words."""
+    values = _Values()
+    if not question:
+        return values
+    for number in stated_numbers(question):
+        values.add(number.value)
+        if number.percent:
+            values.add(number.value / 100)
+            values.percents.append(number.value)
+        if number.parts:
+            values.add(number.parts[0])
+            values.add(number.parts[1])
+    for match in _WORD.finditer(question):
+        word = match.group(0).lower()
+        if "-" in word:
+            tens, _, unit = word.partition("-")
+            if tens in _TENS_WORDS and unit in _UNITS_WORDS:
+                values.add(_TENS_WORDS[tens] + _UNITS_WORDS[unit])
+                continue
+        if word in _UNITS_WORDS:
+            values.add(_UNITS_WORDS[word])
+        elif word in _TENS_WORDS:
+            values.add(_TENS_WORDS[word])
+        for value in _OTHER_WORDS.get(word, ()):
+            values.add(value)
+    return values
+
+
+def _tree(expression: str) -> ast.AST | None:
+    try:
+        return ast.parse(normalize_expression(expression), mode="eval").body
+    except (NotArithmeticError, SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _value(node: ast.AST) -> float | None:
+    try:
+        return abs(evaluate(ast.unparse(node)))  # the arithmetic judge's bounded evaluator
+    except (NotArithmeticError, ValueError, RecursionError):
+        return None
+
+
+def _flatten(node: ast.AST, kind: str, sign: int = 1) -> list[tuple[int, ast.AST]]:
+    """Terms (kind "sum": ``(sign, node)``) or factors ("product": ``(exponent, node)``) of a chain."""
+    if isinstance(node, ast.BinOp):
+        if kind == "sum" and isinstance(node.op, (ast.Add, ast.Sub)):
+            right = sign if isinstance(node.op, ast.Add) else -sign
+            return _flatten(node.left, kind, sign) + _flatten(node.right, kind, right)
+        if kind == "product" and isinstance(node.op, (ast.Mult, ast.Div)):
+            right = sign if isinstance(node.op, ast.Mult) else -sign
+            return _flatten(node.left, kind, sign) + _flatten(node.right, kind, right)
+    return [(sign, node)]
+
+
+def _combine(kind: str, chosen: tuple[tuple[int, float], ...]) -> float | None:
+    """The value of some items of a chain: a signed sum, or a product (divisors alone: their
+    product, "48 / 2 / 3" divides by 2 * 3 = 6)."""
+    if kind == "sum":
+        return abs(sum(sign * value for sign, value in chosen))
+    if all(sign < 0 for sign, _ in chosen):
+        return math.prod(value for _, value in chosen)
+    if any(sign < 0 and not value for sign, value in chosen):
+        return None
+    return abs(math.prod(value if sign > 0 else 1 / value for sign, value in chosen))
+
+
+class _Gold:
+    """The gold's values being collected: results, regrouped partial results and, for each, the
+    operand values it is computed from (its recipes)."""
+
+    def __init__(self):
+        self.regrouped = _Values()
+        self.recipes: list[Recipe] = []
+
+    def add(self, value: float, operands, regrouped: bool) -> None:
+        """``operands``: ``(value, leaves)`` pairs (leaves: the numbers of the question or the gold
+        an operand is computed from; one for a plain number)."""
+        if regrouped:
+            self.regrouped.add(value)
+        if len(self.recipes) < _MAX_PARTIALS:
+            self.recipes.append(Recipe(abs(value), tuple(abs(v) for v, _ in operands), tuple(n > 1 for _, n in operands)))
+
+    def walk(self, node: ast.AST) -> None:
+        """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
+        from its items and from any split of them in two), then the items' own chains."""
+        if not isinstance(node, ast.BinOp) or len(self.recipes) >= _MAX_PARTIALS:
+            return
+        kind = "sum" if isinstance(node.op, (ast.Add, ast.Sub)) else "product"
+        items = _flatten(node, kind)
+        values = [(sign, _value(child)) for sign, child in items]
+        if any(v is None for _, v in values):
+            return
+        leaves = [_leaves(child) for _, child in items]
+        whole = _combine(kind, tuple(values))
+        if whole is not None:
+            self.add(whole, tuple(zip((v for _, v in values), leaves)), regrouped=False)
+        if len(values) <= _MAX_CHAIN:
+            for size in range(2, len(values) + 1):
+                # runs of neighbouring items: "16 - 3 - 4" gives 13 and 3 + 4 = 7 (all subsets would
+                # also give 16 - 4 = 12 and, on longer chains, many coincidences: measured worse)
+                for start in range(len(values) - size + 1):
+                    chosen, counts = tuple(values[start : start + size]), leaves[start : start + size]
+                    value = _combine(kind, chosen)
+                    if value is None:
+                        continue
+                    if size < len(values):
+                        self.add(value, tuple(zip((v for _, v in chosen), counts)), regrouped=True)
+                    for cut in range(1, size // 2 + 1):
+                        for part in combinations(range(size), cut):
+                            rest_part = [i for i in range(size) if i not in part]
+                            first = _combine(kind, tuple(chosen[i] for i in part))
+                            rest = _combine(kind, tuple(chosen[i] for i in rest_part))
+                            if first is not None and rest is not None:
+                                self.add(value, ((first, sum(counts[i] for i in part)),
+                                                 (rest, sum(counts[i] for i in rest_part))), regrouped=size < len(values))
+        if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
+            for index, (sign, child) in enumerate(items):
+                terms = _flatten(child, "sum")
+                others = [(s, v) for j, (s, v) in enumerate(values) if j != index]
+                factor = _combine(kind, tuple(others)) if others else None
+                if sign < 0 or len(terms) < 2 or factor is None or all(s < 0 for s, _ in others):
+                    continue
+                spread = sum(n for j, n in enumerate(leaves) if j != index)
+                for _, term in terms:
+                    term_value = _value(term)
+                    if term_value is not None:
+                        self.add(term_value * factor, ((term_value, _leaves(term)), (factor, spread)), regrouped=True)
+        for _, child in items:
+            self.walk(child)
+
+
+def _leaves(node: ast.AST) -> int:
+    return sum(isinstance(child, ast.Constant) for child in ast.walk(node))
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way the gold (or a regrouping of it) computes ``value``: from ``operands``; an operand
+    that is ``composite`` is itself a result (a completion must have established it)."""
+
+    value: float
+    operands: tuple[float, ...]
+    composite: tuple[bool, ...]
+
+
+class _Substitute(ast.NodeTransformer):
+    """Operands that are earlier gold results (not question numbers) become their calculations."""
+
+    def __init__(self, trees: list[tuple[float, ast.AST]], question: _Values):
+        self.trees, self.question = trees, question
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, (int, float)) and not self.question.has(node.value):
+            for value, tree in reversed(self.trees):
+                if math.isclose(value, abs(node.value), rel_tol=1e-9, abs_tol=1e-9):
+                    return tree
+        return node
+
+
+@dataclass
+class Reference:
+    """What the gold solution gives: the question's numbers, the gold's values (``gold``: stated
+    by it; ``regrouped``: partial results of its calculations regrouped), for each how the gold
+    computes it (``recipes``: value, operand values), and its answer."""
+
+    question: _Values
+    gold: _Values
+    regrouped: _Values
+    recipes: list[Recipe]
+    answer: float | None
+    shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
+
+
+    def path(self, rules: ReferenceRules) -> _Values:
+        return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ()),
+                        *(self.shares if "percent" in rules.transformations else ())])
+
+    def worked_out(self, quantity: "_Quantity", base: _Values, established: _Values, rules: ReferenceRules,
+                   depth: int) -> bool:
+        """One of the gold's ways of computing the quantity's value takes at most ``depth``
+        operations from what is known: plain numbers known (``base``: the question's, constants;
+        or ``established``), results established by the completion (``depth`` 2: or worked out in
+        turn from known values in one operation)."""
+        if depth <= 0:
+            return False
+        rounding = "rounding" in rules.transformations
+        regroup = "regroup" in rules.transformations
+        for recipe in self.recipes:
+            if len(recipe.operands) - 1 > depth or (not regroup and not self.gold.has(recipe.value)):
+                continue
+            if not any(established.has(o) for o in recipe.operands):
+                continue  # from the question's numbers alone: a leap (the answer of a one-step problem)
+            if not any(_close_written(recipe.value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
+                continue
+            if all(self._operand_known(o, composite, base, established, depth)
+                   for o, composite in zip(recipe.operands, recipe.composite)):
+                return True
+        return False
+
+    def _operand_known(self, operand: float, composite: bool, base: _Values, established: _Values, depth: int) -> bool:
+        if established.has(operand) or (not composite and base.has(operand)):
+            return True
+        return depth >= 2 and composite and any(
+            math.isclose(r.value, operand, rel_tol=1e-6) and len(r.operands) == 2
+            and all(established.has(o) or (not c and base.has(o)) for o, c in zip(r.operands, r.composite))
+            for r in self.recipes)
+
+
+def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:
+    return _Values([value]).has_written(stated, text, rounding)
+
+
+_GOLD_ANSWER = re.compile(r"####\s*([^\n]*)")
+
+
+@functools.lru_cache(maxsize=4096)
+def read_reference(question: str | None, gold: str | None) -> Reference | None:
+    """The gold's values, or None when the gold is only a final answer (nothing to check against)."""
+    from procrl.rewards.accuracy import extract_boxed, parse_number
+
+    if not gold or not str(gold).strip():
+        return None
+    text = str(gold)
+    asked = question_numbers(question)
+    answer_text = (_GOLD_ANSWER.findall(text) or [None])[-1]
+    answer = parse_number(answer_text) if answer_text is not None else parse_number(extract_boxed(text))
+    body = _GOLD_ANSWER.split(text)[0] if answer_text is not None else text
+    numbers = stated_numbers(body)
+    if answer is None and len(numbers) == 1 and not re.search(r"[A-Za-z\d]", body[:numbers[0].start] + body[numbers[0].end:]):
+        return None  # a bare answer ("18", "$1,500")
+    values = _Values()
+    for number in numbers:
+        if _STEP_LABEL.search(body, max(0, number.start - 8), number.start):
+            continue
+        readings = (number.value, number.value / 100) if number.percent else (number.value,)
+        for value in readings + (number.parts or ()):
+            if not asked.has(value):
+                values.add(value)
+    claims = find_claims(body)
+    collected = _Gold()
+    shares = _Values()  # "100% - 30% = 70%", "1 - 1/3 = 2/3": what is left of a share, or added to it
+    for whole, share in [(1.0, v) for v in asked if 0 < v < 1] + [(100.0, v) for v in asked.percents if 0 < v < 100]:
+        shares.add(whole - share)
+        shares.add(whole + share)
+    trees: list[tuple[float, ast.AST]] = []
+    for claim in claims:
+        tree = _tree(claim.left)
+        if not isinstance(tree, ast.BinOp):
+            continue  # "<<30=30>>": a restatement, not a calculation
+        values.add(claim.right_value)
+        tree = _Substitute(trees, asked).visit(tree)
+        collected.walk(tree)
+        trees.append((abs(claim.right_value), tree))
+    intermediates = [v for v in values if answer is None or not math.isclose(v, abs(answer), rel_tol=1e-9)]
+    if not intermediates and not claims:
+        return None  # a bare answer: no intermediate value to check a step against
+    if answer is not None:
+        values.add(answer)
+    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares)
+
+
+# --- the completion ----------------------------------------------------------------------------
+
+
+@dataclass
+class _Quantity:
+    step: int
+    value: float
+    text: str
+    operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
+    claim_correct: bool | None = None
+    percent: bool = False
+    unit: str | None = None  # the unit written after it, as a name of _CONVERSIONS
+    named: frozenset[str] = frozenset()  # the units its step names
+    fraction: bool = False  # "3/5", "\\frac{3}{5}": ``operands`` are its two parts
+    on_path: bool = False  # a gold value (or a transformation of one)
+    leads: bool = False  # lookahead: a later quantity reaches a gold value from it
+
+
+_STEP_LABEL = re.compile(r"(?i)\bstep\s*$")
+
+
+def _step_quantities(index: int, step: str) -> list[_Quantity]:
+    """The quantities of one step in reading order: its numbers, a calculation's result carrying
+    its operands (annotations, blanked in the text, placed where they stand)."""
+    numbers = stated_numbers(step)
+    claims = find_claims(step)
+    named = _units_named(step)
+    results: dict[int, _Quantity] = {}
+    placed: list[tuple[int, _Quantity]] = []
+    for claim in claims:
+        if claim.kind == "annotation":
+            inside = stated_numbers(claim.left)
+            operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+            placed.append((claim.start, _Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
+            continue
+        equals = claim.equals if claim.equals is not None else claim.start
+        inside = [n for n in numbers if claim.start <= n.start < equals]
+        result = next((n for n in numbers if equals < n.start < claim.end), None)
+        operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+        if result is not None and result.start not in results:
+            results[result.start] = _Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
+    for number in numbers:
+        if _STEP_LABEL.search(step, max(0, number.start - 8), number.start):
+            continue  # "Step 3:", a label, not a quantity
+        if _YEAR.match(number.text) and _YEAR_BEFORE.search(step, max(0, number.start - 12), number.start):
+            continue  # "in 2008": a date
+        quantity = results.get(number.start) or _Quantity(index, number.value, number.text)
+        if quantity.operands is None and number.parts:
+            quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
+        quantity.percent, quantity.unit, quantity.named = (
+            number.percent, _unit(number.unit) or ("dollar" if number.currency else None), named)
+        if number.percent:
+            quantity.text = quantity.text.rstrip("% ")
+        placed.append((number.start, quantity))
+    placed.sort(key=lambda item: item[0])
+    return [quantity for _, quantity in placed]
+
+
+_YEAR = re.compile(r"(?:1[89]|20)\d\d$")
+_YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
+def _readings(quantity: _Quantity, rules: ReferenceRules) -> list[float]:
+    """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
+    if quantity.percent and "percent" in rules.transformations:
+        return [quantity.value, quantity.value / 100]
+    return [quantity.value]
+
+
+def _matches(quantity: _Quantity, values: _Values, rules: ReferenceRules) -> bool:
+    """The quantity (as written, rounded as written, as a percent) is one of ``values``, or
+    (``units``) one of them converted into the unit written after it."""
+    rounding = "rounding" in rules.transformations
+    for value in _readings(quantity, rules):
+        if values.has_written(value, quantity.text, rounding):
+            return True
+    if "units" in rules.transformations and quantity.unit:
+        for factor in _factors(quantity.unit, quantity.named):  # "150 minutes" for 2.5 hours
+            if values.has(quantity.value * factor) or values.has(quantity.value / factor):
+                return True
+    return False
+
+
+def _constant(quantity: _Quantity, rules: ReferenceRules) -> bool:
+    """0, 1, 2, 100, and (``units``) a conversion factor of its unit or of two units its step
+    names ("60 minutes", "3 hours * 60 = 180 minutes", "7 days")."""
+    if any(math.isclose(quantity.value, c) for c in CONSTANTS):
+        return True
+    if "units" not in rules.transformations:
+        return False
+    named = quantity.named | ({quantity.unit} if quantity.unit else frozenset())
+    own = [float(f) for pair, f in _CONVERSIONS.items() if quantity.unit in pair]
+    return any(math.isclose(quantity.value, f) for f in own + _factors(None, named))
+
+
+def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
+                rules: ReferenceRules = ReferenceRules()) -> Verdict:
+    """The verdict for one solution (module docstring)."""
+    reference = read_reference(question, gold)
+    if reference is None:
+        return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
+    quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
+    base = _Values([*reference.question, *CONSTANTS])
+    path = reference.path(rules)
+    for quantity in quantities:
+        quantity.on_path = _matches(quantity, path, rules)
+    if rules.off_path == "lookahead":
+        _look_ahead(quantities, reference, base, rules)
+    established: list[float] = []  # every value accepted so far
+    derived: list[float] = []  # those that are results, not the question's numbers restated
+    checked: set[int] = set()
+    units = "units" in rules.transformations
+    for quantity in quantities:
+        given = _Values([*base, *(_factors(None, quantity.named) if units else ())])
+        known = _Values([*given, *established])
+        if rules.check_arithmetic and quantity.claim_correct is False:
+            return _flag(quantity, checked, "a false calculation")
+        calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
+            known.has(o) for o in quantity.operands)
+        accepted, result = True, not _matches(quantity, given, rules)
+        if _matches(quantity, known, rules) or _constant(quantity, rules) or (quantity.fraction and calculated):
+            if calculated and quantity.on_path:
+                checked.add(quantity.step)  # a calculation the gold makes too, landing on a known value
+            result = result and calculated
+        elif quantity.on_path:
+            if calculated or reference.worked_out(quantity, given, _Values(derived), rules, rules.max_depth) or any(
+                    _uses(value, quantity.value, known, min(rules.max_depth, 1), _tolerance(quantity.value, quantity.text))
+                    for value in derived):
+                checked.add(quantity.step)
+            elif rules.leap == "flag":
+                return _flag(quantity, checked, "a gold value stated before it can be worked out")
+        elif quantity.leads:
+            if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
+                checked.add(quantity.step)
+        elif rules.off_path == "derivable" and _derivable(
+                quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
+            checked.add(quantity.step)
+        else:
+            accepted = False
+        if not accepted:
+            return _flag(quantity, checked, "not reachable from the question and the gold solution")
+        established.append(quantity.value)
+        if result:
+            derived.append(quantity.value)
+    return Verdict(-1, checked_steps=len(checked))
+
+
+def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
+    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text}: {why}",
+                   checked_steps=len(checked | {quantity.step}))
+
+
+def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values, rules: ReferenceRules) -> None:
+    """Mark the off-path quantities from which a later quantity reaches a gold value (backwards,
+    so that a chain of several off-path values ending on the gold's path is marked whole): the
+    later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
+    operations of it and the values known there, and not worked out without it."""
+    for position in range(len(quantities) - 1, -1, -1):
+        quantity = quantities[position]
+        if quantity.on_path or base.has(quantity.value) or _constant(quantity, rules):
+            continue
+        for index in range(position + 1, len(quantities)):
+            later = quantities[index]
+            if not (later.on_path or later.leads):
+                continue
+            if later.operands is not None:
+                if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
+                    quantity.leads = True
+                    break
+                continue
+            if rules.max_depth < 1:
+                continue
+            earlier = _Values([q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value)])
+            if later.on_path and reference.worked_out(later, base, earlier, rules, 1):
+                continue  # reached without it
+            # with the question's numbers and earlier quantities, not the constants: "10 - 1 = 9"
+            # would let any value next to a gold one through
+            before = _Values([*reference.question, *earlier])
+            if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
+                quantity.leads = True
+                break
+
+
+class ReferenceJudge(Judge):
+    """First error = the first step stating a quantity unreachable from the question and the gold
+    solution (module docstring). Needs the gold *solution* (``JudgeItem.gold``)."""
+
+    def __init__(self, rules: ReferenceRules = ReferenceRules()):
+        self.rules = rules
+
+    def judge_one(self, item: JudgeItem) -> Verdict:
+        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules)
+
+    def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
+        return [self.judge_one(item) for item in items]
+
+    async def judge(self, items: list[JudgeItem]) -> list[Verdict]:
+        return self.judge_sync(items)  # pure CPU work: no thread hop

@@ -1,0 +1,261 @@
+"""The reference first-error judge (procrl/rewards/judges/reference.py) on hand-written steps:
+each step's quantities against the question's numbers and the gold solution's values."""
+
+from __future__ import annotations
+
+import pytest
+
+from procrl.config import ConfigError
+from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards.first_error import FirstErrorReward
+from procrl.rewards.judges import JudgeItem, build_judge
+from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, judge_steps, read_reference
+
+# GSM8K test problems with their gold solutions (openai/gsm8k, MIT)
+JANET = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
+         "friends every day with four. She sells the remainder at the farmers' market daily for $2 per fresh duck egg. "
+         "How much in dollars does she make every day at the farmers' market?")
+JANET_GOLD = ("Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\n"
+              "She makes 9 * 2 = $<<9*2=18>>18 every day at the farmer’s market.\n#### 18")
+TRACY = ("Tracy used a piece of wire 4 feet long to support tomato plants in the garden. The wire was cut into pieces "
+         "6 inches long. How many pieces did she obtain?")
+TRACY_GOLD = ("If Tracy used a piece of wire 4 feet long, since 1 foot is equal to 12 inches, the total length of the wire "
+              "in inches was 12*4=<<12*4=48>>48 inches.\nSince the wire was cut into pieces 6 inches long, Tracy obtained "
+              "48/6=<<48/6=8>>8 pieces\n#### 8")
+KYLAR = ("Kylar went to the store to buy glasses for his new apartment. One glass costs $5, but every second glass costs "
+         "only 60% of the price. Kylar wants to buy 16 glasses. How much does he need to pay for them?")
+KYLAR_GOLD = ("The discount price of one glass is 60/100 * 5 = $<<60/100*5=3>>3.\nIf every second glass is cheaper, that "
+              "means Kylar is going to buy 16 / 2 = <<16/2=8>>8 cheaper glasses.\nSo for the cheaper glasses, Kylar is "
+              "going to pay 8 * 3 = $<<8*3=24>>24.\nAnd for the regular-priced glasses, Kylar will pay 8 * 5 = "
+              "$<<8*5=40>>40.\nSo in total Kylar needs to pay 24 + 40 = $<<24+40=64>>64 for the glasses he wants to buy.\n"
+              "#### 64")
+ADAM = ("Adam really wants to ride the biggest roller coaster at the park. You have to be 4 feet tall to ride it. Adam’s "
+        "height is 40 inches and he grows 2 inches a year. How many years until he is tall enough to ride it?")
+ADAM_GOLD = "Adam needs to grow 8 inches because 48 -40= <<48-40=8>>8\nIt will take 4 years because 8/2=<<8/2=4>>4\n#### 4"
+ISAIAS = ("To make a profit of $2000, Isaias has to sell the chickens he planned to take to the market from his farm at "
+          "$50 per chicken. If Isaias has 300 chickens on his farm and plans to sell 3/5 of them, for how much money did "
+          "Isaias buy the chicken he took to the market for sale?")
+ISAIAS_GOLD = ("Isaias plans to sell 3/5*300 = <<3/5*300=180>>180 chickens from his farm.\nTo make his profit, Isaias sells "
+               "all the chicken he took to the market for $50*180 = $<<50*180=9000>>9000\nThe price at which Isaias bought "
+               "the chicken is $9000-$2000 = $<<9000-2000=7000>>7000.\n#### 7000")
+
+
+def verdict(question, steps, gold, **rules):
+    return judge_steps(question, tuple(steps), gold, ReferenceRules(**rules))
+
+
+def test_the_gold_solution_itself_is_checked_and_correct():
+    result = verdict(JANET, JANET_GOLD.splitlines()[:2], JANET_GOLD)
+    assert result.index == -1 and result.checked_steps == 2
+
+
+def test_sound_alternative_decomposition_is_not_flagged():
+    # the gold never states 3 + 4 = 7 (regrouping of 16 - 3 - 4), nor 16 - 7
+    steps = ["She uses 3 + 4 = 7 eggs every day.", "So she has 16 - 7 = 9 eggs left to sell.",
+             "She makes 9 x $2 = $18 every day."]
+    assert verdict(JANET, steps, JANET_GOLD).index == -1
+    # the same in prose, no equation: "use 7" is off the gold's path but the next step reaches 9 from
+    # it (16 - 7); 9 and 18 are then worked out from established values
+    prose = ["Breakfast and muffins use 7 eggs a day.", "That leaves 9 eggs.", "At $2 each she makes $18."]
+    result = verdict(JANET, prose, JANET_GOLD)
+    assert result.index == -1 and result.checked_steps == 3
+    # with regroup, 7 = 3 + 4 is a partial result of the gold's 16 - 3 - 4 (on the path, but stated
+    # from the question's numbers alone: accepted, not counted as checked)
+    result = verdict(JANET, prose, JANET_GOLD, transformations=["regroup", "units", "percent", "rounding"])
+    assert result.index == -1 and result.checked_steps == 2
+
+
+def test_off_path_value_that_leads_back_to_the_gold_is_accepted_only_with_lookahead():
+    # 300 * 50 = 15000 is never in the gold (it takes 3/5 first); the solution then reaches 9000 from it
+    decomposed = ["Selling all 300 chickens at $50 would bring 300 * 50 = $15000.",
+                  "He sells 3/5 of them, so he gets 15000 * 3/5 = $9000.", "So he paid $9000 - $2000 = $7000."]
+    assert verdict(ISAIAS, decomposed, ISAIAS_GOLD).index == -1
+    assert verdict(ISAIAS, decomposed, ISAIAS_GOLD, off_path="flag").index == 0  # the strict rule flags it
+
+
+def test_wrong_operation_on_right_numbers_is_flagged_where_it_is_stated():
+    # every equation is true; 9000 + 2000 is not on the gold's path and leads nowhere
+    steps = ["He sells 300 * 3/5 = 180 chickens.", "He makes 180 * $50 = $9000.",
+             "To make a profit of $2000 he needs $9000 + $2000 = $11000.",
+             "So he bought the chickens for $11000."]
+    result = verdict(ISAIAS, steps, ISAIAS_GOLD)
+    assert result.index == 2 and "11000" in result.note
+    assert build_judge_arithmetic(steps) == -1  # the arithmetic judge sees nothing wrong
+    # the naive rule (any value derivable from known values) lets it through
+    assert verdict(ISAIAS, steps, ISAIAS_GOLD, off_path="derivable").index == -1
+    # 16 + 7 for 16 - 7: the sound 3 + 4 = 7 leads nowhere in this solution, so the first value off
+    # the path that leads nowhere is 7; with regroup 7 is a partial result of the gold's and 23 is flagged
+    janet = ["She uses 3 + 4 = 7 eggs.", "She has 16 + 7 = 23 eggs.", "She makes 23 * 2 = $46."]
+    assert verdict(JANET, janet, JANET_GOLD).index == 0
+    assert verdict(JANET, janet, JANET_GOLD, transformations=["regroup", "units", "percent", "rounding"]).index == 1
+
+
+def build_judge_arithmetic(steps) -> int:
+    from procrl.rewards.judges.arithmetic import ArithmeticJudge
+
+    return ArithmeticJudge().judge_one(JudgeItem(None, tuple(steps))).index
+
+
+def test_misread_quantity_is_flagged_at_the_step_that_states_it():
+    steps = ["He has 400 chickens and sells 3/5 of them.", "He sells 400 * 3/5 = 240 chickens.",
+             "He makes 240 * $50 = $12000.", "He paid $12000 - $2000 = $10000."]
+    result = verdict(ISAIAS, steps, ISAIAS_GOLD)
+    assert result.index == 0 and "400" in result.note
+
+
+def test_units_another_unit_the_step_names():
+    # the gold works in inches; this solution in feet (6 inches = 0.5 feet), the same answer
+    steps = ["Each piece is 6 inches, which is 0.5 feet.", "So she gets 4 / 0.5 = 8 pieces."]
+    assert verdict(TRACY, steps, TRACY_GOLD).index == -1
+    # a conversion factor of two units the step names is known (12 inches per foot)
+    assert verdict(TRACY, ["The wire is 4 x 12 = 48 inches long.", "48 / 6 = 8 pieces."], TRACY_GOLD).index == -1
+    # a wrong operation after a right conversion
+    wrong = ["Each piece is 6 inches, which is 0.5 feet.", "So she gets 4 / 0.5 + 1 = 9 pieces."]
+    assert verdict(TRACY, wrong, TRACY_GOLD).index == 1
+    # strict off-path rule: the conversion alone accepts 0.5 feet (6 inches); without units it is off the path
+    assert verdict(TRACY, steps, TRACY_GOLD, off_path="flag").index == -1
+    assert verdict(TRACY, steps, TRACY_GOLD, off_path="flag", transformations=["regroup", "percent", "rounding"]).index == 0
+    # a unit mix-up: feet times inches
+    assert verdict(TRACY, ["She gets 4 x 6 = 24 pieces."], TRACY_GOLD).index == 0
+
+
+def test_percent_as_written_and_as_a_fraction():
+    steps = ["One glass costs $5 and every second glass costs 60% of it: 0.6 x $5 = $3.",
+             "He buys 16 / 2 = 8 glasses at each price.", "8 x $5 + 8 x $3 = $40 + $24 = $64."]
+    assert verdict(KYLAR, steps, KYLAR_GOLD).index == -1
+    discount = ["Every second glass is 100% - 60% = 40% cheaper, so it costs $5 - $2 = $3.",
+                "8 glasses at $5 and 8 at $3: $40 + $24 = $64."]
+    assert verdict(KYLAR, discount, KYLAR_GOLD).index == -1
+    wrong = ["60% of 16 glasses is 9.6 glasses.", "9.6 x $3 = $28.80."]
+    assert verdict(KYLAR, wrong, KYLAR_GOLD).index == 0
+
+
+def test_rounding_as_written():
+    # Llama-3.1-8B-Instruct's sound solution: 40 / 12 = 3.33 feet, 4 - 3.33 = 0.67, 0.67 x 12 = 8
+    steps = ["First convert his height to feet: 40 inches / 12 = 3.33 feet.", "He needs 4 feet - 3.33 feet = 0.67 feet.",
+             "That is 0.67 feet x 12 inches/foot = 8 inches.", "8 inches / 2 inches/year = 4 years."]
+    assert verdict(ADAM, steps, ADAM_GOLD).index == -1
+    # a value rounded the wrong way is not the gold's
+    assert verdict(ADAM, ["He needs 48 - 40 = 8 inches.", "8 / 3 = 2.7 years."], ADAM_GOLD).index == 1
+
+
+def test_real_notation_latex_currency_markdown():
+    steps = [r"**Eggs left:** \( 16 - 3 - 4 = 9 \)", r"**Money:** \[ 9 \times \$2 = \$18 \]"]
+    result = verdict(JANET, steps, JANET_GOLD)
+    assert result.index == -1 and result.checked_steps == 2
+    assert verdict(JANET, [r"\[ 16 - 3 - 4 = 9 \]", r"\[ 9 \times \$3 = \$27 \]"], JANET_GOLD).index == 1
+
+
+def test_math_style_gold_with_equalities_and_boxed_answer():
+    question = "What is half of 30, plus 4?"
+    gold = r"Half of 30 is $\frac{1}{2} \cdot 30 = 15$. Then $15 + 4 = \boxed{19}$."
+    reference = read_reference(question, gold)
+    assert reference is not None and reference.answer == 19 and reference.gold.has(15)
+    assert verdict(question, [r"$30 / 2 = 15$", r"$15 + 4 = 19$"], gold).index == -1
+    assert verdict(question, [r"$30 \times 2 = 60$", r"$60 + 4 = 64$"], gold).index == 0
+
+
+def test_a_false_calculation_is_an_error_too():
+    steps = ["She has 16 - 3 - 4 = 9 eggs.", "She makes 9 * 2 = $19."]
+    assert verdict(JANET, steps, JANET_GOLD).index == 1
+    # without check_arithmetic a false calculation landing on the path passes (9 * 2 = 18 states 18)
+    assert verdict(JANET, ["16 - 3 - 4 = 10 eggs are left.", "She makes 9 * 2 = $18."], JANET_GOLD,
+                   check_arithmetic=False).index == 0  # 10 is still off the path
+
+
+def test_what_nothing_checked_looks_like():
+    hedging = ["I think the answer is probably this.", "It seems about right, but I am not sure."]
+    assert verdict(JANET, hedging, JANET_GOLD).checked_steps == 0
+    copied = ["Janet's ducks lay 16 eggs per day.", "She eats 3 and bakes with 4.", "Each egg sells for $2."]
+    result = verdict(JANET, copied, JANET_GOLD)
+    assert result.index == -1 and result.checked_steps == 0  # the question's numbers alone: nothing worked out
+    early = ["She makes $18 every day.", "That is what she makes at the market."]
+    result = verdict(JANET, early, JANET_GOLD)
+    assert result.index == -1 and result.checked_steps == 0  # the gold answer, not worked out: a leap
+    assert verdict(JANET, early, JANET_GOLD, leap="flag").index == 0
+
+
+def test_no_gold_solution_is_no_opinion():
+    assert read_reference(JANET, "18") is None and read_reference(JANET, "#### 18") is None
+    result = verdict(JANET, ["She has 16 - 3 - 4 = 9 eggs."], "18")
+    assert result.index is None and result.status == "no_reference"
+
+
+def test_component_scores_through_the_reference_backend():
+    (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
+    mix = RewardMix([spec])
+    completions = ["She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\nShe makes 9 x $2 = $18.\n#### 18",
+                   "She uses 3 + 4 = 7 eggs.\nShe has 16 + 7 = 23 eggs.\nShe makes 23 x $2 = $46.\n#### 46",
+                   "I think it is about right.\nProbably.\n#### 18",
+                   "#### 18",
+                   "She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\n#### 18"]
+    golds = [JANET_GOLD] * 4 + ["18"]
+    outputs = mix.score_all(RewardBatch.from_texts(completions, [JANET] * 5, golds))
+    output = outputs["first_error"]
+    assert output.scores[:4] == [0.0, -1.0, -1.0, -1.0]
+    assert output.scores[4] is None  # a bare gold answer: no opinion, resolved by the fallback
+    assert output.failures["no_reference"] == 1
+    assert [d["verdict"] for d in output.details] == ["ok", "ok", "unverified", "no_steps", "no_reference"]
+    assert output.step_scores[1] == [-1.0, 0.0, 0.0]
+    assert "7" in output.details[1]["unreachable"]
+    assert output.metrics["no_reference_fraction"] == pytest.approx(0.2)
+    assert output.metrics["unverified_fraction"] == pytest.approx(0.2)
+
+
+def test_the_judge_always_sees_the_whole_gold_solution():
+    component = FirstErrorReward(FirstErrorReward.Settings(backend="reference", reference="answer"))
+    assert component.make_item(JANET, ("x",), JANET_GOLD).gold == JANET_GOLD
+
+
+def test_settings_reach_the_judge_and_are_validated_with_did_you_mean():
+    settings = FirstErrorReward.Settings(backend="reference", max_depth=2, transformations=["units"], off_path="flag",
+                                         leap="flag", check_arithmetic=False)
+    judge = build_judge(settings)
+    assert isinstance(judge, ReferenceJudge)
+    assert judge.rules == ReferenceRules(max_depth=2, transformations=("units",), off_path="flag", leap="flag",
+                                         check_arithmetic=False)
+    with pytest.raises(ConfigError, match=r"rewards\.first_error\.max_deph: unknown key \(did you mean 'max_depth'\?\)"):
+        parse_rewards({"first_error": {"backend": "reference", "max_deph": 2}})
+    with pytest.raises(ConfigError, match=r"transformations\[0\]: invalid value 'unit'.*did you mean 'units'"):
+        parse_rewards({"first_error": {"backend": "reference", "transformations": ["unit"]}})
+    with pytest.raises(ConfigError, match=r"off_path: invalid value 'look_ahead'.*did you mean 'lookahead'"):
+        parse_rewards({"first_error": {"backend": "reference", "off_path": "look_ahead"}})
+    with pytest.raises(ConfigError, match=r"backend: invalid value 'referense'.*did you mean 'reference'"):
+        parse_rewards({"first_error": {"backend": "referense"}})
+    with pytest.raises(ConfigError, match=r"max_depth: must be 0, 1 or 2"):
+        parse_rewards({"first_error": {"backend": "reference", "max_depth": 3}})
+
+
+def test_cost_is_small_and_the_gold_is_read_once():
+    read_reference.cache_clear()
+    judge = ReferenceJudge()
+    steps = ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18.")
+    verdicts = judge.judge_sync([JudgeItem(JANET, steps, JANET_GOLD)] * 50)
+    assert all(v.index == -1 for v in verdicts)
+    assert read_reference.cache_info().misses == 1
+
+
+def test_validate_prints_the_reference_judge_next_to_the_arithmetic_one(tmp_path, capsys):
+    """The recipe's two judges on the shipped real MR-GSM8K fixture (250 flawed solutions, MIT):
+    localisation of each, side by side, through procrl validate."""
+    import json
+    from pathlib import Path
+
+    from procrl.cli import main
+
+    repo = Path(__file__).resolve().parent.parent
+    out = tmp_path / "v"
+    assert main(["validate", "--recipe", str(repo / "recipes" / "gsm8k_reference.yaml"), "--data",
+                 str(repo / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"), "--output-dir", str(out),
+                 "--quiet"]) == 0
+    table = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in table.splitlines() if line.startswith(("first_error ", "arithmetic_check "))}
+    assert set(lines) == {"first_error", "arithmetic_check"} and "acc_err" in table and "F1" in table
+    report = json.loads((out / "report.json").read_text())
+    reference, arithmetic = report["components"]["first_error"], report["components"]["arithmetic_check"]
+    assert (reference["backend"], arithmetic["backend"]) == ("reference", "arithmetic")
+    assert arithmetic["weight"] == 0.0
+    # measured on these 250: the reference judge localises the labelled first error about twice as often
+    assert reference["localisation"]["acc_err"] > 1.5 * arithmetic["localisation"]["acc_err"]
+    assert reference["localisation"]["error_found"] > 0.6 > arithmetic["localisation"]["error_found"]
+    assert reference["failures"]["no_reference"] <= 10  # MR-GSM8K's few reversed rows whose gold is a bare number
