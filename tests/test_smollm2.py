@@ -103,7 +103,7 @@ def test_grpo_resume_continues_from_the_checkpoint(grpo_run, capsys):
     assert lora_b_norm(grpo_run / "checkpoint-2" / "adapter_model.safetensors") != pytest.approx(before, rel=1e-6)
 
 
-def test_ppo_step_with_lora_changes_saves_and_resumes(smollm2, tmp_path):
+def test_ppo_step_with_lora_changes_saves_and_resumes_the_adapters(smollm2, tmp_path):
     output = tmp_path / "ppo"
     overrides = [f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.algorithm=ppo", "trainer.beta=0.05", *SHAPE]
     assert cli.main(["train", str(RECIPE), "--output-dir", str(output), *sets(*overrides, "trainer.max_steps=1")]) == 0
@@ -115,7 +115,7 @@ def test_ppo_step_with_lora_changes_saves_and_resumes(smollm2, tmp_path):
     assert cli.main(["train", str(RECIPE), "--output-dir", str(output), "--resume",
                      *sets(*overrides, "trainer.max_steps=2")]) == 0
     assert [h["step"] for h in history(output) if "loss/policy" in h] == [1, 2]
-    assert (output / "value_model" / "adapter_model.safetensors").is_file()
+    assert (output / "checkpoint-2" / "value_model" / "adapter_model.safetensors").is_file()
     assert lora_b_norm(output / "checkpoint-2" / "adapter_model.safetensors") != pytest.approx(
         lora_b_norm(output / "checkpoint-1" / "adapter_model.safetensors"), rel=1e-6)
 
@@ -149,7 +149,7 @@ def test_hf_judge_with_smollm2_parses_or_counts_every_verdict(smollm2):
     labelled = _labelled_rows()
     assert sorted(r["label"] for r in labelled)[:2] == [-1, -1] and len(labelled) == 4
     mix = RewardMix(parse_rewards({"judge": {"type": "first_error", "backend": "hf", "model": SMOLLM2,
-                                             "max_tokens": 64, "batch_size": 4}}))
+                                             "max_tokens": 48, "batch_size": 4}}))
     completions = ["\n".join(r["steps"]) + f"\n#### {r['answer']}" for r in labelled]
     output = mix.compute("judge", RewardBatch.from_texts(completions, [r["problem"] for r in labelled],
                                                          [r["answer"] for r in labelled]))
