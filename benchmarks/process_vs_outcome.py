@@ -125,7 +125,7 @@ def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
 
 
 def summarize(start: dict, arms: dict[str, dict[int, dict]]) -> dict[str, dict]:
-    from procrl.hacking import Behaviour, suspicions
+    from procrl.observe.hacking import Behaviour, suspicions
 
     def as_behaviour(m: dict) -> Behaviour:
         return Behaviour(m["mean_steps"], m["mean_length"], m["process_reward"], m["answer_accuracy"])
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
 
     from procrl.recipe import load_recipe
-    from procrl.reasoner import ensure_tiny_reasoner
+    from procrl.models.reasoner import ensure_tiny_reasoner
 
     recipe = load_recipe(str(RECIPE))
     ensure_tiny_reasoner()  # built once, outside the timed arms' logs

@@ -38,7 +38,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from procrl.plan import KNOWN_ARCHITECTURES
+from procrl.launch.plan import KNOWN_ARCHITECTURES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -155,7 +155,7 @@ def _build_qwen_like(directory: Path, corpus: Sequence[str], vocab_size: int) ->
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from procrl.models import CHAT_TEMPLATE
+    from procrl.models.loading import CHAT_TEMPLATE
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([

@@ -45,8 +45,8 @@ CORPORA = {
 INSTRUMENT = ("validate.py", "validate_metrics.py", "corpora.py")
 RUN = """
 import json, sys
-from procrl.scoring import _jsonable
-from procrl.validate import run_validation
+from procrl.evaluation.score import _jsonable
+from procrl.evaluation.validate import run_validation
 recipe, overrides, data, resamples, out = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 result = run_validation(recipe, overrides, data, resamples=resamples)
 with open(out, "w") as handle:

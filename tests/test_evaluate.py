@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl import evaluate as ev
-from procrl.cli import main as cli_main
-from procrl.config import ConfigError
+from procrl.evaluation import evaluate as ev
+from procrl.launch.cli import main as cli_main
+from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardOutput
@@ -292,7 +292,7 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     # the tiny random model's greedy output is one repeated token; noise on its matrices makes it
     # depend on the prompt, so that equal completions mean something
@@ -336,13 +336,13 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     (1, 1, 1, 1.0),
 ])
 def test_pass_at_k_hand_computed(n, c, k, expected):
-    from procrl.eval_metrics import pass_at_k
+    from procrl.observe.eval_metrics import pass_at_k
 
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 
 
 def test_pass_at_k_matches_the_binomial_formula_and_rejects_bad_input():
-    from procrl.eval_metrics import pass_at_k
+    from procrl.observe.eval_metrics import pass_at_k
 
     for n in range(1, 13):
         for c in range(n + 1):
@@ -355,7 +355,7 @@ def test_pass_at_k_matches_the_binomial_formula_and_rejects_bad_input():
 
 
 def test_majority_vote_and_standard_error():
-    from procrl.eval_metrics import default_ks, majority_answer, standard_error
+    from procrl.observe.eval_metrics import default_ks, majority_answer, standard_error
 
     assert majority_answer([3.0, 4.0, 4.0, None, 3.0]) == 3.0  # tie: the answer seen first
     assert majority_answer([None, 2.0000000001, 2.0, 5.0]) == pytest.approx(2.0)  # equal within 1e-6

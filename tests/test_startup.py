@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
+from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
 from tests.launch_utils import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")

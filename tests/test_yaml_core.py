@@ -12,8 +12,10 @@ import textwrap
 import pytest
 import yaml
 
-from procrl import cli, yaml_core
-from procrl.config import ConfigError
+from procrl.launch import cli
+
+from procrl.core import yaml_core
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
 
 RECIPE_12 = textwrap.dedent("""\

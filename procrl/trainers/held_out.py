@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from procrl import diagnostics as diag
-from procrl.eval_metrics import SampleOutcome, summarize
+from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardOutput
 
 __all__ = ["HeldOutEvaluation", "OutcomeCollector", "held_out_metrics"]
@@ -40,7 +40,8 @@ class OutcomeCollector:
         self._lock = threading.Lock()
 
     def observe(self, batch: RewardBatch, outputs: dict[str, RewardOutput], log_metric=None, log_extra=None) -> None:
-        from procrl.rewards.accuracy import AccuracyReward, extract_prediction, parse_gold
+        from procrl.core.answers import extract_prediction, parse_gold
+        from procrl.rewards.accuracy import AccuracyReward
 
         kinds = diag.component_kinds(self.types, outputs)
         accuracy = next((n for n, k in kinds.items() if k == diag.ACCURACY), None)
