@@ -400,3 +400,50 @@ def test_evaluation_judge_outside_the_trained_mix(tmp_path):
     with pytest.raises(ConfigError, match=r"data\.eval_judge: no first_error component named 'first_eror' "
                                           r"\(did you mean 'first_error'\?\)"):
         load_recipe(TINY, ev.judge_overrides("first_eror", trained))
+
+
+def test_default_output_dir_is_named_after_the_model(tmp_path):
+    recipe = load_recipe(TINY, ["rewards.trace=false"], str(tmp_path / "out"))
+    run = tmp_path / "run"
+    (run / "checkpoint-4").mkdir(parents=True)
+    (run / "run_info.json").write_text("{}")
+    foreign = tmp_path / "models" / "my-model"
+    foreign.mkdir(parents=True)
+    assert ev.default_output_dir(recipe, str(run)) == run / "eval-test"  # a procrl run keeps its evaluations
+    assert ev.default_output_dir(recipe, str(run / "checkpoint-4"), "train") == run / "eval-train-checkpoint-4"
+    out = tmp_path / "out"
+    assert ev.default_output_dir(recipe, "procrl:tiny-reasoner") == out / "eval-test-procrl-tiny-reasoner"
+    assert ev.default_output_dir(recipe, "Qwen/Qwen2.5-7B-Instruct") == out / "eval-test-Qwen--Qwen2.5-7B-Instruct"
+    assert ev.default_output_dir(recipe, "org/repo", "test", "model-Q4_K_M.gguf") == out / "eval-test-org--repo-model-Q4_K_M"
+    assert ev.default_output_dir(recipe, str(foreign)) == out / "eval-test-my-model"
+    assert ev.default_output_dir(recipe) == out / "eval-test-procrl-tiny-qwen2"  # the recipe's policy
+
+
+def test_start_and_trained_model_leave_two_reports(tmp_path, capsys, monkeypatch):
+    """The Quick start's two evaluates (the start model, then the trained run) without --output-dir."""
+    import shutil
+
+    from procrl.models.tiny import ensure_tiny_model
+
+    monkeypatch.setattr(ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers"))
+    run = tmp_path / "out"  # the recipe's output_dir, as after procrl train
+    shutil.copytree(ensure_tiny_model(), run)
+    (run / "run_info.json").write_text("{}")
+    argv = ["evaluate", "--recipe", str(TINY), "--set", "rewards.trace=false", "--set", f"output_dir={run}", "--limit", "2"]
+    assert cli_main([*argv, "--model", "procrl:tiny-qwen2"]) == 0
+    assert f"wrote {run / 'eval-test-procrl-tiny-qwen2' / 'report.json'}" in capsys.readouterr().out
+    assert cli_main([*argv, "--model", str(run)]) == 0
+    assert f"wrote {run / 'eval-test' / 'report.json'}" in capsys.readouterr().out
+    first = json.loads((run / "eval-test-procrl-tiny-qwen2" / "report.json").read_text())
+    second = json.loads((run / "eval-test" / "report.json").read_text())
+    assert (first["model"], second["model"]) == ("procrl:tiny-qwen2", str(run))
+    assert cli_main([*argv, "--model", str(run)]) == 0  # the same model again: its own earlier report is replaced
+    # a report file procrl did not write is never replaced, in the default dir or a given one
+    for directory, extra in ((run / "eval-train", ["--split", "train"]), (tmp_path / "mine", ["--output-dir", str(tmp_path / "mine")])):
+        directory.mkdir()
+        (directory / "report.md").write_text("my notes")
+        capsys.readouterr()
+        assert cli_main([*argv, "--model", str(run), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"procrl: error: --output-dir: {directory}") and "not written by procrl evaluate" in err
+        assert (directory / "report.md").read_text() == "my notes" and not (directory / "report.json").exists()

@@ -6,7 +6,8 @@ generation), scores them with the recipe's reward mix and reports answer-only ac
 reasoning-aware accuracy (answer right AND the first-error component found no error), their gap
 (ReTraceQA's inflation), pass@k and maj@k with their reasoning-aware variants
 (``procrl/eval_metrics.py``), each with its standard error, and the mean of every component.
-Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory.
+Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory
+(default: a folder named after the model, :func:`default_output_dir`).
 
 Which first-error judge decides reasoning-aware accuracy: the recipe's ``data.eval_judge`` (a
 first_error component, weight 0 to keep it out of the trained reward), or ``--judge`` (a component
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -31,8 +33,8 @@ from procrl.core.config import ConfigError
 from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
 
-__all__ = ["Sampling", "aggregate_outputs", "build_report", "evaluate", "generate_completions", "sample_outcomes",
-           "write_report"]
+__all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir", "evaluate", "generate_completions",
+           "sample_outcomes", "write_report"]
 
 
 @dataclass(frozen=True)
@@ -434,6 +436,58 @@ def write_report(report: dict[str, Any], directory: Path) -> None:
     (directory / "report.md").write_text(report_markdown(report))
 
 
+# --- where the report goes -----------------------------------------------------------------------
+
+REPORT_FILES = ("report.json", "report.md", "completions.jsonl")
+
+
+def _folder_name(name: str) -> str:
+    """A model's name as one folder name: ``procrl:tiny-reasoner`` -> ``procrl-tiny-reasoner``,
+    ``Qwen/Qwen2.5-7B-Instruct`` -> ``Qwen--Qwen2.5-7B-Instruct`` (the Hub cache's spelling)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name.replace("/", "--")).strip("-.") or "model"
+
+
+def default_output_dir(recipe, model: str | None = None, split: str = "test", gguf_file: str | None = None) -> Path:
+    """Where ``procrl evaluate`` writes without ``--output-dir``: a folder named after the model, so
+    that evaluating the start model and then the trained one leaves two reports.
+
+    * a procrl run's output dir (it holds ``run_info.json``): its own ``eval-<split>``;
+    * a checkpoint of one: the run's ``eval-<split>-checkpoint-N`` (not inside the checkpoint,
+      which checkpoint rotation deletes);
+    * anything else (an embedded ``procrl:`` name, a Hub id, a ``.gguf`` file, another local
+      directory; without ``--model``, the recipe's policy): the recipe's
+      ``<output_dir>/eval-<split>-<model name>``, the name made a folder name (a local path: its
+      last part; a GGUF inside a repository adds the file's name)."""
+    name, file = (recipe.model.name_or_path, recipe.model.gguf_file) if model is None else (model, gguf_file)
+    path = Path(name).expanduser()
+    if path.is_dir() and (path / "run_info.json").is_file():
+        return path / f"eval-{split}"
+    if path.is_dir() and path.name.startswith("checkpoint-") and (path.parent / "run_info.json").is_file():
+        return path.parent / f"eval-{split}-{path.name}"
+    label = (path.stem if path.is_file() else path.name) if path.exists() else name
+    if file:
+        label += "-" + Path(file).stem
+    return Path(recipe.output_dir) / f"eval-{split}-{_folder_name(label)}"
+
+
+def _is_evaluate_report(path: Path) -> bool:
+    try:
+        return {"model", "split", "n", "components"} <= set(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return False
+
+
+def check_report_dir(directory: Path, given: bool) -> None:
+    """Refuse, before anything loads, a directory that holds a report file (report.json, report.md,
+    completions.jsonl) an earlier ``procrl evaluate`` did not write: procrl never replaces what it did
+    not create. An earlier evaluation's report is replaced (evaluating the same model again)."""
+    present = [name for name in REPORT_FILES if (directory / name).exists()]
+    if present and not _is_evaluate_report(directory / "report.json"):
+        what = f"{directory}" if given else f"{directory} (the default output dir for this model)"
+        raise ConfigError(f"--output-dir: {what} holds {', '.join(present)}, not written by procrl evaluate; "
+                          "give another directory")
+
+
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -509,9 +563,10 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         resolve = lambda: policy_source(recipe.model)  # noqa: E731
     else:
         resolve = lambda: model_source(model, gguf_file)  # noqa: E731
+    directory = Path(output_dir) if output_dir else default_output_dir(recipe, model, split, gguf_file)
     model = f"{name} (gguf_file {file})" if file else name
-    directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     check_output_dir_option("--output-dir", directory)  # created once there is something to write
+    check_report_dir(directory, given=bool(output_dir))
     from procrl.core.paths import is_local_data_file
 
     local_notes = []
@@ -640,7 +695,8 @@ def add_evaluate_command(commands) -> None:
     p.add_argument("--split", default="test", help="Dataset split to evaluate on.")
     p.add_argument("--limit", type=int, default=None, help="Evaluate only the first N problems.")
     p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "
-                                                      "(default: <recipe output_dir>/eval-<split>).")
+                                                      "(default: named after --model: a procrl run's own <dir>/eval-<split>, else "
+                                                      "<recipe output_dir>/eval-<split>-<model name>).")
     p.add_argument("--batch-size", type=int, default=8, help="Prompts generated together (transformers backend).")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="Generation length (default: the recipe's trainer.max_completion_length, else 256).")
@@ -688,7 +744,8 @@ def _cmd_evaluate(args) -> int:
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
                       log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file)
-    directory = Path(args.output_dir or Path(recipe.output_dir) / f"eval-{args.split}")
+    directory = Path(args.output_dir) if args.output_dir else default_output_dir(recipe, args.model, args.split,
+                                                                                  args.gguf_file)
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
     print(f"{report['n']} problems, {how} (value ± standard error)")
