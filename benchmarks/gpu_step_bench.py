@@ -259,7 +259,7 @@ def static_memory(trainer, gradient_bytes: int) -> dict[str, int]:
 
 
 def estimated_memory(recipe) -> dict[str, Any]:
-    """procrl check's estimate for this recipe (procrl/plan.py), in bytes."""
+    """procrl check's estimate for this recipe (procrl/launch/plan.py), in bytes."""
     from procrl.launch.plan import policy_memory_estimate
 
     estimate = policy_memory_estimate(recipe, processes=1)
@@ -485,7 +485,7 @@ def report(spec: dict, arms: list[dict]) -> str:
         lines.append(f"the policy's completions (random weights: word salad) as the rewards read them: {text['chars']:.0f} "
                      f"characters, {text['steps']:.1f} steps, {text['sentences']:.1f} sentences each (last batch)")
     lines.append("")
-    lines.append("memory that procrl check estimates (procrl/plan.py, this recipe on 1 process), measured in the run "
+    lines.append("memory that procrl check estimates (procrl/launch/plan.py, this recipe on 1 process), measured in the run "
                  "(weights and optimizer states after the last step, gradients before its optimizer step):")
     for a in arms:
         m, e = a["memory_measured"], a["memory_estimated"]

@@ -20,7 +20,7 @@ accuracy is judged twice from the same completions: by the evaluation judge (``-
 default ``reference``: ``procrl evaluate --judge reference``, a weight-0 component the trained
 mixes of arms 1-5 do not contain) and by the recipe's arithmetic judge (the one arms 2-5 train on,
 ``reasoning_aware_accuracy_arithmetic``: right answer and its first_error score 0). The starting
-model is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``) compares
+model is evaluated the same way once. The reward-hacking watch (``procrl/observe/hacking.py``) compares
 each arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final

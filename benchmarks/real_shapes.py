@@ -80,7 +80,7 @@ _QWEN25 = {
     "rope_theta": 1000000.0, "use_sliding_window": False, "attention_dropout": 0.0, "initializer_range": 0.02,
     "bos_token_id": 151643, "eos_token_id": 151645,
 }
-# the shapes procrl check plans with (procrl/plan.py), completed to a loadable config
+# the shapes procrl check plans with (procrl/launch/plan.py), completed to a loadable config
 QWEN25 = {size: {**_QWEN25, **KNOWN_ARCHITECTURES[f"qwen2.5-{size}"]} for size in ("0.5b", "1.5b", "7b")}
 TINY_QWEN25_LM = {**_QWEN25, "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                   "num_attention_heads": 2, "num_key_value_heads": 1, "tie_word_embeddings": True}

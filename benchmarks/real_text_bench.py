@@ -11,7 +11,7 @@ downloads a model) is the one of this checkout in both arms.
 
 Each arm is a fresh interpreter with its source first on ``PYTHONPATH`` (same venv). The
 baseline is ``git archive REV`` extracted into a temporary directory, as
-``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/validate.py``,
+``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/evaluation/validate.py``,
 ``validate_metrics.py``, ``corpora.py``) copied over it: the measuring code is the same in both
 arms, the rewards, segmentation and scoring are the baseline's.
 

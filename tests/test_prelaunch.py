@@ -1,4 +1,4 @@
-"""Launching a recipe the machine can't run: the pre-launch checks (procrl/prelaunch.py) end it
+"""Launching a recipe the machine can't run: the pre-launch checks (procrl/launch/prelaunch.py) end it
 before any rank starts, one line per problem naming the recipe key, exit status 2, from
 ``procrl train`` and from inside ``accelerate launch`` (the start-up hook); the Hub is asked
 through huggingface_hub against a local stand-in (the real Hub is external), never when

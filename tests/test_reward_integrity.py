@@ -1,7 +1,7 @@
 """No built-in reward mix pays a policy for skipping, padding, hedging or slipping in its
 reasoning (REWARDS.md section 0; README "What the mixes guarantee").
 
-For 500 GSM8K train problems, five completions each (procrl/data/integrity.py): the reference
+For 500 GSM8K train problems, five completions each (procrl/evaluation/integrity.py): the reference
 solution W; W with one intermediate calculation result changed, final answer kept (S); S after
 three number-free restatement steps (P); the answer line alone (A); three hedging sentences and
 the answer line (H). Every recipe in recipes/ whose rewards run without a download (judges with

@@ -1,4 +1,4 @@
-"""Start-up: validating a recipe does not import TRL (procrl/trl_schema.py holds GRPOConfig's
+"""Start-up: validating a recipe does not import TRL (procrl/recipe/trl_schema.py holds GRPOConfig's
 fields, checked here against the installed TRL); ``procrl score`` reads only the reward mix (no
 ``model:`` section needed, ``trainer:`` not read) and, like ``procrl check``, imports neither
 torch, transformers, TRL nor peft when the rewards need no model. Timing and memory are measured

@@ -1,4 +1,4 @@
-"""One YAML loader for recipes and --set values (procrl/yaml_core.py): YAML 1.2 core-schema
+"""One YAML loader for recipes and --set values (procrl/core/yaml_core.py): YAML 1.2 core-schema
 scalars through a file and through --set, output that reads back the same, and the alias-bomb
 guard (issue 13 item 6) refusing a tiny recipe that would expand to gigabytes."""
 

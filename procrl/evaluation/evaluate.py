@@ -5,7 +5,7 @@ Generates one greedy answer per problem, or ``--num-samples k`` sampled ones (``
 generation), scores them with the recipe's reward mix and reports answer-only accuracy,
 reasoning-aware accuracy (answer right AND the first-error component found no error), their gap
 (ReTraceQA's inflation), pass@k and maj@k with their reasoning-aware variants
-(``procrl/eval_metrics.py``), each with its standard error, and the mean of every component.
+(``procrl/observe/eval_metrics.py``), each with its standard error, and the mean of every component.
 Writes ``report.json``, ``report.md``, ``completions.jsonl`` and PNG plots to the output directory
 (default: a folder named after the model, :func:`default_output_dir`).
 
@@ -514,7 +514,7 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
 
 def _check_run_model(model: str) -> None:
     """A run's output dir whose final model is incomplete or missing: one line naming the
-    checkpoint to evaluate instead (procrl/checkpoints.py)."""
+    checkpoint to evaluate instead (procrl/trainers/checkpoints.py)."""
     from procrl.trainers.checkpoints import final_model_problem, newest_complete_checkpoint
 
     if not Path(model).is_dir():
@@ -634,7 +634,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
 def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float], types: dict[str, str],
                       completions: list[str], accuracy: list[float | None],
                       records: list | None) -> dict[str, float | None]:
-    """What the reward-hacking watch compares (``procrl/hacking.py``): mean steps per completion
+    """What the reward-hacking watch compares (``procrl/observe/hacking.py``): mean steps per completion
     (the first-error judge's count, else procrl's step segmentation), mean length in characters,
     mean process reward (weighted components other than accuracy and format) and accuracy."""
     from procrl.observe.hacking import behaviour, process_totals

@@ -92,7 +92,7 @@ def check_paths(input_path: str, output_path: str) -> None:
             if not parent.is_dir():
                 raise ConfigError(f"--output: {parent} is a file, so {output_path} cannot be created")
             break
-    output_target(output_path, "--output")  # a socket, a block device: refused (procrl/atomic.py)
+    output_target(output_path, "--output")  # a socket, a block device: refused (procrl/core/atomic.py)
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -320,7 +320,7 @@ def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: in
         if report is not None and reported > max_reported:
             report(f"... {reported - max_reported} more failed rows (see each row's diagnostics)")
         output.commit()
-    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/interrupts.py)
+    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
         from procrl.core.interrupts import interrupted
 
         output.abort()

@@ -197,7 +197,7 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
         from procrl.launch.prelaunch import check_before_launch
 
-        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/prelaunch.py)
+        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
         check_before_launch(recipe, launch_args, launching=launching)
     if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)

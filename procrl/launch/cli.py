@@ -26,7 +26,7 @@ def _add_recipe_options(p: argparse.ArgumentParser, positional: bool = True) -> 
 
 def _cmd_train(args) -> int:
     # Honours the recipe's launch: section (starts accelerate unless already launched); unknown
-    # flags are accelerate launch flags and win over the recipe's (procrl/launch.py).
+    # flags are accelerate launch flags and win over the recipe's (procrl/launch/accelerate.py).
     from procrl.launch.accelerate import run_train, split_launch_args
 
     launch_args = split_launch_args(getattr(args, "launch_args", []))

@@ -297,7 +297,7 @@ def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
 
 def _trainer_inputs(recipe: Recipe, args, mix=None):
     """(tokenizer, training prompts, held-out prompts or None), after seeding; the gold answers
-    and prompt lengths checked before any model loads (procrl/data/checks.py), their numbers
+    and prompt lengths checked before any model loads (procrl/recipe/checks.py), their numbers
     logged through ``mix``."""
     from transformers import set_seed
 
@@ -418,7 +418,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             trainer.train(resume_from_checkpoint=checkpoint)
         stage = "final save"
         save_final_model(trainer, recipe.output_dir)
-    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/interrupts.py)
+    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
         if stage == "final save":
             raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None
         raise interrupted(error, kept(recipe.output_dir)) from None

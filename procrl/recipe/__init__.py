@@ -312,7 +312,7 @@ MANAGED_TRL_FIELDS = {
 
 @functools.lru_cache(maxsize=1)
 def trl_fields() -> dict[str, Any]:
-    """GRPOConfig field name -> type, from procrl's table of TRL's fields (procrl/trl_schema.py,
+    """GRPOConfig field name -> type, from procrl's table of TRL's fields (procrl/recipe/trl_schema.py,
     checked against the installed TRL by the tests): validating a recipe never imports TRL."""
     from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS
 
@@ -549,7 +549,7 @@ def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, out
                 *, scoring: bool = False) -> Recipe:
     """Read, override and validate a recipe file (its directory and the working directory go on
     the import path first: :func:`add_import_paths`); ``scoring``: see :func:`parse_recipe`."""
-    raw = apply_overrides(read_recipe_file(path), overrides or [])  # registers the secret values (procrl/redaction.py)
+    raw = apply_overrides(read_recipe_file(path), overrides or [])  # registers the secret values (procrl/core/redaction.py)
     add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir
