@@ -42,7 +42,8 @@ CORPORA = {
     "BIG-Bench-Mistake": ("WHGTyen+BIG-Bench-Mistake", ["multistep_arithmetic.jsonl"]),
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
-INSTRUMENT = ("validate.py", "validate_metrics.py", "corpora.py")
+# (paths under procrl/; a baseline revision from before the layered layout (issue #22) cannot take them)
+INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_metrics.py", "evaluation/corpora.py")
 RUN = """
 import json, sys
 from procrl.evaluation.score import _jsonable
@@ -82,6 +83,7 @@ def baseline_source(revision: str, directory: Path) -> Path:
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
     for name in INSTRUMENT:
+        (directory / "procrl" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / "procrl" / name, directory / "procrl" / name)
     return directory
 
