@@ -204,6 +204,8 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     if launch_args:
         raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
     note_outer_launch(recipe)
+    from procrl.launch.run import train_reporting_failure
+
     train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
     return 0
 
