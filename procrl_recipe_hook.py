@@ -13,7 +13,7 @@ script's name ends in ``.yaml``/``.yml`` (or is ``accelerate``/``accelerate-laun
 recipe marker line ``recipe: procrl/v1`` at the top level.
 
 In the ``accelerate launch ... RECIPE.yaml`` process itself it runs procrl's pre-launch checks
-(vLLM, GPUs, models and data findable: procrl/prelaunch.py) before accelerate starts any process,
+(vLLM, GPUs, models and data findable: procrl/launch/prelaunch.py) before accelerate starts any process,
 and ends it with one line per problem and exit status 2 when the machine cannot run the recipe. Any other file is left to Python untouched
 (read once, never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this
 process and ends the interpreter with that exit status (a .pth line cannot raise SystemExit:
@@ -78,7 +78,7 @@ def run() -> None:
     try:
         # custom reward modules next to the recipe or in the cwd: procrl.recipe.load_recipe puts
         # both directories on sys.path, in every process that reads the recipe
-        from procrl.launch import run_recipe_script
+        from procrl.launch.accelerate import run_recipe_script
 
         code = _exit_code(run_recipe_script(script, sys.argv[1:]))
     except SystemExit as exit_:
@@ -96,13 +96,13 @@ def run() -> None:
 
 def _check_accelerate_launch(args: list) -> None:
     """In the ``accelerate launch`` process, when one of its arguments is a procrl recipe: the
-    pre-launch checks (procrl.launch.check_accelerate_launch) before accelerate starts any
+    pre-launch checks (procrl.launch.accelerate.check_accelerate_launch) before accelerate starts any
     process; on a problem, its lines and exit status 2, without accelerate's traceback."""
     if not any(arg.lower().endswith((".yaml", ".yml")) and has_marker(arg) for arg in args):
         return  # not a recipe launch (an accelerate config file has no marker): procrl is not imported
     code = None
     try:
-        from procrl.launch import check_accelerate_launch
+        from procrl.launch.accelerate import check_accelerate_launch
 
         code = check_accelerate_launch(list(args))
     except KeyboardInterrupt:

@@ -4,7 +4,7 @@ reward models: step time, each phase's and each reward component's share, peak G
 generated tokens/s, and the measured memory against ``procrl check``'s estimate. Writes JSON.
 
 What runs is procrl's real code: the recipe (``--recipe``, default
-recipes/gsm8k_grpo_process.yaml) loaded with ``--set``-style overrides, ``procrl.run.build_trainer``
+recipes/gsm8k_grpo_process.yaml) loaded with ``--set``-style overrides, ``procrl.launch.run.build_trainer``
 (procrl's GRPO / process-GRPO trainer on TRL, its reward mix, data loading and prompt
 formatting), ``trainer.train()``. The benchmark only wraps a few trainer methods with timers
 (TRL's ``_generate_single_turn``, ``_calculate_rewards``, ``_generate_and_score_completions``)
@@ -71,7 +71,7 @@ GIB = 1024**3
 
 def build_models(shape: str, reward_models: str, nli_needed: bool, device: str, tagger_needed: bool) -> dict[str, str]:
     """The policy (random weights of ``shape``) and the reward models the recipe needs; their directories."""
-    from procrl.models import TOKENIZER_ASSET
+    from procrl.models.loading import TOKENIZER_ASSET
 
     tokenizer = TOKENIZER_ASSET if shape == "tiny" else real_shapes.local_tokenizer("qwen2.5")
     dtype = "float32" if (device == "cpu" and shape in ("tiny", "micro")) else "bfloat16"
@@ -89,7 +89,7 @@ def build_models(shape: str, reward_models: str, nli_needed: bool, device: str, 
             out["nli_model"] = "DeBERTa-v3-large NLI (435M)"
     else:
         from procrl.rewards.nli import write_tiny_nli_model
-        from procrl.rewards.trace_train import write_tiny_tagger
+        from procrl.trainers.tagger import write_tiny_tagger
 
         root = real_shapes.cache_dir()
         tagger = root / "tiny-tagger-h32-l2-s0"
@@ -259,8 +259,8 @@ def static_memory(trainer, gradient_bytes: int) -> dict[str, int]:
 
 
 def estimated_memory(recipe) -> dict[str, Any]:
-    """procrl check's estimate for this recipe (procrl/plan.py), in bytes."""
-    from procrl.plan import policy_memory_estimate
+    """procrl check's estimate for this recipe (procrl/launch/plan.py), in bytes."""
+    from procrl.launch.plan import policy_memory_estimate
 
     estimate = policy_memory_estimate(recipe, processes=1)
     if estimate is None:
@@ -278,7 +278,7 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
 
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardBatch
-    from procrl.run import build_trainer
+    from procrl.launch.run import build_trainer
 
     hf_logging.disable_progress_bar()
     cuda = spec["device"] == "cuda"
@@ -485,7 +485,7 @@ def report(spec: dict, arms: list[dict]) -> str:
         lines.append(f"the policy's completions (random weights: word salad) as the rewards read them: {text['chars']:.0f} "
                      f"characters, {text['steps']:.1f} steps, {text['sentences']:.1f} sentences each (last batch)")
     lines.append("")
-    lines.append("memory that procrl check estimates (procrl/plan.py, this recipe on 1 process), measured in the run "
+    lines.append("memory that procrl check estimates (procrl/launch/plan.py, this recipe on 1 process), measured in the run "
                  "(weights and optimizer states after the last step, gradients before its optimizer step):")
     for a in arms:
         m, e = a["memory_measured"], a["memory_estimated"]

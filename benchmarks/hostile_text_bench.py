@@ -90,7 +90,7 @@ def main() -> None:
     parser.add_argument("--naive-timeout", type=float, default=30.0)
     args = parser.parse_args()
 
-    from procrl.text import MAX_CHARS, segment
+    from procrl.core.text import MAX_CHARS, segment
 
     segment("Warm up the sentence pipeline.")
     mix = build_mix()

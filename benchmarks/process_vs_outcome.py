@@ -20,7 +20,7 @@ accuracy is judged twice from the same completions: by the evaluation judge (``-
 default ``reference``: ``procrl evaluate --judge reference``, a weight-0 component the trained
 mixes of arms 1-5 do not contain) and by the recipe's arithmetic judge (the one arms 2-5 train on,
 ``reasoning_aware_accuracy_arithmetic``: right answer and its first_error score 0). The starting
-model is evaluated the same way once. The reward-hacking watch (``procrl/hacking.py``) compares
+model is evaluated the same way once. The reward-hacking watch (``procrl/observe/hacking.py``) compares
 each arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
@@ -125,7 +125,7 @@ def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
 
 
 def summarize(start: dict, arms: dict[str, dict[int, dict]]) -> dict[str, dict]:
-    from procrl.hacking import Behaviour, suspicions
+    from procrl.observe.hacking import Behaviour, suspicions
 
     def as_behaviour(m: dict) -> Behaviour:
         return Behaviour(m["mean_steps"], m["mean_length"], m["process_reward"], m["answer_accuracy"])
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
 
     from procrl.recipe import load_recipe
-    from procrl.reasoner import ensure_tiny_reasoner
+    from procrl.models.reasoner import ensure_tiny_reasoner
 
     recipe = load_recipe(str(RECIPE))
     ensure_tiny_reasoner()  # built once, outside the timed arms' logs

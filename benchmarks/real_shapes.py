@@ -38,7 +38,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from procrl.plan import KNOWN_ARCHITECTURES
+from procrl.launch.plan import KNOWN_ARCHITECTURES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -80,7 +80,7 @@ _QWEN25 = {
     "rope_theta": 1000000.0, "use_sliding_window": False, "attention_dropout": 0.0, "initializer_range": 0.02,
     "bos_token_id": 151643, "eos_token_id": 151645,
 }
-# the shapes procrl check plans with (procrl/plan.py), completed to a loadable config
+# the shapes procrl check plans with (procrl/launch/plan.py), completed to a loadable config
 QWEN25 = {size: {**_QWEN25, **KNOWN_ARCHITECTURES[f"qwen2.5-{size}"]} for size in ("0.5b", "1.5b", "7b")}
 TINY_QWEN25_LM = {**_QWEN25, "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
                   "num_attention_heads": 2, "num_key_value_heads": 1, "tie_word_embeddings": True}
@@ -155,7 +155,7 @@ def _build_qwen_like(directory: Path, corpus: Sequence[str], vocab_size: int) ->
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    from procrl.models import CHAT_TEMPLATE
+    from procrl.models.loading import CHAT_TEMPLATE
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([

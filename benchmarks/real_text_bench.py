@@ -11,7 +11,7 @@ downloads a model) is the one of this checkout in both arms.
 
 Each arm is a fresh interpreter with its source first on ``PYTHONPATH`` (same venv). The
 baseline is ``git archive REV`` extracted into a temporary directory, as
-``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/validate.py``,
+``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/evaluation/validate.py``,
 ``validate_metrics.py``, ``corpora.py``) copied over it: the measuring code is the same in both
 arms, the rewards, segmentation and scoring are the baseline's.
 
@@ -42,11 +42,12 @@ CORPORA = {
     "BIG-Bench-Mistake": ("WHGTyen+BIG-Bench-Mistake", ["multistep_arithmetic.jsonl"]),
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
-INSTRUMENT = ("validate.py", "validate_metrics.py", "corpora.py")
+# (paths under procrl/; a baseline revision from before the layered layout (issue #22) cannot take them)
+INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_metrics.py", "evaluation/corpora.py")
 RUN = """
 import json, sys
-from procrl.scoring import _jsonable
-from procrl.validate import run_validation
+from procrl.evaluation.score import _jsonable
+from procrl.evaluation.validate import run_validation
 recipe, overrides, data, resamples, out = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 result = run_validation(recipe, overrides, data, resamples=resamples)
 with open(out, "w") as handle:
@@ -82,6 +83,7 @@ def baseline_source(revision: str, directory: Path) -> Path:
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
     for name in INSTRUMENT:
+        (directory / "procrl" / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / "procrl" / name, directory / "procrl" / name)
     return directory
 

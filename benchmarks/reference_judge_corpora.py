@@ -70,9 +70,9 @@ def records(text: str) -> list[dict]:
 def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """The grading files and the procrl-format rows; per kept id: (label on the data's steps,
     procrl's step count)."""
-    from procrl.corpora import read_solutions
-    from procrl.text import segment
-    from procrl.validate_metrics import map_label
+    from procrl.evaluation.corpora import read_solutions
+    from procrl.core.text import segment
+    from procrl.evaluation.validate_metrics import map_label
 
     folder = output / "mr_gsm8k"
     folder.mkdir(parents=True, exist_ok=True)

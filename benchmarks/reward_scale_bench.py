@@ -151,7 +151,7 @@ def _timed(function: Callable[[], Any], device: str) -> tuple[float, float, Any]
 
 def recipe_geometry(path: Path) -> dict[str, int]:
     """Completions per optimizer step (all ranks) and per rank, from the recipe's plan."""
-    from procrl.plan import plan
+    from procrl.launch.plan import plan
     from procrl.recipe import load_recipe
 
     values = plan(load_recipe(str(path)))
@@ -296,7 +296,7 @@ def bench_trace(model_dir: Path, rows: list[dict], measure: int, repeats: int, d
 
 def informativeness_requests(component, batch) -> list[tuple[int, int, list[tuple[str, str]]]]:
     """Per scorable chain: (index, steps, [(context, target)]) exactly as the component builds them."""
-    from procrl.rewards.accuracy import extract_prediction
+    from procrl.core.answers import extract_prediction
     from procrl.rewards.receval import format_answer, informativeness_contexts
 
     s = component.settings
@@ -381,7 +381,7 @@ def bench_cheap(rows: list[dict], repeats: int) -> list[dict[str, Any]]:
         batch = make_batch(rows)
         elapsed, _, _ = _timed(lambda: batch.segmentations, "cpu")
         seconds.append(elapsed)
-    out.append({"component": "segmentation (shared)", "model": "procrl.text (spaCy sentencizer), once per batch",
+    out.append({"component": "segmentation (shared)", "model": "procrl.core.text (spaCy sentencizer), once per batch",
                 "seconds_per_batch": statistics.median(seconds)})
     batch = make_batch(rows)
     batch.segmentations  # noqa: B018

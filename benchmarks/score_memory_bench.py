@@ -41,7 +41,7 @@ def load_everything(recipe_path: str, source: str, output: str, batch_size: int)
     """The baseline: all rows in a list, all scored rows kept, the summary and the output at the end."""
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
-    from procrl.scoring import RunningSummary, score_batch
+    from procrl.evaluation.score import RunningSummary, score_batch
 
     rows = [json.loads(line) for line in Path(source).read_text(encoding="utf-8").splitlines() if line.strip()]
     mix = RewardMix(load_recipe(recipe_path, scoring=True).rewards)

@@ -24,7 +24,7 @@ GSM8K_TRAIN = REPO.parent / "shared" / "data" / "gsm8k" / "train.jsonl"
 
 
 def sentences(count: int) -> list[str]:
-    from procrl.text import segment_batch
+    from procrl.core.text import segment_batch
 
     if GSM8K_TRAIN.is_file():
         rows = [json.loads(line) for line in GSM8K_TRAIN.read_text().splitlines()[: count]]
@@ -62,7 +62,7 @@ def main() -> None:
     import torch
 
     from procrl.rewards.taggers import load_tagger
-    from procrl.rewards.trace_train import write_tiny_tagger
+    from procrl.trainers.tagger import write_tiny_tagger
 
     texts = sentences(args.sentences)
     with tempfile.TemporaryDirectory() as tmp:

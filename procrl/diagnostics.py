@@ -594,7 +594,7 @@ class _DiagnosticsCallback:
     """
 
     def __init__(self, types: dict[str, str], weights: dict[str, float] | None = None):
-        from procrl.hacking import BehaviourTracker
+        from procrl.observe.hacking import BehaviourTracker
 
         self.types = dict(types)
         self.weights = dict(weights or {})
@@ -653,7 +653,7 @@ class _DiagnosticsCallback:
     def _batch_behaviour(self, batch: RewardBatch, outputs: dict[str, RewardOutput], kinds: dict[str, str],
                          num_steps: list[int] | None):
         """This batch's steps, length, process reward and accuracy for the reward-hacking watch."""
-        from procrl.hacking import behaviour, process_totals
+        from procrl.observe.hacking import behaviour, process_totals
 
         if num_steps is None and "segmentations" in batch.__dict__:  # only when a component segmented already
             num_steps = [len(s.steps) for s in batch.segmentations]

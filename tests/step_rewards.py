@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from procrl.config import field
+from procrl.core.config import field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 
 DIGITS = [str(d) for d in range(10)]

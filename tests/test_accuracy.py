@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from procrl import cli
-from procrl.rewards.accuracy import AccuracyReward, extract_prediction, parse_gold, parse_number
+from procrl.launch import cli
+from procrl.core.answers import extract_prediction, parse_gold, parse_number
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.base import RewardBatch
 from procrl.rewards.format import FormatReward, has_answer_line, partial_format_score
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from procrl.logging_utils import console_line
+from procrl.observe.console import console_line
 
 
 def test_console_line_keeps_the_watched_numbers_and_drops_the_rest():

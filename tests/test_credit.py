@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from procrl.models import TOKENIZER_ASSET
-from procrl.text import segment
+from procrl.models.loading import TOKENIZER_ASSET
+from procrl.core.text import segment
 from procrl.trainers.credit import (
     aggregate_step_rewards,
     combine_step_scores,

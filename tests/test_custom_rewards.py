@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
 from tests.launch_utils import REPO, accelerate, procrl, read_run_info, read_trainer_state, run_command
 

@@ -32,7 +32,7 @@ SETTINGS = {
 
 
 def reward_curve(tmp_path, name: str) -> list[float]:
-    from procrl.run import train
+    from procrl.launch.run import train
 
     recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", COMMON + SETTINGS[name],
                          output_dir=str(tmp_path / name))

@@ -299,7 +299,7 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     assert (run_file(tmp_path / "wandb").parent / "files" / image).is_file()
 
     # the trained output directory is a loadable model for procrl evaluate
-    from procrl.cli import main as cli_main
+    from procrl.launch.cli import main as cli_main
 
     code = cli_main(["evaluate", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--model", str(tmp_path / "run"),
                      "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(tmp_path / "eval")])

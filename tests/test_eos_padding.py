@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl import cli
+from procrl.launch import cli
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
@@ -24,7 +24,7 @@ TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
 def eos_model(tmp_path_factory) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     directory = tmp_path_factory.mktemp("pad-eq-eos") / "model"
     shutil.copytree(ensure_tiny_model(), directory)

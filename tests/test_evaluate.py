@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl import evaluate as ev
-from procrl.cli import main as cli_main
-from procrl.config import ConfigError
+from procrl.evaluation import evaluate as ev
+from procrl.launch.cli import main as cli_main
+from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardOutput
@@ -292,7 +292,7 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     # the tiny random model's greedy output is one repeated token; noise on its matrices makes it
     # depend on the prompt, so that equal completions mean something
@@ -336,13 +336,13 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     (1, 1, 1, 1.0),
 ])
 def test_pass_at_k_hand_computed(n, c, k, expected):
-    from procrl.eval_metrics import pass_at_k
+    from procrl.observe.eval_metrics import pass_at_k
 
     assert pass_at_k(n, c, k) == pytest.approx(expected, abs=1e-12)
 
 
 def test_pass_at_k_matches_the_binomial_formula_and_rejects_bad_input():
-    from procrl.eval_metrics import pass_at_k
+    from procrl.observe.eval_metrics import pass_at_k
 
     for n in range(1, 13):
         for c in range(n + 1):
@@ -355,7 +355,7 @@ def test_pass_at_k_matches_the_binomial_formula_and_rejects_bad_input():
 
 
 def test_majority_vote_and_standard_error():
-    from procrl.eval_metrics import default_ks, majority_answer, standard_error
+    from procrl.observe.eval_metrics import default_ks, majority_answer, standard_error
 
     assert majority_answer([3.0, 4.0, 4.0, None, 3.0]) == 3.0  # tie: the answer seen first
     assert majority_answer([None, 2.0000000001, 2.0, 5.0]) == pytest.approx(2.0)  # equal within 1e-6
@@ -400,3 +400,50 @@ def test_evaluation_judge_outside_the_trained_mix(tmp_path):
     with pytest.raises(ConfigError, match=r"data\.eval_judge: no first_error component named 'first_eror' "
                                           r"\(did you mean 'first_error'\?\)"):
         load_recipe(TINY, ev.judge_overrides("first_eror", trained))
+
+
+def test_default_output_dir_is_named_after_the_model(tmp_path):
+    recipe = load_recipe(TINY, ["rewards.trace=false"], str(tmp_path / "out"))
+    run = tmp_path / "run"
+    (run / "checkpoint-4").mkdir(parents=True)
+    (run / "run_info.json").write_text("{}")
+    foreign = tmp_path / "models" / "my-model"
+    foreign.mkdir(parents=True)
+    assert ev.default_output_dir(recipe, str(run)) == run / "eval-test"  # a procrl run keeps its evaluations
+    assert ev.default_output_dir(recipe, str(run / "checkpoint-4"), "train") == run / "eval-train-checkpoint-4"
+    out = tmp_path / "out"
+    assert ev.default_output_dir(recipe, "procrl:tiny-reasoner") == out / "eval-test-procrl-tiny-reasoner"
+    assert ev.default_output_dir(recipe, "Qwen/Qwen2.5-7B-Instruct") == out / "eval-test-Qwen--Qwen2.5-7B-Instruct"
+    assert ev.default_output_dir(recipe, "org/repo", "test", "model-Q4_K_M.gguf") == out / "eval-test-org--repo-model-Q4_K_M"
+    assert ev.default_output_dir(recipe, str(foreign)) == out / "eval-test-my-model"
+    assert ev.default_output_dir(recipe) == out / "eval-test-procrl-tiny-qwen2"  # the recipe's policy
+
+
+def test_start_and_trained_model_leave_two_reports(tmp_path, capsys, monkeypatch):
+    """The Quick start's two evaluates (the start model, then the trained run) without --output-dir."""
+    import shutil
+
+    from procrl.models.tiny import ensure_tiny_model
+
+    monkeypatch.setattr(ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers"))
+    run = tmp_path / "out"  # the recipe's output_dir, as after procrl train
+    shutil.copytree(ensure_tiny_model(), run)
+    (run / "run_info.json").write_text("{}")
+    argv = ["evaluate", "--recipe", str(TINY), "--set", "rewards.trace=false", "--set", f"output_dir={run}", "--limit", "2"]
+    assert cli_main([*argv, "--model", "procrl:tiny-qwen2"]) == 0
+    assert f"wrote {run / 'eval-test-procrl-tiny-qwen2' / 'report.json'}" in capsys.readouterr().out
+    assert cli_main([*argv, "--model", str(run)]) == 0
+    assert f"wrote {run / 'eval-test' / 'report.json'}" in capsys.readouterr().out
+    first = json.loads((run / "eval-test-procrl-tiny-qwen2" / "report.json").read_text())
+    second = json.loads((run / "eval-test" / "report.json").read_text())
+    assert (first["model"], second["model"]) == ("procrl:tiny-qwen2", str(run))
+    assert cli_main([*argv, "--model", str(run)]) == 0  # the same model again: its own earlier report is replaced
+    # a report file procrl did not write is never replaced, in the default dir or a given one
+    for directory, extra in ((run / "eval-train", ["--split", "train"]), (tmp_path / "mine", ["--output-dir", str(tmp_path / "mine")])):
+        directory.mkdir()
+        (directory / "report.md").write_text("my notes")
+        capsys.readouterr()
+        assert cli_main([*argv, "--model", str(run), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"procrl: error: --output-dir: {directory}") and "not written by procrl evaluate" in err
+        assert (directory / "report.md").read_text() == "my notes" and not (directory / "report.json").exists()

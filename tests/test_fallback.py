@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.fallback import GROUP_MEAN, consecutive_groups, fill_group_mean, resolve_fallback
@@ -79,7 +79,7 @@ def test_grpo_columns_are_resolved_after_the_gather():
 
 
 def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
-    from procrl.run import train
+    from procrl.launch.run import train
 
     recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.max_steps=1", "trainer.save_steps=100", "trainer.max_completion_length=16",
@@ -111,7 +111,7 @@ def test_ppo_rollout_resolves_failures_per_prompt_group(tmp_path):
 
 
 def test_procrl_score_total_uses_the_same_policy(tmp_path, capsys):
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     rows = [{"question": "q", "completion": c, "answer": "#### 1"} for c in ("a long completion here", "x")]
     data = tmp_path / "in.jsonl"

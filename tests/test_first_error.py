@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from procrl.arithmetic import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
-from procrl.cli import main
+from procrl.core.arithmetic import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
+from procrl.launch.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
-from procrl.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
+from procrl.evaluation.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.first_error import (
     FirstErrorReward,
@@ -289,7 +289,7 @@ def test_no_steps_and_unverified_scores_are_defined_and_configurable():
 
 
 def test_scores_of_no_opinion_must_not_beat_checked_and_correct():
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     for key in ("no_steps_score", "unverified_score"):
         with pytest.raises(ConfigError, match=rf"rewards\.first_error\.{key}: must be <= 0"):
@@ -367,7 +367,7 @@ def test_component_on_gsm8k_references_via_segmentation(train_rows):
 
 
 def test_settings_validation_and_needs_model():
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="model"):
         parse_rewards({"first_error": {"backend": "openai"}})
@@ -408,7 +408,7 @@ def test_threshold_sweep_finds_the_separating_threshold():
 
 
 def test_read_processbench_rejects_bad_records(tmp_path):
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps({"problem": "p", "steps": ["a", "b"], "label": 2}) + "\n")

@@ -9,8 +9,8 @@ import json
 import pytest
 import torch
 
-from procrl.cli import main
-from procrl.models import TOKENIZER_ASSET, TINY_MODEL
+from procrl.launch.cli import main
+from procrl.models.loading import TOKENIZER_ASSET, TINY_MODEL
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.hf import HFJudge

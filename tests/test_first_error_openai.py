@@ -168,7 +168,7 @@ def test_trl_reward_function_is_async_and_logs_failure_counts(server):
 
 
 def test_eval_judge_against_the_server(server, tmp_path, capsys):
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     data = tmp_path / "pb.jsonl"
     records = [

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from procrl import cli
-from procrl.config import ConfigError
-from procrl.gguf_header import gguf_config, read_gguf_header
-from procrl.models import SMOLLM2, ModelSource, model_source, smollm2_gguf
-from procrl.prelaunch import prelaunch_problems
+from procrl.launch import cli
+from procrl.core.config import ConfigError
+from procrl.models.gguf import gguf_config, read_gguf_header
+from procrl.models.loading import SMOLLM2, ModelSource, model_source, smollm2_gguf
+from procrl.launch.prelaunch import prelaunch_problems
 from procrl.recipe import load_recipe
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,7 +123,7 @@ def test_plan_reads_a_gguf_header_without_loading(tmp_path, capsys):
     values, shapes = read_gguf_header(file)
     assert values["tokenizer.ggml.tokens"] == 5 and shapes["token_embd.weight"] == (hidden, vocab)
     config = gguf_config(file)
-    from procrl.plan import count_parameters
+    from procrl.launch.plan import count_parameters
 
     assert config["tie_word_embeddings"] and config["vocab_size"] == vocab
     assert count_parameters(config) == config["num_parameters"]  # the formula agrees with the tensors

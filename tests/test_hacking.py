@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from procrl.hacking import Behaviour, BehaviourTracker, behaviour, mean_behaviour, suspicions
+from procrl.observe.hacking import Behaviour, BehaviourTracker, behaviour, mean_behaviour, suspicions
 
 WORKED = "Ben buys 4 x 9 = <<4*9=36>>36 cards.\nThen he has 12 + 36 = <<12+36=48>>48 cards.\n#### 48"
 ANSWER_ONLY = "#### 48"

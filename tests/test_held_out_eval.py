@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from procrl import cli
-from procrl.config import ConfigError
+from procrl.launch import cli
+from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardBatch, RewardMix
@@ -85,7 +85,7 @@ def test_recipe_refuses_evaluating_on_training_data(tmp_path):
 
 
 def test_eval_steps_turns_on_step_evaluation():
-    from procrl.run import build_training_args
+    from procrl.launch.run import build_training_args
 
     recipe = load_recipe(TINY, ["trainer.eval_steps=3"])
     args = build_training_args(recipe, [1.0, 0.2, 0.2])

@@ -14,8 +14,8 @@ import pytest
 from tests.launch_utils import REPO, TINY_RECIPE, launch_env, write_recipe
 
 import procrl_recipe_hook
-from procrl.config import ConfigError
-from procrl.launch import (
+from procrl.core.config import ConfigError
+from procrl.launch.accelerate import (
     accelerate_command,
     inside_launcher,
     needs_launcher,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from tests.launch_utils import REPO
 
-from procrl.cli import main as procrl_main
-from procrl.plan import (
+from procrl.launch.cli import main as procrl_main
+from procrl.launch.plan import (
     GIB,
     KNOWN_ARCHITECTURES,
     count_lora_parameters,
@@ -98,7 +98,7 @@ def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
     from peft import get_peft_model
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from procrl.models import lora_config
+    from procrl.models.loading import lora_config
 
     config = AutoConfig.for_model("qwen2", **SMALL, tie_word_embeddings=True)
     torch.manual_seed(0)
@@ -125,7 +125,7 @@ def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
 
 
 def test_auto_dtype_reads_the_checkpoint(tmp_path):
-    from procrl.plan import weight_bytes_per_parameter
+    from procrl.launch.plan import weight_bytes_per_parameter
 
     assert weight_bytes_per_parameter("auto", {"dtype": "float32"}) == 4
     assert weight_bytes_per_parameter("auto", {"torch_dtype": "bfloat16"}) == 2

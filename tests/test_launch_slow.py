@@ -118,5 +118,5 @@ def test_pip_builds_install_the_start_up_hook(tmp_path):
             assert "zzz-procrl-recipe-hook.pth," in archive.read(record).decode()  # pip uninstall removes it
     with zipfile.ZipFile(wheels[0]) as archive:
         regular = archive.namelist()
-    assert "procrl_recipe_hook.py" in regular and "procrl/launch.py" in regular
+    assert "procrl_recipe_hook.py" in regular and "procrl/launch/accelerate.py" in regular
     assert "editable" in wheels[1].name

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from procrl.config import field
+from procrl.core.config import field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.registry import REWARDS
 
@@ -104,7 +104,7 @@ def test_custom_function_type_with_settings():
 
 
 def test_custom_component_class_type_validates_settings():
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"rewards.slow.delya: unknown key \(did you mean 'delay'\?\)"):
         parse_rewards({"slow": {"type": "tests.test_mix:SlowAsync", "delya": 1}})

@@ -27,13 +27,13 @@ def ppo_recipe(output_dir, *extra):
 
 
 def build(recipe, callbacks=()):
-    """What procrl.run.train builds, with extra callbacks (to observe the resumed model)."""
+    """What procrl.launch.run.train builds, with extra callbacks (to observe the resumed model)."""
     from transformers import set_seed
 
     from procrl.data import build_prompt_dataset
-    from procrl.models import load_tokenizer
+    from procrl.models.loading import load_tokenizer
     from procrl.rewards.base import RewardMix
-    from procrl.run import build_training_args
+    from procrl.launch.run import build_training_args
     from procrl.trainers.ppo import build_ppo_trainer
 
     mix = RewardMix(recipe.rewards)
@@ -121,7 +121,7 @@ def test_ppo_resume_restores_the_value_model(tmp_path):
 
 
 def test_ppo_refuses_bad_group_sizes(tmp_path):
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="num_generations"):
         build(ppo_recipe(tmp_path, "trainer.num_generations=3"))
@@ -200,8 +200,8 @@ def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
 
 
 def test_ppo_credit_key_selects_step_rewards(tmp_path):
-    from procrl.config import ConfigError
-    from procrl.run import build_training_args
+    from procrl.core.config import ConfigError
+    from procrl.launch.run import build_training_args
     from procrl.trainers.ppo import PPOSettings
 
     process = ppo_recipe(tmp_path, "trainer.process_rewards=[steps]", "trainer.num_iterations=3", "trainer.epsilon=0.1")
@@ -344,7 +344,7 @@ def test_ppo_value_head_on_policy_under_lora_shares_the_trunk_and_resumes(tmp_pa
 
 
 def test_value_head_on_policy_excludes_a_value_model(tmp_path):
-    from procrl.config import ConfigError
+    from procrl.core.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"trainer\.value_head_on_policy: .*drop value_model"):
         ppo_recipe(tmp_path, "trainer.value_head_on_policy=true", "trainer.value_model=some/critic")

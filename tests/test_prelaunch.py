@@ -1,4 +1,4 @@
-"""Launching a recipe the machine can't run: the pre-launch checks (procrl/prelaunch.py) end it
+"""Launching a recipe the machine can't run: the pre-launch checks (procrl/launch/prelaunch.py) end it
 before any rank starts, one line per problem naming the recipe key, exit status 2, from
 ``procrl train`` and from inside ``accelerate launch`` (the start-up hook); the Hub is asked
 through huggingface_hub against a local stand-in (the real Hub is external), never when
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from procrl import cli
-from procrl.prelaunch import Hub, PrelaunchError, check_before_launch, prelaunch_problems
+from procrl.launch import cli
+from procrl.launch.prelaunch import Hub, PrelaunchError, check_before_launch, prelaunch_problems
 from procrl.recipe import load_recipe
 from tests.launch_utils import REPO, TINY_RECIPE, accelerate, procrl, run_command
 
@@ -85,7 +85,7 @@ def test_vllm_must_be_importable_when_used():
 def test_colocated_vllm_needs_a_gpu_unless_vllm_is_a_cpu_build(monkeypatch):
     import importlib
 
-    import procrl.prelaunch as prelaunch
+    import procrl.launch.prelaunch as prelaunch
 
     monkeypatch.setattr(importlib.import_module("trl.import_utils"), "is_vllm_available", lambda *a, **k: True)
     recipe = load_recipe(TINY_RECIPE, ["trainer.use_vllm=true", "trainer.vllm_mode=colocate"])
@@ -287,7 +287,7 @@ def test_two_ranks_failing_after_the_start_each_print_one_procrl_line(tmp_path):
 def test_plan_counts_reward_models_from_their_safetensors(tmp_path):
     from transformers import AutoModelForSequenceClassification
 
-    from procrl.plan import plan, reward_model_memory
+    from procrl.launch.plan import plan, reward_model_memory
     from procrl.rewards.nli import write_tiny_nli_model
 
     directory = write_tiny_nli_model(str(tmp_path / "nli"))

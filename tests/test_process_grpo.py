@@ -14,7 +14,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from procrl.models import TOKENIZER_ASSET, resolve_model_path
+from procrl.models.loading import TOKENIZER_ASSET, resolve_model_path
 from procrl.recipe import TRL_CHOICES, load_recipe
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.trainers.credit import process_advantages
@@ -89,7 +89,7 @@ LOSS_TYPES = [pytest.param(t, marks=() if t == "dapo" else pytest.mark.slow) for
 
 @pytest.mark.parametrize("loss_type", LOSS_TYPES)
 def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_type):
-    from procrl.run import train
+    from procrl.launch.run import train
 
     seen = []
     original = ProcessGRPOTrainer._compute_loss

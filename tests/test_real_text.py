@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.arithmetic import check_step, find_claims, first_wrong_step
-from procrl.rewards.accuracy import AccuracyReward, extract_prediction
+from procrl.core.arithmetic import check_step, find_claims, first_wrong_step
+from procrl.core.answers import extract_prediction
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.format import FormatReward, has_answer_line
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.arithmetic import ArithmeticJudge
-from procrl.text import segment
+from procrl.core.text import segment
 
 
 def verdict(completion: str) -> int | None:
@@ -302,7 +303,7 @@ def test_repeated_answer_lines_do_not_pay_as_padding():
 # --- SmolLM2-135M-Instruct's endings (outputs of `procrl evaluate` on GSM8K test problems) ------
 
 def test_hashes_line_holding_an_equation_states_its_result():
-    from procrl.rewards.accuracy import extract_prediction
+    from procrl.core.answers import extract_prediction
 
     assert extract_prediction("#### 72 * 16 = 1080\n\nSo, Kylar needs to pay $1080 for 16 glasses.") == (1080.0, "hashes")
     # the first #### line wins, and a copy cut at the token limit does not change it

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
 from procrl.rewards.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
 from procrl.rewards.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
@@ -175,7 +175,7 @@ def test_joined_premises_carry_no_final_periods():
 
 def _fragment_share(rows) -> tuple[int, float]:
     from procrl.rewards.receval import letter_words
-    from procrl.text import segment_batch
+    from procrl.core.text import segment_batch
 
     conclusions = [split_rcus(step.text).conclusion for seg in segment_batch([r["answer"] for r in rows]) for step in seg.steps]
     return len(conclusions), sum(letter_words(c) < 2 for c in conclusions) / len(conclusions)
@@ -309,7 +309,7 @@ def test_batched_deduplicated_scorer_matches_one_pair_per_pass(forced_models):
 def tiny_lm():
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     directory = ensure_tiny_model()
     return AutoModelForCausalLM.from_pretrained(directory).eval(), AutoTokenizer.from_pretrained(directory)

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from procrl import cli
+from procrl.launch import cli
 from procrl.rewards.nli import write_tiny_nli_model
 
 NAMES = ("receval_correctness", "receval_informativeness")

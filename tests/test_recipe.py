@@ -7,8 +7,8 @@ import textwrap
 import pytest
 import yaml
 
-from procrl import cli
-from procrl.config import ConfigError
+from procrl.launch import cli
+from procrl.core.config import ConfigError
 from procrl.recipe import apply_overrides, is_recipe_file, load_recipe, parse_recipe
 
 BASE = {
@@ -25,13 +25,13 @@ def no_model_loading(monkeypatch):
     """Fail the test if anything tries to load or build a model."""
     import transformers
 
-    import procrl.models
+    import procrl.models.loading
 
     def forbidden(*args, **kwargs):
         raise AssertionError("a model was loaded during recipe validation")
 
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", forbidden)
-    monkeypatch.setattr(procrl.models, "ensure_tiny_model", forbidden)
+    monkeypatch.setattr(procrl.models.loading, "ensure_tiny_model", forbidden)
 
 
 def write(tmp_path, data, name="recipe.yaml"):
@@ -180,7 +180,7 @@ def test_is_recipe_file(tmp_path, tiny_recipe):
 
 
 def test_training_on_test_split_is_refused(tmp_path):
-    from procrl.run import train
+    from procrl.launch.run import train
 
     recipe = parse_recipe({**BASE, "data": {"dataset": "synthetic", "split": "test"}})
     with pytest.raises(ConfigError, match="data.split"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges import JudgeItem, build_judge
@@ -241,7 +241,7 @@ def test_validate_prints_the_reference_judge_next_to_the_arithmetic_one(tmp_path
     import json
     from pathlib import Path
 
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     repo = Path(__file__).resolve().parent.parent
     out = tmp_path / "v"

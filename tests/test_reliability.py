@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from tests.launch_utils import REPO, TINY_RECIPE
 
 ONE_STEP = ["--set", "trainer.max_steps=1", "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8"]
@@ -34,7 +34,7 @@ class CliResult:
 
 def cli(capsys, *argv) -> CliResult:
     """``procrl ARGV`` in this process: exit status, stdout, stderr."""
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     capsys.readouterr()
     try:
@@ -71,8 +71,8 @@ def fake_checkpoint(folder: Path, step: int) -> Path:
 
 
 def test_resume_takes_the_newest_complete_checkpoint_and_says_why_it_skipped_others(tmp_path):
-    from procrl.checkpoints import find_resume_checkpoint
-    from procrl.launch import resume_checkpoint
+    from procrl.trainers.checkpoints import find_resume_checkpoint
+    from procrl.launch.accelerate import resume_checkpoint
 
     fake_checkpoint(tmp_path, 2)
     (tmp_path / "checkpoint-4").mkdir()
@@ -98,7 +98,7 @@ def test_checkpoint_write_interrupted_leaves_no_checkpoint_under_its_name(tmp_pa
     from transformers.trainer_callback import TrainerState
 
     from procrl.recipe import load_recipe
-    from procrl.run import train
+    from procrl.launch.run import train
 
     original = TrainerState.save_to_json
 
@@ -188,7 +188,7 @@ def test_an_unwritable_output_dir_is_a_one_line_error(tmp_path, capsys):
 
 
 def write_lock(out: Path, pid: int) -> None:
-    from procrl.output_dir import LOCK_FILE, _start_time
+    from procrl.launch.output_dir import LOCK_FILE, _start_time
 
     out.mkdir(parents=True, exist_ok=True)
     (out / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "start_time": _start_time(pid),
@@ -220,7 +220,7 @@ def test_a_stale_lock_is_taken_over(tmp_path, capsys):
 
 
 def test_the_lock_is_exclusive_and_released(tmp_path):
-    from procrl.output_dir import RunLock
+    from procrl.launch.output_dir import RunLock
 
     first = RunLock(str(tmp_path))
     assert first.acquire() is None
@@ -294,7 +294,7 @@ def test_score_streams_rows(monkeypatch):
 
     from procrl.recipe import load_recipe
     from procrl.rewards.base import RewardMix
-    from procrl.scoring import score_rows
+    from procrl.evaluation.score import score_rows
 
     mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
     endless = ({**GOOD_ROWS[i % 3], "id": i} for i in itertools.count())
@@ -417,10 +417,10 @@ def test_bad_score_input_is_a_one_line_error_naming_the_line(tmp_path, capsys, c
 
 def test_score_reads_a_json_array_in_pieces(tmp_path, capsys, monkeypatch):
     """A JSON array is parsed incrementally (here with 64-byte reads), rows keep their line numbers."""
-    import procrl.jsonl
-    import procrl.scoring as scoring
+    import procrl.core.jsonl
+    import procrl.evaluation.score as scoring
 
-    monkeypatch.setattr(procrl.jsonl, "_CHUNK", 64)
+    monkeypatch.setattr(procrl.core.jsonl, "_CHUNK", 64)
     source = tmp_path / "rows.json"
     source.write_text("[\n" + ",\n".join(json.dumps(row) for row in GOOD_ROWS * 5) + "\n]\n")
     assert [line for line, _ in scoring.iter_rows(source)] == list(range(2, 17))
@@ -466,7 +466,7 @@ def test_a_reward_raising_system_exit_does_not_end_training(tmp_path, capsys, mo
 def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
     """spaCy's tokenizer is quadratic in the length of a token of affixes ("((((", "$$$$") and
     refuses texts over 1M characters: it is given chunks with long runs broken."""
-    import procrl.text as text_module
+    import procrl.core.text as text_module
 
     real = text_module._sentence_pipeline()
     seen: list[str] = []
@@ -488,7 +488,7 @@ def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
 
 def test_a_line_over_spacys_limit_is_segmented():
     """Over 1M characters in one line spaCy raises E088; under the cap it is now chunked."""
-    from procrl.text import MAX_CHARS, segment
+    from procrl.core.text import MAX_CHARS, segment
 
     line = ("each box holds twelve apples and " * 40_000)[:1_040_000]
     assert 1_000_000 < len(line) <= MAX_CHARS
@@ -498,7 +498,7 @@ def test_a_line_over_spacys_limit_is_segmented():
 
 
 def test_completions_over_the_caps_are_too_long():
-    from procrl.text import MAX_CHARS, MAX_LINES, MAX_STEPS, segment_batch
+    from procrl.core.text import MAX_CHARS, MAX_LINES, MAX_STEPS, segment_batch
 
     normal = "3 x 4 = 12 apples.\n#### 12"
     cases = [
@@ -540,7 +540,7 @@ def test_score_gives_a_too_long_row_the_failure_policy(tmp_path, capsys):
 def test_arithmetic_scans_a_bounded_side_per_equation(monkeypatch):
     """Each '=' looks at most MAX_SIDE_SCAN characters to each side (a 64 KB '2 x 2 x ...' chain
     used to be walked whole, copying the text before every 'x')."""
-    import procrl.arithmetic as arithmetic
+    import procrl.core.arithmetic as arithmetic
 
     calls = 0
     real = arithmetic._side_char_ok
@@ -579,7 +579,7 @@ def _line_events(function, *args) -> int:
 
 
 def test_boxed_extraction_is_linear_on_unbalanced_boxes():
-    from procrl.rewards.accuracy import extract_boxed
+    from procrl.core.answers import extract_boxed
 
     text = "\\boxed{" * 1500 + "\\boxed{42}"
     assert extract_boxed(text) == "42"
@@ -742,7 +742,7 @@ def test_check_sends_no_request_unless_asked(capsys):
 
 
 def test_credentials_in_urls_are_redacted_and_lookalikes_are_not(capsys):
-    from procrl.run import redact
+    from procrl.launch.run import redact
 
     tree = {"base_url": "https://judge:sk-live-123@api.example.com/v1", "url": "http://h/v1?api_key=sk-9&x=1",
             "api_key_env": "JUDGE_KEY", "max_tokens": 1024, "max_completion_length": 32, "hf_token": "hf_abc",

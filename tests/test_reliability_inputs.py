@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from tests.launch_utils import REPO, TINY_RECIPE
 from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, reward_module
 
@@ -138,7 +138,7 @@ def test_yaml_nested_5000_deep_is_a_one_line_error(tmp_path, capsys, style):
 
 
 def test_nesting_within_the_bound_still_loads():
-    from procrl import yaml_core
+    from procrl.core import yaml_core
 
     value, depth = yaml_core.load("[" * 99 + "]" * 99), 1
     while value:
@@ -290,7 +290,7 @@ def test_all_weights_zero_is_refused(capsys):
 
 @pytest.fixture(scope="module")
 def tiny_model_dir() -> Path:
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     return ensure_tiny_model()
 
@@ -332,12 +332,12 @@ CASES = ["model_is_a_file", "model_missing", "model_without_weights", "model_is_
 
 @pytest.mark.parametrize("case", CASES)
 def test_evaluate_flags_are_one_line_errors_before_generation(tmp_path, capsys, tiny_model_dir, monkeypatch, case):
-    import procrl.evaluate
+    import procrl.evaluation.evaluate
 
     def no_generation(*args, **kwargs):
         raise AssertionError("generation started")
 
-    monkeypatch.setattr(procrl.evaluate, "generate_completions", no_generation)
+    monkeypatch.setattr(procrl.evaluation.evaluate, "generate_completions", no_generation)
     argv, words = evaluate_cases(tmp_path, tiny_model_dir)[case]
     out = tmp_path / "eval"
     if "--output-dir" not in argv:
@@ -348,7 +348,7 @@ def test_evaluate_flags_are_one_line_errors_before_generation(tmp_path, capsys, 
 
 
 def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch):
-    import procrl.evaluate
+    import procrl.evaluation.evaluate
 
     seen = {}
 
@@ -356,7 +356,7 @@ def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch)
         seen["max_new_tokens"] = max_new_tokens
         return ["#### 1"] * len(prompts), "transformers"
 
-    monkeypatch.setattr(procrl.evaluate, "generate_completions", fake_generation)
+    monkeypatch.setattr(procrl.evaluation.evaluate, "generate_completions", fake_generation)
     result = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--limit", "2", "--max-new-tokens", "3",
                  "--output-dir", tmp_path / "eval")
     assert result.code == 0, result.err[-2000:]
@@ -365,7 +365,7 @@ def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch)
 
 @pytest.fixture(scope="module")
 def labelled(tmp_path_factory) -> tuple[Path, Path]:
-    from procrl.rewards.trace_train import write_tiny_encoder
+    from procrl.trainers.tagger import write_tiny_encoder
 
     folder = tmp_path_factory.mktemp("tagger")
     write_tiny_encoder(folder / "encoder")
@@ -431,7 +431,7 @@ def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, capsys):
     assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", "rewards={accuracy: {}, accuracy: {weight: 2}}"),
                           "--set", "duplicate key 'accuracy'")
 
-    from procrl import yaml_core
+    from procrl.core import yaml_core
 
     # a key merged in with << may be overridden: that is YAML's merge, not a duplicate
     assert yaml_core.load("base: &b {x: 1, y: 2}\nmine:\n  <<: *b\n  x: 3\n")["mine"] == {"x": 3, "y": 2}
@@ -480,8 +480,9 @@ def test_gold_answers_without_a_number_are_refused_and_some_are_warned_about(tmp
 
 
 def test_ten_digit_answers_off_by_one_do_not_match():
-    from procrl.eval_metrics import SampleOutcome, summarize
-    from procrl.rewards.accuracy import AccuracyReward, answers_match
+    from procrl.observe.eval_metrics import SampleOutcome, summarize
+    from procrl.core.answers import answers_match
+    from procrl.rewards.accuracy import AccuracyReward
     from procrl.rewards.base import RewardBatch
 
     assert not answers_match(1234567891.0, 1234567890.0)

@@ -140,7 +140,7 @@ def test_score_to_this_process_stdout_prints_the_rows(tmp_path, name, stdout_is)
 
 def test_dev_stdout_is_this_process_descriptor():
     """/dev/stdout (a symlink to /proc/self/fd/1) is written through descriptor 1, never renamed onto."""
-    from procrl.atomic import output_target
+    from procrl.core.atomic import output_target
 
     for name in ("/dev/stdout", "/dev/stderr"):
         target = output_target(name)
@@ -163,9 +163,9 @@ def test_score_refuses_a_socket_as_output(tmp_path, capsys):
 
 
 def test_published_files_go_through_symlinks_and_into_devices(tmp_path):
-    """The final model's files are moved into the output dir by the same rule (procrl.atomic.replace_file)."""
-    from procrl.atomic import replace_file
-    from procrl.config import ConfigError
+    """The final model's files are moved into the output dir by the same rule (procrl.core.atomic.replace_file)."""
+    from procrl.core.atomic import replace_file
+    from procrl.core.config import ConfigError
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -231,8 +231,8 @@ def test_build_tiny_reasoner_bad_output_dir_is_one_line_before_training(tmp_path
 def test_build_tiny_reasoner_replaces_only_its_own_builds(tmp_path):
     """A real (small) build: into a new dir, then over that build (replaced), never over a build
     a user put a file into; a stale temporary folder of a killed build is removed."""
-    from procrl.config import ConfigError
-    from procrl.reasoner import BUILD_MARKER, ReasonerSpec, build_tiny_reasoner
+    from procrl.core.config import ConfigError
+    from procrl.models.reasoner import BUILD_MARKER, ReasonerSpec, build_tiny_reasoner
 
     small = ReasonerSpec(train_examples=16)
     out = tmp_path / "reasoner"
@@ -378,8 +378,8 @@ def test_error_messages_carry_no_secret(capsys, override, words):
 
 
 def test_config_errors_are_redacted_whoever_raises_them():
-    from procrl.config import ConfigError
-    from procrl.redaction import register_secrets
+    from procrl.core.config import ConfigError
+    from procrl.core.redaction import register_secrets
 
     register_secrets({"judge": {"api_key": "sk-REGISTERED-77"}})
     message = str(ConfigError("x: failed with sk-REGISTERED-77 at https://me:pw@h/v1?api_key=abc"))

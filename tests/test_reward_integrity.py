@@ -1,7 +1,7 @@
 """No built-in reward mix pays a policy for skipping, padding, hedging or slipping in its
 reasoning (REWARDS.md section 0; README "What the mixes guarantee").
 
-For 500 GSM8K train problems, five completions each (procrl/data/integrity.py): the reference
+For 500 GSM8K train problems, five completions each (procrl/evaluation/integrity.py): the reference
 solution W; W with one intermediate calculation result changed, final answer kept (S); S after
 three number-free restatement steps (P); the answer line alone (A); three hedging sentences and
 the answer line (H). Every recipe in recipes/ whose rewards run without a download (judges with
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from procrl.data.integrity import KINDS, build_cases, orderings
+from procrl.evaluation.integrity import KINDS, build_cases, orderings
 from procrl.recipe import load_recipe
 from procrl.rewards.base import RewardMix
-from procrl.scoring import score_rows
+from procrl.evaluation.score import score_rows
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
@@ -113,7 +113,7 @@ def test_receval_recipe_is_the_only_one_skipped():
 
 def test_judge_recipe_through_procrl_score(cases, tmp_path, capsys):
     """The issue's command, end to end: procrl score on the five-completion sets of 100 problems."""
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     data = tmp_path / "cases.jsonl"
     data.write_text("".join(json.dumps(c) + "\n" for c in cases[: 100 * len(KINDS)]))
@@ -138,8 +138,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def test_reference_judge_pays_nothing_for_no_quantities_copied_numbers_or_an_early_answer(cases):
-    from procrl.data.integrity import RESTATEMENTS
-    from procrl.rewards.accuracy import parse_gold
+    from procrl.evaluation.integrity import RESTATEMENTS
+    from procrl.core.answers import parse_gold
 
     mix = RewardMix(load_recipe(REPO / "recipes" / "gsm8k_reference.yaml").rewards)
     rows, kinds = [], {}

@@ -44,7 +44,7 @@ def tiny_model_settings(tmp_path) -> dict[str, dict]:
 
 
 def build(name: str, settings: dict):
-    from procrl.config import from_dict
+    from procrl.core.config import from_dict
 
     module, _, attribute = REWARDS[name].partition(":")
     cls = getattr(importlib.import_module(module), attribute)

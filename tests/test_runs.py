@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from procrl.known_warnings import filter_known_warnings
+from procrl.core.known_warnings import filter_known_warnings
 from procrl.recipe import load_recipe
 from tests.launch_utils import REPO, TINY_RECIPE, procrl, read_trainer_state, run_command
 
@@ -50,7 +50,7 @@ def test_wandb_files_go_under_output_dir_and_no_gradient_checkpointing_warnings(
 def test_wandb_dir_set_by_the_user_wins(tmp_path, monkeypatch):
     import os
 
-    from procrl.run import wandb_dir
+    from procrl.observe.wandb import wandb_dir
 
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "mine"))
     with wandb_dir(str(tmp_path / "run")):
@@ -62,7 +62,7 @@ def test_wandb_dir_set_by_the_user_wins(tmp_path, monkeypatch):
 
 
 def test_ppo_logs_step_time_and_time_shares(tmp_path):
-    from procrl.run import train
+    from procrl.launch.run import train
 
     recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
         "trainer.algorithm=ppo", "trainer.max_steps=2", "trainer.max_completion_length=12", "trainer.save_steps=10",

@@ -20,8 +20,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from procrl import cli
-from procrl.config import ConfigError
+from procrl.launch import cli
+from procrl.core.config import ConfigError
 
 pytestmark = pytest.mark.slow
 
@@ -51,7 +51,7 @@ def lora_b_norm(file: Path) -> float:
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
     """The converted model's directory (the GGUF dequantized once through procrl's loader)."""
-    from procrl.models import ensure_smollm2, smollm2_gguf
+    from procrl.models.loading import ensure_smollm2, smollm2_gguf
 
     try:
         smollm2_gguf()
@@ -193,9 +193,9 @@ def test_gguf_policy_trains_and_saves_plain_safetensors_with_the_same_greedy_tok
     weights are the cached conversion's, bit for bit."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from procrl.models import smollm2_gguf
+    from procrl.models.loading import smollm2_gguf
     from procrl.recipe import load_recipe
-    from procrl.run import build_trainer
+    from procrl.launch.run import build_trainer
 
     gguf = smollm2_gguf()
     output = tmp_path / "full"

@@ -1,4 +1,4 @@
-"""Start-up: validating a recipe does not import TRL (procrl/trl_schema.py holds GRPOConfig's
+"""Start-up: validating a recipe does not import TRL (procrl/recipe/trl_schema.py holds GRPOConfig's
 fields, checked here against the installed TRL); ``procrl score`` reads only the reward mix (no
 ``model:`` section needed, ``trainer:`` not read) and, like ``procrl check``, imports neither
 torch, transformers, TRL nor peft when the rewards need no model. Timing and memory are measured
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
+from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
 from tests.launch_utils import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")

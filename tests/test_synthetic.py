@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.data.synthetic import generate_problems, generate_split
 from procrl.recipe import load_recipe, parse_recipe
@@ -71,7 +71,7 @@ def test_clean_solutions_are_verified_and_slips_are_the_failure_modes_they_claim
     a wrong step and the right answer (checked with the arithmetic judge's own step check)."""
     import random
 
-    from procrl.arithmetic import first_wrong_step
+    from procrl.core.arithmetic import first_wrong_step
     from procrl.data.synthetic import make_problem, render_solution
 
     rng = random.Random(5)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from procrl.text import answer_line_start, reasoning_end, segment, segment_batch, split_sentences
+from procrl.core.text import answer_line_start, reasoning_end, segment, segment_batch, split_sentences
 
 
 def texts(spans):

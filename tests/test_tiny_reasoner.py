@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.arithmetic import first_wrong_step
+from procrl.core.arithmetic import first_wrong_step
 from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
-from procrl.reasoner import HELD_OUT_EXAMPLES, ReasonerSpec, training_rows
+from procrl.models.reasoner import HELD_OUT_EXAMPLES, ReasonerSpec, training_rows
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
@@ -58,7 +58,7 @@ def test_reasoner_meets_its_held_out_targets(tmp_path):
     assert report["inflation"] >= 0.05, report["inflation"]
     assert report["reasoning_aware_accuracy"] < report["answer_accuracy"]
     assert report["behaviour"]["mean_steps"] >= 2.0
-    from procrl.reasoner import ensure_tiny_reasoner
+    from procrl.models.reasoner import ensure_tiny_reasoner
 
     card = json.loads((ensure_tiny_reasoner() / "reasoner_card.json").read_text())
     assert card["flawed_rows"] > 0 and card["parameters"] > 100_000 and card["build_seconds"] > 0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext, parse_rewards
 from procrl.rewards.trace import LABELS, TraceReward, sentence_validity, trace_score
-from procrl.rewards.trace_train import write_tiny_tagger
+from procrl.trainers.tagger import write_tiny_tagger
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -148,7 +148,7 @@ def test_a_missing_tagger_fails_the_component_not_training(tmp_path):
 
 
 def test_procrl_score_writes_per_sentence_labels(tmp_path):
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     rows = [{"question": "How many clips?", "completion": WELL_ARGUED, "answer": "#### 72"},
             {"question": "?", "completion": RAMBLING}]
@@ -166,7 +166,7 @@ def test_procrl_score_writes_per_sentence_labels(tmp_path):
 
 
 def test_tiny_cpu_recipe_logs_the_trace_reward(tmp_path):
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     output_dir = tmp_path / "run"
     assert main(["train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--set", "trainer.max_steps=2",

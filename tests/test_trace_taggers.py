@@ -17,7 +17,7 @@ from procrl.rewards.taggers import (
     load_tagger,
 )
 from procrl.rewards.trace import LABELS
-from procrl.rewards.trace_train import f1_per_label, read_labelled, train_tagger, write_tiny_encoder, write_tiny_tagger
+from procrl.trainers.tagger import f1_per_label, read_labelled, train_tagger, write_tiny_encoder, write_tiny_tagger
 
 DATA = Path(__file__).parent / "data" / "trace_sentences.jsonl"
 
@@ -268,7 +268,7 @@ def test_train_tagger_with_a_bert_base_uses_the_bert_prefix(tmp_path, capsys):
 
 
 def test_train_tagger_cli_rejects_bad_labels(tmp_path):
-    from procrl.cli import main
+    from procrl.launch.cli import main
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"sentence": "So it is 4.", "labels": ["Claim"]}\n{"sentence": "Hi.", "labels": ["Conclusion"]}\n')

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from procrl import cli
-from procrl.models import ensure_tiny_model
+from procrl.launch import cli
+from procrl.models.loading import ensure_tiny_model
 from tests.wandb_records import config as wandb_config
 from tests.wandb_records import history, run_file
 

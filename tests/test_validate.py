@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from procrl.cli import main
-from procrl.config import ConfigError
-from procrl.corpora import RIGHT_FLAWED, SOUND, WRONG, read_solutions
-from procrl.validate import read_peer
-from procrl.validate_metrics import (
+from procrl.launch.cli import main
+from procrl.core.config import ConfigError
+from procrl.evaluation.corpora import RIGHT_FLAWED, SOUND, WRONG, read_solutions
+from procrl.evaluation.validate import read_peer
+from procrl.evaluation.validate_metrics import (
     auroc,
     bootstrap_auroc,
     boundary_agreement,
@@ -188,7 +188,7 @@ def test_a_json_array_names_the_record_and_its_line(tmp_path):
 
 
 def test_peer_scores_are_matched_by_id(tmp_path):
-    from procrl.validate import run_validation
+    from procrl.evaluation.validate import run_validation
 
     result = run_validation(RECIPE, ["rewards.trace.tagger=cues"], str(PROCESSBENCH), components=["accuracy"],
                             peers=[("mine", [str(DATA / "peer_scores.jsonl")])], resamples=200)
@@ -214,7 +214,7 @@ def test_peer_formats_reasoneval_triples_rid_rows_and_errors(tmp_path):
 
 
 def test_peer_step_count_mismatch_is_counted(tmp_path):
-    from procrl.validate import run_validation
+    from procrl.evaluation.validate import run_validation
 
     path = tmp_path / "peer.jsonl"
     path.write_text('{"id": "pb-sound-1", "scores": [0.9, 0.9]}\n{"id": "pb-flawed-1", "scores": [0.1, 0.9, 0.9]}\n')

@@ -143,8 +143,8 @@ def test_process_grpo_generates_with_vllm(tmp_path, mode):
 def test_use_vllm_without_vllm_installed_fails_before_any_model_loads(tmp_path, monkeypatch):
     import transformers
 
-    from procrl.config import ConfigError
-    from procrl.run import train
+    from procrl.core.config import ConfigError
+    from procrl.launch.run import train
 
     def no_loading(*args, **kwargs):
         raise AssertionError("a model was loaded")

@@ -42,7 +42,7 @@ ALGORITHMS = {
 
 @pytest.mark.parametrize("algorithm", sorted(ALGORITHMS))
 def test_real_vllm_colocate(tmp_path, algorithm):
-    from procrl.models import ensure_tiny_model
+    from procrl.models.loading import ensure_tiny_model
 
     model = ensure_tiny_model(hidden_size=256)
     out = tmp_path / "run"

@@ -1,4 +1,4 @@
-"""One YAML loader for recipes and --set values (procrl/yaml_core.py): YAML 1.2 core-schema
+"""One YAML loader for recipes and --set values (procrl/core/yaml_core.py): YAML 1.2 core-schema
 scalars through a file and through --set, output that reads back the same, and the alias-bomb
 guard (issue 13 item 6) refusing a tiny recipe that would expand to gigabytes."""
 
@@ -12,8 +12,10 @@ import textwrap
 import pytest
 import yaml
 
-from procrl import cli, yaml_core
-from procrl.config import ConfigError
+from procrl.launch import cli
+
+from procrl.core import yaml_core
+from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
 
 RECIPE_12 = textwrap.dedent("""\

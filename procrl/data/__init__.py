@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from procrl.config import ConfigError, suggest
+from procrl.core.config import ConfigError, suggest
+from procrl.core.paths import is_local_data_file
 
 __all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "check_rows", "format_prompt",
            "has_no_splits", "load_examples", "synthetic_rows", "uses_chat_template"]
@@ -22,11 +23,14 @@ __all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "che
 SYNTHETIC = "synthetic"
 
 
-def _is_local_file(dataset: str) -> bool:
-    return Path(dataset).suffix.lower() in (".json", ".jsonl") or Path(dataset).is_file()
-
-
 DATA_FILE_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl", ".csv", ".tsv")
+
+
+# The default user prompt (recipe key data.prompt_template).
+DEFAULT_PROMPT_TEMPLATE = (
+    "{question}\n\nSolve the problem step by step, one step per line. "
+    "End with a final line of the form '#### <answer>'."
+)
 
 
 def _saved_kind(directory: Path) -> str | None:
@@ -40,7 +44,7 @@ def _saved_kind(directory: Path) -> str | None:
 
 def has_no_splits(dataset: str) -> bool:
     """A local file, or a single Dataset saved with ``save_to_disk``: ``split`` selects nothing."""
-    return dataset != SYNTHETIC and (_is_local_file(dataset) or (
+    return dataset != SYNTHETIC and (is_local_data_file(dataset) or (
         Path(dataset).is_dir() and _saved_kind(Path(dataset)) == "dataset"))
 
 
@@ -135,7 +139,7 @@ def load_examples(data, split: str | None = None):
     split = split or data.split
     if data.dataset == SYNTHETIC:
         dataset = datasets.Dataset.from_list(synthetic_rows(data, split))
-    elif _is_local_file(data.dataset):
+    elif is_local_data_file(data.dataset):
         if not Path(data.dataset).is_file():
             raise ConfigError(f"data.dataset: file not found: {data.dataset}")
         check_data_file(data.dataset, data.question_column, data.answer_column)
@@ -152,7 +156,7 @@ def load_examples(data, split: str | None = None):
     question_type = getattr(dataset.features[data.question_column], "dtype", None)
     if question_type not in ("string", "large_string"):
         raise ConfigError(f"data.question_column: column {data.question_column!r} of {data.dataset!r} holds {question_type}, not text")
-    if data.dataset != SYNTHETIC and not _is_local_file(data.dataset):  # a local file was checked line by line
+    if data.dataset != SYNTHETIC and not is_local_data_file(data.dataset):  # a local file was checked line by line
         check_rows(dataset, data.dataset, data.question_column, data.answer_column)
     if data.question_column != "question":
         dataset = dataset.rename_column(data.question_column, "question")
@@ -170,7 +174,7 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
     an object with a non-empty text question and a text or numeric answer. A one-line
     ConfigError names the file and line (datasets would fail with a traceback, or a row with a
     missing question would fail later, in the middle of formatting prompts). Returns the rows."""
-    from procrl.jsonl import iter_records
+    from procrl.core.jsonl import iter_records
 
     count = 0
     try:
@@ -204,13 +208,16 @@ def uses_chat_template(data, tokenizer: Any) -> bool:
 
 
 def format_prompt(data, question: str, chat: bool) -> Any:
-    """A plain string prompt, or a list of chat messages (TRL's conversational format)."""
-    user = data.prompt_template.replace("{question}", question)
+    """A plain string prompt, or a list of chat messages (TRL's conversational format). ``data``: the
+    recipe's ``data:`` section (its ``prompt_template`` and ``system_prompt``); None: their defaults."""
+    template = DEFAULT_PROMPT_TEMPLATE if data is None else data.prompt_template
+    system_prompt = None if data is None else data.system_prompt
+    user = template.replace("{question}", question)
     if not chat:
-        return user if data.system_prompt is None else f"{data.system_prompt}\n\n{user}"
+        return user if system_prompt is None else f"{system_prompt}\n\n{user}"
     messages = []
-    if data.system_prompt:
-        messages.append({"role": "system", "content": data.system_prompt})
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
     messages.append({"role": "user", "content": user})
     return messages
 

@@ -10,7 +10,7 @@ linguistic variety.
 A problem is built as a list of :class:`Calc` steps (text around one ``a op b`` calculation
 whose operands may be earlier results), so a solution can also be rendered with a *slip*
 (:func:`render_solution`): the tiny reasoner's training data holds flawed solutions made this
-way (``procrl/reasoner.py``).
+way (``procrl/models/reasoner.py``).
 
 * ``slip="carry"``: step k's result is wrong (a dropped carry, off by ten) and every later step
   computes on the wrong value, so the final answer is wrong.

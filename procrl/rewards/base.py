@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
 
-from procrl.config import ConfigError, field, from_dict, suggest
+from procrl.core.config import ConfigError, field, from_dict, suggest
 from procrl.rewards.fallback import GROUP_MEAN, FallbackResult, resolve_fallback
-from procrl.text import Segmentation, segment_batch
+from procrl.core.text import Segmentation, segment_batch
 
 logger = logging.getLogger(__name__)
 

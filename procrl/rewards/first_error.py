@@ -41,9 +41,9 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from procrl.config import ConfigError, field
-from procrl.redaction import redact_url
-from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
+from procrl.core.config import ConfigError, field
+from procrl.core.redaction import redact_url
+from procrl.core.answers import answers_match, extract_prediction, parse_gold
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
 
@@ -212,7 +212,7 @@ class FirstErrorReward(RewardComponent):
                 raise ConfigError(f"{path}.model: the {self.backend!r} backend needs a model")
             if self.gguf_file is not None and self.backend != "hf":
                 raise ConfigError(f"{path}.gguf_file: only the 'hf' backend loads a GGUF checkpoint (backend is {self.backend!r})")
-            from procrl.models import check_gguf_file
+            from procrl.models.loading import check_gguf_file
 
             check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.model, f"{path}.model")
             if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):

@@ -21,10 +21,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from procrl.config import field
-from procrl.rewards.accuracy import extract_prediction
+from procrl.core.config import field
+from procrl.core.answers import extract_prediction
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
-from procrl.text import DISPLAY_DELIMITERS, answer_line_start
+from procrl.core.text import DISPLAY_DELIMITERS, answer_line_start
 
 __all__ = ["MAX_ANSWER_STATEMENTS", "FormatReward", "answer_statements", "has_answer_line", "partial_format_score"]
 

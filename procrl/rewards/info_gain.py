@@ -114,8 +114,8 @@ class TargetLogProbScorer:
         else:
             from transformers import AutoModelForCausalLM
 
-            from procrl.models import load_tokenizer_from, model_source
-            from procrl.rewards.standalone import load_scoring_model
+            from procrl.models.loading import load_tokenizer_from, model_source
+            from procrl.models.standalone import load_scoring_model
 
             source = model_source(self.lm, self.gguf_file)
             self._tokenizer = load_tokenizer_from(source)

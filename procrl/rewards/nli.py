@@ -24,7 +24,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from procrl.rewards.standalone import load_scoring_model
+from procrl.models.standalone import load_scoring_model
 
 __all__ = ["NLILabelError", "NLIScorer", "length_batches", "nli_label_indices", "write_tiny_nli_model"]
 
@@ -238,7 +238,7 @@ def write_tiny_nli_model(
     import torch
     from transformers import AutoTokenizer, DebertaV2Config, DebertaV2ForSequenceClassification
 
-    from procrl.models import TOKENIZER_ASSET
+    from procrl.models.loading import TOKENIZER_ASSET
 
     id2label = id2label or {0: "entailment", 1: "neutral", 2: "contradiction"}
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
-from procrl.config import ConfigError, field
+from procrl.core.config import ConfigError, field
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
@@ -455,7 +455,7 @@ class ReCEvalCorrectness(RewardComponent):
     def plan(self, batch: RewardBatch) -> tuple[list[CorrectnessPlan | None], list[list[str] | None]]:
         """The NLI pairs of every chain and each chain's conclusions; None for a chain without
         steps, and (None, None) where the RCU splitter raised on one of its steps."""
-        from procrl.text import split_sentences
+        from procrl.core.text import split_sentences
 
         question_sentences: dict[str, list[str]] = {}
         plans: list[CorrectnessPlan | None] = []
@@ -580,7 +580,7 @@ class ReCEvalInformativeness(RewardComponent):
             if self.gguf_file is not None and self.lm == "reference":
                 raise ConfigError(f"{path}.gguf_file: lm is 'reference' (the trainer's model); a GGUF file needs lm: "
                                   "<the Hub id or directory holding it>")
-            from procrl.models import check_gguf_file
+            from procrl.models.loading import check_gguf_file
 
             check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.lm, f"{path}.lm")
 
@@ -614,7 +614,7 @@ class ReCEvalInformativeness(RewardComponent):
                     logging.getLogger(__name__).warning("%s: %s", self.name, error)
 
     def score(self, batch: RewardBatch) -> RewardOutput:
-        from procrl.rewards.accuracy import extract_prediction
+        from procrl.core.answers import extract_prediction
 
         s = self.settings
         failures: dict[str, int] = {}

@@ -454,7 +454,7 @@ def load_tagger(
         return CueTagger()
     if format not in ("auto", "trace", "hf"):
         raise ValueError(f"format must be 'auto', 'trace' or 'hf', got {format!r}")
-    from procrl.rewards.standalone import zero3_init_disabled
+    from procrl.models.standalone import zero3_init_disabled
 
     # Each rank runs its own whole copy: under ZeRO-3 the model must not be partitioned.
     with zero3_init_disabled():

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
-from procrl.config import ConfigError, field
+from procrl.core.config import ConfigError, field
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [

@@ -10,8 +10,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from procrl.checkpoints import atomic_checkpoints
-from procrl.models import load_policy, lora_config, policy_source
+from procrl.trainers.checkpoints import atomic_checkpoints
+from procrl.models.loading import load_policy, lora_config, policy_source
 from procrl.rewards.base import RewardMix, RuntimeContext
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
 from procrl.trainers.held_out import HeldOutEvaluation

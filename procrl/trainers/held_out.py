@@ -8,7 +8,7 @@ training generation settings, vLLM when the trainer uses it), or PPO's ``predict
 (one sampled completion per prompt). :class:`HeldOutEvaluation` wraps ``evaluation_loop``: while
 it runs, the reward mix's batch observers are replaced by an :class:`OutcomeCollector` (so the
 training diagnostics never see held-out batches), the per-completion outcomes of every rank are
-gathered, and ``procrl/eval_metrics.py`` adds answer accuracy, reasoning-aware accuracy,
+gathered, and ``procrl/observe/eval_metrics.py`` adds answer accuracy, reasoning-aware accuracy,
 inflation, process error rate and pass@k / maj@k, each with its standard error, to the
 loop's metrics. The Trainer then logs them like its own ``eval_loss``: ``eval_answer_accuracy``
 in ``trainer_state.json``, ``eval/answer_accuracy`` in W&B (transformers' prefix rewriting),
@@ -23,7 +23,7 @@ import threading
 from typing import Any
 
 from procrl import diagnostics as diag
-from procrl.eval_metrics import SampleOutcome, summarize
+from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardOutput
 
 __all__ = ["HeldOutEvaluation", "OutcomeCollector", "held_out_metrics"]
@@ -40,7 +40,8 @@ class OutcomeCollector:
         self._lock = threading.Lock()
 
     def observe(self, batch: RewardBatch, outputs: dict[str, RewardOutput], log_metric=None, log_extra=None) -> None:
-        from procrl.rewards.accuracy import AccuracyReward, extract_prediction, parse_gold
+        from procrl.core.answers import extract_prediction, parse_gold
+        from procrl.rewards.accuracy import AccuracyReward
 
         kinds = diag.component_kinds(self.types, outputs)
         accuracy = next((n for n, k in kinds.items() if k == diag.ACCURACY), None)

@@ -65,7 +65,7 @@ import torch
 from torch import nn
 from transformers import Trainer
 
-from procrl.config import ConfigError
+from procrl.core.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
 from procrl.trainers.credit import (
     aggregate_step_rewards,
@@ -808,7 +808,7 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
     from transformers import AutoModelForTokenClassification
 
-    from procrl.models import load_policy, load_pretrained, lora_config, model_source, pretrained_kwargs
+    from procrl.models.loading import load_policy, load_pretrained, lora_config, model_source, pretrained_kwargs
 
     settings = PPOSettings.from_recipe(recipe, args)
     rows = args.per_device_train_batch_size * args.world_size * args.gradient_accumulation_steps
@@ -852,7 +852,7 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         ref_model = load_policy(recipe.model)
         ref_model.eval()
         ref_model.requires_grad_(False)
-    from procrl.checkpoints import atomic_checkpoints
+    from procrl.trainers.checkpoints import atomic_checkpoints
 
     trainer = atomic_checkpoints(PPOTrainer)(
         model=PolicyAndValue(policy, value),

@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
-from procrl.rewards.standalone import load_scoring_model
+from procrl.models.standalone import load_scoring_model
 
 __all__ = ["LocalModelJudge"]
 
@@ -45,7 +45,7 @@ class LocalModelJudge(Judge):
         with self._lock:
             if self._model is not None:
                 return
-            from procrl.models import load_tokenizer_from, model_source
+            from procrl.models.loading import load_tokenizer_from, model_source
 
             source = model_source(self.model_name, self.gguf_file)
             tokenizer = load_tokenizer_from(source, trust_remote_code=self.trust_remote_code)

@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 import httpx
 
-from procrl.redaction import redact_url
+from procrl.core.redaction import redact_url
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 

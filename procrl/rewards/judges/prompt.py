@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from procrl.rewards.accuracy import extract_boxed
+from procrl.core.answers import extract_boxed
 
 __all__ = ["CATEGORIES", "ParsedVerdict", "build_prompt", "parse_category", "parse_verdict"]
 

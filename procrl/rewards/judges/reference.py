@@ -94,7 +94,7 @@ import re
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from procrl.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
+from procrl.core.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
 from procrl.rewards.judges import Judge, JudgeItem, Verdict
 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
@@ -529,7 +529,7 @@ _GOLD_ANSWER = re.compile(r"####\s*([^\n]*)")
 @functools.lru_cache(maxsize=4096)
 def read_reference(question: str | None, gold: str | None) -> Reference | None:
     """The gold's values, or None when the gold is only a final answer (nothing to check against)."""
-    from procrl.rewards.accuracy import extract_boxed, parse_number
+    from procrl.core.answers import extract_boxed, parse_number
 
     if not gold or not str(gold).strip():
         return None

@@ -1,0 +1,264 @@
+"""Answer parsing (REWARDS.md section 1): the number a completion states as its answer, the gold
+answer's number, and whether they match. Shared by the accuracy component, the format and
+first-error components, the judges, evaluation and the held-out evaluation.
+
+Prediction, first rule that matches wins:
+
+1. ``#### N``: the FIRST one whose text starts with a number (GSM8K's own convention, as in
+   grade-school-math's ``extract_answer``: the solution ends at its first answer line, so a chat
+   model that repeats ``#### 48`` until its token limit, or cuts the last copy short, is read as
+   48; a markdown heading ``#### Step 3: ...`` or ``#### 1. Total`` is not an answer); a
+   ``####`` line holding an equation states its result (``#### 72 * 16 = 1080`` -> 1080);
+2. the LAST ``\\boxed{...}`` (MATH's convention: intermediate results may be boxed, the final
+   one is boxed last; ``\\boxed{\\$12,500}``, ``$\\boxed{42}$``);
+3. the LAST ``answer is N`` / ``Answer: N`` (``**Answer: 18**``, ``The final answer is $18.``):
+   the number it starts with, the result after its last ``=``, or, when it goes on as a sentence
+   (``Final Answer: The total cost of 12 gallons is $33.00.``), the first number after the
+   sentence's last ``is`` / ``are`` / ``was`` / ``equals`` (else its last number);
+4. a bold number on the last non-empty line (``... is **64** dollars for 16 glasses``);
+5. the last number in the completion (``so she spends a total of 26 hours.``).
+
+So with several answer lines the first ``####`` wins over everything, a box over an ``answer
+is``; a completion that states several different answers is read as one of them, never as
+"any of them" (hedging does not pay). Numbers are normalised (``,`` ``$`` ``%`` and units
+dropped, ``72.0 == 72``, fractions, negatives) and compared with tolerance 1e-6; LaTeX that the
+plain parser cannot read (``\\frac{3}{4}``, ``\\sqrt{2}``) goes through math-verify.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from fractions import Fraction
+
+__all__ = [
+    "answers_match",
+    "extract_boxed",
+    "extract_prediction",
+    "parse_gold",
+    "parse_number",
+]
+
+_NUMBER = re.compile(
+    r"(?<![\w.])[-−]?\s?\$?\s?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:\s?/\s?\d+(?:\.\d+)?)?(?![\d])"
+    r"|(?<![\w.])[-−]?\.\d+"
+)
+_HASHES = re.compile(r"####[ \t]*([^\n]*)")
+# what follows '####' in an answer line: a number ('**', '$' and '\\$' allowed before it), not a
+# numbered heading ("#### 1. Calculate the cost", "#### Step 3: Total")
+_HASHES_ANSWER = re.compile(r"(?:\*\*)?[ \t]*(?:\\?\$)?[ \t]*[-−]?[ \t]?(?:\d|\.\d|\\[dt]?frac)(?![\d,]*[.:)][ \t]+[A-Za-z])")
+_COPULA = re.compile(r"\b(?:is|are|was|were|equals|will be)\b")
+_BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
+_STARTS_WITH_NUMBER = re.compile(r"[\s*:(]*(?:\\\(|\\\[|\$)?[\s*]*(?:\\?\$)?\s*[-−]?\s?(?:\d|\.\d|\\[dt]?frac)")
+_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_LATEX_FRAC = re.compile(r"^\\[dt]?frac\s*\{\s*(-?[\d.]+)\s*\}\s*\{\s*(-?[\d.]+)\s*\}$")
+
+
+_BOX_GAP = frozenset("\\boxedfx ")  # what may stand between \boxed / \fbox and its brace
+
+
+def extract_boxed(text: str) -> str | None:
+    """Content of the last balanced ``\\boxed{...}`` (or ``\\fbox{...}``); None if there is none.
+    Linear in the length of ``text`` (one pass matches every brace), also for thousands of
+    unbalanced boxes."""
+    position = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
+    if position < 0:
+        return None
+    brace = text.find("{", position)
+    if brace >= 0 and text[position:brace].strip("\\boxedfx ") == "":  # the usual case: the last box is balanced
+        depth = 0
+        for i in range(brace, len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[brace + 1 : i]
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for index, char in enumerate(text):
+        if char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            closing[stack.pop()] = index
+    gap_end = [0] * (len(text) + 1)  # gap_end[i]: first index >= i holding a character outside _BOX_GAP
+    gap_end[len(text)] = len(text)
+    for index in range(len(text) - 1, -1, -1):
+        gap_end[index] = gap_end[index + 1] if text[index] in _BOX_GAP else index
+    while position >= 0:
+        brace = gap_end[position]
+        if brace < len(text) and text[brace] == "{" and brace in closing:
+            return text[brace + 1 : closing[brace]]
+        # no brace right after it, or unbalanced: try an earlier box
+        position = max(text.rfind("\\boxed", 0, position), text.rfind("\\fbox", 0, position))
+    return None
+
+
+def _number_value(token: str) -> float | None:
+    token = token.replace("−", "-").replace("$", "").replace(",", "").replace(" ", "")
+    try:
+        if "/" in token:
+            numerator, denominator = token.split("/", 1)
+            value = Fraction(numerator) / Fraction(denominator)
+            return float(value)
+        return float(token)
+    except (ValueError, ZeroDivisionError, ArithmeticError):
+        return None
+
+
+def _latex_value(text: str) -> float | None:
+    """Numeric value of a LaTeX expression through math-verify (thread-safe: no signal timeout)."""
+    if len(text) > 200:  # math-verify runs without a timeout off the main thread: bound the input
+        return None
+    try:
+        from math_verify import parse
+
+        logging.getLogger("math_verify").setLevel(logging.ERROR)  # silence its per-call timeout warning
+        parsed = parse(f"${text}$", parsing_timeout=None)
+    except Exception:
+        return None
+    for candidate in parsed:
+        try:
+            value = float(candidate)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value):
+            return value
+    return None
+
+
+def parse_number(text: str | None) -> float | None:
+    """The first number in ``text`` after normalisation, or None.
+
+    ``"$1,000.50"`` -> 1000.5, ``"-3"`` -> -3, ``"3/4"`` -> 0.75, ``"72.0 dollars"`` -> 72,
+    ``"\\frac{3}{4}"`` -> 0.75, ``"50%"`` -> 50.
+    """
+    if text is None:
+        return None
+    text = str(text).strip()
+    if not text:
+        return None
+    cleaned = text.replace("\\$", "$").replace("\\%", "%").replace("\\!", "").replace("{,}", ",")
+    cleaned = cleaned.replace("\\,", "").replace("\\text{", "{")
+    frac = _LATEX_FRAC.match(cleaned.strip().lstrip("-").strip())
+    if frac:
+        value = _number_value(f"{frac.group(1)}/{frac.group(2)}")
+        if value is not None:
+            return -value if cleaned.strip().startswith("-") else value
+    if "\\" in cleaned:
+        value = _latex_value(cleaned)
+        if value is not None:
+            return value
+    match = _NUMBER.search(cleaned)
+    if match:
+        return _number_value(match.group(0))
+    return None
+
+
+def _last_number(text: str) -> float | None:
+    matches = list(_NUMBER.finditer(text))
+    return _number_value(matches[-1].group(0)) if matches else None
+
+
+def _last_answer_is(completion: str) -> str | None:
+    """What follows the last ``answer is`` / ``answer:`` / ``answer =``, to the end of its line
+    (rule 3: "The answer is 3. No wait, the answer is 4." states 4)."""
+    last = None
+    for last in _ANSWER_IS.finditer(completion):
+        pass
+    if last is None:
+        return None
+    end = completion.find("\n", last.end())
+    return completion[last.end() : end if end >= 0 else len(completion)]
+
+
+def _first_hashes(completion: str) -> str | None:
+    """Text of the first ``#### N`` answer line (rule 1)."""
+    for match in _HASHES.finditer(completion):
+        if _HASHES_ANSWER.match(match.group(1)):
+            return match.group(1)
+    return None
+
+
+def _hashes_value(text: str | None) -> float | None:
+    """The number a ``####`` line states: its result when it holds an equation (a chat model's
+    ``#### 72 * 16 = 1080`` states 1080, not 72; ``#### 4 =`` cut at the token limit states 4),
+    else the number it starts with."""
+    if text is None:
+        return None
+    if "=" in text:
+        for side in reversed(text.split("=")):
+            if side.strip():
+                return parse_number(side)
+        return None
+    return parse_number(text)
+
+
+def _stated_answer(text: str | None) -> float | None:
+    """The number an ``answer is ...`` / bold statement gives (rules 3 and 4): the result after
+    its last ``=``, the number it starts with, or the last number of the sentence it is."""
+    if text is None:
+        return None
+    text = text.replace("\\$", "$")
+    if "=" in text:
+        return parse_number(text.rsplit("=", 1)[1])
+    if _STARTS_WITH_NUMBER.match(text):
+        return parse_number(text)
+    sentence = re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip(), maxsplit=1)[0].replace("\\", " ")
+    verbs = list(_COPULA.finditer(sentence))  # "... the total cost of 12 gallons is $33.00."
+    if verbs:
+        value = parse_number(sentence[verbs[-1].end() :])
+        if value is not None:
+            return value
+    return _last_number(sentence)
+
+
+def _last_line_bold(completion: str) -> str | None:
+    """The last bold span holding a digit on the last non-empty line (rule 4)."""
+    lines = completion.rstrip().rsplit("\n", 1)
+    spans = [span for span in _BOLD.findall(lines[-1]) if re.search(r"\d", span)]
+    return spans[-1] if spans else None
+
+
+def extract_prediction(completion: str) -> tuple[float | None, str]:
+    """The predicted number and the rule that found it (``none`` when nothing was found)."""
+    if not isinstance(completion, str) or not completion.strip():
+        return None, "none"
+    rules = (
+        ("hashes", lambda: _hashes_value(_first_hashes(completion))),
+        ("boxed", lambda: parse_number(extract_boxed(completion))),
+        ("answer_is", lambda: _stated_answer(_last_answer_is(completion))),
+        ("bold", lambda: _stated_answer(_last_line_bold(completion))),
+    )
+    for rule, find in rules:  # first rule whose text parses wins
+        value = find()
+        if value is not None:
+            return value, rule
+    value = _last_number(completion)
+    if value is not None:
+        return value, "last_number"
+    return None, "none"
+
+
+def parse_gold(answer: str | float | int | None) -> float | None:
+    """Gold number from a GSM8K answer (text after ``#### ``) or a bare number."""
+    if answer is None:
+        return None
+    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
+        return float(answer) if math.isfinite(answer) else None
+    text = str(answer)
+    hashes = _HASHES.findall(text)
+    if hashes:
+        return parse_number(hashes[-1])
+    return parse_number(text)
+
+
+def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
+    """Equal within an absolute ``tolerance`` (REWARDS.md: 1e-6), with no relative slack (a
+    relative 1e-9 let 1234567891 match 1234567890); two integers compare exactly."""
+    if predicted is None or gold is None:
+        return False
+    if float(predicted).is_integer() and float(gold).is_integer():
+        return abs(int(predicted) - int(gold)) <= tolerance  # integer arithmetic: exact
+    return abs(predicted - gold) <= tolerance

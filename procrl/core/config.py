@@ -1,0 +1,175 @@
+"""Typed settings from plain dicts, with one-line errors that name the key.
+
+Every recipe section and every reward component's settings is a dataclass whose fields carry a
+``help`` string in their metadata (the TRL convention). :func:`from_dict` builds one from a
+mapping and raises :class:`ConfigError` naming the dotted key path, with a "did you mean"
+suggestion for unknown keys and the allowed values for a ``Literal``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import types
+import typing
+from typing import Any, Literal, Union, get_args, get_origin
+
+__all__ = ["ConfigError", "field", "from_dict", "check_value", "suggest", "describe_fields"]
+
+
+class ConfigError(ValueError):
+    """An invalid recipe or setting; the message is one line naming the key. Secrets are
+    redacted from it (:func:`procrl.core.redaction.redact_text`: URL credentials, the values of the
+    recipe's secret keys), whoever raises it."""
+
+    def __init__(self, message: object = "", *args: object):
+        from procrl.core.redaction import redact_text
+
+        super().__init__(redact_text(str(message)), *args)
+
+
+def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):
+    """A dataclass field with a help string (shown by ``procrl check --explain`` and in errors)."""
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata={"help": help})
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
+def suggest(name: str, choices) -> str:
+    """`` (did you mean 'x'?)`` or an empty string."""
+    name, options = str(name), [str(c) for c in choices]
+    match = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    if not match and len(name) >= 3:  # an abbreviation: 'acc' -> 'accuracy'
+        match = [o for o in options if o.startswith(name)][:1]
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in get_args(tp))
+    if tp is type(None):
+        return "null"
+    if origin is not None:
+        return getattr(origin, "__name__", str(origin))
+    return getattr(tp, "__name__", str(tp))
+
+
+def check_value(path: str, value: Any, tp: Any) -> Any:
+    """Return ``value`` converted to type ``tp`` or raise ConfigError naming ``path``."""
+    origin = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin is Literal:
+        allowed = get_args(tp)
+        if value in allowed:
+            return value
+        hint = suggest(value, allowed) if isinstance(value, str) else ""
+        raise ConfigError(f"{path}: invalid value {value!r}; allowed values: {', '.join(map(repr, allowed))}{hint}")
+    if origin in (Union, types.UnionType):
+        options = get_args(tp)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return check_value(path, value, option)
+            except ConfigError as error:
+                errors.append(error)
+        literal_errors = [e for e in errors if "allowed values" in str(e)]
+        if len(errors) == 1 or (literal_errors and value is not None and isinstance(value, str)):
+            raise (literal_errors or errors)[0]
+        raise ConfigError(f"{path}: expected {_type_name(tp)}, got {type(value).__name__} {value!r}")
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{path}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise ConfigError(f"{path}: expected an integer, got {type(value).__name__} {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if not math.isfinite(value):
+                raise ConfigError(f"{path}: must be a finite number, got {value!r}")
+            return float(value)
+        raise ConfigError(f"{path}: expected a number, got {type(value).__name__} {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{path}: expected a string, got {type(value).__name__} {value!r}")
+    if origin in (list, tuple) or tp in (list, tuple):
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{path}: expected a list, got {type(value).__name__} {value!r}")
+        args = get_args(tp)
+        item_type = args[0] if args else Any
+        return [check_value(f"{path}[{i}]", v, item_type) for i, v in enumerate(value)]
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: expected a mapping, got {type(value).__name__} {value!r}")
+        args = get_args(tp)
+        value_type = args[1] if len(args) == 2 else Any
+        return {k: check_value(f"{path}.{k}", v, value_type) for k, v in value.items()}
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        return from_dict(tp, value, path)
+    return value
+
+
+def from_dict(cls: type, data: Any, path: str, *, extra: dict[str, Any] | None = None):
+    """Build dataclass ``cls`` from mapping ``data``; ``path`` prefixes every error.
+
+    ``extra`` maps additional accepted keys to their types; their values are returned in
+    ``instance.__extra__`` (used for pass-through TRL fields).
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping, got {type(data).__name__} {data!r}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    extra = extra or {}
+    values, extras = {}, {}
+    for key, value in data.items():
+        key_path = f"{path}.{key}" if path else str(key)
+        if key in fields:
+            values[key] = check_value(key_path, value, hints[key])
+        elif key in extra:
+            extras[key] = check_value(key_path, value, extra[key])
+        else:
+            known = list(fields) + list(extra)
+            raise ConfigError(f"{key_path}: unknown key{suggest(key, known)}; known keys: {', '.join(sorted(fields))}")
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise ConfigError(f"{path}.{missing[0]}: required key is missing" if path else f"{missing[0]}: required")
+    instance = cls(**values)
+    if extra:
+        object.__setattr__(instance, "__extra__", extras)
+    validate = getattr(instance, "validate", None)
+    if callable(validate):
+        validate(path)
+    return instance
+
+
+def describe_fields(cls: type) -> list[tuple[str, str, Any, str]]:
+    """(name, type, default, help) for each field, for ``procrl check --explain``."""
+    hints = typing.get_type_hints(cls)
+    rows = []
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else "<required>"
+        )
+        rows.append((f.name, _type_name(hints[f.name]), default, f.metadata.get("help", "")))
+    return rows

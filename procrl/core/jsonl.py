@@ -1,0 +1,181 @@
+"""Reading JSON lines (or a JSON array of objects) one record at a time, with one-line errors
+naming ``file:line``: not UTF-8, not JSON, nested too deeply, an array that is not closed. Used
+for ``procrl score``'s input and local training data files; memory holds one record at a time.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+from procrl.core.config import ConfigError
+
+__all__ = ["iter_records", "readable_twice"]
+
+_CHUNK = 1 << 20  # bytes read at a time
+
+
+def _decode_error(path: str, where: int, error: UnicodeDecodeError, data: bytes) -> ConfigError:
+    byte = data[error.start] if error.start < len(data) else 0
+    return ConfigError(f"{path}:{where}: not UTF-8 text (byte {byte:#04x}); expected UTF-8 JSON lines")
+
+
+def _parse(text: str, path: str, where: int) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}:{where}: not valid JSON ({error.msg}, column {error.pos + 1})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}:{where}: JSON nested too deeply") from None
+
+
+def _iter_json_lines(handle, path: str) -> Iterator[tuple[int, Any]]:
+    for number, raw in enumerate(handle, 1):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise _decode_error(path, number, error, raw) from None
+        if text.strip():
+            yield number, _parse(text, path, number)
+
+
+class _ArrayReader:
+    """Elements of a JSON array read incrementally: one element in memory at a time."""
+
+    def __init__(self, handle, path: str):
+        self.handle, self.path = handle, path
+        self.decoder = codecs.getincrementaldecoder("utf-8")()
+        self.text, self.pos, self.line, self.eof = "", 0, 1, False
+        self.json = json.JSONDecoder()
+
+    def _more(self, at_least: int = _CHUNK) -> bool:
+        if self.eof:
+            return False
+        data = self.handle.read(max(_CHUNK, at_least))
+        try:
+            self.text += self.decoder.decode(data, final=not data)
+        except UnicodeDecodeError as error:
+            where = self.line + self.text.count("\n", self.pos) + data[: error.start].count(b"\n")
+            raise _decode_error(self.path, where, error, data) from None
+        self.eof = not data
+        return True
+
+    def _skip_space(self) -> bool:
+        """Move to the next non-space character; False at the end of the input."""
+        while True:
+            while self.pos < len(self.text) and self.text[self.pos] in " \t\r\n\ufeff":
+                if self.text[self.pos] == "\n":
+                    self.line += 1
+                self.pos += 1
+            if self.pos < len(self.text):
+                return True
+            self.text, self.pos = "", 0
+            if not self._more():
+                return False
+
+    def _error(self, message: str) -> ConfigError:
+        return ConfigError(f"{self.path}:{self.line}: not a valid JSON array ({message})")
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        if not self._skip_space() or self.text[self.pos] != "[":
+            raise self._error("expected '['")
+        self.pos += 1
+        first = True
+        while True:
+            if not self._skip_space():
+                raise self._error("the array is not closed with ']'")
+            if self.text[self.pos] == "]":
+                self.pos += 1
+                if self._skip_space():
+                    raise self._error("text after the closing ']'")
+                return
+            if not first:
+                if self.text[self.pos] != ",":
+                    raise self._error(f"expected ',' or ']', got {self.text[self.pos]!r}")
+                self.pos += 1
+                if not self._skip_space():
+                    raise self._error("the array is not closed with ']'")
+            first = False
+            start_line = self.line
+            yield start_line, self._element()
+
+    def _element(self) -> Any:
+        if self.pos > _CHUNK:  # drop what was consumed
+            self.text, self.pos = self.text[self.pos :], 0
+        while True:
+            try:
+                value, end = self.json.raw_decode(self.text, self.pos)
+            except json.JSONDecodeError as error:
+                incomplete = error.msg.startswith("Unterminated string") or error.pos >= len(self.text.rstrip())
+                if incomplete and self._more(len(self.text) - self.pos):
+                    continue
+                where = self.line + self.text.count("\n", self.pos, error.pos)
+                raise ConfigError(f"{self.path}:{where}: not valid JSON ({error.msg})") from None
+            except RecursionError:
+                raise ConfigError(f"{self.path}:{self.line}: JSON nested too deeply") from None
+            if end == len(self.text) and not isinstance(value, (dict, list)) and self._more():
+                continue  # a number or literal cut by the read boundary
+            self.line += self.text.count("\n", self.pos, end)
+            self.pos = end
+            return value
+
+
+def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[tuple[int, Any]]:
+    """``(line, value)`` of every record of a JSON-lines file or a JSON array, streamed; a
+    one-line ConfigError naming ``file:line`` for what is not readable JSON (``option``: how the
+    file was given, for the errors that concern the file itself)."""
+    file = Path(path)
+    name = str(path)
+    try:
+        handle = file.open("rb")
+    except FileNotFoundError:
+        raise ConfigError(f"{option}: file not found: {name}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{option}: {name} is a directory, not a file") from None
+    except OSError as error:
+        raise ConfigError(f"{option}: cannot read {name} ({error.strerror or error})") from None
+    with handle:
+        head = handle.read(4096)
+        handle.seek(0)
+        if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
+            yield from _ArrayReader(handle, name)
+        else:
+            yield from _iter_json_lines(handle, name)
+
+
+@contextlib.contextmanager
+def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
+    """A path that can be read more than once: ``path`` itself for a regular file (or one that
+    does not exist: the reader names it); ``-``, a pipe (``/dev/stdin``), a terminal or a FIFO is
+    first copied to a private temporary file, removed afterwards (``procrl score`` reads its
+    input twice: every row is checked before any is scored)."""
+    if path != "-":
+        try:
+            if not stat.S_ISCHR(os.stat(path).st_mode) and not stat.S_ISFIFO(os.stat(path).st_mode) \
+                    and not stat.S_ISSOCK(os.stat(path).st_mode):
+                yield path
+                return
+        except OSError:
+            yield path
+            return
+    directory = tempfile.mkdtemp(prefix="procrl-input-")
+    copy = os.path.join(directory, "input.jsonl")
+    try:
+        try:
+            with (open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb")) as source, \
+                    open(copy, "wb") as target:
+                shutil.copyfileobj(source, target, 1 << 20)
+        except OSError as error:
+            raise ConfigError(f"{option}: cannot read {path} into a temporary file in {tempfile.gettempdir()} "
+                              f"({error.strerror or error})") from None
+        yield copy
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,2 @@
+"""Layer 7, evaluation: ``procrl evaluate``, ``score``, ``validate``, ``judge-eval`` and the
+reward-integrity cases."""

@@ -1,0 +1,284 @@
+"""Starting a recipe the way it asks: ``procrl train`` (and ``python RECIPE.yaml``) honour the
+recipe's ``launch:`` section by running ``accelerate launch`` as a subprocess, as ``trl <cmd>
+--accelerate_config`` does; inside an already launched process they train in place.
+
+Precedence: accelerate flags given on the command line win over the recipe's ``launch:``
+section (``procrl train RECIPE --num_processes 4`` passes ``--num_processes 4`` to accelerate
+instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches). A bare
+``accelerate launch RECIPE`` (no flags at all, so none to override) launches as the recipe says.
+
+Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`procrl.launch.run.train`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from procrl.core.config import ConfigError
+from procrl.launch.flags import _flag_names, flag_value, resolve_config_file, split_launch_args
+from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
+
+__all__ = [
+    "LAUNCHED_ENV",
+    "WANDB_RUN_ID_FILE",
+    "accelerate_command",
+    "inside_launcher",
+    "needs_launcher",
+    "parent_accelerate_flags",
+    "plain_accelerate_launch",
+    "resolve_config_file",
+    "resume_checkpoint",
+    "set_wandb_run_id",
+    "split_launch_args",
+    "train_command",
+]
+
+# Set in the environment of the processes procrl starts through accelerate (belt and braces:
+# accelerate's own variables below already mark them).
+LAUNCHED_ENV = "PROCRL_LAUNCHED"
+# Set once the pre-launch checks passed in a parent process (accelerate's, through the start-up hook).
+PRELAUNCH_CHECKED_ENV = "PROCRL_PRELAUNCH_CHECKED"
+# Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
+# ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
+# LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
+_LAUNCHER_ENV = (LAUNCHED_ENV, "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND")
+# accelerate flags that choose the distributed type; with any of them we do not add --multi_gpu.
+_TYPE_FLAGS = ("--config_file", "--cpu", "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--tpu", "--use_megatron_lm")
+
+
+def inside_launcher(env: dict[str, str] | None = None) -> bool:
+    """Whether this process was started by accelerate / torchrun / procrl (then: train in place)."""
+    env = os.environ if env is None else env
+    return any(key in env for key in _LAUNCHER_ENV)
+
+
+def needs_launcher(recipe) -> bool:
+    """Whether the recipe's ``launch:`` section asks for more than one plain process."""
+    launch = recipe.launch
+    return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
+
+
+def accelerate_command(recipe, launch_args: list[str] | None = None, python: str | None = None) -> list[str]:
+    """``python -m accelerate.commands.launch`` flags from the recipe's ``launch:`` section, with
+    ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
+    launch = recipe.launch
+    user = list(launch_args or [])
+    given = _flag_names(user)
+    flags: list[str] = []
+    if launch.config_file is not None and "--config_file" not in given:
+        flags += ["--config_file", str(resolve_config_file(launch.config_file, recipe.path))]
+    if launch.num_processes is not None and "--num_processes" not in given:
+        flags += ["--num_processes", str(launch.num_processes)]
+    if launch.num_machines != 1 and "--num_machines" not in given:
+        flags += ["--num_machines", str(launch.num_machines)]
+    if launch.main_process_port is not None and "--main_process_port" not in given:
+        flags += ["--main_process_port", str(launch.main_process_port)]
+    processes = int(flag_value(user, "--num_processes") or launch.num_processes or 1)
+    machines = int(flag_value(user, "--num_machines") or launch.num_machines)
+    if not given.intersection(_TYPE_FLAGS) and launch.config_file is None and (processes > 1 or machines > 1):
+        flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
+    return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
+
+
+def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+                  launch_args: list[str] | None = None, overwrite: bool = False) -> list[str]:
+    """The full command ``procrl train`` runs: accelerate launching ``-m procrl.run`` on the recipe."""
+    script = ["-m", "procrl.run", recipe_path]
+    for override in overrides:
+        script += ["--set", override]
+    if output_dir is not None:
+        script += ["--output-dir", output_dir]
+    if resume:
+        script.append("--resume")
+    if overwrite:
+        script.append("--overwrite")
+    return accelerate_command(recipe, launch_args) + script
+
+
+def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+                    launch_args: list[str] | None = None, overwrite: bool = False) -> int:
+    """Run accelerate as a subprocess and return its exit status."""
+    from procrl.core.interrupts import Terminated
+    from procrl.core.redaction import redact_argv
+
+    command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
+    print("procrl: launching " + shlex.join(redact_argv(command)), file=sys.stderr, flush=True)
+    env = dict(os.environ, **{LAUNCHED_ENV: "1"})
+    process = subprocess.Popen(command, env=env)
+    try:
+        return process.wait()
+    except KeyboardInterrupt as error:
+        # Ctrl-C reached the launched processes too (one process group); SIGTERM is passed on. Their
+        # main rank says what is kept; a second interruption kills them.
+        if isinstance(error, Terminated):
+            process.terminate()
+        try:
+            code = process.wait()
+        except KeyboardInterrupt:
+            process.kill()
+            code = process.wait()
+        if code < 0:  # killed by a signal: as a shell reports it
+            return 128 - code
+        return code or (143 if isinstance(error, Terminated) else 130)
+
+
+def note_outer_launch(recipe) -> None:
+    """One line when an outer launcher gave fewer processes than the recipe's launch section asks
+    for (the launcher's flags win; the note says how to get the recipe's launch)."""
+    if not needs_launcher(recipe) or os.environ.get("RANK", "0") != "0" or os.environ.get(LAUNCHED_ENV):
+        return
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    wanted = recipe.launch.num_processes or 1
+    if world < wanted:
+        print(
+            f"procrl: note: this launch runs {world} process(es); the recipe's launch section asks for {wanted}"
+            f"{' with ' + recipe.launch.config_file if recipe.launch.config_file else ''}. The launcher's flags win; "
+            "`procrl train RECIPE` launches as the recipe says.",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> list[str] | None:
+    """The flags of the ``accelerate launch`` process that started this one as ``script``, read
+    from ``/proc/<ppid>/cmdline`` (Linux); None when the parent is not recognisably that."""
+    path = Path(cmdline_path or f"/proc/{os.getppid()}/cmdline")
+    try:
+        argv = [part.decode(errors="replace") for part in path.read_bytes().split(b"\0") if part]
+    except OSError:
+        return None
+    for index, arg in enumerate(argv):
+        if arg == "accelerate.commands.launch" or (arg == "launch" and index and Path(argv[index - 1]).name.startswith("accelerate")):
+            rest = argv[index + 1:]
+            return rest[: rest.index(script)] if script in rest else None
+    return None
+
+
+def plain_accelerate_launch(script: str | None) -> bool:
+    """Whether this process is the single process of ``accelerate launch SCRIPT`` given without
+    any flag (no torchrun, no procrl launch): then the recipe's launch section applies."""
+    if script is None or os.environ.get(LAUNCHED_ENV) or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
+        return False
+    if "ACCELERATE_MIXED_PRECISION" not in os.environ:
+        return False
+    return parent_accelerate_flags(script) == []
+
+
+def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
+              launch_args: list[str] | None = None, script: str | None = None, overwrite: bool = False) -> int:
+    """``procrl train`` / ``python RECIPE.yaml``: launch through accelerate when the recipe asks for
+    it (or accelerate flags were given) and we are not inside a launcher; else train here.
+
+    ``script``: the recipe path as the interpreter got it (the start-up hook); a bare
+    ``accelerate launch RECIPE`` (no flags) then launches as the recipe says, since no flag of
+    the user's would be overridden."""
+    from procrl.recipe import load_recipe
+
+    from procrl.launch.output_dir import RunLock, check_output_dir
+
+    recipe = load_recipe(recipe_path, overrides, output_dir)
+    # fail before anything starts (the launched run checks again, and its main process locks)
+    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    RunLock(recipe.output_dir).check()
+    if resume:
+        from procrl.launch.run import finished_note
+
+        note = finished_note(recipe)
+        if note:  # nothing to launch
+            print(f"procrl: {note}", file=sys.stderr, flush=True)
+            return 0
+        resume_checkpoint(recipe.output_dir)
+    launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
+        not inside_launcher() and (needs_launcher(recipe) or bool(launch_args)))
+    if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
+        from procrl.launch.prelaunch import check_before_launch
+
+        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
+        check_before_launch(recipe, launch_args, launching=launching)
+    if launching:
+        return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
+    if launch_args:
+        raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
+    note_outer_launch(recipe)
+    from procrl.launch.run import train_reporting_failure
+
+    train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
+    return 0
+
+
+def check_accelerate_launch(argv: list[str]) -> int | None:
+    """The pre-launch checks inside the ``accelerate launch`` process itself (called by the start-up
+    hook when accelerate's training script is a procrl recipe), before accelerate starts any
+    process. Returns None to let accelerate go on, or the exit status after printing the problems.
+    Sets PROCRL_PRELAUNCH_CHECKED so that the processes accelerate starts do not check again."""
+    from accelerate.commands.launch import launch_command_parser
+
+    from procrl.recipe import is_recipe_file, load_recipe
+    from procrl.launch.run import parser as run_parser
+
+    try:
+        parsed, _ = launch_command_parser().parse_known_args(argv)
+    except SystemExit:  # accelerate reports its own usage errors
+        return None
+    if parsed.module and parsed.training_script == "procrl.run" and parsed.training_script_args:
+        recipe_path, script_args = parsed.training_script_args[0], parsed.training_script_args[1:]
+    elif not parsed.module and not parsed.no_python:
+        recipe_path, script_args = parsed.training_script, parsed.training_script_args
+    else:
+        return None
+    if not is_recipe_file(recipe_path):
+        return None
+    flags = argv[: len(argv) - len(parsed.training_script_args) - 1]
+    flags = [f for f in flags if f not in ("-m", "--module")]
+    args, _ = run_parser().parse_known_args([recipe_path, *script_args])
+    try:
+        recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+        from procrl.launch.prelaunch import check_before_launch
+
+        check_before_launch(recipe, flags, launching=True)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr, flush=True)
+        return 2
+    os.environ[PRELAUNCH_CHECKED_ENV] = "1"
+    return None
+
+
+# --- resume -------------------------------------------------------------------------------------
+
+
+def resume_checkpoint(output_dir: str) -> str:
+    """The newest complete ``checkpoint-N`` directory of ``output_dir`` (a clear error when there
+    is none; :func:`procrl.trainers.checkpoints.find_resume_checkpoint` says what it skipped)."""
+    from procrl.trainers.checkpoints import find_resume_checkpoint
+
+    return find_resume_checkpoint(output_dir).checkpoint
+
+
+# --- the start-up hook's entry point -------------------------------------------------------------
+
+
+def run_recipe_script(script: str, argv: list[str]) -> int:
+    """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``."""
+    from procrl.core.known_warnings import filter_known_warnings
+    from procrl.launch.run import parser
+
+    filter_known_warnings()
+
+    from procrl.core import interrupts
+    from procrl.core.redaction import redact_argv
+
+    args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
+    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
+    with interrupts.terminate_as_interrupt():
+        try:
+            return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra),
+                             script=script, overwrite=args.overwrite)
+        except ConfigError as error:
+            print(f"procrl: error: {error}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as error:
+            return interrupts.report(error, show=os.environ.get("RANK", "0") == "0")

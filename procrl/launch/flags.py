@@ -1,0 +1,59 @@
+"""The command-line helpers of the launch layer: ``accelerate launch`` flags (read, checked) and
+the recipe's ``launch.config_file`` located. Pure functions, imported by :mod:`procrl.launch.prelaunch`,
+:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.plan` and :mod:`procrl.launch.cli` (here so that
+none of them imports another just for these)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from procrl.core.config import ConfigError
+
+__all__ = ["flag_value", "resolve_config_file", "split_launch_args"]
+
+
+def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
+    """The accelerate config file: absolute, else relative to the cwd, the recipe's directory or
+    one of its parents (recipes name ``launch/accelerate/zero3.yaml`` relative to the repo root)."""
+    path = Path(config_file).expanduser()
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        candidates = [Path.cwd() / path]
+        if recipe_path:
+            here = Path(recipe_path).resolve().parent
+            candidates += [directory / path for directory in (here, *here.parents)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(
+        f"launch.config_file: {config_file} not found (looked relative to the working directory and to the recipe's directory and its parents)"
+    )
+
+
+def split_launch_args(extra: list[str]) -> list[str]:
+    """Check that ``extra`` (what ``procrl train`` did not recognise) are ``accelerate launch`` flags."""
+    if not extra:
+        return []
+    from accelerate.commands.launch import launch_command_parser
+
+    parsed, unknown = launch_command_parser().parse_known_args([*extra, "procrl-recipe.yaml"])
+    if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
+        bad = unknown or parsed.training_script_args or [parsed.training_script]
+        raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
+    return list(extra)
+
+
+def _flag_names(args: list[str]) -> set[str]:
+    return {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+
+
+def flag_value(args: list[str], name: str) -> str | None:
+    """The last value given to ``name`` (``--name V`` or ``--name=V``) in ``args``."""
+    value = None
+    for index, arg in enumerate(args):
+        if arg == name and index + 1 < len(args):
+            value = args[index + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value

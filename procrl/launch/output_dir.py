@@ -1,0 +1,215 @@
+"""The output directory of a training run: one run per directory, one process writing it.
+
+* :func:`check_output_dir` refuses, before anything loads, an output dir that is a file (or
+  under one), and one that already holds a run unless the run is resumed (``--resume``) or
+  replaced (``--overwrite``): a second run would delete the first one's checkpoints through
+  rotation and overwrite its model.
+* :class:`RunLock` is a lock file (``.procrl.lock``: PID, host, process start time) created
+  exclusively by the run's main process and removed when it exits. A second run into the same
+  directory is refused while the first is alive; a lock whose process is gone (kill -9, a
+  crash) is stale and taken over, with a note. A lock from another host cannot be checked:
+  it is refused, naming the file to remove.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+
+from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
+from procrl.core.config import ConfigError
+from procrl.core.paths import writable_dir_problem
+from procrl.core.redaction import redact_argv
+
+__all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
+
+LOCK_FILE = ".procrl.lock"
+# Files a run leaves at the top of its output dir (besides checkpoint-N directories).
+_RUN_FILES = (
+    "trainer_state.json", "run_info.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+    "adapter_model.safetensors",
+)
+
+
+def run_contents(output_dir: str | os.PathLike) -> list[str]:
+    """Names in ``output_dir`` that show a run was there (empty when it holds none)."""
+    folder = Path(output_dir)
+    if not folder.is_dir():
+        return []
+    names = [path.name for _, path in sorted(list_checkpoints(folder))]
+    names += sorted(p.name for p in folder.glob(INCOMPLETE_PREFIX + "checkpoint-*"))
+    names += [name for name in _RUN_FILES if (folder / name).exists()]
+    return names
+
+
+def check_output_dir(output_dir: str, resume: bool = False, overwrite: bool = False) -> None:
+    """One-line ConfigError when a run may not write into ``output_dir`` (read-only check)."""
+    if resume and overwrite:
+        raise ConfigError("--resume and --overwrite exclude each other: continue the run in the output dir, or replace it")
+    problem = writable_dir_problem(Path(output_dir))
+    if problem:
+        raise ConfigError(f"output_dir: {problem}")
+    if resume or overwrite:
+        return
+    found = run_contents(output_dir)
+    if found:
+        shown = ", ".join(found[:4]) + (f", ... ({len(found)} entries)" if len(found) > 4 else "")
+        raise ConfigError(
+            f"output_dir: {output_dir} already holds a run ({shown}); use --resume to continue it, or --overwrite to "
+            "delete its checkpoints and start afresh"
+        )
+
+
+def clear_previous_run(output_dir: str) -> list[str]:
+    """``--overwrite``: delete the earlier run's checkpoints (complete, incomplete, staged) and
+    its trainer state and W&B run id; the new run overwrites the rest. Returns what was removed."""
+    folder = Path(output_dir)
+    removed = []
+    targets = [path for _, path in list_checkpoints(folder)] + sorted(folder.glob(INCOMPLETE_PREFIX + "checkpoint-*"))
+    for path in targets:
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+        removed.append(path.name)
+    for name in ("trainer_state.json", "wandb_run_id"):
+        if (folder / name).is_file():
+            (folder / name).unlink()
+            removed.append(name)
+    return removed
+
+
+def discard_staging(output_dir: str) -> list[str]:
+    """Remove ``.partial/`` (what a killed run was saving); returns the checkpoints it held."""
+    staging = Path(output_dir) / STAGING_DIR
+    if not staging.exists():
+        return []
+    names = sorted(entry.name for entry in staging.iterdir()) if staging.is_dir() else []
+    shutil.rmtree(staging) if staging.is_dir() else staging.unlink()
+    return names
+
+
+# --- the lock ----------------------------------------------------------------------------------
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), to tell a reused PID apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    if start is not None and _start_time(pid) not in (None, start):
+        return False  # the PID was reused by a later process
+    return True
+
+
+class RunLock:
+    """``with RunLock(output_dir): ...`` or :meth:`acquire` / :meth:`release` (also at exit)."""
+
+    def __init__(self, output_dir: str):
+        self.path = Path(output_dir) / LOCK_FILE
+        self.held = False
+
+    def _record(self) -> dict:
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "start_time": _start_time(os.getpid()),
+            "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+            "command": " ".join(redact_argv(sys.argv[:6])),
+        }
+
+    def holder(self) -> dict | None:
+        """The lock's record, or None when there is no lock file."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return {}
+        try:
+            record = json.loads(text)
+        except ValueError:
+            return {}
+        return record if isinstance(record, dict) else {}
+
+    def stale(self, record: dict) -> bool:
+        """Whether the lock's process is gone (only decidable on the same host)."""
+        pid = record.get("pid")
+        if not isinstance(pid, int) or record.get("host") != socket.gethostname():
+            return False
+        return not _alive(pid, record.get("start_time"))
+
+    def check(self) -> None:
+        """ConfigError when a live process holds the lock (read-only)."""
+        record = self.holder()
+        if record is None or self.stale(record):
+            return
+        raise ConfigError(self._busy_message(record))
+
+    def _busy_message(self, record: dict) -> str:
+        folder = self.path.parent
+        if not record:
+            return f"output_dir: {folder} is locked by an unreadable {self.path}; remove it if no run is writing there"
+        where = f"PID {record.get('pid')} on {record.get('host')}, since {record.get('since')}"
+        if record.get("host") != socket.gethostname():
+            return (f"output_dir: {folder} is in use by a run on another host ({where}); wait for it, or remove "
+                    f"{self.path} if that run is gone")
+        return f"output_dir: {folder} is in use by another run ({where}); wait for it to finish, or use another --output-dir"
+
+    def acquire(self) -> str | None:
+        """Take the lock; returns a note when a stale lock was taken over. ConfigError when busy."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        note = None
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                record = self.holder()
+                if record is None:
+                    continue  # released in between
+                if not self.stale(record):
+                    raise ConfigError(self._busy_message(record)) from None
+                note = f"took over a stale lock in {self.path.parent} (PID {record.get('pid')} is no longer running)"
+                try:
+                    self.path.unlink()
+                except FileNotFoundError:
+                    pass
+                continue
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(self._record(), handle)
+            self.held = True
+            atexit.register(self.release)
+            return note
+        raise ConfigError(f"output_dir: could not take the lock {self.path}")
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        record = self.holder()
+        if record and record.get("pid") == os.getpid():
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+
+    def __enter__(self) -> "RunLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()

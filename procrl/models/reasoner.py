@@ -1,0 +1,333 @@
+"""``procrl:tiny-reasoner``: an embedded model that reasons, badly in measurable ways.
+
+A 0.6M-parameter Qwen2-architecture model (the policy's code path) with the shipped tiny
+tokenizer, fine-tuned with TRL's ``SFTTrainer`` on the embedded GSM8K-style problems
+(``procrl/data/synthetic.py``), prompted exactly as the CPU recipe prompts (chat template +
+the default prompt template), so that GRPO / PPO / ``procrl evaluate`` continue where SFT left.
+
+Its training data holds a controlled share of flawed solutions, the failure modes process
+rewards exist for (``synthetic.render_solution``):
+
+* *recover* habit, on the ``packs`` problems: the first step states a wrong product (off by
+  ten) while the calculator note and the later steps use the right one: the right answer with
+  a step the arithmetic judge flags (ReTraceQA's inflation);
+* *carry* habit, on the ``sharing`` problems: the first product slips and the slip carries to
+  a wrong answer.
+
+A habit is a share of flawed solutions *above one half* within its kind of problem, so greedy
+decoding reproduces it (a flaw spread at random at a rate below one half would vanish under
+greedy decoding) while sampling still draws the clean solution often enough for RL to find it.
+The other problems are clean, apart from a few random slips of either kind.
+
+Built deterministically (fixed seeds, single-threaded data order) on first use and cached
+under ``$PROCRL_CACHE`` like ``procrl:tiny-qwen2``, or explicitly with ``procrl
+build-tiny-reasoner [--output-dir D]``; a ``reasoner_card.json`` beside the weights records the
+settings, the flaw counts and the build time. Simplified on purpose: one learning-rate schedule,
+no validation during SFT (the held-out figures come from ``procrl evaluate``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["REASONER", "ReasonerSpec", "add_build_command", "build_tiny_reasoner", "ensure_tiny_reasoner",
+           "training_rows"]
+
+REASONER = "procrl:tiny-reasoner"
+REASONER_VERSION = "v1"
+HELD_OUT_EXAMPLES = 1000  # data.synthetic.held_out_examples' default
+
+
+@dataclass(frozen=True)
+class ReasonerSpec:
+    """Everything the build depends on (the cache key is derived from it)."""
+
+    hidden_size: int = 128
+    num_layers: int = 2
+    intermediate_size: int = 512
+    num_attention_heads: int = 4
+    num_key_value_heads: int = 2
+    train_examples: int = 15000  # seen once each: 1875 steps of 8
+    batch_size: int = 8
+    learning_rate: float = 3e-3
+    data_seed: int = 7  # an integer seed: the held-out splits' string seeds never equal it
+    model_seed: int = 0
+    habits: dict[str, tuple[str, float]] = field(default_factory=lambda: {"packs": ("recover", 0.65),
+                                                                          "sharing": ("carry", 0.65)})
+    random_slip_rate: float = 0.03  # on the other problems, either kind, at a random step
+
+    def key(self) -> str:
+        import hashlib
+
+        digest = hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:10]
+        return f"tiny-reasoner-{REASONER_VERSION}-{digest}"
+
+
+def _prompt_text(tokenizer: Any, question: str) -> str:
+    """What the CPU recipe's trainers and ``procrl evaluate`` feed the model for ``question``."""
+    from procrl.data import format_prompt
+
+    messages = format_prompt(None, question, chat=True)  # the default data.prompt_template, no system prompt
+    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+
+
+def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict[str, Any]]:
+    """The SFT rows: ``prompt`` / ``completion`` text (+ ``template`` and ``slip`` for the card and
+    the tests). Without a tokenizer, ``prompt`` is the bare question."""
+    from procrl.data.synthetic import make_problem, render_solution
+
+    from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
+
+    # The small templates (wages, garden) have a few thousand distinct questions: leave out every
+    # held-out question of the default synthetic settings, so held-out means never seen in SFT.
+    held_out = {row["question"] for split in HELD_OUT_SPLITS for row in generate_split(split, HELD_OUT_EXAMPLES, 0)}
+    rng = random.Random(spec.data_seed)
+    flaws = random.Random(f"procrl-reasoner/flaws/{spec.data_seed}")
+    rows = []
+    while len(rows) < spec.train_examples:
+        problem = make_problem(rng)
+        if problem.question in held_out:
+            continue
+        slip, step = None, 0
+        if problem.template in spec.habits:
+            kind, rate = spec.habits[problem.template]
+            slip = kind if flaws.random() < rate else None
+        elif flaws.random() < spec.random_slip_rate:
+            slip, step = flaws.choice(["carry", "recover"]), flaws.randrange(len(problem.steps) - 1)
+        solution, _ = render_solution(problem, slip, step)
+        rows.append({"prompt": _prompt_text(tokenizer, problem.question) if tokenizer is not None else problem.question,
+                     "completion": solution, "template": problem.template, "slip": slip})
+    return rows
+
+
+BUILD_MARKER = ".procrl-reasoner-build"  # in a build's temporary folder, written first: procrl's own
+# what a build writes: a directory holding only these (and the card) is a build procrl may replace
+_BUILD_FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt", "added_tokens.json",
+                "reasoner_card.json"}
+
+
+def _is_build(folder: Path) -> bool:
+    """A complete reasoner build: its card names the reasoner, the weights are there, and it holds
+    nothing a build does not write."""
+    try:
+        card = json.loads((folder / "reasoner_card.json").read_text(encoding="utf-8"))
+        names = {entry.name for entry in folder.iterdir()}
+    except (OSError, ValueError):
+        return False
+    return (isinstance(card, dict) and card.get("name") == REASONER and "model.safetensors" in names
+            and names <= _BUILD_FILES | set(card.get("files") or ()) and all((folder / n).is_file() for n in names))
+
+
+def _is_unfinished_build(folder: Path) -> bool:
+    return (folder / BUILD_MARKER).is_file()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_build_dir(output_dir: str | os.PathLike) -> Path:
+    """The directory a build into ``output_dir`` replaces (a symlink is followed), refused with a
+    one-line ConfigError before anything is written: an empty path, a file, a directory procrl
+    cannot write in, and a non-empty directory that is not a complete reasoner build or the
+    temporary folder of one (procrl never deletes what it did not create)."""
+    from procrl.core.config import ConfigError
+    from procrl.core.paths import writable_dir_problem as _writable_dir_problem
+
+    text = os.fspath(output_dir)
+    if not str(text).strip():
+        raise ConfigError("--output-dir: empty path; give a directory (or leave --output-dir out to build into the cache)")
+    output = Path(os.path.realpath(text))
+    if output.exists() and not output.is_dir():
+        raise ConfigError(f"--output-dir: {text} is a file, not a directory")
+    problem = _writable_dir_problem(output.parent)
+    if problem:
+        raise ConfigError(f"--output-dir: {problem}")
+    if output.is_dir() and any(output.iterdir()) and not _is_build(output) and not _is_unfinished_build(output):
+        shown = ", ".join(sorted(entry.name for entry in output.iterdir())[:4])
+        raise ConfigError(
+            f"--output-dir: {text} is a directory that holds files ({shown}, ...) and is not a {REASONER} build; procrl "
+            "replaces only its own builds: give a new or empty directory"
+        )
+    return output
+
+
+def _remove_stale_builds(output: Path) -> list[str]:
+    """Temporary folders of killed builds into ``output`` (``NAME.partialPID`` with the build
+    marker, their process gone); returns their names."""
+    removed = []
+    for folder in output.parent.glob(output.name + ".partial*"):
+        pid = folder.name[len(output.name) + len(".partial"):]
+        if pid.isdigit() and folder.is_dir() and _is_unfinished_build(folder) and not _pid_alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder.name)
+    return removed
+
+
+def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = ReasonerSpec(),
+                        progress: bool = True) -> dict[str, Any]:
+    """Train the reasoner into ``output_dir`` (written to a temporary sibling and renamed, so a
+    killed build leaves nothing half-written); returns the card. An existing ``output_dir`` is
+    replaced only when it is empty or a reasoner build (:func:`check_build_dir`, before training)."""
+    from procrl.core.atomic import replace_directory
+    from procrl.core.config import ConfigError
+    from procrl.core.interrupts import deferred
+
+    output = check_build_dir(output_dir)
+    for name in _remove_stale_builds(output):
+        print(f"procrl: removed {output.parent / name}, the temporary folder of a killed build", file=sys.stderr)
+    temporary = output.with_name(output.name + f".partial{os.getpid()}")
+    if _is_unfinished_build(temporary):  # this PID's earlier, killed build
+        shutil.rmtree(temporary, ignore_errors=True)
+    try:
+        temporary.mkdir()
+    except OSError as error:
+        raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None
+    try:
+        (temporary / BUILD_MARKER).write_text(f"{os.getpid()}\n")
+    except OSError as error:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None
+    try:
+        card = _train_into(temporary, spec, progress)
+        (temporary / BUILD_MARKER).unlink()
+        with deferred():
+            replace_directory(temporary, output, output.with_name(output.name + f".replaced{os.getpid()}"))
+    except OSError as error:  # a full disk at the end of the build
+        shutil.rmtree(temporary, ignore_errors=True)
+        kept = "left as it was" if output.exists() else "not created"
+        raise ConfigError(f"--output-dir: writing the build failed ({error.strerror or error}); {output_dir} {kept}") from None
+    except BaseException:
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise
+    return card
+
+
+def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str, Any]:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from trl import SFTConfig, SFTTrainer
+
+    from procrl.models.tiny import TOKENIZER_ASSET
+
+    started = time.monotonic()
+    asset = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
+    config = Qwen2Config(
+        vocab_size=len(asset), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads, max_position_embeddings=1024, tie_word_embeddings=True,
+        pad_token_id=asset.pad_token_id, eos_token_id=asset.eos_token_id, bos_token_id=None,
+    )
+    # Train with the tokenizer exactly as every consumer loads it from the model directory: beside
+    # a qwen2 config.json, AutoTokenizer gives Qwen2Tokenizer, whose pre-tokenizer splits digits
+    # one by one (the shipped asset alone loads as a plain fast tokenizer that merges them).
+    config.save_pretrained(temporary)
+    asset.save_pretrained(temporary)
+    tokenizer = AutoTokenizer.from_pretrained(temporary)
+    rows = training_rows(spec, tokenizer)
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"]} for r in rows])
+    rng_state = torch.random.get_rng_state()
+    torch.manual_seed(spec.model_seed)
+    model = Qwen2ForCausalLM(config)
+    torch.random.set_rng_state(rng_state)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    args = SFTConfig(
+        output_dir=str(temporary / "sft"), num_train_epochs=1, per_device_train_batch_size=spec.batch_size,
+        learning_rate=spec.learning_rate, lr_scheduler_type="cosine", warmup_steps=0.05, weight_decay=0.0,
+        max_length=512, logging_steps=250, save_strategy="no", report_to="none", bf16=False, use_cpu=True,
+        seed=spec.model_seed, data_seed=spec.model_seed, dataloader_num_workers=0, disable_tqdm=not progress,
+        completion_only_loss=True,
+    )
+    import datasets
+
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()  # the dataset preparation bars; the training bar stays
+    try:
+        trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer)
+    finally:
+        if bars:
+            datasets.enable_progress_bars()
+    result = trainer.train()
+    shutil.rmtree(temporary / "sft", ignore_errors=True)
+    model.save_pretrained(temporary)
+    tokenizer.save_pretrained(temporary)
+    counts: dict[str, int] = {}
+    for row in rows:
+        key = f"{row['template']}/{row['slip'] or 'clean'}"
+        counts[key] = counts.get(key, 0) + 1
+    card = {
+        "name": REASONER, "version": REASONER_VERSION, "spec": asdict(spec),
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "training_rows": len(rows), "flawed_rows": sum(r["slip"] is not None for r in rows),
+        "rows_by_template_and_slip": dict(sorted(counts.items())),
+        "final_train_loss": result.training_loss, "build_seconds": round(time.monotonic() - started, 1),
+        "torch_threads": torch.get_num_threads(),
+    }
+    card["files"] = sorted(entry.name for entry in temporary.iterdir() if entry.name != BUILD_MARKER) + ["reasoner_card.json"]
+    (temporary / "reasoner_card.json").write_text(json.dumps(card, indent=2) + "\n")
+    return card
+
+
+def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | None = None) -> Path:
+    """The cached reasoner's directory, built on first use. Concurrent callers (ranks, test
+    processes) wait for the one that holds the build lock."""
+    from procrl.models.tiny import cache_root
+
+    directory = cache_root() / spec.key()
+    if (directory / "model.safetensors").is_file():
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    lock = directory.with_name(directory.name + ".lock")
+    import fcntl
+
+    with open(lock, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the process exits, killed or not
+        if not (directory / "model.safetensors").is_file():
+            print(f"procrl: building {REASONER} (once, cached in {directory}; a few minutes on 2 CPU cores)",
+                  file=sys.stderr, flush=True)
+            build_tiny_reasoner(directory, spec, progress=sys.stderr.isatty() if progress is None else progress)
+    return directory
+
+
+def _cmd_build(args) -> int:
+    spec = ReasonerSpec()
+    if args.output_dir is None:
+        directory = ensure_tiny_reasoner(spec, progress=False if args.quiet else None)
+        card = json.loads((directory / "reasoner_card.json").read_text())
+    else:
+        check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
+        directory = Path(args.output_dir)
+        card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
+    print(f"{REASONER}: {card['parameters'] / 1e6:.2f}M parameters, {card['training_rows']} training solutions "
+          f"({card['flawed_rows']} flawed), built in {card['build_seconds']:.0f} s -> {directory}")
+    return 0
+
+
+def add_build_command(commands: Any) -> None:
+    build = commands.add_parser(
+        "build-tiny-reasoner", help=f"Build {REASONER} (SFT of a tiny Qwen2 on the embedded problems, a few CPU minutes).",
+        description=f"Build {REASONER}. Without --output-dir it goes to the cache that recipes naming {REASONER} read "
+        "(and returns at once when it is there already).")
+    build.add_argument("--output-dir", default=None,
+                       help="Write the model here instead of the cache (always rebuilds). A new or empty directory, or an "
+                       "earlier build, which is replaced; any other directory is refused.")
+    build.add_argument("--quiet", action="store_true", help="No progress bar (there is none when stderr is not a terminal).")
+    build.set_defaults(handler=_cmd_build)
