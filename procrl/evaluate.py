@@ -26,7 +26,8 @@ from typing import Any
 
 from dataclasses import dataclass
 
-from procrl import diagnostics as diag
+from procrl.observe import plots
+from procrl.observe import stats as diag
 from procrl.config import ConfigError
 from procrl.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
@@ -408,19 +409,19 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
                 judge: str | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
-    figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
+    figure = plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
     figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
     written.append("component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
-        figure = diag.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
+        figure = plots.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
         figure.savefig(directory / "first_error_histogram.png", bbox_inches="tight")
         written.append("first_error_histogram.png")
     traces = [n for n, k in kinds.items() if k == diag.TRACE and diag.transition_counts(outputs[n]) is not None]
     for i, name in enumerate(traces):
         file = "trace_transitions.png" if i == 0 else f"trace_transitions_{name}.png"
-        figure = diag.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
+        figure = plots.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
                                               title=f"{name}: sentence label transitions")
         figure.savefig(directory / file, bbox_inches="tight")
         written.append(file)

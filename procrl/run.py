@@ -176,7 +176,7 @@ def _callbacks(recipe: Recipe, mix=None) -> list:
 
     callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
     if recipe.logging.diagnostics and mix is not None:
-        from procrl.diagnostics import DiagnosticsCallback
+        from procrl.observe.callback import DiagnosticsCallback
 
         callbacks.append(DiagnosticsCallback.attach(mix))
     return callbacks

@@ -651,7 +651,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
 
     from matplotlib.patches import Patch
 
-    from procrl.diagnostics import _figure, score_range
+    from procrl.observe.plots import new_figure
+    from procrl.observe.stats import score_range
 
     panels: list[tuple[str, str | None, list[tuple[str, float]]]] = []
     for name, stats in report["components"].items():
@@ -664,7 +665,7 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     blocks = math.ceil(len(panels) / columns)
     with_roc = bool(report["classes"].get(SOUND)) and len(report["classes"]) > 1  # else no curve to draw
     per_block = 2 if with_roc else 1
-    figure = _figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
+    figure = new_figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
     axes = figure.subplots(per_block * blocks, columns, squeeze=False)
     for index in range(blocks * columns):
         top = axes[per_block * (index // columns)][index % columns]

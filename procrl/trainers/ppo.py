@@ -419,7 +419,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             completion_ids=id_lists,
             columns=columns,
         )
-        diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/diagnostics.py)
+        diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/observe/callback.py)
         outputs = self.reward_mix.score_all(batch, log_metric=diagnostics.__setitem__)
         outputs, fallback_stats = self._resolve_fallbacks(outputs, prompt_texts)
         totals = self.reward_mix.total(outputs)
