@@ -50,6 +50,7 @@ from typing import Any, Iterable
 
 from procrl.config import ConfigError, suggest
 from procrl.corpora import CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG, Solution, read_solutions
+from procrl.numeric import mean as _mean
 from procrl.validate_metrics import (
     BOOTSTRAP_RESAMPLES,
     auroc,
@@ -231,10 +232,6 @@ def parse_peer_options(values: list[str]) -> list[tuple[str, list[str]]]:
 
 def _share(count: int, n: int) -> float | None:
     return count / n if n else None
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _no_opinion(item: Scored, name: str) -> bool:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.config import ConfigError, field
+from procrl.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
@@ -385,10 +386,6 @@ _DTYPES = ("auto", "float32", "float16", "bfloat16")
 def _check_dtype(path: str, dtype: str) -> None:
     if dtype not in _DTYPES:
         raise ConfigError(f"{path}.dtype: invalid value {dtype!r}; allowed values: {', '.join(map(repr, _DTYPES))}")
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 class ReCEvalCorrectness(RewardComponent):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from procrl.config import ConfigError, field
+from procrl.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
@@ -272,10 +273,6 @@ class TraceReward(RewardComponent):
             failures=failures,
             extras={"transition_counts": matrix, "labels": list(LABELS), "element_counts": label_totals},
         )
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 def _step_means(labels: list[frozenset[str]], sentence_step: Sequence[int], n_steps: int) -> list[float]:
