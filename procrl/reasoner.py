@@ -74,11 +74,10 @@ class ReasonerSpec:
 
 def _prompt_text(tokenizer: Any, question: str) -> str:
     """What the CPU recipe's trainers and ``procrl evaluate`` feed the model for ``question``."""
-    from procrl.data import format_prompt
+    from procrl.data.prompts import format_prompt, render_prompt
     from procrl.recipe import DataSection
 
-    messages = format_prompt(DataSection(dataset="synthetic"), question, chat=True)
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return render_prompt(tokenizer, format_prompt(DataSection(dataset="synthetic"), question, chat=True))
 
 
 def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict[str, Any]]:

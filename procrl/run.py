@@ -187,9 +187,9 @@ def require_vllm_if_used(args) -> None:
     raise only after loading the policy)."""
     if not args.use_vllm:
         return
-    from trl.import_utils import is_vllm_available
+    from procrl.generation import vllm_available
 
-    if not is_vllm_available():
+    if not vllm_available():
         raise ConfigError(
             "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
             "CUDA machine); set trainer.use_vllm=false to generate with transformers"

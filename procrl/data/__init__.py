@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.config import ConfigError, suggest
+from procrl.data.prompts import format_prompt, uses_chat_template
 
 __all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "check_rows", "format_prompt",
            "has_no_splits", "load_examples", "synthetic_rows", "uses_chat_template"]
@@ -193,26 +194,6 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
     if count == 0:
         raise ConfigError(f"data.dataset: {path} holds no rows")
     return count
-
-
-def uses_chat_template(data, tokenizer: Any) -> bool:
-    if data.chat_template == "on":
-        return True
-    if data.chat_template == "off":
-        return False
-    return getattr(tokenizer, "chat_template", None) is not None
-
-
-def format_prompt(data, question: str, chat: bool) -> Any:
-    """A plain string prompt, or a list of chat messages (TRL's conversational format)."""
-    user = data.prompt_template.replace("{question}", question)
-    if not chat:
-        return user if data.system_prompt is None else f"{data.system_prompt}\n\n{user}"
-    messages = []
-    if data.system_prompt:
-        messages.append({"role": "system", "content": data.system_prompt})
-    messages.append({"role": "user", "content": user})
-    return messages
 
 
 def build_prompt_dataset(data, tokenizer: Any, split: str | None = None):
