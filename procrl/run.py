@@ -341,16 +341,10 @@ def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
     printing one short line per logging step on the terminal."""
     from procrl.logging_utils import use_compact_console
 
-    if recipe.trainer.algorithm == "ppo":
-        from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
+    from procrl.trainers.build import build_trainer
 
-        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                    eval_dataset=eval_dataset)
-    else:
-        from procrl.trainers.grpo import build_grpo_trainer
-
-        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                     eval_dataset=eval_dataset)
+    trainer = build_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                            eval_dataset=eval_dataset)
     use_compact_console(trainer)
     return trainer
 
