@@ -152,6 +152,14 @@ def test_every_caller_renders_its_old_prompts(which, data):
     chat = uses_chat_template(data, tokenizer)
     rows = [{"prompt": format_prompt(data, q, chat), "question": q} for q in QUESTIONS]  # build_prompt_dataset's rows
     recipe = SimpleNamespace(data=data)
+    if chat and tokenizer.chat_template is None:  # chat_template: on without a template: all refuse alike
+        for render in (lambda: PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows),
+                       lambda: old_ppo_prompt_texts(tokenizer, rows),
+                       lambda: evaluate._prompt_texts(recipe, QUESTIONS, tokenizer),
+                       lambda: old_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)):
+            with pytest.raises(ValueError, match="chat_template is not set"):
+                render()
+        return
     ppo_prompts = PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows)
     assert ppo_prompts == old_ppo_prompt_texts(tokenizer, rows)
     assert evaluate._prompt_texts(recipe, QUESTIONS, tokenizer) == old_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)
