@@ -22,7 +22,7 @@ from procrl.generation import generate
 from procrl.rewards.base import RewardMix, RewardOutput, RuntimeContext
 from procrl.trainers.credit import aggregate_step_rewards, gae, masked_whiten, scatter_step_rewards, token_rewards
 from procrl.trainers.held_out import HeldOutEvaluation
-from procrl.trainers.ppo import ops
+import procrl.trainers.ppo.ops as ops
 from procrl.trainers.ppo.model import (
     VALUE_DIR,
     VALUE_HEAD_FILE,
