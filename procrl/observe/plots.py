@@ -12,7 +12,15 @@ import io
 import math
 import textwrap
 
-from procrl.observe.stats import RELATIVE_BINS, TRACE_LABELS, FirstErrorRecord, histogram, relative_position, row_normalized, score_range
+from procrl.observe.stats import (
+    RELATIVE_BINS,
+    TRACE_LABELS,
+    FirstErrorRecord,
+    histogram,
+    relative_position,
+    row_normalized,
+    score_range,
+)
 
 __all__ = ["figure_png", "new_figure", "plot_component_distributions", "plot_first_error_histogram",
            "plot_transition_heatmap"]

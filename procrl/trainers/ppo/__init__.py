@@ -57,7 +57,14 @@ Prompts are rendered by :mod:`procrl.data.prompts` and sampled with transformers
 :mod:`procrl.generation`, as ``procrl evaluate`` does.
 """
 
-from procrl.trainers.ppo.model import VALUE_DIR, VALUE_HEAD_FILE, PolicyAndValue, load_pretrained_into, value_head_for, zero_value_head
+from procrl.trainers.ppo.model import (
+    VALUE_DIR,
+    VALUE_HEAD_FILE,
+    PolicyAndValue,
+    load_pretrained_into,
+    value_head_for,
+    zero_value_head,
+)
 from procrl.trainers.ppo.ops import pad_completions, sampler_importance_weights
 from procrl.trainers.ppo.rollout import ppo_outcome, vllm_generation
 from procrl.trainers.ppo.settings import PPOSettings

@@ -62,7 +62,8 @@ def generate_with_vllm(vllm: Any, tokenizer: Any, prompt_texts: list[str], devic
             completion_mask.to(device), None if logprobs is None else logprobs.to(device))
 
 
-def reward_batch(rows: list[dict], prompt_texts: list[str], completions: list[str], completion_ids: list[list[int]]) -> RewardBatch:
+def reward_batch(rows: list[dict], prompt_texts: list[str], completions: list[str],
+                 completion_ids: list[list[int]]) -> RewardBatch:
     """The batch the reward mix scores: the decoded completions, the rows' question and gold
     answer, the rendered prompts, the token ids, and every other dataset column."""
     columns = {k: [row.get(k) for row in rows] for k in rows[0] if k != "prompt"}
