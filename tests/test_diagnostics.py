@@ -16,7 +16,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from procrl import diagnostics as diag
+from procrl.observe import plots
+from procrl.observe import stats as diag
+from procrl.observe.callback import DiagnosticsCallback
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
 
 REPO = Path(__file__).resolve().parent.parent
@@ -165,12 +167,12 @@ def test_step_rows_mark_first_error_and_carry_step_scores():
 def test_plots_render_png():
     records = diag.first_error_records(_judge_output([0, 2, -1, 1], [3, 4, 2, 2]))
     figures = [
-        diag.plot_first_error_histogram(records),
-        diag.plot_transition_heatmap(diag.transition_counts(_trace_output())),
-        diag.plot_component_distributions({"a": [0.1, 0.5, None], "b": [1.0, 0.0, 1.0]}),
+        plots.plot_first_error_histogram(records),
+        plots.plot_transition_heatmap(diag.transition_counts(_trace_output())),
+        plots.plot_component_distributions({"a": [0.1, 0.5, None], "b": [1.0, 0.0, 1.0]}),
     ]
     for figure in figures:
-        assert diag.figure_png(figure).startswith(b"\x89PNG")
+        assert plots.figure_png(figure).startswith(b"\x89PNG")
     heatmap_cells = [t for t in figures[1].axes[0].texts]
     assert sorted(t.get_text() for t in heatmap_cells) == ["1", "2", "3"]  # one count per non-zero cell
 
@@ -204,7 +206,7 @@ def _trl_call(mix, completions, answers, metrics, extras):
 
 def test_observer_logs_once_per_batch_after_the_last_component():
     mix = _mix_with_hand_components()
-    callback = diag.DiagnosticsCallback.attach(mix)
+    callback = DiagnosticsCallback.attach(mix)
     completions = [
         "Step 1: 3 + 4 = 7.\n\nStep 2: 7 * 2 = 14.\n\nThe answer is 14.",  # right, sound
         "Step 1: 3 + 4 = 8.\n\nStep 2: 8 * 2 = 14.\n\nThe answer is 14.",  # right, first error at 0
@@ -237,7 +239,7 @@ def test_observer_failure_never_reaches_training():
 def test_on_log_adds_time_share_to_logs_and_log_history():
     from transformers import TrainerState
 
-    callback = diag.DiagnosticsCallback({"a": "accuracy", "b": "format"})
+    callback = DiagnosticsCallback({"a": "accuracy", "b": "format"})
     batch = RewardBatch.from_texts(["x"])
     callback.observe(batch, {"a": RewardOutput(scores=[1.0], seconds=0.2), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None)
     callback.observe(batch, {"a": RewardOutput(scores=[1.0], seconds=0.1), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None)

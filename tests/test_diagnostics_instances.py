@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from procrl import diagnostics as diag
+from procrl.observe import stats as diag
+from procrl.observe.callback import DiagnosticsCallback
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput
 
 
@@ -60,7 +61,7 @@ def _trl_call(mix, completions, answers, metrics, extras):
 
 def test_each_first_error_component_logs_its_own_diagnostics():
     mix = _mix()
-    callback = diag.DiagnosticsCallback.attach(mix)
+    callback = DiagnosticsCallback.attach(mix)
     metrics, extras = {}, {}
     _trl_call(mix, COMPLETIONS, ["14"] * 3, metrics, extras)
     scalars = {key: values[0] for key, values in metrics.items()}
@@ -85,7 +86,7 @@ def test_completions_table_and_wandb_payload_per_judge():
     import wandb
 
     mix = _mix()
-    callback = diag.DiagnosticsCallback.attach(mix)
+    callback = DiagnosticsCallback.attach(mix)
     callback._keep_rows = True
     _trl_call(mix, COMPLETIONS, ["14"] * 3, {}, {})
     row = callback._window.rows[1]

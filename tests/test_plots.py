@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from procrl import diagnostics as diag
+from procrl.observe import plots
+from procrl.observe import stats as diag
 
 RECORD = diag.FirstErrorRecord
 
@@ -26,7 +27,7 @@ def _overlap(a, b) -> bool:
 
 
 def test_each_component_on_its_own_range():
-    figure = diag.plot_component_distributions(
+    figure = plots.plot_component_distributions(
         {"acc": [1.0, 1.0, 1.0], "judge": [0.0, -0.5, 0.0], "info": [0.2, -0.3, None], "mine": [3.0, 7.0]},
         types={"acc": "accuracy", "judge": "first_error", "info": "receval_informativeness", "mine": "pkg:fn"})
     acc, judge, info, mine = figure.axes
@@ -37,12 +38,12 @@ def test_each_component_on_its_own_range():
 
 
 def test_fallback_outside_the_range_widens_the_axis():
-    figure = diag.plot_component_distributions({"judge": [-2.0, 0.0, -1.0]}, types={"judge": "first_error"})
+    figure = plots.plot_component_distributions({"judge": [-2.0, 0.0, -1.0]}, types={"judge": "first_error"})
     assert figure.axes[0].get_xlim()[0] < -2.0
 
 
 def test_constant_and_empty_components_say_so():
-    figure = diag.plot_component_distributions(
+    figure = plots.plot_component_distributions(
         {"accuracy": [1.0] * 8, "trace": [0.15] * 8, "judge": [None] * 8, "format": [0.0, 1.0, 0.5]},
         types={"judge": "first_error"})
     texts = _texts(figure)
@@ -50,8 +51,8 @@ def test_constant_and_empty_components_say_so():
     assert "no scores\n(all 8 none)" in texts
     assert not any("constant" in t for t in figure.axes[3].texts for t in [t.get_text()])  # format varies
     assert figure.axes[0].get_xlim()[0] < 0.0  # a constant 1.0 still on [0, 1]
-    assert diag.figure_png(diag.plot_component_distributions({})).startswith(b"\x89PNG")
-    assert "no reward components" in _texts(diag.plot_component_distributions({}))
+    assert plots.figure_png(plots.plot_component_distributions({})).startswith(b"\x89PNG")
+    assert "no reward components" in _texts(plots.plot_component_distributions({}))
 
 
 @pytest.mark.parametrize(("records", "message"), [
@@ -61,14 +62,14 @@ def test_constant_and_empty_components_say_so():
     ([], "no completions judged"),
 ])
 def test_first_error_plot_without_errors_is_a_sentence(records, message):
-    figure = diag.plot_first_error_histogram(records, title="first error (judge)")
+    figure = plots.plot_first_error_histogram(records, title="first error (judge)")
     assert any(t.startswith(message) for t in _texts(figure)), _texts(figure)
     assert not _visible_axes(figure)  # no empty axes
-    assert diag.figure_png(figure).startswith(b"\x89PNG")
+    assert plots.figure_png(figure).startswith(b"\x89PNG")
 
 
 def test_first_error_plot_has_fixed_axes():
-    figure = diag.plot_first_error_histogram([RECORD(0, 4), RECORD(0, 4), RECORD(-1, 4), RECORD(None, 0)])
+    figure = plots.plot_first_error_histogram([RECORD(0, 4), RECORD(0, 4), RECORD(-1, 4), RECORD(None, 0)])
     absolute, relative = figure.axes
     assert relative.get_xlim() == (0.0, 1.0)
     assert absolute.get_xlim()[1] >= 4  # at least steps 0..4, even when every error is at step 0
@@ -77,11 +78,11 @@ def test_first_error_plot_has_fixed_axes():
 
 
 def test_heatmap_without_transitions_is_a_sentence_and_empty_rows_are_marked():
-    empty = diag.plot_transition_heatmap([[0] * 8 for _ in range(8)], title="trace")
+    empty = plots.plot_transition_heatmap([[0] * 8 for _ in range(8)], title="trace")
     assert any(t.startswith("no transitions") for t in _texts(empty)) and not _visible_axes(empty)
     matrix = [[0] * 8 for _ in range(8)]
     matrix[0][0] = 5
-    figure = diag.plot_transition_heatmap(matrix, title="trace")
+    figure = plots.plot_transition_heatmap(matrix, title="trace")
     title = figure.axes[0].get_title()
     assert "5 transitions" in title and "grey rows" in title
     image = figure.axes[0].images[0]
@@ -95,9 +96,9 @@ def test_titles_never_overlap():
         "receval_informativeness", "trace")}
     types = {name: "my_package.rewards:some_function" for name in scores}
     figures = [
-        diag.plot_component_distributions(scores, types=types),
-        diag.plot_first_error_histogram([RECORD(i % 5, 6) for i in range(20)], title="first error (to step 1200)"),
-        diag.plot_transition_heatmap([[i + j for j in range(8)] for i in range(8)], title="trace: transitions (to step 9)"),
+        plots.plot_component_distributions(scores, types=types),
+        plots.plot_first_error_histogram([RECORD(i % 5, 6) for i in range(20)], title="first error (to step 1200)"),
+        plots.plot_transition_heatmap([[i + j for j in range(8)] for i in range(8)], title="trace: transitions (to step 9)"),
     ]
     for figure in figures:
         figure.canvas.draw()

@@ -18,7 +18,8 @@ from procrl.models.loading import TOKENIZER_ASSET, resolve_model_path
 from procrl.recipe import TRL_CHOICES, load_recipe
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.trainers.credit import process_advantages
-from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages, local_step_credit
+from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages
+from procrl.trainers.step_credit import local_step_credit
 
 REPO = Path(__file__).resolve().parent.parent
 STEP_REWARD = "tests.step_rewards:StepStartsWith"
@@ -157,7 +158,7 @@ def test_cli_process_credit_one_process(tmp_path):
 
 
 def test_single_step_warning_once(caplog):
-    from procrl.trainers.process_grpo import SingleStepWarning
+    from procrl.trainers.step_credit import SingleStepWarning
 
     warning = SingleStepWarning()
     with caplog.at_level("WARNING"):

@@ -35,7 +35,7 @@ def hostile_completions() -> list[str]:
 
 def tiny_model_settings(tmp_path) -> dict[str, dict]:
     """Settings that swap a component's default (Hub) model for a tiny local one."""
-    from procrl.rewards.nli import write_tiny_nli_model
+    from procrl.rewards.scorers.nli import write_tiny_nli_model
 
     return {
         "receval_correctness": {"nli_model": str(write_tiny_nli_model(tmp_path / "nli"))},

@@ -16,6 +16,7 @@ from typing import Any
 
 from procrl.core.config import ConfigError, suggest
 from procrl.core.paths import is_local_data_file
+from procrl.data.prompts import DEFAULT_PROMPT_TEMPLATE, format_prompt, uses_chat_template
 
 __all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "check_rows", "format_prompt",
            "has_no_splits", "load_examples", "synthetic_rows", "uses_chat_template"]
@@ -24,13 +25,6 @@ SYNTHETIC = "synthetic"
 
 
 DATA_FILE_SUFFIXES = (".parquet", ".arrow", ".json", ".jsonl", ".csv", ".tsv")
-
-
-# The default user prompt (recipe key data.prompt_template).
-DEFAULT_PROMPT_TEMPLATE = (
-    "{question}\n\nSolve the problem step by step, one step per line. "
-    "End with a final line of the form '#### <answer>'."
-)
 
 
 def _saved_kind(directory: Path) -> str | None:
@@ -197,29 +191,6 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
     if count == 0:
         raise ConfigError(f"data.dataset: {path} holds no rows")
     return count
-
-
-def uses_chat_template(data, tokenizer: Any) -> bool:
-    if data.chat_template == "on":
-        return True
-    if data.chat_template == "off":
-        return False
-    return getattr(tokenizer, "chat_template", None) is not None
-
-
-def format_prompt(data, question: str, chat: bool) -> Any:
-    """A plain string prompt, or a list of chat messages (TRL's conversational format). ``data``: the
-    recipe's ``data:`` section (its ``prompt_template`` and ``system_prompt``); None: their defaults."""
-    template = DEFAULT_PROMPT_TEMPLATE if data is None else data.prompt_template
-    system_prompt = None if data is None else data.system_prompt
-    user = template.replace("{question}", question)
-    if not chat:
-        return user if system_prompt is None else f"{system_prompt}\n\n{user}"
-    messages = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    messages.append({"role": "user", "content": user})
-    return messages
 
 
 def build_prompt_dataset(data, tokenizer: Any, split: str | None = None):

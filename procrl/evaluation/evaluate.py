@@ -28,8 +28,9 @@ from typing import Any
 
 from dataclasses import dataclass
 
-from procrl import diagnostics as diag
 from procrl.core.config import ConfigError
+from procrl.observe import plots
+from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
 
@@ -131,22 +132,9 @@ def _vocab_size(model_path: str) -> int | None:
 
 
 def _prompt_texts(recipe, questions: list[str], tokenizer) -> list[str]:
-    from procrl.data import format_prompt, uses_chat_template
+    from procrl.data.prompts import prompt_text
 
-    chat = uses_chat_template(recipe.data, tokenizer)
-    texts = []
-    for question in questions:
-        prompt = format_prompt(recipe.data, question, chat)
-        texts.append(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False) if chat else prompt)
-    return texts
-
-
-def _vllm_available() -> bool:
-    import importlib.util
-
-    import torch
-
-    return torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
+    return [prompt_text(recipe.data, tokenizer, question) for question in questions]
 
 
 def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
@@ -156,6 +144,7 @@ def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_t
     ``i * k .. i * k + k - 1``); returns them and the backend used. ``model``: a path or a
     :class:`~procrl.models.loading.ModelSource` (a GGUF generates with transformers: the vLLM path takes
     a checkpoint directory)."""
+    from procrl.models.generation import generate_texts, vllm_available
     from procrl.models.loading import ModelSource
 
     source = model if isinstance(model, ModelSource) else ModelSource(str(model))
@@ -164,7 +153,7 @@ def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_t
     if source.gguf_file and backend == "vllm":
         raise ConfigError(f"--backend vllm: {source.describe()} is a GGUF checkpoint; evaluate it with --backend "
                           "transformers, or a trained checkpoint (plain safetensors) with vLLM")
-    if backend == "vllm" or (backend == "auto" and _vllm_available() and not source.gguf_file):
+    if backend == "vllm" or (backend == "auto" and vllm_available(on_gpu=True) and not source.gguf_file):
         from vllm import LLM, SamplingParams
 
         llm = LLM(model=model_path, tokenizer=model_path, dtype=recipe.model.dtype,
@@ -186,15 +175,8 @@ def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_t
         options = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0,
                    "num_return_sequences": k}
         set_seed(sampling.seed)
-    completions: list[str] = []
-    for start in range(0, len(prompts), batch_size):
-        chunk = prompts[start : start + batch_size]
-        inputs = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
-        with torch.inference_mode():
-            output = model.generate(**inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                                    **options)
-        new_tokens = output[:, inputs["input_ids"].shape[1] :]  # k rows per prompt, in prompt order
-        completions.extend(tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+    completions = generate_texts(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
+                                 sampling=options, device=device)  # k per prompt, in prompt order
     return completions, "transformers"
 
 
@@ -410,19 +392,19 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
                 judge: str | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
-    figure = diag.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
+    figure = plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
     figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
     written.append("component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
-        figure = diag.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
+        figure = plots.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
         figure.savefig(directory / "first_error_histogram.png", bbox_inches="tight")
         written.append("first_error_histogram.png")
     traces = [n for n, k in kinds.items() if k == diag.TRACE and diag.transition_counts(outputs[n]) is not None]
     for i, name in enumerate(traces):
         file = "trace_transitions.png" if i == 0 else f"trace_transitions_{name}.png"
-        figure = diag.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
+        figure = plots.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
                                               title=f"{name}: sentence label transitions")
         figure.savefig(directory / file, bbox_inches="tight")
         written.append(file)

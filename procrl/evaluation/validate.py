@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from procrl.core.config import ConfigError, suggest
+from procrl.core.numeric import mean as _mean
 from procrl.evaluation.corpora import CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG, Solution, read_solutions
 from procrl.evaluation.validate_metrics import (
     BOOTSTRAP_RESAMPLES,
@@ -231,10 +232,6 @@ def parse_peer_options(values: list[str]) -> list[tuple[str, list[str]]]:
 
 def _share(count: int, n: int) -> float | None:
     return count / n if n else None
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def _no_opinion(item: Scored, name: str) -> bool:
@@ -651,7 +648,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
 
     from matplotlib.patches import Patch
 
-    from procrl.diagnostics import _figure, score_range
+    from procrl.observe.plots import new_figure
+    from procrl.observe.stats import score_range
 
     panels: list[tuple[str, str | None, list[tuple[str, float]]]] = []
     for name, stats in report["components"].items():
@@ -664,7 +662,7 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     blocks = math.ceil(len(panels) / columns)
     with_roc = bool(report["classes"].get(SOUND)) and len(report["classes"]) > 1  # else no curve to draw
     per_block = 2 if with_roc else 1
-    figure = _figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
+    figure = new_figure(3.5 * columns, (6.0 if with_roc else 3.0) * blocks + 0.9)
     axes = figure.subplots(per_block * blocks, columns, squeeze=False)
     for index in range(blocks * columns):
         top = axes[per_block * (index // columns)][index % columns]

@@ -117,7 +117,7 @@ def _check_policy(recipe, question: str) -> None:
     how a completion ends (EOS, pad). A failure is a ConfigError naming model.name_or_path."""
     import time
 
-    from procrl.data import format_prompt, uses_chat_template
+    from procrl.data.prompts import format_prompt, render_prompt, uses_chat_template
     from procrl.models.loading import load_policy, load_tokenizer, policy_source
 
     started = time.perf_counter()
@@ -141,9 +141,7 @@ def _check_policy(recipe, question: str) -> None:
           + (": pad = eos, so completions are masked after their first EOS, never by the pad id"
              if tokenizer.pad_token_id == tokenizer.eos_token_id else ""))
     chat = uses_chat_template(recipe.data, tokenizer)
-    prompt = format_prompt(recipe.data, question, chat)
-    if chat:
-        prompt = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    prompt = render_prompt(tokenizer, format_prompt(recipe.data, question, chat))
     tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
     print(f"  first prompt ({'chat template' if chat else 'plain text'}, {tokens} tokens):")
     for line in prompt.splitlines():

@@ -614,7 +614,7 @@ def generation_text(args: dict[str, Any]) -> str:
     """How rollouts are generated, and whether this environment has vLLM when the recipe asks for it."""
     if not args.get("use_vllm"):
         return "transformers generate"
-    from trl.import_utils import is_vllm_available  # the check TRL and procrl.launch.run make
+    from procrl.models.generation import vllm_available  # the check TRL and procrl.launch.run make
 
     mode = args.get("vllm_mode", "colocate")
     if mode == "colocate":
@@ -622,7 +622,7 @@ def generation_text(args: dict[str, Any]) -> str:
     else:
         url = args.get("vllm_server_base_url")
         where = "server at " + (redact_url(url) if url else f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}")
-    installed = "installed here" if is_vllm_available() else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
+    installed = "installed here" if vllm_available() else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
     return f"vLLM {mode} ({where}); vLLM {installed}"
 
 

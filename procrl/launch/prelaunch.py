@@ -158,9 +158,9 @@ def vllm_problems(recipe, gpus: int | None) -> list[Problem]:
     args = recipe.trainer_args
     if not args.get("use_vllm"):
         return []
-    from trl.import_utils import is_vllm_available  # the check TRL and procrl.launch.run make
+    from procrl.models.generation import vllm_available  # the check TRL and procrl.launch.run make
 
-    if not is_vllm_available():
+    if not vllm_available():
         return [Problem("trainer.use_vllm", "true, but vLLM is not installed here: pip install 'procrl[vllm]' on a CUDA "
                                            "machine, or set trainer.use_vllm=false to generate with transformers")]
     if args.get("vllm_mode", "colocate") == "colocate" and gpus == 0 and vllm_device_type() != "cpu":

@@ -176,7 +176,7 @@ def _callbacks(recipe: Recipe, mix=None) -> list:
 
     callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
     if recipe.logging.diagnostics and mix is not None:
-        from procrl.diagnostics import DiagnosticsCallback
+        from procrl.observe.callback import DiagnosticsCallback
 
         callbacks.append(DiagnosticsCallback.attach(mix))
     return callbacks
@@ -187,9 +187,9 @@ def require_vllm_if_used(args) -> None:
     raise only after loading the policy)."""
     if not args.use_vllm:
         return
-    from trl.import_utils import is_vllm_available
+    from procrl.models.generation import vllm_available
 
-    if not is_vllm_available():
+    if not vllm_available():
         raise ConfigError(
             "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
             "CUDA machine); set trainer.use_vllm=false to generate with transformers"
@@ -323,16 +323,10 @@ def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
     printing one short line per logging step on the terminal."""
     from procrl.observe.console import use_compact_console
 
-    if recipe.trainer.algorithm == "ppo":
-        from procrl.trainers.ppo import build_ppo_trainer  # issue: PPO with per-step rewards
+    from procrl.trainers.build import build_trainer
 
-        trainer = build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                    eval_dataset=eval_dataset)
-    else:
-        from procrl.trainers.grpo import build_grpo_trainer
-
-        trainer = build_grpo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                                     eval_dataset=eval_dataset)
+    trainer = build_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
+                            eval_dataset=eval_dataset)
     use_compact_console(trainer)
     return trainer
 

@@ -74,10 +74,9 @@ class ReasonerSpec:
 
 def _prompt_text(tokenizer: Any, question: str) -> str:
     """What the CPU recipe's trainers and ``procrl evaluate`` feed the model for ``question``."""
-    from procrl.data import format_prompt
+    from procrl.data.prompts import format_prompt, render_prompt
 
-    messages = format_prompt(None, question, chat=True)  # the default data.prompt_template, no system prompt
-    return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return render_prompt(tokenizer, format_prompt(None, question, chat=True))  # the default data.prompt_template, no system prompt
 
 
 def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict[str, Any]]:

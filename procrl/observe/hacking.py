@@ -15,9 +15,10 @@ now), and ``benchmarks/process_vs_outcome.py`` uses them on held-out evaluations
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
+
+from procrl.core.numeric import mean as _mean
 
 __all__ = ["Behaviour", "BehaviourTracker", "NOT_PROCESS_TYPES", "SHRINK", "behaviour", "mean_behaviour", "process_totals",
            "suspicions"]
@@ -35,11 +36,6 @@ class Behaviour:
     length: float | None
     process_reward: float | None
     accuracy: float | None
-
-
-def _mean(values) -> float | None:
-    present = [float(v) for v in values if v is not None and math.isfinite(float(v))]
-    return sum(present) / len(present) if present else None
 
 
 def behaviour(completions: list[str], num_steps: list[int] | None = None, process_rewards: list[float | None] | None = None,

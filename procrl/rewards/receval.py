@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.core.config import ConfigError, field
+from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
@@ -387,10 +388,6 @@ def _check_dtype(path: str, dtype: str) -> None:
         raise ConfigError(f"{path}.dtype: invalid value {dtype!r}; allowed values: {', '.join(map(repr, _DTYPES))}")
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 class ReCEvalCorrectness(RewardComponent):
     """min over steps of min(intra-step entailment, 1 - inter-step contradiction), in [0, 1]."""
 
@@ -443,7 +440,7 @@ class ReCEvalCorrectness(RewardComponent):
     @property
     def scorer(self):
         if self._scorer is None:
-            from procrl.rewards.nli import NLIScorer
+            from procrl.rewards.scorers.nli import NLIScorer
 
             s = self.settings
             self._scorer = NLIScorer(
@@ -586,7 +583,7 @@ class ReCEvalInformativeness(RewardComponent):
 
     def __init__(self, settings: Any = None, *, name: str | None = None):
         super().__init__(settings, name=name or "receval_informativeness")
-        from procrl.rewards.info_gain import TargetLogProbScorer
+        from procrl.rewards.scorers.info_gain import TargetLogProbScorer
 
         s = self.settings
         self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype,
@@ -603,7 +600,7 @@ class ReCEvalInformativeness(RewardComponent):
         super().bind(context)
         self.scorer.bind(context.device, context.tokenizer, context.trainer)
         if self.settings.lm == "reference" and context.trainer is not None:
-            from procrl.rewards.info_gain import ReferenceModelError, reference_lm
+            from procrl.rewards.scorers.info_gain import ReferenceModelError, reference_lm
 
             try:
                 reference_lm(context.trainer)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from procrl.core.config import ConfigError, field
+from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
@@ -195,7 +196,7 @@ class TraceReward(RewardComponent):
         if self._tagger is None:
             with self._load_lock:
                 if self._tagger is None:
-                    from procrl.rewards.taggers import load_tagger
+                    from procrl.rewards.scorers.taggers import load_tagger
 
                     s = self.settings
                     self._tagger = load_tagger(
@@ -272,10 +273,6 @@ class TraceReward(RewardComponent):
             failures=failures,
             extras={"transition_counts": matrix, "labels": list(LABELS), "element_counts": label_totals},
         )
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else math.nan
 
 
 def _step_means(labels: list[frozenset[str]], sentence_step: Sequence[int], n_steps: int) -> list[float]:

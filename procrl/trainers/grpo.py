@@ -1,6 +1,7 @@
 """TRL GRPOTrainer wiring: one TRL reward function per component, weights as reward_weights,
 and the components' ``fallback`` applied to the gathered rewards (:class:`ProcrlGRPOTrainer`);
-checkpoints saved atomically (:mod:`procrl.checkpoints`)."""
+the process-credit subclass is :mod:`procrl.trainers.process_grpo`; which of them a recipe
+gets, :mod:`procrl.trainers.build`."""
 
 from __future__ import annotations
 
@@ -10,13 +11,11 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from procrl.trainers.checkpoints import atomic_checkpoints
-from procrl.models.loading import load_policy, lora_config, policy_source
-from procrl.rewards.base import RewardMix, RuntimeContext
+from procrl.rewards.base import RewardMix
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
 from procrl.trainers.held_out import HeldOutEvaluation
 
-__all__ = ["ProcrlGRPOTrainer", "build_grpo_trainer", "resolve_reward_columns"]
+__all__ = ["ProcrlGRPOTrainer", "resolve_reward_columns"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,34 +63,3 @@ class ProcrlGRPOTrainer(HeldOutEvaluation, GRPOTrainer):
         for key, value in counts.items():  # already over all processes: the tensor was gathered
             self._metrics[mode][key].append(value)
         return resolved
-
-
-def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
-                       eval_dataset=None) -> Any:
-    trainer_class = ProcrlGRPOTrainer
-    kwargs: dict[str, Any] = {"reward_mix": mix}
-    if recipe.trainer.credit == "process":
-        from procrl.trainers.process_grpo import ProcessGRPOTrainer  # dense process credit
-
-        trainer_class = ProcessGRPOTrainer
-        kwargs["process_rewards"] = recipe.trainer.process_rewards
-        kwargs["outcome_weight"] = recipe.trainer.outcome_weight
-        kwargs["process_aggregation"] = recipe.trainer.process_aggregation
-        kwargs["process_temperature"] = recipe.trainer.process_temperature
-    source = policy_source(recipe.model)
-    # TRL loads a checkpoint given by path (GRPOConfig.model_init_kwargs); a GGUF is loaded here,
-    # dequantized (run.build_training_args then leaves model_init_kwargs unset)
-    model = load_policy(recipe.model) if source.gguf_file else source.path
-    trainer = atomic_checkpoints(trainer_class)(
-        model=model,
-        reward_funcs=mix.reward_functions(),
-        args=args,
-        train_dataset=train_dataset,
-        eval_dataset=eval_dataset,
-        processing_class=tokenizer,
-        peft_config=lora_config(recipe.model),
-        callbacks=callbacks,
-        **kwargs,
-    )
-    mix.bind(RuntimeContext.from_trainer(trainer, tokenizer))
-    return trainer

@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from procrl import diagnostics as diag
+from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.base import RewardBatch, RewardOutput
 

@@ -127,7 +127,7 @@ def train_tagger(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from procrl.rewards.taggers import TraceCheckpointTagger
+    from procrl.rewards.scorers.taggers import TraceCheckpointTagger
 
     from procrl.core.paths import check_model_path, check_output_dir_option
 

@@ -1,54 +1,6 @@
-"""procrl's PPO trainer (``trainer.algorithm: ppo``) with token-level process rewards.
-
-TRL 1.16 has no PPO trainer any more; this one runs on the same stack as procrl's GRPO
-(transformers ``Trainer`` + accelerate, so DDP / DeepSpeed ZeRO-2/3, PEFT, checkpoints,
-resume, callbacks, W&B and ``trainer_state.json`` work as for any Trainer) and the same reward
-mix. REWARDS.md section 5:
-
-* rollout: sampling at ``temperature``/``top_p``/``top_k`` on the prompts of the batch (each
-  prompt ``num_generations`` times, as TRL's GRPO sampler repeats it), with ``policy.generate``
-  or, with ``use_vllm: true``, through TRL's ``VLLMGeneration`` (``vllm_mode: colocate``, an
-  engine in each training process, or ``server``, a ``vllm serve`` process), the same backend
-  TRL's GRPO uses: the policy's weights are pushed to vLLM before the first rollout after each
-  optimizer step (DeepSpeed ZeRO-3 parameters gathered, LoRA adapters merged for the push).
-  vLLM's samples are re-scored by the policy (the rollout's old log-probs), and the policy loss is
-  re-weighted by TRL's importance-sampling correction for the sampler mismatch
-  (``vllm_importance_sampling_correction``/``_mode``/``_clip_min``/``_clip_max``, TRL's
-  defaults: sequence-level, masked above 3); logged as ``sampling/*`` under TRL's names;
-* token rewards: with ``credit: process``, each step's reward (weighted per-step scores of the
-  ``process_rewards`` components, min-form weighted over the completion's steps under
-  ``process_aggregation: min``) on the step's last token (``credit: outcome``: no step rewards);
-  ``outcome_weight`` x the weighted sum of the scores of the components that gave this
-  completion no step rewards on the last token (so no component counts twice; a completion
-  without steps gets its process components' scores as one step reward on its last token, e.g.
-  first_error's ``no_steps_score``); minus ``beta`` x the per-token KL estimate ``log pi_old - log pi_ref``;
-* "no opinion": every component's None scores are resolved by its ``fallback`` (default
-  ``group_mean``: the mean over the completions of the same prompt, gathered over processes;
-  :mod:`procrl.rewards.fallback`) before any reward is formed, so a failed judge call is never
-  the free 0 of a penalty;
-* a value model (``value_model``; default: the policy's weights under a fresh 1-output
-  token-classification head initialised to V = 0, LoRA adapters too when the policy uses
-  LoRA), or with ``value_head_on_policy`` a linear head (V = 0 at start) on the policy's last
-  hidden state, sharing its trunk (and its LoRA adapters); GAE (``gamma``, ``lam``),
-  advantages whitened over the batch's tokens;
-* clipped policy loss (clip range ``epsilon``) and clipped value loss (``cliprange_value``,
-  coefficient ``vf_coef``), ``num_iterations`` PPO epochs per rollout batch.
-
-Design: policy and value model live in one ``PolicyAndValue`` module, the Trainer's model, so
-that a single optimizer, DDP/DeepSpeed wrapping and checkpointing cover both. One optimizer
-step = one PPO epoch over the rollout batch (``gradient_accumulation_steps`` micro-batches):
-a rollout is made at the first epoch of each cycle and reused for the next ``num_iterations - 1``
-optimizer steps (the sampler repeats the cycle's prompts, like TRL's GRPO ``RepeatSampler``).
-Checkpoints hold the policy (``save_pretrained`` layout, loadable as the policy) and the value
-model under ``value_model/`` (``value_head.safetensors`` for a head on the policy); resume
-restores both.
-
-Simplified on purpose (say so rather than pretend): one mini-batch per micro-batch (no extra
-PPO mini-batch shuffling), advantages whitened per process (not across ranks), no
-reward-model-based "missing EOS penalty", the
-reference model is a frozen copy of the initial policy (or the policy with adapters disabled
-under LoRA) and is only loaded when ``beta > 0``.
-"""
+"""The PPO loop as a transformers ``Trainer`` (:class:`PPOTrainer`) and the builder of a
+recipe's PPO trainer (:func:`build_ppo_trainer`); the algorithm is described in
+:mod:`procrl.trainers.ppo`."""
 
 from __future__ import annotations
 
@@ -58,7 +10,6 @@ import math
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -66,182 +17,27 @@ from torch import nn
 from transformers import Trainer
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
-from procrl.trainers.credit import (
-    aggregate_step_rewards,
-    gae,
-    gives_step_credit,
-    masked_whiten,
-    outcome_rewards,
-    scatter_step_rewards,
-    token_rewards,
-)
+from procrl.data.prompts import render_prompt
+from procrl.models.generation import generate
+from procrl.rewards.base import RewardMix, RewardOutput, RuntimeContext
+from procrl.trainers.credit import aggregate_step_rewards, gae, masked_whiten, scatter_step_rewards, token_rewards
 from procrl.trainers.held_out import HeldOutEvaluation
-from procrl.trainers.process_grpo import SingleStepWarning, local_step_credit, process_component_names
+import procrl.trainers.ppo.ops as ops
+from procrl.trainers.ppo.model import (
+    VALUE_DIR,
+    VALUE_HEAD_FILE,
+    PolicyAndValue,
+    load_pretrained_into,
+    value_head_for,
+    zero_value_head,
+)
+from procrl.trainers.ppo.rollout import generate_with_vllm, ppo_outcome, reward_batch, vllm_generation
+from procrl.trainers.ppo.settings import PPOSettings
+from procrl.trainers.step_credit import SingleStepWarning, local_step_credit
 
-__all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "VALUE_DIR"]
+__all__ = ["PPOTrainer", "build_ppo_trainer"]
 
 logger = logging.getLogger(__name__)
-
-VALUE_DIR = "value_model"
-VALUE_HEAD_FILE = "value_head.safetensors"  # value_head_on_policy: the head alone
-
-
-@dataclass
-class PPOSettings:
-    """The PPO hyper-parameters, from the recipe (procrl keys) and GRPOConfig (shared ones)."""
-
-    num_ppo_epochs: int = 1  # GRPOConfig.num_iterations
-    cliprange: float = 0.2  # GRPOConfig.epsilon
-    cliprange_value: float = 0.2
-    vf_coef: float = 0.1
-    gamma: float = 1.0
-    lam: float = 0.95
-    kl_coef: float = 0.0  # GRPOConfig.beta
-    whiten_advantages: bool = True
-    value_learning_rate: float | None = None
-    outcome_weight: float = 1.0
-    process_rewards: list[str] | None = None
-    process_aggregation: str = "min"
-    process_temperature: float = 0.1
-    num_generations: int = 1
-    max_completion_length: int = 256
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int | None = None
-    # vLLM sampler correction (GRPOConfig.vllm_importance_sampling_*, TRL's defaults)
-    sampler_correction: bool = True
-    sampler_correction_mode: str = "sequence_mask"
-    sampler_clip_min: float | None = None
-    sampler_clip_max: float | None = 3.0
-
-    @classmethod
-    def from_recipe(cls, recipe, args) -> "PPOSettings":
-        trainer = recipe.trainer
-        return cls(
-            num_ppo_epochs=int(args.num_iterations),
-            cliprange=float(args.epsilon),
-            cliprange_value=trainer.cliprange_value,
-            vf_coef=trainer.vf_coef,
-            gamma=trainer.gamma,
-            lam=trainer.lam,
-            kl_coef=float(args.beta),
-            whiten_advantages=trainer.whiten_advantages,
-            value_learning_rate=trainer.value_learning_rate,
-            outcome_weight=trainer.outcome_weight,
-            # credit: outcome -> no step rewards, only the sequence reward on the last token
-            process_rewards=trainer.process_rewards if trainer.credit == "process" else [],
-            process_aggregation=trainer.process_aggregation,
-            process_temperature=trainer.process_temperature,
-            num_generations=int(args.num_generations or 1),
-            max_completion_length=int(args.max_completion_length),
-            temperature=float(args.temperature),
-            top_p=float(args.top_p),
-            top_k=args.top_k if args.top_k else None,
-            sampler_correction=bool(args.vllm_importance_sampling_correction),
-            sampler_correction_mode=args.vllm_importance_sampling_mode,
-            sampler_clip_min=args.vllm_importance_sampling_clip_min,
-            sampler_clip_max=args.vllm_importance_sampling_clip_max,
-        )
-
-
-class PolicyAndValue(nn.Module):
-    """The policy (causal LM) and the value model as one module: one forward gives the logits
-    and the per-token values, so DDP/DeepSpeed see one model. ``value`` is either a separate
-    1-output token classifier or an ``nn.Linear`` head on the policy's last hidden state (one
-    forward through the shared trunk)."""
-
-    def __init__(self, policy: nn.Module, value: nn.Module):
-        super().__init__()
-        self.policy = policy
-        self.value = value
-        self.config = policy.config
-
-    @property
-    def value_head_on_policy(self) -> bool:
-        return isinstance(self.value, nn.Linear)
-
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.value_head_on_policy:
-            out = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
-                              output_hidden_states=True)
-            return out.logits, self.value(out.hidden_states[-1].to(self.value.weight.dtype)).squeeze(-1)
-        logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-        values = self.value(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1)
-        return logits, values
-
-    @property
-    def is_gradient_checkpointing(self) -> bool:
-        return bool(getattr(self.policy, "is_gradient_checkpointing", False))
-
-    def activation_checkpointing_enable(self, **kwargs: Any) -> None:
-        for model in (self.policy, self.value):
-            if hasattr(model, "gradient_checkpointing_enable"):
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs.get("activation_checkpointing_kwargs"))
-
-    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None, **_: Any) -> None:
-        self.activation_checkpointing_enable(activation_checkpointing_kwargs=gradient_checkpointing_kwargs)
-
-    def gradient_checkpointing_disable(self) -> None:
-        for model in (self.policy, self.value):
-            if hasattr(model, "gradient_checkpointing_disable"):
-                model.gradient_checkpointing_disable()
-
-
-def sampler_importance_weights(old_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, mask: torch.Tensor,
-                               mode: str, clip_min: float | None, clip_max: float | None) -> torch.Tensor:
-    """TRL's vLLM importance-sampling correction, for PPO: ratio pi_old / pi_sampler per token
-    (``token_*``) or per sequence (``sequence_*``, the product over its tokens), truncated to
-    [clip_min, clip_max] (``*_truncate``) or zeroed outside it (``*_mask``). Shape (B, T) or (B, 1);
-    tokens without a sampler log-prob (NaN) count as ratio 1."""
-    log_ratio = torch.nan_to_num((old_logprobs - sampler_logprobs) * mask, nan=0.0)
-    if mode.startswith("sequence_"):
-        log_ratio = log_ratio.sum(dim=-1, keepdim=True)
-    elif not mode.startswith("token_"):
-        raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
-    ratio = torch.exp(log_ratio)
-    if mode.endswith("_truncate"):
-        return torch.clamp(ratio, min=clip_min, max=clip_max)
-    if mode.endswith("_mask"):
-        low = -math.inf if clip_min is None else clip_min
-        high = math.inf if clip_max is None else clip_max
-        return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
-    raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
-
-
-def pad_completions(completion_lists: list[list[int]], sampler_logprobs: list[list[list[float | None]]] | None,
-                    pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """vLLM's completions (token lists, EOS included when they stopped on it) as right-padded
-    (B, T) ids and mask (T >= 1), with the sampled tokens' log-probs (TRL's (B, T, k) lists, the
-    sampled token first); a log-prob vLLM could not give (None) becomes NaN (ratio 1, no gap)."""
-    width = max(1, max((len(ids) for ids in completion_lists), default=0))
-    completion_ids = torch.full((len(completion_lists), width), pad_token_id, dtype=torch.long)
-    completion_mask = torch.zeros_like(completion_ids)
-    logprobs = torch.zeros(completion_ids.shape, dtype=torch.float32) if sampler_logprobs is not None else None
-    for row, ids in enumerate(completion_lists):
-        completion_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
-        completion_mask[row, : len(ids)] = 1
-        if logprobs is not None and ids:
-            logprobs[row, : len(ids)] = torch.tensor(
-                [math.nan if lp[0] is None else lp[0] for lp in sampler_logprobs[row]], dtype=torch.float32
-            )
-    return completion_ids, completion_mask, logprobs
-
-
-def _logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
-    from trl.trainer.utils import selective_log_softmax
-
-    return selective_log_softmax(logits / temperature, tokens)
-
-
-def _entropy(logits: torch.Tensor) -> torch.Tensor:
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
-
-
-def _masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    mask = mask.to(values.dtype)
-    return (values * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 class PPOTrainer(HeldOutEvaluation, Trainer):
@@ -331,13 +127,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
     # -- rollout --
 
     def _prompt_texts(self, rows: list[dict]) -> list[str]:
-        texts = []
-        for row in rows:
-            prompt = row["prompt"]
-            if isinstance(prompt, list):
-                prompt = self.processing_class.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-            texts.append(prompt)
-        return texts
+        return [render_prompt(self.processing_class, row["prompt"]) for row in rows]
 
     def _policy_ref_logprobs(self, input_ids, attention_mask, completion_ids, prompt_length) -> torch.Tensor | None:
         if self.settings.kl_coef == 0.0:
@@ -348,53 +138,29 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             policy = self.accelerator.unwrap_model(self.model).policy
             with policy.disable_adapter():
                 logits = policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-        return _logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
+        return ops.logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
 
     def _generate_transformers(self, prompt_texts: list[str]):
+        """Sampling with the policy's ``generate`` (:func:`procrl.generation.generate`): the
+        rollout's temperature / top-p / top-k, stopping at the tokenizer's EOS, TRL's
+        ``GRPOConfig.generation_kwargs`` on top, as GRPO honours them."""
         from trl.models.utils import unwrap_model_for_generation
 
         tokenizer, settings = self.processing_class, self.settings
-        encoded = tokenizer(
-            prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
-        ).to(self.accelerator.device)
-        prompt_ids, prompt_mask = encoded["input_ids"], encoded["attention_mask"]
-        eos_id = tokenizer.eos_token_id
-        generation = dict(
-            do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
-            max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_id,
-        )
-        generation.update(self.args.generation_kwargs or {})  # TRL's GRPOConfig.generation_kwargs, as GRPO honours them
+        sampling = dict(do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0)
         with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
-            policy = unwrapped.policy
-            was_training = policy.training
-            policy.eval()
-            sequences = policy.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **generation)
-            policy.train(was_training)
-        completion_ids = sequences[:, prompt_ids.size(1):]
-        # Keep tokens up to and including the first EOS.
-        is_eos = completion_ids == eos_id
-        first_eos = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completion_ids.size(1))
-        positions = torch.arange(completion_ids.size(1), device=completion_ids.device).unsqueeze(0)
-        completion_mask = (positions <= first_eos.unsqueeze(1)).long()
-        completion_ids = completion_ids.masked_fill(completion_mask == 0, tokenizer.pad_token_id)
-        return prompt_ids, prompt_mask, completion_ids, completion_mask, None
+            generated = generate(unwrapped.policy, tokenizer, prompt_texts, max_new_tokens=settings.max_completion_length,
+                                 sampling=sampling, eos_token_id=tokenizer.eos_token_id, device=self.accelerator.device,
+                                 generation_kwargs=self.args.generation_kwargs)
+        return generated.prompt_ids, generated.prompt_mask, generated.completion_ids, generated.completion_mask, None
 
     def _generate_vllm(self, prompt_texts: list[str]):
         """Through TRL's ``VLLMGeneration``: weights pushed once per optimizer step (every rank
-        takes part: ZeRO-3 gathers are collective), one sample per row (vLLM's prefix cache
-        shares the repeated prompts), vLLM's stop-at-EOS completions right-padded."""
-        tokenizer, device = self.processing_class, self.accelerator.device
-        prompt_lists = tokenizer(prompt_texts, add_special_tokens=False)["input_ids"]
+        takes part: ZeRO-3 gathers are collective), then :func:`.rollout.generate_with_vllm`."""
         if self.state.global_step != self._vllm_synced_step:
             self.vllm_generation.sync_weights()
             self._vllm_synced_step = self.state.global_step
-        _, completion_lists, sampler_logprobs, _ = self.vllm_generation.generate(
-            prompts=prompt_lists, images=None, num_generations=1
-        )
-        padded = tokenizer.pad({"input_ids": prompt_lists}, padding=True, padding_side="left", return_tensors="pt")
-        completion_ids, completion_mask, logprobs = pad_completions(completion_lists, sampler_logprobs, tokenizer.pad_token_id)
-        return (padded["input_ids"].to(device), padded["attention_mask"].to(device), completion_ids.to(device),
-                completion_mask.to(device), None if logprobs is None else logprobs.to(device))
+        return generate_with_vllm(self.vllm_generation, self.processing_class, prompt_texts, self.accelerator.device)
 
     @torch.no_grad()
     def _rollout(self, rows: list[dict]) -> dict[str, Any]:
@@ -410,16 +176,8 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         texts = tokenizer.batch_decode(id_lists, skip_special_tokens=True)
 
         # Rewards: every component once (the mix caches the outputs for the step credit).
-        columns = {k: [row.get(k) for row in rows] for k in rows[0] if k != "prompt"}
-        batch = RewardBatch(
-            completions=texts,
-            questions=list(columns.get("question", [None] * len(rows))),
-            golds=list(columns.get("answer", [None] * len(rows))),
-            prompts=prompt_texts,
-            completion_ids=id_lists,
-            columns=columns,
-        )
-        diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/diagnostics.py)
+        batch = reward_batch(rows, prompt_texts, texts, id_lists)
+        diagnostics: dict[str, float] = {}  # from the mix's batch observers (procrl/observe/callback.py)
         outputs = self.reward_mix.score_all(batch, log_metric=diagnostics.__setitem__)
         outputs, fallback_stats = self._resolve_fallbacks(outputs, prompt_texts)
         totals = self.reward_mix.total(outputs)
@@ -439,9 +197,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
         logits, values = self.model(input_ids=input_ids, attention_mask=attention_mask)
-        old_logprobs = _logprobs(logits[:, prompt_length - 1 : -1], completion_ids, settings.temperature)
+        old_logprobs = ops.logprobs(logits[:, prompt_length - 1 : -1], completion_ids, settings.temperature)
         old_values = values[:, prompt_length - 1 : -1].float()
-        entropy = _entropy(logits[:, prompt_length - 1 : -1] / settings.temperature)
+        entropy = ops.entropy(logits[:, prompt_length - 1 : -1] / settings.temperature)
         del logits
         ref_logprobs = self._policy_ref_logprobs(input_ids, attention_mask, completion_ids, prompt_length)
         kl = (old_logprobs - ref_logprobs) if ref_logprobs is not None else torch.zeros_like(old_logprobs)
@@ -456,18 +214,18 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         if sampler_logprobs is not None:  # how far vLLM's sampler is from the policy it stands for
             gap = torch.nan_to_num((old_logprobs - sampler_logprobs).abs(), nan=0.0)
             sampler_stats = {
-                "sampling/sampling_logp_difference/mean": _masked_mean(gap, mask),
+                "sampling/sampling_logp_difference/mean": ops.masked_mean(gap, mask),
                 "sampling/sampling_logp_difference/max": (gap * mask).max(),
             }
             if settings.sampler_correction:
-                sampler_weights = sampler_importance_weights(
+                sampler_weights = ops.sampler_importance_weights(
                     old_logprobs, sampler_logprobs, mask, settings.sampler_correction_mode,
                     settings.sampler_clip_min, settings.sampler_clip_max,
                 )
                 per_token = sampler_weights.expand_as(mask)
                 sampler_stats.update({
                     "sampling/importance_sampling_ratio/min": per_token[mask.bool()].min() if mask.any() else per_token.new_tensor(1.0),
-                    "sampling/importance_sampling_ratio/mean": _masked_mean(per_token, mask),
+                    "sampling/importance_sampling_ratio/mean": ops.masked_mean(per_token, mask),
                     "sampling/importance_sampling_ratio/max": (per_token * mask).max(),
                 })
         self._record_rollout_metrics(outputs, totals, {**credit_stats, **fallback_stats, **diagnostics}, {
@@ -477,7 +235,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
             "objective/scores": outcome.mean(),
             "objective/rlhf_reward": (rewards * mask).sum(dim=1).mean(),
-            "val/mean": _masked_mean(old_values, mask),
+            "val/mean": ops.masked_mean(old_values, mask),
             "val/num_eos_tokens": ended_with_eos.float().sum(),
             "completions/mean_length": mask.sum(dim=1).mean(),
         })
@@ -531,15 +289,8 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         generate = self._generate_vllm if self.vllm_generation is not None else self._generate_transformers
         _, _, completion_ids, completion_mask, _ = generate(prompt_texts)
         id_lists = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1))]
-        columns = {k: [row.get(k) for row in inputs] for k in inputs[0] if k != "prompt"}
-        self.reward_mix.score_all(RewardBatch(
-            completions=tokenizer.batch_decode(id_lists, skip_special_tokens=True),
-            questions=list(columns.get("question", [None] * len(inputs))),
-            golds=list(columns.get("answer", [None] * len(inputs))),
-            prompts=prompt_texts,
-            completion_ids=id_lists,
-            columns=columns,
-        ))
+        self.reward_mix.score_all(
+            reward_batch(inputs, prompt_texts, tokenizer.batch_decode(id_lists, skip_special_tokens=True), id_lists))
         return None, None, None
 
     def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
@@ -616,7 +367,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         mask = rollout["completion_mask"].float()
         with self.compute_loss_context_manager():
             logits, values = model(input_ids=rollout["input_ids"], attention_mask=rollout["attention_mask"])
-        logprobs = _logprobs(logits[:, prompt_length - 1 : -1], rollout["completion_ids"], settings.temperature)
+        logprobs = ops.logprobs(logits[:, prompt_length - 1 : -1], rollout["completion_ids"], settings.temperature)
         values = values[:, prompt_length - 1 : -1].float()
         del logits
 
@@ -628,25 +379,25 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         )
         if rollout["sampler_weights"] is not None:  # vLLM's samples re-weighted towards the rollout policy
             policy_losses = policy_losses * rollout["sampler_weights"]
-        policy_loss = _masked_mean(policy_losses, mask)
+        policy_loss = ops.masked_mean(policy_losses, mask)
         old_values = rollout["old_values"]
         clipped_values = old_values + torch.clamp(values - old_values, -settings.cliprange_value, settings.cliprange_value)
         value_losses = torch.max((values - returns) ** 2, (clipped_values - returns) ** 2)
-        value_loss = 0.5 * _masked_mean(value_losses, mask)
+        value_loss = 0.5 * ops.masked_mean(value_losses, mask)
         loss = policy_loss + settings.vf_coef * value_loss
 
         with torch.no_grad():
             self._metrics["loss/policy"].append(policy_loss.item())
             self._metrics["loss/value"].append(value_loss.item())
-            self._metrics["policy/approxkl"].append(_masked_mean(0.5 * log_ratio**2, mask).item())
+            self._metrics["policy/approxkl"].append(ops.masked_mean(0.5 * log_ratio**2, mask).item())
             self._metrics["policy/clipfrac"].append(
-                _masked_mean((torch.abs(ratio - 1.0) > settings.cliprange).float(), mask).item()
+                ops.masked_mean((torch.abs(ratio - 1.0) > settings.cliprange).float(), mask).item()
             )
             self._metrics["val/clipfrac"].append(
-                _masked_mean(((values - returns) ** 2 < (clipped_values - returns) ** 2).float(), mask).item()
+                ops.masked_mean(((values - returns) ** 2 < (clipped_values - returns) ** 2).float(), mask).item()
             )
-            self._metrics["val/ratio"].append(_masked_mean(ratio, mask).item())
-            self._metrics["val/error"].append(_masked_mean((values - returns) ** 2, mask).item())
+            self._metrics["val/ratio"].append(ops.masked_mean(ratio, mask).item())
+            self._metrics["val/error"].append(ops.masked_mean((values - returns) ** 2, mask).item())
 
         kwargs = {}
         from accelerate.utils import DistributedType
@@ -694,113 +445,6 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         load_pretrained_into(unwrapped.policy, resume_from_checkpoint)
         load_pretrained_into(unwrapped.value, os.path.join(resume_from_checkpoint, VALUE_DIR))
         logger.info("restored policy and value model from %s", resume_from_checkpoint)
-
-
-def ppo_outcome(mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewards: list[str] | None) -> list[float | None]:
-    """The last-token (outcome) reward of each completion: the weighted scores of the components
-    whose step scores did not reach it as step rewards (:func:`~procrl.trainers.credit.outcome_rewards`).
-    ``process_rewards``: the process components as the recipe names them (None: every component
-    with step scores; ``[]``: none, outcome credit)."""
-    process_names = process_component_names(mix, outputs, process_rewards)
-    raw = mix.last_outputs  # before the fallbacks: what local_step_credit turned into step rewards
-    credited: dict[str, list[bool]] = {}
-    for name in process_names:
-        step_scores = outputs[name].step_scores if name in outputs else None
-        scored = raw[name].scores if name in raw else [None] * len(batch)
-        credited[name] = [
-            (step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps)))
-            # a completion without steps got the component's score as its one step reward
-            or (not segmentation.steps and scored[i] is not None)
-            for i, segmentation in enumerate(batch.segmentations)
-        ]
-    scores = {name: output.scores for name, output in outputs.items()}
-    return outcome_rewards(scores, {name: mix.specs[name].weight for name in outputs}, credited)
-
-
-def load_pretrained_into(model: nn.Module, directory: str) -> None:
-    """Load weights saved by ``save_pretrained`` (full model or PEFT adapter), or a value head
-    saved by ``PPOTrainer._save``, into ``model``."""
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(f"checkpoint directory not found: {directory}")
-    if isinstance(model, nn.Linear):
-        from safetensors.torch import load_file
-
-        model.load_state_dict(load_file(os.path.join(directory, VALUE_HEAD_FILE)))
-        return
-    if hasattr(model, "peft_config"):
-        from peft import set_peft_model_state_dict
-        from peft.utils import load_peft_weights
-
-        set_peft_model_state_dict(model, load_peft_weights(directory))
-        return
-    loaded = type(model).from_pretrained(directory, dtype=next(model.parameters()).dtype)
-    model.load_state_dict(loaded.state_dict())
-    del loaded
-
-
-def value_head_for(policy: nn.Module) -> nn.Linear:
-    """``value_head_on_policy``: a scalar head on the policy's last hidden state, V = 0 at start."""
-    config = policy.config.get_text_config()
-    head = nn.Linear(config.hidden_size, 1, dtype=next(policy.parameters()).dtype)
-    with torch.no_grad():
-        head.weight.zero_()
-        head.bias.zero_()
-    return head
-
-
-def zero_value_head(value: nn.Module) -> None:
-    """Start a fresh value head at V = 0: the first advantages are then the (whitened)
-    rewards-to-go instead of the noise of a random head, which on small rewards drowns the signal."""
-    from contextlib import nullcontext
-
-    from transformers.integrations import is_deepspeed_zero3_enabled
-
-    head = getattr(value, "score", None) or getattr(value, "classifier", None)
-    if not isinstance(head, nn.Linear):
-        raise ValueError(f"{type(value).__name__}: no linear 'score' or 'classifier' head to initialise")
-    params = [p for p in (head.weight, head.bias) if p is not None]
-    gathered = nullcontext()
-    if is_deepspeed_zero3_enabled():  # built partitioned: zeroing the local shard alone would change nothing
-        import deepspeed
-
-        gathered = deepspeed.zero.GatheredParameters(params, modifier_rank=0)
-    with gathered, torch.no_grad():
-        for param in params:
-            param.zero_()
-
-
-def vllm_generation(policy: nn.Module, accelerator, tokenizer, args):
-    """TRL's vLLM backend for the policy, configured from the GRPOConfig fields exactly as TRL's
-    GRPOTrainer configures it (one micro-batch of rows per generate call)."""
-    from trl.generation.vllm_generation import VLLMGeneration
-
-    return VLLMGeneration(
-        model=policy,
-        accelerator=accelerator,
-        processing_class=tokenizer,
-        mode=args.vllm_mode,
-        structured_outputs_regex=args.vllm_structured_outputs_regex,
-        server_base_url=args.vllm_server_base_url,
-        server_host=args.vllm_server_host,
-        server_port=args.vllm_server_port,
-        group_port=args.vllm_group_port,
-        server_timeout=args.vllm_server_timeout,
-        tensor_parallel_size=args.vllm_tensor_parallel_size,
-        gpu_memory_utilization=args.vllm_gpu_memory_utilization,
-        max_model_length=args.vllm_max_model_length,
-        max_num_seqs=args.per_device_train_batch_size * args.vllm_tensor_parallel_size,
-        enable_sleep_mode=args.vllm_enable_sleep_mode,
-        model_impl=args.vllm_model_impl,
-        trust_remote_code=args.trust_remote_code,
-        repetition_penalty=args.repetition_penalty,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        top_k=args.top_k or 0,
-        min_p=args.min_p,
-        max_completion_length=args.max_completion_length,
-        logprobs=0,  # the sampled token's log-prob only: logged against the policy's
-        generation_kwargs=args.generation_kwargs,
-    )
 
 
 def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
