@@ -122,6 +122,12 @@ def reference_text(gold: str | None, reference: bool | str) -> str | None:
 class FirstErrorReward(RewardComponent):
     """Penalise the earliest wrong step found by a judge (LLM, PRM or arithmetic verifier)."""
 
+    grades = "reasoning"
+    score_range = (-1.0, 0.0)
+    uses_model = True  # backend hf / prm
+    uses_network = True  # backend openai
+    diagnostics = ("first_error",)
+
     @dataclass
     class Settings:
         backend: Literal["openai", "hf", "prm", "arithmetic", "reference"] = field(

@@ -73,6 +73,9 @@ def partial_format_score(completion: str, require_reasoning: bool = False) -> fl
 
 
 class FormatReward(RewardComponent):
+    grades = "form"
+    score_range = (0.0, 1.0)
+
     @dataclass
     class Settings:
         require_reasoning: bool = field(False, help="Also require some reasoning before the answer line.")

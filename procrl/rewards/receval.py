@@ -55,6 +55,7 @@ __all__ = [
 
 Pair = tuple[str, str]
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
+DEFAULT_NLI_PARAMETERS = 435_000_000  # its model card: DeBERTa-v3-large, 304M backbone + 131M embedding parameters
 DEFAULT_SPLITTER = "procrl.rewards.receval:split_rcus"
 CONNECTIVE = " Therefore,"
 
@@ -394,6 +395,11 @@ def _mean(values: list[float]) -> float | None:
 class ReCEvalCorrectness(RewardComponent):
     """min over steps of min(intra-step entailment, 1 - inter-step contradiction), in [0, 1]."""
 
+    grades = "reasoning"
+    score_range = (0.0, 1.0)
+    uses_model = True  # the NLI model
+    diagnostics = ("receval",)
+
     @dataclass
     class Settings:
         nli_model: str = field(DEFAULT_NLI_MODEL, help="Hub id or directory of a 3-way NLI sequence classifier (labels read from config.id2label).")
@@ -435,7 +441,8 @@ class ReCEvalCorrectness(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {"nli_model": ModelRef(settings.nli_model, settings.dtype)}
+        parameters = DEFAULT_NLI_PARAMETERS if settings.nli_model == DEFAULT_NLI_MODEL else None
+        return {"nli_model": ModelRef(settings.nli_model, settings.dtype, parameters=parameters)}
 
     def needs_model(self) -> str | None:
         return self.settings.nli_model
@@ -534,6 +541,11 @@ def _unscorable_kind(steps, max_steps: int) -> str | None:
 
 class ReCEvalInformativeness(RewardComponent):
     """min over steps of tanh(information gain / tau), in [-1, 1]."""
+
+    grades = "reasoning"
+    score_range = (-1.0, 1.0)
+    uses_model = True  # the language model of the information gain (by default the trainer's reference model)
+    diagnostics = ("receval",)
 
     @dataclass
     class Settings:

@@ -80,6 +80,10 @@ def sentence_validity(labels: Iterable[str]) -> float:
         return 0.0
     return max(len(found & state) / len(found | state) for state in ALLOWED_STATES)
 
+# parameters of the published TRACE tagger (model card: DeBERTa-v3-base, 86M backbone + 98M embedding
+# parameters, an 8-label head), for planning its memory without its weights on disk
+PUBLISHED_TAGGERS: dict[str, int] = {"hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000}
+
 
 @dataclass(frozen=True)
 class TraceResult:
@@ -140,6 +144,11 @@ def trace_score(sentence_labels: Sequence[Iterable[str]], alpha: float = 0.7) ->
 class TraceReward(RewardComponent):
     """TRACE per completion; per-step scores = mean state validity of the step's sentences."""
 
+    grades = "reasoning"
+    score_range = (0.0, 1.0)
+    uses_model = True  # a tagger checkpoint (not the default cue tagger)
+    diagnostics = ("trace",)
+
     @dataclass
     class Settings:
         tagger: str = field(
@@ -179,7 +188,8 @@ class TraceReward(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {} if settings.tagger == "cues" else {"tagger": ModelRef(settings.tagger)}
+        return {} if settings.tagger == "cues" else {
+            "tagger": ModelRef(settings.tagger, parameters=PUBLISHED_TAGGERS.get(settings.tagger))}
 
     def needs_model(self) -> str | None:
         return None if self.settings.tagger == "cues" else self.settings.tagger
