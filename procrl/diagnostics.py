@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
 from procrl.rewards.base import RewardBatch, RewardOutput
+from procrl.rewards.registry import component_info
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +77,22 @@ def component_kinds(types: dict[str, str], outputs: dict[str, RewardOutput]) -> 
     for name in names:
         output = outputs[name]
         type_name = str(types.get(name, name))
-        if type_name == ACCURACY:
+        declared = _declared_diagnostics(type_name)
+        if ACCURACY in declared:
             kinds[name] = ACCURACY
-        elif _details_have(output, "index", "num_steps") or "first_error" in type_name:
+        elif _details_have(output, "index", "num_steps") or FIRST_ERROR in declared:
             kinds[name] = FIRST_ERROR
         elif "transition_counts" in output.extras:
             kinds[name] = TRACE
         elif _details_have(output, "min_step", "step_values"):
             kinds[name] = RECEVAL
     return kinds
+
+
+def _declared_diagnostics(type_name: str) -> tuple[str, ...]:
+    """The diagnostics a component type declares (``RewardComponent.diagnostics``); none when unknown."""
+    info = component_info(type_name)
+    return info.diagnostics if info is not None else ()
 
 
 def _first(kinds: dict[str, str], kind: str) -> str | None:
@@ -379,11 +387,6 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
 # value X" note, explicit "no errors found" / "no verdicts" / "no transitions" text instead of
 # empty axes, and a constrained layout so that titles never overlap.
 
-# score range of the built-in components (README "Rewards"); a fallback outside it widens the axis
-SCORE_RANGES: dict[str, tuple[float, float]] = {
-    "accuracy": (0.0, 1.0), "format": (0.0, 1.0), "first_error": (-1.0, 0.0), "trace": (0.0, 1.0),
-    "receval_correctness": (0.0, 1.0), "receval_informativeness": (-1.0, 1.0),
-}
 _PANELS_PER_ROW = 4
 
 
@@ -424,10 +427,12 @@ def _integer_y(axis) -> None:
 
 
 def score_range(type_name: str | None, values: list[float]) -> tuple[float, float]:
-    """The x range of a component's histogram: its known range (widened to include every value),
+    """The x range of a component's histogram: the score range its type declares
+    (``RewardComponent.score_range``, widened to include every value: a fallback outside it),
     else the values' own range (a constant value gets a unit-wide range around it)."""
     finite = [v for v in values if math.isfinite(v)]
-    known = SCORE_RANGES.get(str(type_name)) if type_name is not None else None
+    info = component_info(str(type_name)) if type_name is not None else None
+    known = info.score_range if info is not None else None
     if known is not None:
         return min([known[0], *finite]), max([known[1], *finite])
     if not finite:
@@ -507,7 +512,7 @@ def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None 
 
 def plot_component_distributions(scores: dict[str, list[float | None]], title: str = "reward components",
                                  types: dict[str, str] | None = None):
-    """One histogram per component on its score range (``SCORE_RANGES`` by type), with the mean
+    """One histogram per component on its declared score range (:func:`score_range`), with the mean
     dashed; None = no opinion, counted in the panel title; a note on a constant component, a
     sentence for one without any score."""
     if not scores:
