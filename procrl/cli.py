@@ -99,7 +99,7 @@ def _cmd_check(args) -> int:
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
         grades = component_info(mix.specs[name].target).grades or "undeclared"
-        print(f"  {name:<24} weight {mix.specs[name].weight:<6g} grades {grades:<9} scores [{values}]{failures}")
+        print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]  grades {grades}{failures}")
         errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
         if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
             # training would go on with the fallback; check says the component cannot run here
