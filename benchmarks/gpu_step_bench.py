@@ -88,7 +88,7 @@ def build_models(shape: str, reward_models: str, nli_needed: bool, device: str, 
             out["nli"] = str(real_shapes.write_nli_model(deberta))
             out["nli_model"] = "DeBERTa-v3-large NLI (435M)"
     else:
-        from procrl.rewards.nli import write_tiny_nli_model
+        from procrl.rewards.scorers.nli import write_tiny_nli_model
         from procrl.rewards.trace_train import write_tiny_tagger
 
         root = real_shapes.cache_dir()

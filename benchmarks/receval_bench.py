@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         args.min_ratio = 4.0 if args.threads == 1 else 5.0
 
     from procrl.rewards.base import RewardBatch
-    from procrl.rewards.nli import NLIScorer, write_tiny_nli_model
+    from procrl.rewards.scorers.nli import NLIScorer, write_tiny_nli_model
     from procrl.rewards.receval import ReCEvalCorrectness, chain_minimum, score_correctness_plan
 
     rows, source = load_chains(args.chains)

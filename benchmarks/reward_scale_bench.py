@@ -259,7 +259,7 @@ def one_sentence_at_a_time(tagger, sentences: list[str]) -> list[list[float]]:
 def bench_trace(model_dir: Path, rows: list[dict], measure: int, repeats: int, device: str) -> Result:
     component = build_component("trace", {"tagger": str(model_dir), "batch_size": 64}, device)
     load, _, tagger = _timed(lambda: component.tagger, device)
-    from procrl.rewards.taggers import TraceCheckpointTagger
+    from procrl.rewards.scorers.taggers import TraceCheckpointTagger
 
     if not isinstance(tagger, TraceCheckpointTagger):
         raise RuntimeError(f"expected the published TRACE format, load_tagger gave {type(tagger).__name__}")

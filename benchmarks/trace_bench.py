@@ -61,7 +61,7 @@ def main() -> None:
 
     import torch
 
-    from procrl.rewards.taggers import load_tagger
+    from procrl.rewards.scorers.taggers import load_tagger
     from procrl.rewards.trace_train import write_tiny_tagger
 
     texts = sentences(args.sentences)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.rewards.nli import NLIScorer, length_batches, write_tiny_nli_model
+from procrl.rewards.scorers.nli import NLIScorer, length_batches, write_tiny_nli_model
 
 
 def test_length_batches_respect_both_limits():

@@ -288,7 +288,7 @@ def test_plan_counts_reward_models_from_their_safetensors(tmp_path):
     from transformers import AutoModelForSequenceClassification
 
     from procrl.plan import plan, reward_model_memory
-    from procrl.rewards.nli import write_tiny_nli_model
+    from procrl.rewards.scorers.nli import write_tiny_nli_model
 
     directory = write_tiny_nli_model(str(tmp_path / "nli"))
     parameters = AutoModelForSequenceClassification.from_pretrained(directory).num_parameters()

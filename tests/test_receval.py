@@ -12,8 +12,8 @@ import torch
 
 from procrl.config import ConfigError
 from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
-from procrl.rewards.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
-from procrl.rewards.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
+from procrl.rewards.scorers.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
+from procrl.rewards.scorers.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
 from procrl.rewards.receval import (
     RCU,
     ReCEvalCorrectness,

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from procrl import cli
-from procrl.rewards.nli import write_tiny_nli_model
+from procrl.rewards.scorers.nli import write_tiny_nli_model
 
 NAMES = ("receval_correctness", "receval_informativeness")
 

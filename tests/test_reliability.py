@@ -589,7 +589,7 @@ def test_boxed_extraction_is_linear_on_unbalanced_boxes():
 
 
 def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
-    from procrl.rewards.taggers import CueTagger
+    from procrl.rewards.scorers.taggers import CueTagger
 
     tagger = CueTagger()
     long_sentence = "x " * 400 + "we know that she has 3 apples"

@@ -33,7 +33,7 @@ def hostile_completions() -> list[str]:
 
 
 def _tiny_nli(tmp_path) -> dict:
-    from procrl.rewards.nli import write_tiny_nli_model
+    from procrl.rewards.scorers.nli import write_tiny_nli_model
 
     return {"nli_model": str(write_tiny_nli_model(tmp_path / "nli"))}
 

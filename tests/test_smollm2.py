@@ -176,7 +176,7 @@ def test_check_load_models_loads_the_policy_the_judge_and_receval_lm(smollm2, ca
 def test_receval_lm_reads_plain_text_without_a_chat_turn_opener(smollm2):
     """SmolLM2's bos_token is <|im_start|>, which its tokenizer never adds: the information-gain
     LM must not put it before plain text (it would read the text as a chat role)."""
-    from procrl.rewards.info_gain import TargetLogProbScorer
+    from procrl.rewards.scorers.info_gain import TargetLogProbScorer
 
     scorer = TargetLogProbScorer(SMOLLM2)
     values = scorer.mean_logprobs([("Ann has 3 apples and buys 4 more. 3 + 4 = 7.", " The answer is 7."),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from procrl.rewards.taggers import (
+from procrl.rewards.scorers.taggers import (
     CueTagger,
     HFSequenceTagger,
     TaggerLoadError,

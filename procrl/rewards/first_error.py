@@ -44,8 +44,8 @@ from typing import Literal
 from procrl.config import ConfigError, field
 from procrl.redaction import redact_url
 from procrl.rewards.accuracy import answers_match, extract_prediction, parse_gold
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
 
 # judge failures where no verdict came back at all (not a reply without a verdict): the sample's
 # details carry what failed

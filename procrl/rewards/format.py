@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from procrl.config import field
 from procrl.rewards.accuracy import extract_prediction
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 from procrl.text import DISPLAY_DELIMITERS, answer_line_start
 
 __all__ = ["MAX_ANSWER_STATEMENTS", "FormatReward", "answer_statements", "has_answer_line", "partial_format_score"]

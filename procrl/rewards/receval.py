@@ -18,7 +18,7 @@ No opinion is never the best score: a chain without steps or with more than ``ma
 gets ``no_steps_score`` (the bottom of the range: 0 / -1), a completion without a predicted
 answer ``no_answer_score`` (-1, informativeness); only a failure of the model or of a custom
 splitter gives None, which the mix resolves by the component's ``fallback`` (group mean). The formulas and the RCU split are pure functions (text / probabilities in,
-numbers out); models live in :mod:`procrl.rewards.nli` and :mod:`procrl.rewards.info_gain`.
+numbers out); models live in :mod:`procrl.rewards.scorers.nli` and :mod:`procrl.rewards.scorers.info_gain`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.config import ConfigError, field
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
     "RCU",
@@ -450,7 +450,7 @@ class ReCEvalCorrectness(RewardComponent):
     @property
     def scorer(self):
         if self._scorer is None:
-            from procrl.rewards.nli import NLIScorer
+            from procrl.rewards.scorers.nli import NLIScorer
 
             s = self.settings
             self._scorer = NLIScorer(
@@ -598,7 +598,7 @@ class ReCEvalInformativeness(RewardComponent):
 
     def __init__(self, settings: Any = None, *, name: str | None = None):
         super().__init__(settings, name=name or "receval_informativeness")
-        from procrl.rewards.info_gain import TargetLogProbScorer
+        from procrl.rewards.scorers.info_gain import TargetLogProbScorer
 
         s = self.settings
         self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype,
@@ -615,7 +615,7 @@ class ReCEvalInformativeness(RewardComponent):
         super().bind(context)
         self.scorer.bind(context.device, context.tokenizer, context.trainer)
         if self.settings.lm == "reference" and context.trainer is not None:
-            from procrl.rewards.info_gain import ReferenceModelError, reference_lm
+            from procrl.rewards.scorers.info_gain import ReferenceModelError, reference_lm
 
             try:
                 reference_lm(context.trainer)

@@ -1,7 +1,7 @@
 """TRACE: argument-structure score of the reasoning, reference-free (REWARDS.md section 2).
 
 Every sentence of the reasoning gets a set of the 8 Toulmin/metacognition labels from a
-tagger (:mod:`procrl.rewards.taggers`); :func:`trace_score` turns the label sequence into
+tagger (:mod:`procrl.rewards.scorers.taggers`); :func:`trace_score` turns the label sequence into
 
 * state validity V: mean over sentences of the best Jaccard overlap with an allowed label set;
 * transition coherence C: (good - bad) / total over every label pair of adjacent labelled
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from procrl.config import ConfigError, field
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.scorers.taggers import LABELS  # the fixed label order (rows/columns of the transition matrix)
 
 __all__ = [
     "ALLOWED_STATES",
@@ -34,17 +35,6 @@ __all__ = [
     "trace_score",
 ]
 
-# The fixed label order (rows/columns of the transition matrix, outputs of every tagger).
-LABELS: tuple[str, ...] = (
-    "Claim",
-    "Data/Evidence",
-    "Warrant",
-    "Backing",
-    "Qualifier",
-    "Rebuttal",
-    "Monitoring",
-    "Evaluation",
-)
 SHORT: dict[str, str] = dict(zip("CDWBQRME", LABELS))
 _INDEX = {label: i for i, label in enumerate(LABELS)}
 
@@ -205,7 +195,7 @@ class TraceReward(RewardComponent):
         if self._tagger is None:
             with self._load_lock:
                 if self._tagger is None:
-                    from procrl.rewards.taggers import load_tagger
+                    from procrl.rewards.scorers.taggers import load_tagger
 
                     s = self.settings
                     self._tagger = load_tagger(
