@@ -11,12 +11,14 @@ from __future__ import annotations
 from procrl.rewards.mix import RewardMix, _finite, _loop_running, _run_in_thread
 from procrl.rewards.protocol import (DIAGNOSTICS, GRADES, ComponentInfo, FunctionComponent, ModelRef, RewardBatch,
                                      RewardComponent, RewardOutput, RuntimeContext, _as_scores, _one_line,
-                                     _prompt_text, completion_text, component_info)
+                                     _prompt_text, completion_text, describe_component)
+from procrl.rewards.registry import REWARDS, component_info
 from procrl.rewards.spec import (COMMON_KEYS, ComponentSpec, GateSettings, _check_function_settings,
                                  check_gate_cycles, parse_component, parse_rewards, resolve_type)
 
 __all__ = [
     "COMMON_KEYS",
+    "REWARDS",
     "DIAGNOSTICS",
     "GRADES",
     "ComponentInfo",
@@ -32,6 +34,7 @@ __all__ = [
     "check_gate_cycles",
     "completion_text",
     "component_info",
+    "describe_component",
     "parse_component",
     "parse_rewards",
     "resolve_type",

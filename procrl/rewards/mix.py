@@ -46,7 +46,6 @@ logger = logging.getLogger(__name__)
 __all__ = ["RewardMix"]
 
 
-
 class RewardMix:
     """The components of a recipe, their TRL reward functions and the current batch's outputs."""
 

@@ -7,7 +7,7 @@ details, failure counts). The mix that runs components, and its failure policy, 
 :mod:`procrl.rewards.mix`; parsing a recipe's ``rewards:`` is :mod:`procrl.rewards.spec`.
 
 A component describes itself on its class (:class:`RewardComponent`'s class attributes, read
-through :func:`component_info` / :func:`procrl.rewards.registry.component_info`): what it grades
+through :func:`procrl.rewards.registry.component_info`): what it grades
 (``answer``, ``form`` or ``reasoning``: the reward-hacking watch sums the ``reasoning`` ones as
 the process reward), its score range (the diagnostics' histogram axes), whether some settings of
 it load a model or call the network (``procrl check`` and the plan), and which process
@@ -39,7 +39,7 @@ __all__ = [
     "RewardOutput",
     "RuntimeContext",
     "completion_text",
-    "component_info",
+    "describe_component",
 ]
 
 GRADES = ("answer", "form", "reasoning")  # what a component grades (``RewardComponent.grades``)
@@ -211,7 +211,7 @@ def _check_metadata(target: Any, where: str) -> None:
         raise TypeError(f"{where}: diagnostics = {diagnostics!r}; expected a tuple of {', '.join(map(repr, DIAGNOSTICS))}")
 
 
-def component_info(target: Any, where: str | None = None, *, required: bool = False) -> ComponentInfo:
+def describe_component(target: Any, where: str | None = None, *, required: bool = False) -> ComponentInfo:
     """The metadata of a component class (or of a plain function: its attributes of the same
     names). ``required`` (built-ins): a component that does not say what it grades or its score
     range, or that loads a model or calls the network without declaring it, is a TypeError
@@ -253,8 +253,9 @@ class RewardComponent:
     :meth:`score`. IO-bound components set ``is_async = True`` and implement :meth:`ascore`.
 
     A component describes itself in the class attributes below (read through
-    :func:`component_info`); a built-in that leaves ``grades`` or ``score_range`` out, or loads a
-    model / calls the network without saying so, is refused when its registry name is resolved.
+    :func:`procrl.rewards.registry.component_info`); a built-in that leaves ``grades`` or
+    ``score_range`` out, or loads a model / calls the network without saying so, is refused when
+    its registry name is resolved.
     """
 
     @dataclass

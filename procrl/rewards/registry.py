@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from procrl.rewards.protocol import ComponentInfo
-from procrl.rewards.protocol import component_info as _info_of
+from procrl.rewards.protocol import describe_component as _info_of
 
 __all__ = ["REWARDS", "builtin_class", "component_info"]
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from procrl.config import ConfigError, field, from_dict, suggest
 from procrl.rewards.fallback import GROUP_MEAN
-from procrl.rewards.protocol import RewardComponent, _one_line, component_info
+from procrl.rewards.protocol import RewardComponent, _one_line, describe_component
 
 __all__ = ["COMMON_KEYS", "ComponentSpec", "GateSettings", "check_gate_cycles", "parse_component", "parse_rewards",
            "resolve_type"]
@@ -71,7 +71,7 @@ def resolve_type(type_name: str, path: str) -> Any:
     if not callable(target):
         raise ConfigError(f"{path}: {type_name!r} is not callable")
     if reference is not None:  # a built-in says what it grades, its score range, its models (else: refused loudly)
-        component_info(target, f"{reference} (rewards type {type_name!r})", required=True)
+        describe_component(target, f"{reference} (rewards type {type_name!r})", required=True)
     return target
 
 
