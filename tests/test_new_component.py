@@ -118,7 +118,8 @@ def test_the_hacking_watch_leaves_an_answer_grading_component_out(registered):
     assert process_totals(scores, types, weights) == [0.5 * v for v in first_error]
     # a type the watch knows nothing about is summed in (0.5 * 1.0 more on the worked chain), which is
     # why a built-in that does not declare what it grades is refused (the test below)
-    assert process_totals(scores, {**types, "closeness": "reasoning-less"}, weights)[0] == pytest.approx(0.5 * (1.0 + first_error[0]))
+    unknown = process_totals(scores, {**types, "closeness": "not-a-known-type"}, weights)
+    assert unknown[0] == pytest.approx(0.5 * (1.0 + first_error[0]))
 
 
 def test_procrl_check_shows_what_it_grades(registered, capsys):
