@@ -71,6 +71,8 @@ def _cmd_check(args) -> int:
 
     data_lines = check_recipe_data(recipe, args.load_models)  # rows, gold answers, prompt lengths
     mix = RewardMix(recipe.rewards)
+    from procrl.rewards.registry import component_info
+
     print(f"recipe {args.recipe}: valid")
     print("\nresolved recipe:")
     print(yaml_core.dump(redact(recipe.resolved())).rstrip())
@@ -97,7 +99,8 @@ def _cmd_check(args) -> int:
         values = ", ".join("None" if v is None else f"{v:.4f}" for v in output.scores)
         counted = {kind: count for kind, count in output.failures.items() if count}
         failures = f"  failures: {counted}" if counted else ""
-        print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]{failures}")
+        grades = component_info(mix.specs[name].target).grades or "undeclared"
+        print(f"  {name:<24} weight {mix.specs[name].weight:<6g} scores [{values}]  grades {grades}{failures}")
         errors = [d["error"] for d in output.details or [] if isinstance(d, dict) and d.get("error")]
         if model is not None and any(counted.get(kind) for kind in _LOAD_FAILURES):
             # training would go on with the fallback; check says the component cannot run here
@@ -106,6 +109,8 @@ def _cmd_check(args) -> int:
             kinds = ", ".join(kind for kind in counted if kind in _RUN_FAILURES)
             broken.append(f"rewards.{name}: failed on every sample of the check ({kinds}"
                           + (f": {errors[0]}" if errors else "") + "); training would give every sample its fallback")
+    process = [n for n, s in mix.specs.items() if component_info(s.target).process]  # as the hacking watch sums them
+    print(f"  process reward of the hacking watch: {', '.join(process) or 'none (no component grades the reasoning)'}")
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0

@@ -453,13 +453,6 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
 
 # --- reward models ------------------------------------------------------------------------------
 
-# Parameters of the default reward models, for planning without their weights on disk (model
-# cards: DeBERTa-v3-base 86M backbone + 98M embedding parameters, -large 304M + 131M; the TRACE
-# tagger is DeBERTa-v3-base with an 8-label head).
-KNOWN_REWARD_MODELS: dict[str, int] = {
-    "hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000,
-    "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli": 435_000_000,
-}
 _DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
                 "F8_E4M3": 1, "F8_E5M2": 1, "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
@@ -501,7 +494,8 @@ def weights_on_disk(directory: Path) -> tuple[int, int] | None:
 def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
     """Per reward component that loads a model: (bytes per GPU or None, a description). Reward
     models load whole on every rank (never ZeRO-sharded), so each GPU holds all of them. From the
-    safetensors headers when the weights are on disk (local or cached), else procrl's tables."""
+    safetensors headers when the weights are on disk (local or cached), else the parameter count
+    the component gives for its default model (``ModelRef.parameters``) or the architecture's."""
     result: dict[str, tuple[float | None, str]] = {}
     for spec in recipe.rewards:
         models = getattr(spec.target, "models", None)
@@ -517,15 +511,15 @@ def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
                 count, source = _count(parameters), "the weights on disk"
             else:
                 config, _ = model_architecture(ref.name, gguf_file=ref.gguf_file)
-                parameters = KNOWN_REWARD_MODELS.get(ref.name) or (count_parameters(config) if config else None)
+                parameters = ref.parameters or (count_parameters(config) if config else None)  # the component's model card
                 if parameters is None:
                     result[label] = (None, f"not estimated ({ref.name}: weights not on disk, size unknown)")
                     continue
                 config_dtype = str((config or {}).get("torch_dtype") or (config or {}).get("dtype") or "")
                 stored = parameters * _DTYPE_BYTES.get(config_dtype, 4)
                 assumed = "" if config_dtype in _DTYPE_BYTES else ", float32 assumed"
-                count = f"~{parameters / 1e6:,.0f}M" if ref.name in KNOWN_REWARD_MODELS else _count(parameters)
-                source = "procrl's table" if ref.name in KNOWN_REWARD_MODELS else (
+                count = f"~{parameters / 1e6:,.0f}M" if ref.parameters else _count(parameters)
+                source = "its model card" if ref.parameters else (
                     "its GGUF header" if config and "gguf_file_type" in config else "its architecture")
             if ref.dtype == "auto":
                 size, dtype_text = float(stored), f"checkpoint dtype{assumed}"

@@ -5,8 +5,9 @@ A run is *suspect* when, against the starting model:
 
 * its mean steps per completion, or its mean completion length (characters), falls below
   :data:`SHRINK` (one half) of the start's: skipping the reasoning;
-* its process reward (the weighted sum of the components other than answer accuracy and format)
-  rises while its answer accuracy falls, each by more than ``margin``: pleasing the grader.
+* its process reward (the weighted sum of the components that grade the reasoning: all but those
+  whose class declares ``grades = "answer"`` or ``"form"``) rises while its answer accuracy
+  falls, each by more than ``margin``: pleasing the grader.
 
 Pure functions on :class:`Behaviour` summaries; :class:`BehaviourTracker` feeds them during
 training (the first ``window`` scored batches are the start, the latest ``window`` batches are
@@ -19,13 +20,13 @@ from collections import deque
 from dataclasses import dataclass
 
 from procrl.core.numeric import mean as _mean
+from procrl.rewards.registry import component_info
 
-__all__ = ["Behaviour", "BehaviourTracker", "NOT_PROCESS_TYPES", "SHRINK", "behaviour", "mean_behaviour", "process_totals",
+__all__ = ["Behaviour", "BehaviourTracker", "SHRINK", "behaviour", "mean_behaviour", "process_totals",
            "suspicions"]
 
 SHRINK = 0.5
 MARGIN = 0.02  # smaller moves in the means are noise, not a trend
-NOT_PROCESS_TYPES = ("accuracy", "format")  # component types that grade the answer or its form, not its reasoning
 
 
 @dataclass(frozen=True)
@@ -48,14 +49,20 @@ def behaviour(completions: list[str], num_steps: list[int] | None = None, proces
 
 def process_totals(scores: dict[str, list[float | None]], types: dict[str, str],
                    weights: dict[str, float]) -> list[float | None] | None:
-    """Per completion, the weighted sum of the components that grade reasoning (type not in
-    :data:`NOT_PROCESS_TYPES`); None where one of them has no opinion; None without such components."""
-    process = [n for n in scores if str(types.get(n, n)) not in NOT_PROCESS_TYPES]
+    """Per completion, the weighted sum of the components that grade reasoning (their type's
+    :func:`~procrl.rewards.registry.component_info` is not ``answer`` or ``form``; an unknown
+    type counts); None where one of them has no opinion; None without such components."""
+    process = [n for n in scores if _grades_reasoning(types.get(n, n))]
     if not process:
         return None
     count = len(scores[process[0]])
     return [None if any(scores[n][i] is None for n in process) else sum(weights.get(n, 1.0) * scores[n][i] for n in process)
             for i in range(count)]
+
+
+def _grades_reasoning(type_name) -> bool:
+    info = component_info(str(type_name))
+    return info is None or info.process
 
 
 def mean_behaviour(parts: list[Behaviour]) -> Behaviour:

@@ -141,7 +141,7 @@ def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None 
 
 def plot_component_distributions(scores: dict[str, list[float | None]], title: str = "reward components",
                                  types: dict[str, str] | None = None):
-    """One histogram per component on its score range (``SCORE_RANGES`` by type), with the mean
+    """One histogram per component on its declared score range (:func:`~procrl.observe.stats.score_range`), with the mean
     dashed; None = no opinion, counted in the panel title; a note on a constant component, a
     sentence for one without any score."""
     if not scores:

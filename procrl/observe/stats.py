@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from procrl.rewards.base import RewardBatch, RewardOutput
+from procrl.rewards.registry import component_info
 
 __all__ = [
     "ACCURACY",
@@ -26,7 +27,6 @@ __all__ = [
     "PREFIX",
     "RECEVAL",
     "RELATIVE_BINS",
-    "SCORE_RANGES",
     "TRACE",
     "TRACE_LABELS",
     "add_matrices",
@@ -71,15 +71,22 @@ def component_kinds(types: dict[str, str], outputs: dict[str, RewardOutput]) -> 
     for name in names:
         output = outputs[name]
         type_name = str(types.get(name, name))
-        if type_name == ACCURACY:
+        declared = _declared_diagnostics(type_name)
+        if ACCURACY in declared:
             kinds[name] = ACCURACY
-        elif _details_have(output, "index", "num_steps") or "first_error" in type_name:
+        elif _details_have(output, "index", "num_steps") or FIRST_ERROR in declared:
             kinds[name] = FIRST_ERROR
         elif "transition_counts" in output.extras:
             kinds[name] = TRACE
         elif _details_have(output, "min_step", "step_values"):
             kinds[name] = RECEVAL
     return kinds
+
+
+def _declared_diagnostics(type_name: str) -> tuple[str, ...]:
+    """The diagnostics a component type declares (``RewardComponent.diagnostics``); none when unknown."""
+    info = component_info(type_name)
+    return info.diagnostics if info is not None else ()
 
 
 def first_of_kind(kinds: dict[str, str], kind: str) -> str | None:
@@ -370,18 +377,15 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
 
 # --- score ranges (the histograms' axes, procrl validate's plots) ----------------------------------
 
-# score range of the built-in components (README "Rewards"); a fallback outside it widens the axis
-SCORE_RANGES: dict[str, tuple[float, float]] = {
-    "accuracy": (0.0, 1.0), "format": (0.0, 1.0), "first_error": (-1.0, 0.0), "trace": (0.0, 1.0),
-    "receval_correctness": (0.0, 1.0), "receval_informativeness": (-1.0, 1.0),
-}
 
 
 def score_range(type_name: str | None, values: list[float]) -> tuple[float, float]:
-    """The x range of a component's histogram: its known range (widened to include every value),
+    """The x range of a component's histogram: the score range its type declares
+    (``RewardComponent.score_range``, widened to include every value: a fallback outside it),
     else the values' own range (a constant value gets a unit-wide range around it)."""
     finite = [v for v in values if math.isfinite(v)]
-    known = SCORE_RANGES.get(str(type_name)) if type_name is not None else None
+    info = component_info(str(type_name)) if type_name is not None else None
+    known = info.score_range if info is not None else None
     if known is not None:
         return min([known[0], *finite]), max([known[1], *finite])
     if not finite:

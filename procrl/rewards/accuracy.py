@@ -23,6 +23,10 @@ __all__ = [
 class AccuracyReward(RewardComponent):
     """1.0 when the extracted answer equals the gold answer, else 0.0; None without a gold."""
 
+    grades = "answer"
+    score_range = (0.0, 1.0)
+    diagnostics = ("accuracy",)
+
     @dataclass
     class Settings:
         tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison.")

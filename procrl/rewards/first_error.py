@@ -44,8 +44,8 @@ from typing import Literal
 from procrl.core.config import ConfigError, field
 from procrl.core.redaction import redact_url
 from procrl.core.answers import answers_match, extract_prediction, parse_gold
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
 
 # judge failures where no verdict came back at all (not a reply without a verdict): the sample's
 # details carry what failed
@@ -121,6 +121,12 @@ def reference_text(gold: str | None, reference: bool | str) -> str | None:
 
 class FirstErrorReward(RewardComponent):
     """Penalise the earliest wrong step found by a judge (LLM, PRM or arithmetic verifier)."""
+
+    grades = "reasoning"
+    score_range = (-1.0, 0.0)
+    uses_model = True  # backend hf / prm
+    uses_network = True  # backend openai
+    diagnostics = ("first_error",)
 
     @dataclass
     class Settings:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from procrl.core.config import field
 from procrl.core.answers import extract_prediction
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 from procrl.core.text import DISPLAY_DELIMITERS, answer_line_start
 
 __all__ = ["MAX_ANSWER_STATEMENTS", "FormatReward", "answer_statements", "has_answer_line", "partial_format_score"]
@@ -73,6 +73,9 @@ def partial_format_score(completion: str, require_reasoning: bool = False) -> fl
 
 
 class FormatReward(RewardComponent):
+    grades = "form"
+    score_range = (0.0, 1.0)
+
     @dataclass
     class Settings:
         require_reasoning: bool = field(False, help="Also require some reasoning before the answer line.")

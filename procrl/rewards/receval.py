@@ -18,7 +18,7 @@ No opinion is never the best score: a chain without steps or with more than ``ma
 gets ``no_steps_score`` (the bottom of the range: 0 / -1), a completion without a predicted
 answer ``no_answer_score`` (-1, informativeness); only a failure of the model or of a custom
 splitter gives None, which the mix resolves by the component's ``fallback`` (group mean). The formulas and the RCU split are pure functions (text / probabilities in,
-numbers out); models live in :mod:`procrl.rewards.nli` and :mod:`procrl.rewards.info_gain`.
+numbers out); models live in :mod:`procrl.rewards.scorers.nli` and :mod:`procrl.rewards.scorers.info_gain`.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.core.config import ConfigError, field
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
     "RCU",
@@ -56,6 +56,7 @@ __all__ = [
 
 Pair = tuple[str, str]
 DEFAULT_NLI_MODEL = "MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli"
+DEFAULT_NLI_PARAMETERS = 435_000_000  # its model card: DeBERTa-v3-large, 304M backbone + 131M embedding parameters
 DEFAULT_SPLITTER = "procrl.rewards.receval:split_rcus"
 CONNECTIVE = " Therefore,"
 
@@ -391,6 +392,11 @@ def _check_dtype(path: str, dtype: str) -> None:
 class ReCEvalCorrectness(RewardComponent):
     """min over steps of min(intra-step entailment, 1 - inter-step contradiction), in [0, 1]."""
 
+    grades = "reasoning"
+    score_range = (0.0, 1.0)
+    uses_model = True  # the NLI model
+    diagnostics = ("receval",)
+
     @dataclass
     class Settings:
         nli_model: str = field(DEFAULT_NLI_MODEL, help="Hub id or directory of a 3-way NLI sequence classifier (labels read from config.id2label).")
@@ -432,7 +438,8 @@ class ReCEvalCorrectness(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {"nli_model": ModelRef(settings.nli_model, settings.dtype)}
+        parameters = DEFAULT_NLI_PARAMETERS if settings.nli_model == DEFAULT_NLI_MODEL else None
+        return {"nli_model": ModelRef(settings.nli_model, settings.dtype, parameters=parameters)}
 
     def needs_model(self) -> str | None:
         return self.settings.nli_model
@@ -531,6 +538,11 @@ def _unscorable_kind(steps, max_steps: int) -> str | None:
 
 class ReCEvalInformativeness(RewardComponent):
     """min over steps of tanh(information gain / tau), in [-1, 1]."""
+
+    grades = "reasoning"
+    score_range = (-1.0, 1.0)
+    uses_model = True  # the language model of the information gain (by default the trainer's reference model)
+    diagnostics = ("receval",)
 
     @dataclass
     class Settings:

@@ -1,7 +1,7 @@
 """TRACE: argument-structure score of the reasoning, reference-free (REWARDS.md section 2).
 
 Every sentence of the reasoning gets a set of the 8 Toulmin/metacognition labels from a
-tagger (:mod:`procrl.rewards.taggers`); :func:`trace_score` turns the label sequence into
+tagger (:mod:`procrl.rewards.scorers.taggers`); :func:`trace_score` turns the label sequence into
 
 * state validity V: mean over sentences of the best Jaccard overlap with an allowed label set;
 * transition coherence C: (good - bad) / total over every label pair of adjacent labelled
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
 
 from procrl.core.config import ConfigError, field
+from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.scorers.taggers import LABELS  # the fixed label order (rows/columns of the transition matrix)
 from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
-from procrl.rewards.base import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 
 __all__ = [
     "ALLOWED_STATES",
@@ -35,17 +36,6 @@ __all__ = [
     "trace_score",
 ]
 
-# The fixed label order (rows/columns of the transition matrix, outputs of every tagger).
-LABELS: tuple[str, ...] = (
-    "Claim",
-    "Data/Evidence",
-    "Warrant",
-    "Backing",
-    "Qualifier",
-    "Rebuttal",
-    "Monitoring",
-    "Evaluation",
-)
 SHORT: dict[str, str] = dict(zip("CDWBQRME", LABELS))
 _INDEX = {label: i for i, label in enumerate(LABELS)}
 
@@ -80,6 +70,10 @@ def sentence_validity(labels: Iterable[str]) -> float:
     if not found:
         return 0.0
     return max(len(found & state) / len(found | state) for state in ALLOWED_STATES)
+
+# parameters of the published TRACE tagger (model card: DeBERTa-v3-base, 86M backbone + 98M embedding
+# parameters, an 8-label head), for planning its memory without its weights on disk
+PUBLISHED_TAGGERS: dict[str, int] = {"hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000}
 
 
 @dataclass(frozen=True)
@@ -141,6 +135,11 @@ def trace_score(sentence_labels: Sequence[Iterable[str]], alpha: float = 0.7) ->
 class TraceReward(RewardComponent):
     """TRACE per completion; per-step scores = mean state validity of the step's sentences."""
 
+    grades = "reasoning"
+    score_range = (0.0, 1.0)
+    uses_model = True  # a tagger checkpoint (not the default cue tagger)
+    diagnostics = ("trace",)
+
     @dataclass
     class Settings:
         tagger: str = field(
@@ -180,7 +179,8 @@ class TraceReward(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {} if settings.tagger == "cues" else {"tagger": ModelRef(settings.tagger)}
+        return {} if settings.tagger == "cues" else {
+            "tagger": ModelRef(settings.tagger, parameters=PUBLISHED_TAGGERS.get(settings.tagger))}
 
     def needs_model(self) -> str | None:
         return None if self.settings.tagger == "cues" else self.settings.tagger

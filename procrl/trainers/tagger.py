@@ -4,7 +4,7 @@ Rows ``{"sentence": ..., "labels": [...]}`` (labels named exactly as ``trace.LAB
 built such data by having strong LLMs label sentences). The model is the base encoder
 (``AutoModel.from_pretrained(BASE)``) plus a Linear(hidden, 8) head on the first token's last
 hidden state, trained with binary cross-entropy, exactly the architecture the TRACE loader
-(:class:`procrl.rewards.taggers.TraceCheckpointTagger`) runs.
+(:class:`procrl.rewards.scorers.taggers.TraceCheckpointTagger`) runs.
 
 Saved like ``hyyangkisti/TRACE-DeBERTa-v3-base``: ``config.json`` (id2label = the 8 labels),
 the tokenizer files, and ``model.safetensors`` with the encoder under ``<prefix>.*`` and

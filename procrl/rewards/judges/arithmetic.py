@@ -21,7 +21,7 @@ lands a sound chain there.
 from __future__ import annotations
 
 from procrl.core.arithmetic import find_claims
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 
 __all__ = ["ArithmeticJudge"]
 

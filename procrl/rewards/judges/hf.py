@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from procrl.rewards.judges import JudgeItem, Verdict
 from procrl.rewards.judges.local import LocalModelJudge
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+from procrl.rewards.judges.protocol import JudgeItem, Verdict
 
 __all__ = ["HFJudge"]
 

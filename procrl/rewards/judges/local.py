@@ -7,7 +7,7 @@ import logging
 import threading
 from typing import Any
 
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 from procrl.models.standalone import load_scoring_model
 
 __all__ = ["LocalModelJudge"]

@@ -21,8 +21,8 @@ from collections import OrderedDict
 import httpx
 
 from procrl.core.redaction import redact_url
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 
 __all__ = ["OpenAIJudge"]
 

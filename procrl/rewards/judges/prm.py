@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from procrl.rewards.judges import JudgeItem, Verdict
 from procrl.rewards.judges.local import LocalModelJudge
+from procrl.rewards.judges.protocol import JudgeItem, Verdict
 
 __all__ = ["PRMJudge", "first_below"]
 

@@ -95,7 +95,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from procrl.core.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
-from procrl.rewards.judges import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
 

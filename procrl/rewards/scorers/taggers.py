@@ -26,11 +26,10 @@ import re
 from pathlib import Path
 from typing import Any, Sequence
 
-from procrl.rewards.trace import LABELS
-
 __all__ = [
     "BLOCKERS",
     "CUES",
+    "LABELS",
     "CueTagger",
     "HFSequenceTagger",
     "Tagger",
@@ -39,6 +38,19 @@ __all__ = [
     "detect_format",
     "load_tagger",
 ]
+
+
+# The fixed label order: outputs of every tagger, rows/columns of TRACE's transition matrix.
+LABELS: tuple[str, ...] = (
+    "Claim",
+    "Data/Evidence",
+    "Warrant",
+    "Backing",
+    "Qualifier",
+    "Rebuttal",
+    "Monitoring",
+    "Evaluation",
+)
 
 
 class TaggerLoadError(RuntimeError):
