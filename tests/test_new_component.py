@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from procrl import diagnostics as diag
+from procrl.observe import plots
+from procrl.observe import stats as diag
 from procrl.core.config import field
 from procrl.observe.hacking import process_totals
 from procrl.rewards.accuracy import extract_prediction, parse_gold
@@ -97,7 +98,7 @@ def test_diagnostics_draw_it_on_its_declared_range(registered):
     assert diag.score_range(None, [0.5, 0.75]) == (0.5, 0.75)
     kinds = diag.component_kinds(types, outputs)
     assert kinds == {"accuracy": "accuracy", "first_error": "first_error"}  # closeness is no accuracy/judge
-    figure = diag.plot_component_distributions({n: o.scores for n, o in outputs.items()}, types=types)
+    figure = plots.plot_component_distributions({n: o.scores for n, o in outputs.items()}, types=types)
     axis = next(a for a in figure.axes if a.get_title().startswith("closeness"))
     low, high = axis.get_xlim()
     assert low == pytest.approx(-0.05) and high == pytest.approx(1.05)  # [0, 1] plus half a bin each side
