@@ -78,6 +78,8 @@ def _cmd_check(args) -> int:
     print("\ndata checks:")
     print("\n".join(f"  {line}" for line in data_lines))
     rows, source = _check_examples(recipe)
+    if args.load_models:
+        _check_policy(recipe, rows[0]["question"])
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
     broken: list[str] = []
     batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
@@ -106,6 +108,46 @@ def _cmd_check(args) -> int:
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0
+
+
+def _check_policy(recipe, question: str) -> None:
+    """``--load-models``: load the policy and its tokenizer as training will (a GGUF dequantized),
+    and show the first prompt exactly as the model sees it (chat template, system message) and
+    how a completion ends (EOS, pad). A failure is a ConfigError naming model.name_or_path."""
+    import time
+
+    from procrl.data import format_prompt, uses_chat_template
+    from procrl.models import load_policy, load_tokenizer, policy_source
+
+    started = time.perf_counter()
+    try:
+        source = policy_source(recipe.model)
+        tokenizer = load_tokenizer(recipe.model)
+        model = load_policy(recipe.model)
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever from_pretrained raises: one line naming the key
+        message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise ConfigError(f"model.name_or_path: failed to load {recipe.model.name_or_path} "
+                          f"({type(error).__name__}: {message})") from None
+    parameters = sum(p.numel() for p in model.parameters())
+    dtype = next(model.parameters()).dtype
+    print(f"\npolicy: {type(model).__name__} from {source.describe()}, {parameters / 1e6:.1f}M parameters, "
+          f"{str(dtype).replace('torch.', '')}, loaded in {time.perf_counter() - started:.1f} s")
+    eos = model.generation_config.eos_token_id
+    print(f"  eos {tokenizer.eos_token!r} (id {tokenizer.eos_token_id}; the model's generation_config: {eos}), "
+          f"pad {tokenizer.pad_token!r} (id {tokenizer.pad_token_id})"
+          + (": pad = eos, so completions are masked after their first EOS, never by the pad id"
+             if tokenizer.pad_token_id == tokenizer.eos_token_id else ""))
+    chat = uses_chat_template(recipe.data, tokenizer)
+    prompt = format_prompt(recipe.data, question, chat)
+    if chat:
+        prompt = tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+    tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    print(f"  first prompt ({'chat template' if chat else 'plain text'}, {tokens} tokens):")
+    for line in prompt.splitlines():
+        print(f"    | {line}")
+    del model
 
 
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
@@ -185,7 +227,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="Validate a recipe, print it resolved with the plan, score 2 examples.")
     _add_recipe_options(check)
-    check.add_argument("--load-models", action="store_true", help="Also score components that load a model.")
+    check.add_argument("--load-models", action="store_true",
+                       help="Also load the policy (show its first prompt as the model sees it) and score components that load a model.")
     check.add_argument("--probe-judge", action="store_true",
                        help="Also score components that send requests (the openai judge): check needs no network otherwise.")
     check.set_defaults(handler=_cmd_check)

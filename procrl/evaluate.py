@@ -68,37 +68,55 @@ class Sampling:
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
 
 
-def _load_tokenizer(model_path: str, recipe, notes: list[str] | None = None) -> Any:
-    from transformers import AutoTokenizer
-
-    from procrl.models import load_tokenizer
+def _load_tokenizer(source, recipe, notes: list[str] | None = None) -> Any:
+    """The evaluated model's own tokenizer (a GGUF's from its file); the recipe's when a
+    checkpoint directory has no tokenizer files."""
+    from procrl.models import ModelSource, load_tokenizer, load_tokenizer_from
     from procrl.paths import has_tokenizer_files
 
-    fallback = Path(model_path).is_dir() and not has_tokenizer_files(model_path)
+    source = source if isinstance(source, ModelSource) else ModelSource(str(source))
+    model_path = source.path
+    fallback = not source.gguf_file and Path(model_path).is_dir() and not has_tokenizer_files(model_path)
     if not fallback:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=recipe.model.trust_remote_code)
-        except (OSError, ValueError):
+            tokenizer = load_tokenizer_from(source, trust_remote_code=recipe.model.trust_remote_code)
+        except (OSError, ValueError) as error:
+            if source.gguf_file:
+                raise ConfigError(f"--model: cannot read the tokenizer of {source.describe()} "
+                                  f"({' '.join(str(error).split())[:200]})") from None
             fallback = True
     if fallback:  # a checkpoint saved without its tokenizer (transformers would build an empty one): the recipe's
-        source = recipe.model.tokenizer or recipe.model.name_or_path
+        tokenizer_name = recipe.model.tokenizer or recipe.model.name_or_path
         try:
             tokenizer = load_tokenizer(recipe.model)
         except (OSError, ValueError) as error:
-            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {source!r} "
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
                               f"did not load ({' '.join(str(error).split())[:200]}); set model.tokenizer") from None
         vocabulary = _vocab_size(model_path)
         if vocabulary is not None and len(tokenizer) > vocabulary:
-            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {source!r} "
+            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
                               f"has {len(tokenizer):,} tokens for a model of {vocabulary:,}: not its tokenizer; set "
                               f"model.tokenizer to the one the model was trained with")
         if notes is not None:
-            notes.append(f"{model_path} has no tokenizer files; used the recipe's tokenizer ({source})")
+            notes.append(f"{model_path} has no tokenizer files; used the recipe's tokenizer ({tokenizer_name})")
     if len(tokenizer) < 2:
         raise ConfigError(f"--model: the tokenizer of {model_path} is empty ({len(tokenizer)} tokens)")
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def _load_model(source, recipe) -> Any:
+    """The model to generate with: a checkpoint or Hub model (GGUF dequantized), or a LoRA
+    adapter directory applied to the recipe's policy (so an adapter trained on a GGUF policy
+    finds its base, which its adapter_config.json cannot name)."""
+    from procrl.models import load_causal_lm, load_policy, pretrained_kwargs
+
+    if not source.gguf_file and (Path(source.path) / "adapter_config.json").is_file():
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(load_policy(recipe.model), source.path)
+    return load_causal_lm(source, **pretrained_kwargs(recipe.model))
 
 
 def _vocab_size(model_path: str) -> int | None:
@@ -129,13 +147,22 @@ def _vllm_available() -> bool:
     return torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
 
 
-def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
+def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
                          batch_size: int = 8, backend: str = "auto",
                          sampling: Sampling = Sampling()) -> tuple[list[str], str]:
     """``sampling.num_samples`` completions per prompt, grouped by prompt (prompt i's are at
-    ``i * k .. i * k + k - 1``); returns them and the backend used."""
+    ``i * k .. i * k + k - 1``); returns them and the backend used. ``model``: a path or a
+    :class:`~procrl.models.ModelSource` (a GGUF generates with transformers: the vLLM path takes
+    a checkpoint directory)."""
+    from procrl.models import ModelSource
+
+    source = model if isinstance(model, ModelSource) else ModelSource(str(model))
+    model_path = source.path
     k = sampling.num_samples
-    if backend == "vllm" or (backend == "auto" and _vllm_available()):
+    if source.gguf_file and backend == "vllm":
+        raise ConfigError(f"--backend vllm: {source.describe()} is a GGUF checkpoint; evaluate it with --backend "
+                          "transformers, or a trained checkpoint (plain safetensors) with vLLM")
+    if backend == "vllm" or (backend == "auto" and _vllm_available() and not source.gguf_file):
         from vllm import LLM, SamplingParams
 
         llm = LLM(model=model_path, tokenizer=model_path, dtype=recipe.model.dtype,
@@ -146,13 +173,10 @@ def generate_completions(model_path: str, prompts: list[str], tokenizer, recipe,
         return [output.text for r in results for output in r.outputs], "vllm"
 
     import torch
-    from transformers import AutoModelForCausalLM, set_seed
+    from transformers import set_seed
 
-    from procrl.models import pretrained_kwargs
-
-    kwargs = pretrained_kwargs(recipe.model)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = AutoModelForCausalLM.from_pretrained(model_path, **kwargs).to(device).eval()
+    model = _load_model(source, recipe).to(device).eval()
     tokenizer.padding_side = "left"  # decoder-only batched generation continues after the prompt
     if sampling.greedy:
         options: dict[str, Any] = {"do_sample": False}
@@ -455,11 +479,13 @@ def _check_run_model(model: str) -> None:
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
              backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
-             sampling: Sampling = Sampling()) -> dict[str, Any]:
+             sampling: Sampling = Sampling(), gguf_file: str | None = None) -> dict[str, Any]:
     """Generate (unless ``completions`` are given: ``sampling.num_samples`` per problem, grouped
-    by problem), score, write the report; returns it."""
+    by problem), score, write the report; returns it. ``model`` (default: the recipe's policy,
+    with its ``gguf_file``): a checkpoint, Hub id, embedded name or .gguf path; ``gguf_file``: a
+    GGUF inside ``model``."""
     from procrl.data import load_examples
-    from procrl.models import resolve_model_path
+    from procrl.models import check_gguf_file, model_source, policy_source
     from procrl.paths import check_model_path, check_output_dir_option
 
     if limit is not None and limit < 1:
@@ -470,10 +496,20 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         raise ConfigError(f"--max-new-tokens: must be >= 1, got {max_new_tokens}")
     sampling.validate()
     k = sampling.num_samples
-    model = model or recipe.model.name_or_path
+    check_gguf_file("--gguf-file", gguf_file, model, "--model")
+    name, file = (recipe.model.name_or_path, recipe.model.gguf_file) if model is None else (model, gguf_file)
     if completions is None:
-        _check_run_model(model)  # a run's dir without its final model: name the checkpoint to use
-        check_model_path("--model", model)
+        if file is None:
+            _check_run_model(name)  # a run's dir without its final model: name the checkpoint to use
+            check_model_path("--model", name)
+        elif Path(name).expanduser().is_dir() and not (Path(name).expanduser() / file).is_file() \
+                and not Path(file).expanduser().is_file():
+            raise ConfigError(f"--gguf-file: {file} not found in {name}")
+    if model is None:
+        resolve = lambda: policy_source(recipe.model)  # noqa: E731
+    else:
+        resolve = lambda: model_source(model, gguf_file)  # noqa: E731
+    model = f"{name} (gguf_file {file})" if file else name
     directory = Path(output_dir or Path(recipe.output_dir) / f"eval-{split}")
     check_output_dir_option("--output-dir", directory)  # created once there is something to write
     from procrl.data import _is_local_file
@@ -493,13 +529,13 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     generation: dict[str, Any] = {}
     tokenizer = None
     if completions is None:
-        model_path = resolve_model_path(model)
-        tokenizer = _load_tokenizer(model_path, recipe, local_notes)
+        source = resolve()
+        tokenizer = _load_tokenizer(source, recipe, local_notes)
         if max_new_tokens is None:
             max_new_tokens = int(recipe.trainer_args.get("max_completion_length") or 256)
         started = time.perf_counter()
         try:
-            completions, used = generate_completions(model_path, _prompt_texts(recipe, questions, tokenizer), tokenizer,
+            completions, used = generate_completions(source, _prompt_texts(recipe, questions, tokenizer), tokenizer,
                                                      recipe, max_new_tokens, batch_size, backend, sampling)
         except OSError as error:  # from_pretrained: a Hub id that is not there (or not reachable)
             raise ConfigError(f"--model: cannot load {model} ({' '.join(str(error).split())[:300]})") from None
@@ -597,7 +633,10 @@ def add_evaluate_command(commands) -> None:
     p.add_argument("--recipe", required=True, help="Path to a recipe YAML file (its rewards, data and prompt are used).")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    p.add_argument("--model", default=None, help="Model directory, Hub id, procrl:tiny-qwen2 or procrl:tiny-reasoner (default: the recipe's).")
+    p.add_argument("--model", default=None, help="Model directory (a checkpoint; a LoRA adapter is applied to the recipe's "
+                   "policy), Hub id, .gguf file, or an embedded model: procrl:tiny-qwen2, procrl:tiny-reasoner, "
+                   "procrl:smollm2-135m-instruct (default: the recipe's policy).")
+    p.add_argument("--gguf-file", default=None, help="A GGUF checkpoint inside --model (a Hub repository or directory).")
     p.add_argument("--split", default="test", help="Dataset split to evaluate on.")
     p.add_argument("--limit", type=int, default=None, help="Evaluate only the first N problems.")
     p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "
@@ -648,7 +687,7 @@ def _cmd_evaluate(args) -> int:
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
-                      log_wandb=args.wandb, sampling=sampling)
+                      log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file)
     directory = Path(args.output_dir or Path(recipe.output_dir) / f"eval-{args.split}")
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")

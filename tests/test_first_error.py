@@ -99,6 +99,21 @@ def test_prompt_tags_steps_from_zero_and_shows_gold_only_in_reference_mode():
         (None, None, "no_verdict"),
         ("\\boxed{4}", None, "out_of_range"),
         ("\\boxed{-2}", None, "out_of_range"),
+        # what real chat models put in the box (procrl/rewards/judges/prompt.py)
+        ("The earliest wrong step in the solution is \\boxed{-1}.", -1, "ok"),  # SmolLM2-135M-Instruct, verbatim
+        ("\\boxed{<step_2>}", 2, "ok"),  # the prompt's own step tag
+        ("\\boxed{\\text{step } 2}", 2, "ok"),
+        ("\\boxed{\\textbf{1}}", 1, "ok"),
+        ("**Answer:** $\\boxed{\\mathbf{0}}$", 0, "ok"),
+        ("\\boxed{{2}}", 2, "ok"),
+        ("\\boxed{step_{3}}", 3, "ok"),
+        ("\\boxed{\\#1}", 1, "ok"),
+        ("\\boxed{1, 2}", None, "no_verdict"),
+        ("\\boxed{2/3}", None, "no_verdict"),
+        # a reply that only repeats the instructions gave no verdict: never read as -1 (no error)
+        ("Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, for example "
+         "\\boxed{2}. If every step is correct, give \\boxed{-1}.", None, "no_verdict"),
+        ("for example \\boxed{2}. If every step is correct, give \\boxed{-1}. Step 1 is wrong: \\boxed{1}", 1, "ok"),
     ],
 )
 def test_parse_verdict(reply, index, status):

@@ -428,3 +428,17 @@ def test_cli_ppo_resume_under_zero3_restores_the_value_model(tmp_path, value_hea
     updates = [h for h in history if "loss/policy" in h]
     assert [h["step"] for h in updates] == [1, 2, 3, 4]
     assert updates[2]["val/mean"] != 0.0  # the first rollout after the restart: the restored value model
+
+
+def test_ppo_with_lora_all_linear_keeps_the_value_head_whole(tmp_path):
+    """LoRA's default target_modules, 'all-linear', must not adapt the value model's 1-output
+    head: PEFT trains it whole (modules_to_save) and refused the LoRA-wrapped one."""
+    output = tmp_path / "lora"
+    trainer = build(ppo_recipe(output, "trainer.max_steps=1", "model.lora={r: 4, lora_alpha: 8}"))
+    trainer.train()
+    trainer.save_model(str(output))
+    from safetensors.torch import load_file
+
+    value_adapter = load_file(output / "value_model" / "adapter_model.safetensors")
+    assert any(".score." in k and "lora" not in k for k in value_adapter)  # the head, whole
+    assert any("q_proj.lora_A" in k for k in value_adapter)  # the trunk's linears, adapted

@@ -297,3 +297,32 @@ def test_repeated_answer_lines_do_not_pay_as_padding():
     slipped = WORKED.replace("= 48 apples", "= 46 apples")
     padded = mix.score_all(RewardBatch.from_texts([slipped + "\n#### 48" * 40], golds=["48"]))
     assert padded["first_error"].scores == [-1.0]  # the repeats do not dilute the position penalty
+
+
+# --- SmolLM2-135M-Instruct's endings (outputs of `procrl evaluate` on GSM8K test problems) ------
+
+def test_hashes_line_holding_an_equation_states_its_result():
+    from procrl.rewards.accuracy import extract_prediction
+
+    assert extract_prediction("#### 72 * 16 = 1080\n\nSo, Kylar needs to pay $1080 for 16 glasses.") == (1080.0, "hashes")
+    # the first #### line wins, and a copy cut at the token limit does not change it
+    assert extract_prediction("A robe takes 2 bolts.\n#### 2 * 2 = 4\n#### 4 = 4\n#### 4 = 4\n#### 4 =") == (4.0, "hashes")
+    assert extract_prediction("He pays 3 x 4 = 12.\n#### 12 =") == (12.0, "hashes")
+
+
+def test_a_looping_answer_line_is_not_the_format():
+    from procrl.rewards.format import FormatReward, has_answer_line
+
+    loops = ["A robe takes 2 bolts.\n#### 2 * 2 = 4" + "\n#### 4 = 4" * 30 + "\n#### 4 =",
+             "She has 2 + 1 = 3 apples.\n" + "The answer is 3.\n" * 30,
+             "She has 2 + 1 = 3 apples.\n" + "The answer is 3. " * 30]
+    ended = ["She has 2 + 1 = 3 apples.\nThe answer is 3.",
+             "She has 2 + 1 = 3 apples.\nThe answer is 3.\n#### 3",  # two notations of one answer
+             "She has 2 + 1 = 3 apples.\n\\[\n\\boxed{3}\n\\]"]
+    assert [has_answer_line(c) for c in loops] == [False] * 3
+    assert [has_answer_line(c) for c in ended] == [True] * 3
+    partial = FormatReward(FormatReward.Settings(partial=True))
+    from procrl.rewards.base import RewardBatch
+
+    scores = partial.score(RewardBatch.from_texts(loops + ended, ["q"] * 6, ["#### 3"] * 6)).scores
+    assert scores[:3] == [0.5] * 3 and scores[3:] == [1.0] * 3  # a marker, not an ended answer

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from procrl.config import ConfigError
@@ -88,6 +89,22 @@ def model_context(model_path: str, model_section) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def policy_context(model_section) -> int | None:
+    """:func:`model_context` of the recipe's policy; a local GGUF's from its header."""
+    from procrl.models import policy_source
+
+    source = policy_source(model_section)
+    if source.gguf_file:
+        from procrl.gguf_header import gguf_config
+
+        file = Path(source.path, source.gguf_file)
+        try:
+            return gguf_config(file).get("max_position_embeddings") if file.is_file() else None
+        except (OSError, ValueError):
+            return None
+    return model_context(source.path, model_section)
 
 
 def prompt_limit(recipe, context: int | None) -> tuple[int | None, str]:
@@ -190,9 +207,7 @@ def check_training_rows(recipe, tokenizer, dataset, eval_dataset=None, mix=None,
     ``procrl train`` runs them once the tokenizer has loaded; returns the datasets (rows over the
     limit dropped under ``data.long_prompts: skip``). ``note(line)`` gets the start line and any
     warning; ``mix`` logs the numbers with every batch."""
-    from procrl.models import resolve_model_path
-
-    context = model_context(resolve_model_path(recipe.model.name_or_path), recipe.model)
+    context = policy_context(recipe.model)
     lines, reports = [], []
     for which, rows in (("training", dataset), ("held-out", eval_dataset)):
         if rows is None:
@@ -252,9 +267,7 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
     held_out = recipe.data.eval_dataset or recipe.data.dataset
     if evaluates_during_training(recipe.trainer_args) and local(held_out):
         datasets.append(("held-out", build_eval_dataset(recipe.data, tokenizer)))
-    from procrl.models import resolve_model_path
-
-    context = model_context(resolve_model_path(recipe.model.name_or_path), recipe.model)
+    context = policy_context(recipe.model)
     for which, rows in datasets:
         if which == "held-out":
             warning = check_golds(list(rows["answer"]), recipe.rewards, held_out, which)

@@ -5,7 +5,8 @@ Prediction, first rule that matches wins:
 1. ``#### N``: the FIRST one whose text starts with a number (GSM8K's own convention, as in
    grade-school-math's ``extract_answer``: the solution ends at its first answer line, so a chat
    model that repeats ``#### 48`` until its token limit, or cuts the last copy short, is read as
-   48; a markdown heading ``#### Step 3: ...`` or ``#### 1. Total`` is not an answer);
+   48; a markdown heading ``#### Step 3: ...`` or ``#### 1. Total`` is not an answer); a
+   ``####`` line holding an equation states its result (``#### 72 * 16 = 1080`` -> 1080);
 2. the LAST ``\\boxed{...}`` (MATH's convention: intermediate results may be boxed, the final
    one is boxed last; ``\\boxed{\\$12,500}``, ``$\\boxed{42}$``);
 3. the LAST ``answer is N`` / ``Answer: N`` (``**Answer: 18**``, ``The final answer is $18.``):
@@ -183,6 +184,20 @@ def _first_hashes(completion: str) -> str | None:
     return None
 
 
+def _hashes_value(text: str | None) -> float | None:
+    """The number a ``####`` line states: its result when it holds an equation (a chat model's
+    ``#### 72 * 16 = 1080`` states 1080, not 72; ``#### 4 =`` cut at the token limit states 4),
+    else the number it starts with."""
+    if text is None:
+        return None
+    if "=" in text:
+        for side in reversed(text.split("=")):
+            if side.strip():
+                return parse_number(side)
+        return None
+    return parse_number(text)
+
+
 def _stated_answer(text: str | None) -> float | None:
     """The number an ``answer is ...`` / bold statement gives (rules 3 and 4): the result after
     its last ``=``, the number it starts with, or the last number of the sentence it is."""
@@ -214,7 +229,7 @@ def extract_prediction(completion: str) -> tuple[float | None, str]:
     if not isinstance(completion, str) or not completion.strip():
         return None, "none"
     rules = (
-        ("hashes", lambda: parse_number(_first_hashes(completion))),
+        ("hashes", lambda: _hashes_value(_first_hashes(completion))),
         ("boxed", lambda: parse_number(extract_boxed(completion))),
         ("answer_is", lambda: _stated_answer(_last_answer_is(completion))),
         ("bold", lambda: _stated_answer(_last_line_bold(completion))),

@@ -174,11 +174,12 @@ class RuntimeContext:
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A model a component loads: Hub id or local directory, and the dtype it is loaded in
-    (``auto``: the checkpoint's own)."""
+    """A model a component loads: Hub id or local directory (or a GGUF file in it), and the dtype
+    it is loaded in (``auto``: the checkpoint's own)."""
 
     name: str
     dtype: str = "auto"
+    gguf_file: str | None = None  # a GGUF checkpoint inside ``name``
 
 
 class RewardComponent:

@@ -131,7 +131,8 @@ class FirstErrorReward(RewardComponent):
             "or 'reference' (no model: checks each step's quantities against the question and the gold solution's "
             "intermediate values; needs gold solutions, not only final answers).",
         )
-        model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm).")
+        model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path or an embedded model such as procrl:smollm2-135m-instruct).")
+        gguf_file: str | None = field(None, help="hf: a GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype.")
         base_url: str = field("http://localhost:8000/v1", help="openai: base URL of the endpoint (…/v1).")
         api_key_env: str | None = field(
             None, help="openai: name of the environment variable holding the API key (the key itself never goes in a recipe)."
@@ -209,6 +210,11 @@ class FirstErrorReward(RewardComponent):
         def validate(self, path: str) -> None:
             if self.backend in ("openai", "hf", "prm") and not self.model:
                 raise ConfigError(f"{path}.model: the {self.backend!r} backend needs a model")
+            if self.gguf_file is not None and self.backend != "hf":
+                raise ConfigError(f"{path}.gguf_file: only the 'hf' backend loads a GGUF checkpoint (backend is {self.backend!r})")
+            from procrl.models import check_gguf_file
+
+            check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.model, f"{path}.model")
             if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
                 raise ConfigError(
                     f"{path}.api_key_env: expected the NAME of an environment variable (e.g. JUDGE_API_KEY), "
@@ -245,7 +251,7 @@ class FirstErrorReward(RewardComponent):
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
         local = settings.backend in ("hf", "prm") and settings.model
-        return {"model": ModelRef(settings.model, settings.dtype)} if local else {}
+        return {"model": ModelRef(settings.model, settings.dtype, settings.gguf_file)} if local else {}
 
     def needs_model(self) -> str | None:
         return self.settings.model if self.settings.backend in ("hf", "prm") else None

@@ -4,7 +4,11 @@ An answer line is the last non-empty line holding ``#### N``, ``The answer is N`
 N``, ``\\boxed{N}`` (``\\[`` / ``\\]`` lines around it included) or a bold number alone (the
 same detection that strips the answer block from the reasoning; answer lines in a row at the
 end, such as a chat model's repeated ``#### 48``, are one block), and the number in it must
-parse (``accuracy``'s rules, first ``####`` first).
+parse (``accuracy``'s rules, first ``####`` first). An answer block of more than
+:data:`MAX_ANSWER_STATEMENTS` answer lines is not the format: a model that loops on its answer
+line until the token limit (SmolLM2-135M-Instruct's ``#### 4 = 4`` thirty times, or ``The
+answer is 3.`` repeated) has not ended its answer, so it is not paid for one; one statement, or
+two in different notations (``The answer is 18.`` then ``#### 18``), is.
 
 ``partial: true`` adds graded credit for completions that are not there yet (0.5 for an
 answer marker such as ``####`` without a parseable number after it, 0.25 for a number on the
@@ -20,9 +24,23 @@ from dataclasses import dataclass
 from procrl.config import field
 from procrl.rewards.accuracy import extract_prediction
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
-from procrl.text import answer_line_start
+from procrl.text import DISPLAY_DELIMITERS, answer_line_start
 
-__all__ = ["FormatReward", "has_answer_line", "partial_format_score"]
+__all__ = ["MAX_ANSWER_STATEMENTS", "FormatReward", "answer_statements", "has_answer_line", "partial_format_score"]
+
+MAX_ANSWER_STATEMENTS = 2
+
+
+def answer_statements(completion: str, start: int) -> int:
+    """How many answer statements end ``completion`` (its answer block begins at ``start``): the
+    block's lines (``\\[`` / ``\\]`` / ``$$`` lines do not count), or, when the last statement is
+    repeated more often in the completion (``The answer is 3. The answer is 3. ...`` on one
+    line), that count."""
+    lines = [line.strip() for line in completion[start:].splitlines()
+             if line.strip() and not DISPLAY_DELIMITERS.fullmatch(line)]
+    if not lines:
+        return 0
+    return max(len(lines), completion.count(lines[-1]))
 
 
 def has_answer_line(completion: str, require_reasoning: bool = False) -> bool:
@@ -31,6 +49,8 @@ def has_answer_line(completion: str, require_reasoning: bool = False) -> bool:
     start = answer_line_start(completion)
     if start is None:
         return False
+    if answer_statements(completion, start) > MAX_ANSWER_STATEMENTS:
+        return False  # looping on the answer line
     predicted, rule = extract_prediction(completion[start:])
     if predicted is None or rule == "last_number":
         return False

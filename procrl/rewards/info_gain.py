@@ -77,10 +77,12 @@ class TargetLogProbScorer:
     bound trainer's reference model with the policy's tokenizer.
     """
 
-    def __init__(self, lm: str, *, batch_size: int = 16, max_length: int = 1024, dtype: str = "auto"):
+    def __init__(self, lm: str, *, batch_size: int = 16, max_length: int = 1024, dtype: str = "auto",
+                 gguf_file: str | None = None):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.lm = lm
+        self.gguf_file = gguf_file
         self.batch_size = batch_size
         self.max_length = max_length
         self.dtype = dtype
@@ -110,13 +112,13 @@ class TargetLogProbScorer:
                 raise ReferenceModelError("lm: reference needs the policy's tokenizer, but none is bound")
             self._model, self._activate = model, activate
         else:
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM
 
-            from procrl.models import resolve_model_path
+            from procrl.models import load_tokenizer_from, model_source
             from procrl.rewards.standalone import load_scoring_model
 
-            source = resolve_model_path(self.lm)
-            self._tokenizer = AutoTokenizer.from_pretrained(source)
+            source = model_source(self.lm, self.gguf_file)
+            self._tokenizer = load_tokenizer_from(source)
             self._model = load_scoring_model(AutoModelForCausalLM, source, dtype=self.dtype, device=self.device)
         if self._tokenizer.pad_token_id is None:
             self._tokenizer.pad_token = self._tokenizer.eos_token
@@ -132,11 +134,21 @@ class TargetLogProbScorer:
         target_ids = self._tokenizer(target, add_special_tokens=False)["input_ids"]
         if not target_ids:
             raise ValueError(f"target {target!r} has no tokens")
-        bos = self._tokenizer.bos_token_id
-        prefix = [bos] if bos is not None else []
+        prefix = self._bos_prefix()
         room = max(self.max_length - len(target_ids) - len(prefix), 1)
         context_ids = context_ids[-room:]
         return prefix + context_ids + target_ids, len(target_ids)
+
+    def _bos_prefix(self) -> list[int]:
+        """The BOS the tokenizer itself puts first (Llama's ``<s>``, Llama 3's
+        ``<|begin_of_text|>``), else nothing: SmolLM2's ``bos_token`` is the chat-turn opener
+        ``<|im_start|>``, which its tokenizer never adds and which, put before plain text, makes
+        the text read as a role name."""
+        if not hasattr(self, "_prefix"):
+            bos = self._tokenizer.bos_token_id
+            first = self._tokenizer("a")["input_ids"][:1]
+            self._prefix = [bos] if bos is not None and first == [bos] else []
+        return self._prefix
 
     def _forward(self, rows: list[tuple[list[int], int]]) -> list[float]:
         import torch

@@ -537,7 +537,8 @@ class ReCEvalInformativeness(RewardComponent):
 
     @dataclass
     class Settings:
-        lm: str = field("reference", help="Causal LM for the information gain: a Hub id or directory, or 'reference' for the trainer's reference model (trainer.beta > 0, or the LoRA policy with adapters disabled).")
+        lm: str = field("reference", help="Causal LM for the information gain: a Hub id or directory (or a .gguf path, or an embedded model such as procrl:smollm2-135m-instruct), or 'reference' for the trainer's reference model (trainer.beta > 0, or the LoRA policy with adapters disabled).")
+        gguf_file: str | None = field(None, help="A GGUF checkpoint inside lm (a Hub repository or directory), dequantized to dtype.")
         tau: float = field(1.0, help="Temperature of tanh(IG / tau).")
         condition_on_question: bool = field(True, help="Put the question before the steps in both contexts (the released ReCEval code omits it).")
         target_template: str = field(" The answer is {answer}.", help="Target statement; {answer} is the chain's predicted answer.")
@@ -576,17 +577,24 @@ class ReCEvalInformativeness(RewardComponent):
             if self.max_length < 8:
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
             _check_dtype(path, self.dtype)
+            if self.gguf_file is not None and self.lm == "reference":
+                raise ConfigError(f"{path}.gguf_file: lm is 'reference' (the trainer's model); a GGUF file needs lm: "
+                                  "<the Hub id or directory holding it>")
+            from procrl.models import check_gguf_file
+
+            check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.lm, f"{path}.lm")
 
     def __init__(self, settings: Any = None, *, name: str | None = None):
         super().__init__(settings, name=name or "receval_informativeness")
         from procrl.rewards.info_gain import TargetLogProbScorer
 
         s = self.settings
-        self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype)
+        self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype,
+                                          gguf_file=s.gguf_file)
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {} if settings.lm == "reference" else {"lm": ModelRef(settings.lm, settings.dtype)}
+        return {} if settings.lm == "reference" else {"lm": ModelRef(settings.lm, settings.dtype, settings.gguf_file)}
 
     def needs_model(self) -> str | None:
         return "the trainer's reference model" if self.settings.lm == "reference" else self.settings.lm

@@ -56,7 +56,10 @@ def torch_dtype(name: str) -> Any:
 
 def load_scoring_model(auto_class: Any, source: Any, *, dtype: str = "auto", device: Any = "cpu", **kwargs: Any) -> Any:
     """``auto_class.from_pretrained(source)`` whole on every rank, in eval mode on ``device``:
-    the one loading path of the judges, the NLI scorer and a named information-gain LM."""
+    the one loading path of the judges, the NLI scorer and a named information-gain LM, through
+    :func:`procrl.models.load_pretrained` (``source``: a path or a ``ModelSource``, GGUF included)."""
+    from procrl.models import load_pretrained
+
     if dtype != "auto":
         kwargs["dtype"] = torch_dtype(dtype)
-    return load_standalone(auto_class.from_pretrained, source, **kwargs).to(device).eval()
+    return load_standalone(load_pretrained, auto_class, source, **kwargs).to(device).eval()

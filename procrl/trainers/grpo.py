@@ -11,7 +11,7 @@ import torch
 from trl import GRPOTrainer
 
 from procrl.checkpoints import atomic_checkpoints
-from procrl.models import lora_config, resolve_model_path
+from procrl.models import load_policy, lora_config, policy_source
 from procrl.rewards.base import RewardMix, RuntimeContext
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
 from procrl.trainers.held_out import HeldOutEvaluation
@@ -78,8 +78,12 @@ def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, c
         kwargs["outcome_weight"] = recipe.trainer.outcome_weight
         kwargs["process_aggregation"] = recipe.trainer.process_aggregation
         kwargs["process_temperature"] = recipe.trainer.process_temperature
+    source = policy_source(recipe.model)
+    # TRL loads a checkpoint given by path (GRPOConfig.model_init_kwargs); a GGUF is loaded here,
+    # dequantized (run.build_training_args then leaves model_init_kwargs unset)
+    model = load_policy(recipe.model) if source.gguf_file else source.path
     trainer = atomic_checkpoints(trainer_class)(
-        model=resolve_model_path(recipe.model.name_or_path),
+        model=model,
         reward_funcs=mix.reward_functions(),
         args=args,
         train_dataset=train_dataset,

@@ -363,6 +363,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
             max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_id,
         )
+        generation.update(self.args.generation_kwargs or {})  # TRL's GRPOConfig.generation_kwargs, as GRPO honours them
         with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
             policy = unwrapped.policy
             was_training = policy.training
@@ -805,9 +806,9 @@ def vllm_generation(policy: nn.Module, accelerator, tokenizer, args):
 def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
                       eval_dataset=None) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
-    from transformers import AutoModelForCausalLM, AutoModelForTokenClassification
+    from transformers import AutoModelForTokenClassification
 
-    from procrl.models import lora_config, pretrained_kwargs, resolve_model_path
+    from procrl.models import load_policy, load_pretrained, lora_config, model_source, pretrained_kwargs
 
     settings = PPOSettings.from_recipe(recipe, args)
     rows = args.per_device_train_batch_size * args.world_size * args.gradient_accumulation_steps
@@ -816,14 +817,16 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
             f"trainer.num_generations: {settings.num_generations} must divide per_device_train_batch_size x processes "
             f"x gradient_accumulation_steps = {rows} (each prompt is rolled out num_generations times)"
         )
-    kwargs = pretrained_kwargs(recipe.model)
-    policy_path = resolve_model_path(recipe.model.name_or_path)
-    policy = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
+    policy = load_policy(recipe.model)
     if recipe.trainer.value_head_on_policy:
         value = value_head_for(policy)
     else:
-        value_path = resolve_model_path(recipe.trainer.value_model) if recipe.trainer.value_model else policy_path
-        value = AutoModelForTokenClassification.from_pretrained(value_path, num_labels=1, **kwargs)
+        if recipe.trainer.value_model:
+            value_source = model_source(recipe.trainer.value_model, recipe.trainer.value_model_gguf_file)
+            value = load_pretrained(AutoModelForTokenClassification, value_source, num_labels=1,
+                                    **pretrained_kwargs(recipe.model))
+        else:  # the policy's weights (its GGUF too) under a fresh scalar head
+            value = load_policy(recipe.model, AutoModelForTokenClassification, num_labels=1)
         if value.config.pad_token_id is None:
             value.config.pad_token_id = tokenizer.pad_token_id
         if not recipe.trainer.value_model:
@@ -838,10 +841,15 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
         policy = get_peft_model(policy, peft)
         if not recipe.trainer.value_head_on_policy:  # a head on the policy trains with the policy's adapters
             value_peft = copy.deepcopy(peft)
-            value_peft.task_type = "TOKEN_CLS"
+            value_peft.task_type = "TOKEN_CLS"  # the head is trained whole (PEFT's modules_to_save)
+            # "all-linear" (LoRA's default here) would also adapt the 1-output head, which PEFT then
+            # refuses to save whole ("modules_to_save cannot be applied to ... lora.layer.Linear")
+            heads = [name for name in ("score", "classifier") if isinstance(getattr(value, name, None), nn.Linear)]
+            if value_peft.target_modules == "all-linear" or value_peft.target_modules == {"all-linear"}:
+                value_peft.exclude_modules = heads
             value = get_peft_model(value, value_peft)
     elif settings.kl_coef != 0.0:
-        ref_model = AutoModelForCausalLM.from_pretrained(policy_path, **kwargs)
+        ref_model = load_policy(recipe.model)
         ref_model.eval()
         ref_model.requires_grad_(False)
     from procrl.checkpoints import atomic_checkpoints

@@ -126,6 +126,7 @@ def build_judge(settings: Any, device: Any = "cpu") -> Judge:
             categories=settings.categories,
             dtype=settings.dtype,
             trust_remote_code=settings.trust_remote_code,
+            gguf_file=settings.gguf_file,
         )
     if backend == "prm":
         from procrl.rewards.judges.prm import PRMJudge

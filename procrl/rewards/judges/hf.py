@@ -26,8 +26,9 @@ class HFJudge(LocalModelJudge):
         categories: bool = False,
         dtype: str = "auto",
         trust_remote_code: bool = False,
+        gguf_file: str | None = None,
     ):
-        super().__init__(model, device, batch_size, dtype, trust_remote_code)
+        super().__init__(model, device, batch_size, dtype, trust_remote_code, gguf_file)
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.reference = reference

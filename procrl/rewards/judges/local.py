@@ -21,10 +21,12 @@ class LocalModelJudge(Judge):
 
     backend = "local"
 
-    def __init__(self, model: str, device: Any, batch_size: int, dtype: str, trust_remote_code: bool):
+    def __init__(self, model: str, device: Any, batch_size: int, dtype: str, trust_remote_code: bool,
+                 gguf_file: str | None = None):
         if not model:
             raise ValueError(f"the {self.backend} judge needs a model")
         self.model_name = model
+        self.gguf_file = gguf_file
         self.device = device
         self.batch_size = max(1, batch_size)
         self.dtype = dtype
@@ -43,17 +45,13 @@ class LocalModelJudge(Judge):
         with self._lock:
             if self._model is not None:
                 return
-            from transformers import AutoTokenizer
+            from procrl.models import load_tokenizer_from, model_source
 
-            from procrl.models import resolve_model_path
-
-            path = resolve_model_path(self.model_name)
-            tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=self.trust_remote_code)
-            if tokenizer.pad_token is None:
-                tokenizer.pad_token = tokenizer.eos_token
+            source = model_source(self.model_name, self.gguf_file)
+            tokenizer = load_tokenizer_from(source, trust_remote_code=self.trust_remote_code)
             self._prepare_tokenizer(tokenizer)
             self._model = load_scoring_model(
-                self._auto_class(path), path, dtype=self.dtype, device=self.device,
+                self._auto_class(source.path), source, dtype=self.dtype, device=self.device,
                 trust_remote_code=self.trust_remote_code,
             )
             self._tokenizer = tokenizer

@@ -3,6 +3,16 @@
 The prompt shows the steps tagged and numbered from 0 and asks for the earliest wrong step, or
 -1, in ``\\boxed{}``; optionally the error category. The verdict is the last ``\\boxed{int}`` of
 the reply; anything else is no verdict.
+
+What real LLM replies put in the box, read as the index (from SmolLM2-135M-Instruct as the
+``hf`` judge and the forms larger chat models write): ``\\boxed{2}``, ``\\boxed{step_2}``,
+``\\boxed{Step 2}``, the prompt's own tag ``\\boxed{<step_2>}``, LaTeX formatting around the
+number or word (``\\boxed{\\text{step } 2}``, ``\\boxed{\\textbf{2}}``, ``\\boxed{{2}}``,
+``\\boxed{\\#2}``). Not read (no verdict): two indices (``\\boxed{1, 2}``), a fraction or a word.
+A reply that repeats the prompt's instructions ("... for example \\boxed{2}. If every step is
+correct, give \\boxed{-1}.") has those two boxes removed first: small models echo the prompt,
+and the echo's last box, -1, would read as "every step is correct" (the best score) when the
+judge gave no verdict at all.
 """
 
 from __future__ import annotations
@@ -57,7 +67,29 @@ class ParsedVerdict:
     status: str
 
 
-_BOXED_INT = re.compile(r"^\s*(?:\\text\s*\{\s*)?(?:step\s*_?\s*)?([-−]?\s*\d+)\s*\}?\s*\.?\s*$", re.IGNORECASE)
+_BOXED_INT = re.compile(r"^(?:step\s*_?\s*\{?\s*|#\s*)?([-−]?\s*\d+)\s*\}?\s*\.?$", re.IGNORECASE)
+_FORMATTING = re.compile(r"\\(?:text|textbf|textrm|textit|mathrm|mathbf|mathit|emph|bf)\s*\{([^{}]*)\}")
+_STEP_TAG = re.compile(r"^<\s*(step\s*_?\s*[-−]?\s*\d+)\s*>$", re.IGNORECASE)
+# the prompt's own example boxes, when a reply repeats the instructions (see the module docstring)
+_ECHOED_EXAMPLES = re.compile(
+    r"for\s+example,?\s*\\boxed\s*\{\s*2\s*\}|if\s+every\s+step\s+is\s+correct,?\s*give\s*\\boxed\s*\{\s*-1\s*\}",
+    re.IGNORECASE,
+)
+
+
+def _boxed_index(content: str) -> int | None:
+    """The step index a box holds (see the module docstring), else None."""
+    text = content
+    for _ in range(3):  # \\textbf{\\text{2}}: nested formatting
+        text = _FORMATTING.sub(r"\1", text)
+    text = text.replace("\\#", "#").replace("$", "").strip()
+    while text.startswith("{") and text.endswith("}"):
+        text = text[1:-1].strip()
+    tag = _STEP_TAG.match(text)
+    if tag:
+        text = tag.group(1)
+    match = _BOXED_INT.match(text)
+    return int(match.group(1).replace("−", "-").replace(" ", "")) if match else None
 _CATEGORY = re.compile(
     r"category\s*[:\-]?\s*[*_`\"'(\\{]*\s*(?:\\text\s*\{\s*)?(" + "|".join(CATEGORIES) + r")", re.IGNORECASE
 )
@@ -71,14 +103,14 @@ def parse_category(text: str) -> str | None:
 
 def parse_verdict(text: str | None, num_steps: int) -> ParsedVerdict:
     """The last ``\\boxed{int}`` of a judge reply, checked against the number of steps."""
-    boxed = extract_boxed(text) if isinstance(text, str) else None
+    reply = _ECHOED_EXAMPLES.sub(" ", text) if isinstance(text, str) else None
+    boxed = extract_boxed(reply) if reply is not None else None
     if boxed is None:
         return ParsedVerdict(None, None, "no_verdict")
-    match = _BOXED_INT.match(boxed)
-    if not match:
+    index = _boxed_index(boxed)
+    if index is None:
         return ParsedVerdict(None, None, "no_verdict")
-    index = int(match.group(1).replace("−", "-").replace(" ", ""))
     if index < -1 or index >= num_steps:
         return ParsedVerdict(None, None, "out_of_range")
-    category = parse_category(text) if index >= 0 else None
+    category = parse_category(reply) if index >= 0 else None
     return ParsedVerdict(index, category, "ok")
