@@ -8,9 +8,11 @@ the default prompt template), so that GRPO / PPO / ``procrl evaluate`` continue 
 Its training data holds a controlled share of flawed solutions, the failure modes process
 rewards exist for (``synthetic.render_solution``):
 
-* *recover* habit, on the ``packs`` problems: the first step states a wrong product (off by
-  ten) while the calculator note and the later steps use the right one: the right answer with
-  a step the arithmetic judge flags (ReTraceQA's inflation);
+* *recover* habit, on the ``packs`` and ``wages`` problems: the last step states a wrong
+  result (off by ten) while its calculator note and the final answer are right: the right
+  answer with a step the arithmetic judge flags (ReTraceQA's inflation; a slip in the last
+  step, which the answer does not read, costs the tiny model little answer accuracy, where a
+  first-step one costs much: the later steps must then ignore the stated value);
 * *carry* habit, on the ``sharing`` problems: the first product slips and the slip carries to
   a wrong answer.
 
@@ -59,16 +61,12 @@ class ReasonerSpec:
     train_examples: int = 15000  # seen once each: 1875 steps of 8
     batch_size: int = 8
     learning_rate: float = 3e-3
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.05
-    adam_beta2: float = 0.999
     data_seed: int = 7  # an integer seed: the held-out splits' string seeds never equal it
     model_seed: int = 0
-    habits: dict[str, tuple[str, float]] = field(default_factory=lambda: {"packs": ("recover", 0.65),
-                                                                          "sharing": ("carry", 0.65)})
+    # template -> (slip, rate) or (slip, rate, step): the step that slips, the first unless given (-1: the last)
+    habits: dict[str, tuple] = field(default_factory=lambda: {"packs": ("recover", 0.75, -1), "wages": ("recover", 0.75, -1),
+                                                              "sharing": ("carry", 0.65)})
     random_slip_rate: float = 0.03  # on the other problems, either kind, at a random step
-    # relative frequency of each kind of problem in the data (missing kinds: 1; empty: the generator's uniform mix)
-    template_weights: dict[str, float] = field(default_factory=dict)
 
     def key(self) -> str:
         import hashlib
@@ -98,19 +96,16 @@ def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict
     held_out = {row["question"] for split in HELD_OUT_SPLITS for row in generate_split(split, HELD_OUT_EXAMPLES, 0)}
     rng = random.Random(spec.data_seed)
     flaws = random.Random(f"procrl-reasoner/flaws/{spec.data_seed}")
-    mix = random.Random(f"procrl-reasoner/mix/{spec.data_seed}")
-    top = max(spec.template_weights.values(), default=1.0)
     rows = []
     while len(rows) < spec.train_examples:
         problem = make_problem(rng)
         if problem.question in held_out:
             continue
-        if spec.template_weights and mix.random() >= spec.template_weights.get(problem.template, 1.0) / max(top, 1.0):
-            continue  # kept in proportion to its kind's weight
         slip, step = None, 0
         if problem.template in spec.habits:
-            kind, rate = spec.habits[problem.template]
+            kind, rate, *at = spec.habits[problem.template]
             slip = kind if flaws.random() < rate else None
+            step = at[0] % len(problem.steps) if at else 0
         elif flaws.random() < spec.random_slip_rate:
             slip, step = flaws.choice(["carry", "recover"]), flaws.randrange(len(problem.steps) - 1)
         solution, _ = render_solution(problem, slip, step)
@@ -261,8 +256,7 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     args = SFTConfig(
         output_dir=str(temporary / "sft"), num_train_epochs=1, per_device_train_batch_size=spec.batch_size,
-        learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler_type, warmup_steps=spec.warmup_ratio,
-        adam_beta2=spec.adam_beta2, weight_decay=0.0,
+        learning_rate=spec.learning_rate, lr_scheduler_type="cosine", warmup_steps=0.05, weight_decay=0.0,
         max_length=512, logging_steps=250, save_strategy="no", report_to="none", bf16=False, use_cpu=True,
         seed=spec.model_seed, data_seed=spec.model_seed, dataloader_num_workers=0, disable_tqdm=not progress,
         completion_only_loss=True,
