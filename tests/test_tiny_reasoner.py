@@ -24,7 +24,7 @@ def test_training_rows_hold_the_controlled_flaws_and_no_held_out_question():
     rows = training_rows(spec)
     assert rows == training_rows(spec)  # deterministic
     counts = Counter((r["template"], r["slip"]) for r in rows)
-    for template, (kind, rate) in spec.habits.items():
+    for template, (kind, rate, *_) in spec.habits.items():
         flawed, total = counts[(template, kind)], counts[(template, kind)] + counts[(template, None)]
         assert rate - 0.06 < flawed / total < rate + 0.06, (template, flawed, total)
         assert flawed / total > 0.5  # a habit: what greedy decoding reproduces

@@ -8,9 +8,11 @@ the default prompt template), so that GRPO / PPO / ``procrl evaluate`` continue 
 Its training data holds a controlled share of flawed solutions, the failure modes process
 rewards exist for (``synthetic.render_solution``):
 
-* *recover* habit, on the ``packs`` problems: the first step states a wrong product (off by
-  ten) while the calculator note and the later steps use the right one: the right answer with
-  a step the arithmetic judge flags (ReTraceQA's inflation);
+* *recover* habit, on the ``packs`` and ``wages`` problems: the last step states a wrong
+  result (off by ten) while its calculator note and the final answer are right: the right
+  answer with a step the arithmetic judge flags (ReTraceQA's inflation; a slip in the last
+  step, which the answer does not read, costs the tiny model little answer accuracy, where a
+  first-step one costs much: the later steps must then ignore the stated value);
 * *carry* habit, on the ``sharing`` problems: the first product slips and the slip carries to
   a wrong answer.
 
@@ -61,8 +63,9 @@ class ReasonerSpec:
     learning_rate: float = 3e-3
     data_seed: int = 7  # an integer seed: the held-out splits' string seeds never equal it
     model_seed: int = 0
-    habits: dict[str, tuple[str, float]] = field(default_factory=lambda: {"packs": ("recover", 0.65),
-                                                                          "sharing": ("carry", 0.65)})
+    # template -> (slip, rate) or (slip, rate, step): the step that slips, the first unless given (-1: the last)
+    habits: dict[str, tuple] = field(default_factory=lambda: {"packs": ("recover", 0.75, -1), "wages": ("recover", 0.75, -1),
+                                                              "sharing": ("carry", 0.65)})
     random_slip_rate: float = 0.03  # on the other problems, either kind, at a random step
 
     def key(self) -> str:
@@ -98,8 +101,9 @@ def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict
             continue
         slip, step = None, 0
         if problem.template in spec.habits:
-            kind, rate = spec.habits[problem.template]
+            kind, rate, *at = spec.habits[problem.template]
             slip = kind if flaws.random() < rate else None
+            step = at[0] % len(problem.steps) if at else 0
         elif flaws.random() < spec.random_slip_rate:
             slip, step = flaws.choice(["carry", "recover"]), flaws.randrange(len(problem.steps) - 1)
         solution, _ = render_solution(problem, slip, step)
