@@ -280,11 +280,16 @@ def test_repeated_answer_lines_keep_accuracy_and_format():
     assert extract_prediction(REPEATS) == (48.0, "hashes")  # the first answer line, not the cut copy
     batch = RewardBatch.from_texts([REPEATS], golds=["48"])
     assert AccuracyReward().score(batch).scores == [1.0]
-    assert FormatReward().score(batch).scores == [1.0]
+    # forty answer lines to the token limit: the answer is read, but it has not ended (looping on
+    # the answer line is not the format: test_a_looping_answer_line_is_not_the_format)
+    assert FormatReward().score(batch).scores == [0.0]
+    once = RewardBatch.from_texts([WORKED + "\n#### 48"], golds=["48"])
+    assert FormatReward().score(once).scores == [1.0]
 
 
 def test_repeated_answer_lines_do_not_pay_as_padding():
-    """Every component that reads steps gives the repeats what it gives the single answer line."""
+    """Every component that reads steps gives the repeats what it gives the single answer line
+    (format gives them less: a looping answer line is not the format)."""
     mix = RewardMix(parse_rewards({
         "accuracy": {"weight": 1.0},
         "format": {"weight": 0.1},
@@ -294,7 +299,10 @@ def test_repeated_answer_lines_do_not_pay_as_padding():
     once = mix.score_all(RewardBatch.from_texts([WORKED + "\n#### 48"], golds=["48"]))
     repeated = mix.score_all(RewardBatch.from_texts([REPEATS], golds=["48"]))
     for name in once:
-        assert repeated[name].scores == once[name].scores, name
+        if name == "format":
+            assert repeated[name].scores == [0.0] and once[name].scores == [1.0]
+        else:
+            assert repeated[name].scores == once[name].scores, name
     slipped = WORKED.replace("= 48 apples", "= 46 apples")
     padded = mix.score_all(RewardBatch.from_texts([slipped + "\n#### 48" * 40], golds=["48"]))
     assert padded["first_error"].scores == [-1.0]  # the repeats do not dilute the position penalty
