@@ -17,6 +17,25 @@ os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# With several workers (`pytest -n 2`, the README's test command), each worker and the processes
+# it starts use one thread: two workers on two cores, not four spinning threads (PyTorch's OpenMP
+# threads busy-wait for each other on an oversubscribed CPU: a training step measured 4x slower).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# Test files that start several processes with accelerate (torch.distributed rendezvous on a fixed
+# port): under pytest-xdist they run on one worker, one after another (`--dist loadgroup`), so that
+# two launches never race for the same port.
+MULTI_PROCESS_FILES = {"test_custom_rewards.py", "test_launch.py", "test_launch_slow.py", "test_ppo.py",
+                       "test_prelaunch.py", "test_process_grpo.py", "test_receval_cli.py", "test_reliability_resume.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in MULTI_PROCESS_FILES:
+            item.add_marker(pytest.mark.xdist_group("multi_process"))
 
 
 @pytest.fixture(scope="session")
