@@ -1,4 +1,4 @@
-"""Build the labelled real corpora that README "The reference judge" measures with ``procrl validate``
+"""Build the labelled real corpora that docs/first-error.md "The reference judge" measures with ``procrl validate``
 (issue #21), from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is shipped.
 
 * ``mr_gsm8k/*.json``: MR-GSM8K's grading files as they are (dvlab-research/MR-GSM8K,

@@ -1,4 +1,4 @@
-"""Dense process credit formulas against hand-computed numbers (REWARDS.md section 5)."""
+"""Dense process credit formulas against hand-computed numbers (docs/spec.md section 5)."""
 
 import math
 

@@ -297,7 +297,7 @@ def test_scores_of_no_opinion_must_not_beat_checked_and_correct():
 
 
 def test_hand_written_worked_slip_answer_hedging_padding_cases():
-    """REWARDS.md's integrity rule on one problem: W (worked), S (one slipped calculation, final
+    """docs/spec.md's integrity rule on one problem: W (worked), S (one slipped calculation, final
     answer kept), P (S after three restatement steps), A (answer alone), H (hedging)."""
     worked = "She sold 48 / 2 = 24 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72"
     slip = "She sold 48 / 2 = 26 clips in May.\nAltogether she sold 48 + 24 = 72 clips.\n#### 72"

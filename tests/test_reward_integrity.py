@@ -1,5 +1,5 @@
 """No built-in reward mix pays a policy for skipping, padding, hedging or slipping in its
-reasoning (REWARDS.md section 0; README "What the mixes guarantee").
+reasoning (docs/spec.md section 0; docs/rewards.md "What the mixes guarantee").
 
 For 500 GSM8K train problems, five completions each (procrl/evaluation/integrity.py): the reference
 solution W; W with one intermediate calculation result changed, final answer kept (S); S after

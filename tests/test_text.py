@@ -1,4 +1,4 @@
-"""The shared step/sentence segmentation (REWARDS.md section 0)."""
+"""The shared step/sentence segmentation (docs/spec.md section 0)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""TRACE formula (REWARDS.md section 2): worked examples, bounds, invariances, edge cases."""
+"""TRACE formula (docs/spec.md section 2): worked examples, bounds, invariances, edge cases."""
 
 import itertools
 import random

@@ -1,4 +1,4 @@
-"""Answer parsing (REWARDS.md section 1): the number a completion states as its answer, the gold
+"""Answer parsing (docs/spec.md section 1): the number a completion states as its answer, the gold
 answer's number, and whether they match. Shared by the accuracy component, the format and
 first-error components, the judges, evaluation and the held-out evaluation.
 
@@ -255,7 +255,7 @@ def parse_gold(answer: str | float | int | None) -> float | None:
 
 
 def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
-    """Equal within an absolute ``tolerance`` (REWARDS.md: 1e-6), with no relative slack (a
+    """Equal within an absolute ``tolerance`` (docs/spec.md: 1e-6), with no relative slack (a
     relative 1e-9 let 1234567891 match 1234567890); two integers compare exactly."""
     if predicted is None or gold is None:
         return False

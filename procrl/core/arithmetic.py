@@ -6,7 +6,7 @@ normalised first: ``x`` / ``×`` / ``·`` / ``⋅`` for multiplication, ``÷`` f
 for minus, currency signs (``$ £ € ¥ ₹``) and thousands separators dropped, ``20%`` read as
 ``0.2``.
 
-What a step claims and what is checked (REWARDS.md section 4c):
+What a step claims and what is checked (docs/spec.md section 4c):
 
 * GSM8K calculator annotations ``<<48/2=24>>``: the expression must evaluate to the result;
 * inline equations ``48/2 = 24``: the left side is the arithmetic run before ``=`` and must

@@ -1,6 +1,6 @@
 """Step and sentence segmentation, shared by every reward and by dense credit.
 
-One implementation, one meaning of "step" (REWARDS.md section 0):
+One implementation, one meaning of "step" (docs/spec.md section 0):
 
 * reasoning = the completion minus ``<think>`` tags and minus a trailing answer line
   (``#### N``, ``The answer is N``, ``\\boxed{N}``);
@@ -12,7 +12,7 @@ One implementation, one meaning of "step" (REWARDS.md section 0):
   rule-based sentencizer), run line by line, with merges for abbreviations and decimals the
   sentencizer would otherwise split.
 
-Cost is linear in the text length and bounded (REWARDS.md section 0, README "Reliability"): a
+Cost is linear in the text length and bounded (docs/spec.md section 0, docs/reliability.md): a
 completion is segmented only when it has at most :data:`MAX_CHARS` characters, :data:`MAX_LINES`
 non-empty lines and :data:`MAX_STEPS` steps and sentences; otherwise its segmentation is empty
 and ``too_long`` (the reward mix then gives it every component's fallback, counted as the failure

@@ -1,5 +1,5 @@
 """Five completions per GSM8K problem for checking that a reward mix pays for reasoning
-(REWARDS.md section 0, the integrity rule; ``tests/test_reward_integrity.py``):
+(docs/spec.md section 0, the integrity rule; ``tests/test_reward_integrity.py``):
 
 * ``W``: the reference solution (steps with their calculator notes, ``#### N``);
 * ``S``: W with ONE intermediate calculation result changed (in a step before the last one; the

@@ -6,7 +6,7 @@ an optional ``answer``, the gold final answer or a GSM8K solution, is shown to r
 judges exactly as training shows it). As in validate, the steps are joined as the model wrote
 them and segmented by procrl, the label is moved onto procrl's steps by character offsets, and
 the judge is run through the reward mix (``procrl score``'s code), so it sees what it sees in
-training. Metrics (REWARDS.md section 4): acc_err = accuracy on samples with an error, acc_cor
+training. Metrics (docs/spec.md section 4): acc_err = accuracy on samples with an error, acc_cor
 = accuracy on all-correct samples, F1 = their harmonic mean (the ProcessBench metric). A sample
 without a verdict (a judge failure, no steps) counts as wrong; a chain in which the arithmetic
 judge found nothing to check is its verdict -1 (the reward penalises it: the AUROC line and

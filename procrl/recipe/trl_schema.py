@@ -3,7 +3,7 @@
 hundreds of MiB before ``procrl check`` or ``score`` do any work).
 
 The table below is generated from the installed TRL by ``python -m procrl.trl_schema --write``;
-``tests/test_trl_schema.py`` checks it against the installed TRL, field by field and type by
+``tests/test_startup.py`` checks it against the installed TRL, field by field and type by
 type, so a TRL upgrade that adds, drops or retypes a field fails the tests until the table is
 regenerated. Types that procrl does not check themselves (TRL's and transformers' enums,
 accelerate's ParallelismConfig) are ``Any``, as :func:`procrl.core.config.check_value` passes such

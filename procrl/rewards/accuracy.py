@@ -1,4 +1,4 @@
-"""Answer accuracy (REWARDS.md section 1): 1.0 when the completion's answer equals the gold one.
+"""Answer accuracy (docs/spec.md section 1): 1.0 when the completion's answer equals the gold one.
 How the answer is read (``####``, ``\\boxed``, ``answer is``, ...) and compared: :mod:`procrl.core.answers`.
 """
 

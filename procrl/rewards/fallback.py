@@ -1,4 +1,4 @@
-"""What a component's "no opinion" becomes (REWARDS.md section 0, the integrity rule).
+"""What a component's "no opinion" becomes (docs/spec.md section 0, the integrity rule).
 
 A component returns None for a sample it has no opinion on: a judge that timed out or gave no
 verdict, a model that failed, a closed gate with ``value: null``, a missing gold answer. TRL

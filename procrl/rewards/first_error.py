@@ -1,4 +1,4 @@
-"""First-error judge reward (REWARDS.md section 4): a judge names the earliest wrong step k of a
+"""First-error judge reward (docs/spec.md section 4): a judge names the earliest wrong step k of a
 completion (-1 when every step is correct) and the reward penalises it.
 
 Penalty from k over n steps: ``flat`` (default) -1 when an error is found, else 0; ``position``

@@ -1,4 +1,4 @@
-"""ReCEval (REWARDS.md section 3): step correctness with an NLI model and step informativeness
+"""ReCEval (docs/spec.md section 3): step correctness with an NLI model and step informativeness
 as information gain under a causal LM; a chain scores its weakest step.
 
 Per step i with conclusion c_i and premises P_i (Reasoning Content Units, RCUs):
@@ -240,7 +240,7 @@ def _reasons(text: str) -> tuple[str, list[str]]:
 
 
 def split_rcus(step: str) -> RCU:
-    """The default RCU split (REWARDS.md section 3; no SRL model): a conclusion that is a
+    """The default RCU split (docs/spec.md section 3; no SRL model): a conclusion that is a
     clause, never a bare number.
 
     GSM8K calculator notes ``<<a*b=c>>`` are dropped first (they repeat the visible equation).

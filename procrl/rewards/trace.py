@@ -1,4 +1,4 @@
-"""TRACE: argument-structure score of the reasoning, reference-free (REWARDS.md section 2).
+"""TRACE: argument-structure score of the reasoning, reference-free (docs/spec.md section 2).
 
 Every sentence of the reasoning gets a set of the 8 Toulmin/metacognition labels from a
 tagger (:mod:`procrl.rewards.scorers.taggers`); :func:`trace_score` turns the label sequence into

@@ -1,6 +1,6 @@
 """Dense process credit: pure functions from per-step scores to per-token training signals.
 
-REWARDS.md section 5. Everything here takes numbers (and, for the token mapping, a tokenizer
+docs/spec.md section 5. Everything here takes numbers (and, for the token mapping, a tokenizer
 used only to decode) and returns numbers; no model, no trainer.
 
 * :func:`token_char_ends` / :func:`step_last_tokens`: where each step of a completion ends, as a

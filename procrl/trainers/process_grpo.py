@@ -1,6 +1,6 @@
 """Process-supervised GRPO (``trainer.credit: process``): TRL's GRPOTrainer with per-token
 advantages from per-step rewards (DeepSeekMath section 4.1.3 normalisation; PURE's min-form
-or DeepSeekMath's sum over later steps, ``trainer.process_aggregation``; REWARDS.md section 5)."""
+or DeepSeekMath's sum over later steps, ``trainer.process_aggregation``; docs/spec.md section 5)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     reward function, gathers rewards over processes and returns the local slice of the outcome
     advantages, shape (B,)), then replaces ``advantages`` by a (B, T) tensor
 
-        A[i, t] = process advantage of token t (REWARDS.md section 5) + outcome_weight * A_outcome[i]
+        A[i, t] = process advantage of token t (docs/spec.md section 5) + outcome_weight * A_outcome[i]
 
     where the process advantage is the suffix sum of the group-normalised step rewards,
     min-form weighted (``process_aggregation: min``, PURE) or not (``sum``, DeepSeekMath).

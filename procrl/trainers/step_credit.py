@@ -1,5 +1,5 @@
 """Per-step credit from the reward mix: each completion's step rewards and the token each step
-ends on (REWARDS.md section 5), shared by process-supervised GRPO
+ends on (docs/spec.md section 5), shared by process-supervised GRPO
 (:mod:`procrl.trainers.process_grpo`) and PPO (:mod:`procrl.trainers.ppo`).
 
 :func:`local_step_credit` reads the mix's cached outputs of the batch just scored and maps the

@@ -1,4 +1,4 @@
-"""The judge prompt and the verdict parser of the LLM first-error judges (REWARDS.md section 4).
+"""The judge prompt and the verdict parser of the LLM first-error judges (docs/spec.md section 4).
 
 The prompt shows the steps tagged and numbered from 0 and asks for the earliest wrong step, or
 -1, in ``\\boxed{}``; optionally the error category. The verdict is the last ``\\boxed{int}`` of

@@ -61,7 +61,7 @@ Transformations (``transformations``, default ``[units, percent, rounding]``): `
 ``percent`` (also: a number written with ``%`` stands for its value over 100, on both sides),
 ``rounding`` (a value written with d decimals matches one that rounds or cuts to it; a whole
 number matches the floor, ceiling or nearest whole of a non-whole value), ``regroup``. Measured
-on real GSM8K solutions (README "The reference judge"), ``regroup`` lets more wrong operations
+on real GSM8K solutions (docs/first-error.md "The reference judge"), ``regroup`` lets more wrong operations
 through (its partial results coincide with wrong values) than it saves sound ones, which the
 lookahead already accepts when they lead back to the path; it stays an option. Order of operands
 needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity.

@@ -1,6 +1,6 @@
 """Mean token log-probability of a target statement after many contexts, with a causal LM.
 
-ReCEval's informativeness (REWARDS.md section 3) needs ``mean log p(t | context)`` for every
+ReCEval's informativeness (docs/spec.md section 3) needs ``mean log p(t | context)`` for every
 prefix of every chain. :class:`TargetLogProbScorer` computes them in batched forward passes:
 identical (context, target) sequences run once, sequences are sorted by length and
 left-padded (explicit position ids, so padding does not shift positions) so that only the

@@ -3,7 +3,7 @@
 TRL 1.16 has no PPO trainer any more; this one runs on the same stack as procrl's GRPO
 (transformers ``Trainer`` + accelerate, so DDP / DeepSpeed ZeRO-2/3, PEFT, checkpoints,
 resume, callbacks, W&B and ``trainer_state.json`` work as for any Trainer) and the same reward
-mix. REWARDS.md section 5:
+mix. docs/spec.md section 5:
 
 * rollout: sampling at ``temperature``/``top_p``/``top_k`` on the prompts of the batch (each
   prompt ``num_generations`` times, as TRL's GRPO sampler repeats it), with ``policy.generate``
