@@ -21,6 +21,11 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # it starts use one thread: two workers on two cores, not four spinning threads (PyTorch's OpenMP
 # threads busy-wait for each other on an oversubscribed CPU: a training step measured 4x slower).
 if os.environ.get("PYTEST_XDIST_WORKER"):
+    import signal
+
+    # an xdist worker ignores SIGINT, and a process started with SIGINT ignored never gets Python's
+    # KeyboardInterrupt: restore the default so the Ctrl-C tests' subprocesses see it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

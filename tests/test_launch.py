@@ -304,7 +304,7 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
         args = launch_command_parser().parse_args(command[3:])
         assert (args.machine_rank, args.num_machines, args.num_processes) == (rank, 2, 16)
         assert (args.main_process_ip, args.config_file) == ("n1", "launch/accelerate/multinode_zero3.yaml")
-        assert args.module and args.training_script == "procrl.launch.run"
+        assert args.module and args.training_script == "procrl.run"
         assert args.training_script_args == [
             "recipes/gsm8k_trace.yaml", "--set", "trainer.vllm_mode=server",
             "--set", "trainer.vllm_server_base_url=http://n3:8000",

@@ -103,7 +103,9 @@ def test_grpo_resume_continues_from_the_checkpoint(grpo_run, capsys):
     assert lora_b_norm(grpo_run / "checkpoint-2" / "adapter_model.safetensors") != pytest.approx(before, rel=1e-6)
 
 
-def test_ppo_step_with_lora_changes_saves_and_resumes_the_adapters(smollm2, tmp_path):
+def test_ppo_step_with_lora_changes_and_saves_the_adapters(smollm2, tmp_path):
+    """One PPO step with LoRA on SmolLM2 (its resume: the GRPO resume above on this model, and
+    tests/test_ppo.py's PPO resumes on the tiny model; a second PPO run here cost CI a minute)."""
     output = tmp_path / "ppo"
     overrides = [f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.algorithm=ppo", "trainer.beta=0.05", *SHAPE]
     assert cli.main(["train", str(RECIPE), "--output-dir", str(output), *sets(*overrides, "trainer.max_steps=1")]) == 0
@@ -112,12 +114,6 @@ def test_ppo_step_with_lora_changes_saves_and_resumes_the_adapters(smollm2, tmp_
     assert lora_b_norm(output / "checkpoint-1" / "adapter_model.safetensors") > 0
     value = load_file(output / "checkpoint-1" / "value_model" / "adapter_model.safetensors")
     assert any(".score." in k and v.abs().sum() > 0 for k, v in value.items())  # the fresh value head trained
-    assert cli.main(["train", str(RECIPE), "--output-dir", str(output), "--resume",
-                     *sets(*overrides, "trainer.max_steps=2")]) == 0
-    assert [h["step"] for h in history(output) if "loss/policy" in h] == [1, 2]
-    assert (output / "checkpoint-2" / "value_model" / "adapter_model.safetensors").is_file()
-    assert lora_b_norm(output / "checkpoint-2" / "adapter_model.safetensors") != pytest.approx(
-        lora_b_norm(output / "checkpoint-1" / "adapter_model.safetensors"), rel=1e-6)
 
 
 def test_evaluate_eight_problems_with_the_trained_adapter(grpo_run, tmp_path, capsys):
