@@ -1,5 +1,5 @@
 """procrl:tiny-reasoner: its training data (fast) and its held-out targets (slow: builds the
-reasoner once per cache, ~4 minutes on 2 cores; every later test reuses the cached build)."""
+reasoner once per cache, ~7 minutes on 2 cores; every later test reuses the cached build)."""
 
 from __future__ import annotations
 
