@@ -1,5 +1,5 @@
 """The one prompt renderer (procrl/data/prompts.py) and the one HF generation routine
-(procrl/generation.py) reproduce what each caller did before they were shared: the
+(procrl/models/generation.py) reproduce what each caller did before they were shared: the
 ``old_*`` functions below are the callers' former code, verbatim (PPO's ``_prompt_texts`` and
 ``_generate_transformers``, evaluate's ``_prompt_texts`` and transformers loop, the reasoner
 build's ``_prompt_text``), run side by side with the callers as they are now."""

@@ -54,7 +54,7 @@ heads, checkpoint loading), :mod:`.ops` (tensor operations: log-probs, masked me
 importance weights), :mod:`.rollout` (the vLLM backend, the reward batch, the last-token outcome),
 :mod:`.trainer` (``PPOTrainer``: rollout, PPO update, logging, checkpoints; ``build_ppo_trainer``).
 Prompts are rendered by :mod:`procrl.data.prompts` and sampled with transformers by
-:mod:`procrl.generation`, as ``procrl evaluate`` does.
+:mod:`procrl.models.generation`, as ``procrl evaluate`` does.
 """
 
 from procrl.trainers.ppo.model import (

@@ -141,7 +141,7 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         return ops.logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
 
     def _generate_transformers(self, prompt_texts: list[str]):
-        """Sampling with the policy's ``generate`` (:func:`procrl.generation.generate`): the
+        """Sampling with the policy's ``generate`` (:func:`procrl.models.generation.generate`): the
         rollout's temperature / top-p / top-k, stopping at the tokenizer's EOS, TRL's
         ``GRPOConfig.generation_kwargs`` on top, as GRPO honours them."""
         from trl.models.utils import unwrap_model_for_generation
