@@ -94,14 +94,19 @@ def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") 
     report = json.loads((directory / "report.json").read_text())
     behaviour = report["behaviour"]
     rows = [json.loads(line) for line in (directory / "completions.jsonl").read_text().splitlines() if line.strip()]
+    right = [int(r["correct"] is not None and r["correct"] >= 1.0) for r in rows]
+    # the evaluation judge's verdict: first_error -1 = judged and no error found
+    sound = [int(ok and r["first_error"] == -1) for ok, r in zip(right, rows)]
     # the arithmetic judge's verdict: first_error 0 = checked and no error (flat penalty; -1: error, unverified, no steps)
-    arithmetic = [bool(r["correct"] is not None and r["correct"] >= 1.0 and r["rewards"].get("first_error") == 0.0)
-                  for r in rows]
+    arithmetic = [int(ok and r["rewards"].get("first_error") == 0.0) for ok, r in zip(right, rows)]
     return {"answer_accuracy": report["answer_accuracy"], "reasoning_aware_accuracy": report["reasoning_aware_accuracy"],
             "reasoning_aware_accuracy_arithmetic": sum(arithmetic) / len(arithmetic) if arithmetic else None,
             "evaluation_judge": report["first_error_component"],
-            "inflation": report["inflation"], "mean_steps": behaviour["mean_steps"],
-            "mean_length": behaviour["mean_length"], "process_reward": behaviour["process_reward"]}
+            "inflation": report["inflation"],
+            "inflation_arithmetic": (sum(right) - sum(arithmetic)) / len(rows) if rows else None,
+            "mean_steps": behaviour["mean_steps"],
+            "mean_length": behaviour["mean_length"], "process_reward": behaviour["process_reward"],
+            "per_problem": {"right": right, "sound": sound, "sound_arithmetic": arithmetic}}
 
 
 def train(arm: str, seed: int, steps: int, directory: Path) -> list[dict]:

