@@ -68,13 +68,64 @@ ARMS: dict[str, dict[str, object]] = {
                             "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"]},
 }
 METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic", "inflation",
-           "mean_steps", "mean_length", "process_reward")
+           "inflation_arithmetic", "mean_steps", "mean_length", "process_reward")
 EVAL_JUDGES = ("reference", "arithmetic")
 CURVES = ("rewards/accuracy/mean", "rewards/first_error/mean")
+SIGNAL = ("diagnostics/signal/mixed_right_groups", "diagnostics/signal/sound_minus_flawed_advantage",
+          "diagnostics/inflation")
+BASELINE = "outcome_acc"
+# each arm's difference from the baseline, per (seed, problem): metric -> per-problem values it is computed from
+PAIRED = {"answer_accuracy": lambda p: p["right"], "reasoning_aware_accuracy": lambda p: p["sound"],
+          "reasoning_aware_accuracy_arithmetic": lambda p: p["sound_arithmetic"],
+          "inflation": lambda p: [r - s for r, s in zip(p["right"], p["sound"])],
+          "inflation_arithmetic": lambda p: [r - s for r, s in zip(p["right"], p["sound_arithmetic"])]}
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def paired_bootstrap(arm: list[list[float]], baseline: list[list[float]], resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = 0) -> dict[str, float]:
+    """The mean difference arm - baseline over seeds and problems (``arm[s][p]``: seed s, problem p;
+    seeds paired by index, problems by position) and its 95% interval from a bootstrap that resamples
+    seeds, then problems, with replacement (a two-level bootstrap: both are sources of variation)."""
+    import random
+
+    rng = random.Random(seed)
+    differences = [[a - b for a, b in zip(run, base)] for run, base in zip(arm, baseline)]
+    mean = sum(map(sum, differences)) / sum(map(len, differences))
+    draws = []
+    for _ in range(resamples):
+        total, count = 0.0, 0
+        for _ in differences:
+            run = differences[rng.randrange(len(differences))]
+            for _ in run:
+                total += run[rng.randrange(len(run))]
+            count += len(run)
+        draws.append(total / count)
+    draws.sort()
+    return {"difference": mean, "low": draws[int(0.025 * resamples)], "high": draws[int(0.975 * resamples) - 1]}
+
+
+def compare_with_baseline(arms: dict[str, dict[int, dict]], baseline: str = BASELINE) -> dict[str, dict]:
+    """Per arm (the baseline excepted), :func:`paired_bootstrap` of every metric of ``PAIRED``
+    against the baseline, over the seeds both ran."""
+    if baseline not in arms:
+        return {}
+    out = {}
+    for arm, seeds in arms.items():
+        common = [s for s in seeds if s in arms[baseline]]
+        if arm == baseline or not common:
+            continue
+        out[arm] = {metric: paired_bootstrap([values(seeds[s]["eval"]["per_problem"]) for s in common],
+                                             [values(arms[baseline][s]["eval"]["per_problem"]) for s in common])
+                    for metric, values in PAIRED.items()}
+    return out
+
+
+LOCK: list[str] = []  # ["flock", FILE] with --lock: each command waits for the machine's other heavy jobs
 
 
 def _procrl(*args: str, log: Path) -> None:
-    command = [sys.executable, "-m", "procrl.cli", *args]
+    command = [*LOCK, sys.executable, "-m", "procrl.launch.cli", *args]
     env = {**os.environ, "WANDB_MODE": os.environ.get("WANDB_MODE", "disabled")}
     with log.open("w") as handle:
         result = subprocess.run(command, cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT)
@@ -109,14 +160,18 @@ def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") 
             "per_problem": {"right": right, "sound": sound, "sound_arithmetic": arithmetic}}
 
 
-def train(arm: str, seed: int, steps: int, directory: Path) -> list[dict]:
+def train(arm: str, seed: int, steps: int, directory: Path, extra: list[str] = ()) -> list[dict]:
     directory.mkdir(parents=True, exist_ok=True)
-    overrides = [*ARMS[arm]["set"], f"trainer.seed={seed}", f"trainer.max_steps={steps}", "trainer.logging_steps=1",
-                 f"trainer.save_steps={steps}", "trainer.report_to=none"]
-    _procrl("train", str(RECIPE), "--output-dir", str(directory / "run"), "--overwrite",
+    recipe = ARMS[arm].get("recipe", RECIPE)
+    if "rewards.first_error=false" in ARMS[arm]["set"]:  # settings of a component the arm leaves out
+        extra = [o for o in extra if not o.startswith("rewards.first_error.")]
+    overrides = [*ARMS[arm]["set"], *extra, f"trainer.seed={seed}", f"trainer.max_steps={steps}",
+                 "trainer.logging_steps=1", f"trainer.save_steps={steps}", "trainer.report_to=none"]
+    _procrl("train", str(recipe), "--output-dir", str(directory / "run"), "--overwrite",
             *[item for o in overrides for item in ("--set", o)], log=directory / "train.log")
     history = json.loads((directory / "run" / "trainer_state.json").read_text())["log_history"]
-    return [{key: h[key] for key in ("step", *CURVES) if key in h} for h in history if "step" in h and any(c in h for c in CURVES)]
+    return [{key: h[key] for key in ("step", *CURVES, *SIGNAL) if key in h}
+            for h in history if "step" in h and any(c in h for c in CURVES)]
 
 
 def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
@@ -151,6 +206,13 @@ def _fmt(value: float | None, std: float | None = None, digits: int = 3) -> str:
     return f"{value:.{digits}f}" + (f" ± {std:.{digits}f}" if std is not None else "")
 
 
+def _interval(comparison: dict | None, metric: str) -> str:
+    if not comparison:
+        return ""
+    c = comparison[metric]
+    return f"{c['difference']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+
+
 def markdown(results: dict) -> str:
     s = results["settings"]
     judge = s.get("eval_judge", "arithmetic")
@@ -174,6 +236,17 @@ def markdown(results: dict) -> str:
                      f"{_fmt(row.get('reasoning_aware_accuracy_arithmetic'), row.get('reasoning_aware_accuracy_arithmetic_std'))} | "
                      f"{_fmt(row['inflation'], row['inflation_std'])} | {_fmt(row['mean_steps'], row['mean_steps_std'], 2)} | "
                      f"{_fmt(row['mean_length'], row['mean_length_std'], 0)} | {suspect} |")
+    comparisons = results.get("vs_baseline") or {}
+    if comparisons:
+        lines += ["", f"Difference from {ARMS[BASELINE]['label']} (paired over seeds and problems; 95% interval of a "
+                  f"bootstrap over seeds and problems, {BOOTSTRAP_RESAMPLES} resamples):", "",
+                  f"| arm | answer acc. | reasoning-aware ({judge}) | reasoning-aware (arithmetic) | inflation ({judge}) | "
+                  "inflation (arithmetic) |", "|---|---|---|---|---|---|"]
+        for arm, comparison in comparisons.items():
+            lines.append(f"| {ARMS[arm]['label']} | " + " | ".join(
+                _interval(comparison, m) for m in ("answer_accuracy", "reasoning_aware_accuracy",
+                                                   "reasoning_aware_accuracy_arithmetic", "inflation",
+                                                   "inflation_arithmetic")) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -240,36 +313,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-judge", choices=EVAL_JUDGES, default="reference",
                         help="Judge of reasoning-aware accuracy (procrl evaluate --judge); 'arithmetic': the recipe's own "
                              "first_error, which arms 2-5 train on (the arithmetic judge's figure is reported either way).")
-    parser.add_argument("--output-dir", default=str(REPO / "benchmarks" / "results" / "process_vs_outcome"))
-    parser.add_argument("--replot", action="store_true", help="Only re-render results.md and the PNG from results.json.")
+    parser.add_argument("--set", dest="extra", action="append", default=[], metavar="KEY=VALUE",
+                        help="An override for every arm's training (e.g. trainer.learning_rate=3e-4). Repeatable.")
+    parser.add_argument("--name", default="process_vs_outcome", help="Results file name (the commit is appended).")
+    parser.add_argument("--results-dir", default=str(REPO / "benchmarks" / "results"),
+                        help="Where NAME-COMMIT.json, .md and .png are written.")
+    parser.add_argument("--work-dir", default=str(REPO / "outputs" / "process_vs_outcome"),
+                        help="The runs' checkpoints and evaluation reports (large; not for the repository).")
+    parser.add_argument("--replot", default=None, metavar="RESULTS_JSON",
+                        help="Only re-render the .md and the PNG next to this results file.")
+    parser.add_argument("--lock", default=None, metavar="FILE",
+                        help="Run each train and evaluate command under flock FILE (one heavy job at a time).")
     args = parser.parse_args(argv)
+    if args.lock:
+        LOCK[:] = ["flock", args.lock]
     if args.replot:
-        output = Path(args.output_dir)
-        results = json.loads((output / "results.json").read_text())
-        (output / "results.md").write_text(markdown(results))
-        plot(results, output / "process_vs_outcome.png")
+        path = Path(args.replot)
+        results = json.loads(path.read_text())
+        results["vs_baseline"] = compare_with_baseline(results["arms"])
+        path.write_text(json.dumps(results, indent=2) + "\n")
+        path.with_suffix(".md").write_text(markdown(results))
+        plot(results, path.with_suffix(".png"))
         print(markdown(results))
         return 0
     seeds = args.seeds or ([0] if args.quick else [0, 1, 2])
     steps = args.steps or (2 if args.quick else 60)
     limit = args.eval_limit or (20 if args.quick else 500)
-    output = Path(args.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
+    work = Path(args.work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    results_dir = Path(args.results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    stem = results_dir / f"{args.name}-{commit()}"
     started = time.monotonic()
 
     from procrl.recipe import load_recipe
-    from procrl.models.reasoner import ensure_tiny_reasoner
 
     recipe = load_recipe(str(RECIPE))
-    ensure_tiny_reasoner()  # built once, outside the timed arms' logs
     print(f"starting model: evaluating on {limit} held-out problems", flush=True)
-    start = evaluate("procrl:tiny-reasoner", output / "start", limit, args.eval_judge)
+    start = evaluate("procrl:tiny-reasoner", work / "start", limit, args.eval_judge)
     arms: dict[str, dict[int, dict]] = {}
     for arm in args.arms:
         for seed in seeds:
             run_started = time.monotonic()
-            directory = output / arm / f"seed{seed}"
-            curve = train(arm, seed, steps, directory)
+            directory = work / arm / f"seed{seed}"
+            curve = train(arm, seed, steps, directory, args.extra)
             result = evaluate(str(directory / "run"), directory / "eval", limit, args.eval_judge)
             arms.setdefault(arm, {})[seed] = {"eval": result, "curve": curve,
                                               "seconds": round(time.monotonic() - run_started, 1)}
@@ -282,17 +369,28 @@ def main(argv: list[str] | None = None) -> int:
                      "completions_per_step": recipe.trainer_args["per_device_train_batch_size"],
                      "num_generations": recipe.trainer_args["num_generations"],
                      "learning_rate": recipe.trainer_args["learning_rate"],
-                     "arms": {a: ARMS[a]["set"] for a in args.arms}, "quick": args.quick, "cpus": os.cpu_count(),
-                     "eval_judge": args.eval_judge},
-        "start": start, "arms": arms, "summary": summarize(start, arms),
+                     "arms": {a: ARMS[a]["set"] for a in args.arms}, "extra": args.extra, "quick": args.quick,
+                     "cpus": os.cpu_count(), "eval_judge": args.eval_judge, "commit": commit(),
+                     "command": " ".join(["python", "benchmarks/process_vs_outcome.py", *(argv or sys.argv[1:])])},
+        "start": start, "arms": arms, "summary": summarize(start, arms), "vs_baseline": compare_with_baseline(arms),
         "runtime_s": round(time.monotonic() - started, 1),
     }
-    (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    (output / "results.md").write_text(markdown(results))
-    plot(results, output / "process_vs_outcome.png")
+    stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(markdown(results))
+    plot(results, stem.with_suffix(".png"))
     print(markdown(results))
-    print(f"wrote {output / 'results.json'}, results.md and process_vs_outcome.png")
+    print(f"wrote {stem}.json, .md and .png")
     return 0
+
+
+def commit() -> str:
+    """The commit the figures come from; ``+dirty`` when tracked files differ from it."""
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=7", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no", "--", "procrl", "recipes") else "")
 
 
 if __name__ == "__main__":

@@ -307,3 +307,21 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
                      "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(tmp_path / "eval")])
     assert code == 0
     assert json.loads((tmp_path / "eval" / "report.json").read_text())["n"] == 2
+
+
+def test_learning_signal_counts_groups_with_a_sound_and_a_flawed_right_answer():
+    from procrl.observe.stats import FirstErrorRecord, learning_signal
+
+    groups = ["a", "a", "a", "b", "b", "c", "c"]
+    correct = [True, True, False, True, True, True, False]
+    records = [FirstErrorRecord(-1, 3), FirstErrorRecord(2, 3), FirstErrorRecord(-1, 3),  # a: sound + flawed right
+               FirstErrorRecord(1, 3), FirstErrorRecord(2, 3),  # b: two flawed right answers
+               FirstErrorRecord(-1, 3), FirstErrorRecord(None, 3)]  # c: no flawed right answer
+    totals = [1.0, 0.5, 0.0, 0.5, 0.5, 1.0, 0.0]
+    signal = learning_signal(groups, correct, records, totals)
+    assert signal["diagnostics/signal/mixed_right_groups"] == 1 / 3
+    assert signal["diagnostics/signal/sound_minus_flawed_reward"] == 0.5
+    # group a: totals 1, 0.5, 0 -> sample std 0.5, so the advantage gap is 0.5 / 0.5
+    assert signal["diagnostics/signal/sound_minus_flawed_advantage"] == pytest.approx(1.0)
+    assert learning_signal(["x", "x"], [True, True], [FirstErrorRecord(-1, 2)] * 2, [1.0, 1.0]) == {
+        "diagnostics/signal/mixed_right_groups": 0.0}

@@ -38,6 +38,7 @@ from procrl.observe.stats import (
     component_kinds,
     first_error_records,
     first_of_kind,
+    learning_signal,
     names_of_kind,
     relative_position,
     step_rows,
@@ -135,6 +136,15 @@ class DiagnosticsCallback(TrainerCallback):
         if log_metric is not None:
             for key, value in batch_scalars(self.types, outputs, num_steps).items():
                 log_metric(key, value)
+            accuracy = first_of_kind(kinds, ACCURACY)
+            if judges and accuracy is not None:
+                correct = [None if s is None else s >= 1.0 for s in outputs[accuracy].scores]
+                totals = [sum(self.weights.get(n, 0.0) * o.scores[i] for n, o in outputs.items() if o.scores[i] is not None)
+                          for i in range(len(batch))]
+                groups = batch.prompts if batch.prompts is not None else batch.questions
+                signal = learning_signal(groups, correct, first_error_records(outputs[judges[0]], num_steps), totals)
+                for key, value in signal.items():
+                    log_metric(key, value)
         if log_extra is not None:
             for judge in judges:
                 column = f"first_error/{judge}" if len(judges) > 1 else "first_error"

@@ -39,6 +39,7 @@ __all__ = [
     "first_error_scalars",
     "first_of_kind",
     "histogram",
+    "learning_signal",
     "names_of_kind",
     "pearson",
     "process_error_stats",
@@ -337,6 +338,40 @@ def batch_scalars(types: dict[str, str], outputs: dict[str, RewardOutput], num_s
                 total = sum(map(sum, matrix))
                 out[f"{PREFIX}/{name}/transitions"] = total
     return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
+
+
+def learning_signal(groups: list, correct: list[bool | None], records: list[FirstErrorRecord],
+                    totals: list[float | None]) -> dict[str, float]:
+    """What a process reward gives GRPO to learn from in one batch: the share of generation groups
+    (``groups[i]``: sample i's group) holding both a sound and a flawed right answer (only there can
+    a group-relative advantage tell them apart), and in those groups the mean total reward of the
+    sound right answers minus that of the flawed ones, raw (``sound_minus_flawed_reward``) and over
+    the group's standard deviation (``sound_minus_flawed_advantage``: the advantage gap under
+    GRPO's per-group scaling)."""
+    members: dict[Any, list[int]] = {}
+    for i, group in enumerate(groups):
+        members.setdefault(group, []).append(i)
+    mixed, gaps, scaled = 0, [], []
+    for indices in members.values():
+        sound = [totals[i] for i in indices if correct[i] and records[i].index == -1 and totals[i] is not None]
+        flawed = [totals[i] for i in indices
+                  if correct[i] and records[i].index is not None and records[i].index >= 0 and totals[i] is not None]
+        if not sound or not flawed:
+            continue
+        mixed += 1
+        gap = sum(sound) / len(sound) - sum(flawed) / len(flawed)
+        values = [totals[i] for i in indices if totals[i] is not None]
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1))
+        gaps.append(gap)
+        if std > 0:
+            scaled.append(gap / std)
+    out = {f"{PREFIX}/signal/mixed_right_groups": mixed / len(members) if members else 0.0}
+    if gaps:
+        out[f"{PREFIX}/signal/sound_minus_flawed_reward"] = sum(gaps) / len(gaps)
+    if scaled:
+        out[f"{PREFIX}/signal/sound_minus_flawed_advantage"] = sum(scaled) / len(scaled)
+    return out
 
 
 def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[str, str]) -> list[dict[str, Any]]:
