@@ -142,6 +142,11 @@ def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") 
     judged = [] if judge == "arithmetic" else ["--judge", judge]
     _procrl("evaluate", "--recipe", str(RECIPE), "--model", model, "--split", "test", "--limit", str(limit),
             "--batch-size", "50", "--output-dir", str(directory), *judged, log=directory / "evaluate.log")
+    return evaluate_report(directory)
+
+
+def evaluate_report(directory: Path) -> dict:
+    """The figures of one ``procrl evaluate`` report directory (its report.json and completions.jsonl)."""
     report = json.loads((directory / "report.json").read_text())
     behaviour = report["behaviour"]
     rows = [json.loads(line) for line in (directory / "completions.jsonl").read_text().splitlines() if line.strip()]
@@ -160,6 +165,28 @@ def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") 
             "per_problem": {"right": right, "sound": sound, "sound_arithmetic": arithmetic}}
 
 
+def _trained(directory: Path, steps: int) -> bool:
+    try:
+        state = json.loads((directory / "run" / "trainer_state.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return state.get("global_step") == steps and (directory / "run" / "model.safetensors").is_file()
+
+
+def _finished(directory: Path, steps: int, limit: int) -> bool:
+    try:
+        report = json.loads((directory / "eval" / "report.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return _trained(directory, steps) and report.get("n") == limit
+
+
+def _curve(directory: Path) -> list[dict]:
+    history = json.loads((directory / "run" / "trainer_state.json").read_text())["log_history"]
+    return [{key: h[key] for key in ("step", *CURVES, *SIGNAL) if key in h}
+            for h in history if "step" in h and any(c in h for c in CURVES)]
+
+
 def train(arm: str, seed: int, steps: int, directory: Path, extra: list[str] = ()) -> list[dict]:
     directory.mkdir(parents=True, exist_ok=True)
     recipe = ARMS[arm].get("recipe", RECIPE)
@@ -169,9 +196,7 @@ def train(arm: str, seed: int, steps: int, directory: Path, extra: list[str] = (
                  "trainer.logging_steps=1", f"trainer.save_steps={steps}", "trainer.report_to=none"]
     _procrl("train", str(recipe), "--output-dir", str(directory / "run"), "--overwrite",
             *[item for o in overrides for item in ("--set", o)], log=directory / "train.log")
-    history = json.loads((directory / "run" / "trainer_state.json").read_text())["log_history"]
-    return [{key: h[key] for key in ("step", *CURVES, *SIGNAL) if key in h}
-            for h in history if "step" in h and any(c in h for c in CURVES)]
+    return _curve(directory)
 
 
 def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
@@ -322,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="The runs' checkpoints and evaluation reports (large; not for the repository).")
     parser.add_argument("--replot", default=None, metavar="RESULTS_JSON",
                         help="Only re-render the .md and the PNG next to this results file.")
+    parser.add_argument("--reuse", action="store_true",
+                        help="Reuse the runs and evaluations of the work dir that finished with these settings.")
     parser.add_argument("--lock", default=None, metavar="FILE",
                         help="Run each train and evaluate command under flock FILE (one heavy job at a time).")
     args = parser.parse_args(argv)
@@ -350,14 +377,21 @@ def main(argv: list[str] | None = None) -> int:
 
     recipe = load_recipe(str(RECIPE))
     print(f"starting model: evaluating on {limit} held-out problems", flush=True)
-    start = evaluate("procrl:tiny-reasoner", work / "start", limit, args.eval_judge)
+    reusable = args.reuse and (work / "start" / "report.json").is_file() and \
+        json.loads((work / "start" / "report.json").read_text()).get("n") == limit
+    start = evaluate_report(work / "start") if reusable else evaluate("procrl:tiny-reasoner", work / "start", limit,
+                                                                        args.eval_judge)
     arms: dict[str, dict[int, dict]] = {}
     for arm in args.arms:
         for seed in seeds:
             run_started = time.monotonic()
             directory = work / arm / f"seed{seed}"
-            curve = train(arm, seed, steps, directory, args.extra)
-            result = evaluate(str(directory / "run"), directory / "eval", limit, args.eval_judge)
+            if args.reuse and _finished(directory, steps, limit):
+                curve, result = _curve(directory), evaluate_report(directory / "eval")
+            else:
+                curve = _curve(directory) if args.reuse and _trained(directory, steps) else \
+                    train(arm, seed, steps, directory, args.extra)
+                result = evaluate(str(directory / "run"), directory / "eval", limit, args.eval_judge)
             arms.setdefault(arm, {})[seed] = {"eval": result, "curve": curve,
                                               "seconds": round(time.monotonic() - run_started, 1)}
             print(f"{arm} seed {seed}: answer {result['answer_accuracy']:.3f}, reasoning-aware "
