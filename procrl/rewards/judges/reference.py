@@ -665,15 +665,27 @@ def _constant(quantity: _Quantity, rules: ReferenceRules) -> bool:
     return any(math.isclose(quantity.value, f) for f in own + _factors(None, named))
 
 
+def stated_final_answer(completion: str | None) -> float | None:
+    """The final answer a completion states explicitly (``#### N``, ``\\boxed{}``, "the answer is",
+    a bold last line), or None: a last number alone is no statement of an answer (a solution cut
+    short, a prefix, states none)."""
+    from procrl.core.answers import extract_prediction
+
+    value, rule = extract_prediction(completion or "")
+    return None if rule in ("none", "last_number") else value
+
+
 def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
-                rules: ReferenceRules = ReferenceRules()) -> Verdict:
-    """The verdict for one solution (module docstring)."""
+                rules: ReferenceRules = ReferenceRules(), answer: float | None = None) -> Verdict:
+    """The verdict for one solution (module docstring); ``answer``: the final answer the
+    completion states (None: none stated)."""
     reference = read_reference(question, gold)
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
     quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
     base = _Values([*reference.question, *CONSTANTS])
     path = reference.path(rules)
+    units = "units" in rules.transformations
     for quantity in quantities:
         quantity.on_path = _matches(quantity, path, rules)
     if rules.off_path == "lookahead":
@@ -681,7 +693,7 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     established: list[float] = []  # every value accepted so far
     derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
-    units = "units" in rules.transformations
+    off_path: list[_Quantity] = []  # accepted off the gold's path (they lead back to it)
     for quantity in quantities:
         given = _Values([*base, *(_factors(None, quantity.named) if units else ())])
         known = _Values([*given, *established])
@@ -702,10 +714,12 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
         elif quantity.leads:
+            off_path.append(quantity)
             if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
                 checked.add(quantity.step)
         elif rules.off_path == "derivable" and _derivable(
                 quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
+            off_path.append(quantity)
             checked.add(quantity.step)
         else:
             accepted = False
@@ -714,7 +728,29 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         established.append(quantity.value)
         if result:
             derived.append(quantity.value)
+    if answer is not None and reference.answer is not None and quantities and not _same_answer(answer, reference.answer):
+        return _wrong_answer(quantities, off_path, answer, checked)
     return Verdict(-1, checked_steps=len(checked))
+
+
+def _same_answer(answer: float, gold: float) -> bool:
+    return math.isclose(abs(answer), abs(gold), rel_tol=1e-6, abs_tol=1e-9)
+
+
+def _wrong_answer(quantities: list[_Quantity], off_path: list[_Quantity], answer: float, checked: set[int]) -> Verdict:
+    """No step was flagged but the final answer is not the gold's: a wrong answer means a wrong
+    step. The first value accepted off the gold's path (the chain left the path there and came
+    back only by coincidence), else the first step whose calculation results in the wrong answer,
+    else the last step stating it; never the answer line (it is no step). No step states it (the
+    answer line alone has it): no error named, as before."""
+    if off_path:
+        first = off_path[0]
+        return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
+    stating = [q for q in quantities if _same_answer(q.value, answer)]
+    chosen = next((q for q in stating if q.operands is not None and not q.fraction), stating[-1] if stating else None)
+    if chosen is None:
+        return Verdict(-1, checked_steps=len(checked))
+    return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
 
 
 def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
@@ -761,7 +797,7 @@ class ReferenceJudge(Judge):
         self.rules = rules
 
     def judge_one(self, item: JudgeItem) -> Verdict:
-        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules)
+        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules, item.answer)
 
     def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
         return [self.judge_one(item) for item in items]
