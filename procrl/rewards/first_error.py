@@ -341,7 +341,7 @@ class FirstErrorReward(RewardComponent):
             if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
             elif verdict.note is not None and settings.backend == "reference" and verdict.ok:
-                detail["unreachable"] = verdict.note
+                detail["unreachable" if verdict.index is not None and verdict.index >= 0 else "note"] = verdict.note
             elif verdict.note is not None and verdict.status in REQUEST_FAILURES:
                 detail["error"] = verdict.note  # what failed (the model did not load, HTTP 401): procrl check names it
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"

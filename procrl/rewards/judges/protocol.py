@@ -20,6 +20,7 @@ FAILURE_KINDS = (
     "judge_error",  # an in-process judge raised (e.g. out of memory)
     "no_steps",  # the completion has no reasoning steps to judge
     "no_reference",  # reference judge: the gold is only a final answer (no intermediate values)
+    "too_long",  # more text than the judge reads (reference judge: its quantity cap), or the segmentation's caps
 )
 
 

@@ -153,6 +153,12 @@ def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
 
 
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
+# Bounds on work (every completion, question and gold gets a verdict in bounded time; real GSM8K
+# solutions state at most a few hundred quantities, their golds and questions are under 2 KB):
+MAX_QUANTITIES = 1000  # quantities of a completion judged; a longer chain with no error among them: too_long
+MAX_READ_CHARS = 20_000  # characters of a question and of a gold solution read (the gold's answer line always)
+_MAX_SUBSTITUTED = 2 * _MAX_CHAIN  # numbers of a gold calculation expanded into a later one
+LOOKAHEAD_WINDOW = 32  # later quantities the lookahead reads from an off-path one, and earlier ones it uses
 _MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
 
 # Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
@@ -208,6 +214,23 @@ class _Values:
         self.percents: list[float] = []  # question numbers written as percents
         for value in values:
             self.add(value)
+
+    @classmethod
+    def of_sorted(cls, values: list[float]) -> "_Values":
+        """From magnitudes already sorted and distinct (no re-insertion: linear)."""
+        made = cls()
+        made._sorted = values
+        return made
+
+    def copy(self) -> "_Values":
+        made = _Values.of_sorted(list(self._sorted))
+        made.percents = list(self.percents)
+        return made
+
+    def without(self, value: float) -> "_Values":
+        """A copy without the members close to ``value``."""
+        value = abs(value)
+        return _Values.of_sorted([v for v in self._sorted if not math.isclose(v, value, rel_tol=1e-9, abs_tol=1e-12)])
 
     def __len__(self) -> int:
         return len(self._sorted)
@@ -315,6 +338,7 @@ def question_numbers(question: str | None) -> _Values:
     values = _Values()
     if not question:
         return values
+    question = question[:MAX_READ_CHARS]
     for number in stated_numbers(question):
         values.add(number.value)
         if number.percent:
@@ -482,6 +506,7 @@ class Reference:
     recipes: list[Recipe]
     answer: float | None
     shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
+    capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
 
     def path(self, rules: ReferenceRules) -> _Values:
@@ -537,7 +562,9 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     asked = question_numbers(question)
     answer_text = (_GOLD_ANSWER.findall(text) or [None])[-1]
     answer = parse_number(answer_text) if answer_text is not None else parse_number(extract_boxed(text))
-    body = _GOLD_ANSWER.split(text)[0] if answer_text is not None else text
+    body = _GOLD_ANSWER.split(text, maxsplit=1)[0] if answer_text is not None else text
+    capped = len(body) > MAX_READ_CHARS
+    body = body[:MAX_READ_CHARS]
     numbers = stated_numbers(body)
     if answer is None and len(numbers) == 1 and not re.search(r"[A-Za-z\d]", body[:numbers[0].start] + body[numbers[0].end:]):
         return None  # a bare answer ("18", "$1,500")
@@ -563,13 +590,15 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         values.add(claim.right_value)
         tree = _Substitute(trees, asked).visit(tree)
         collected.walk(tree)
-        trees.append((abs(claim.right_value), tree))
+        if _leaves(tree) <= _MAX_SUBSTITUTED:
+            trees.append((abs(claim.right_value), tree))  # a larger one is not expanded into later ones
     intermediates = [v for v in values if answer is None or not math.isclose(v, abs(answer), rel_tol=1e-9)]
     if not intermediates and not claims:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
-    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares)
+    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares,
+                     capped or bool(question and len(question) > MAX_READ_CHARS))
 
 
 # --- the completion ----------------------------------------------------------------------------
@@ -683,6 +712,8 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
     quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
+    capped = len(quantities) > MAX_QUANTITIES
+    quantities = quantities[:MAX_QUANTITIES]
     base = _Values([*reference.question, *CONSTANTS])
     path = reference.path(rules)
     units = "units" in rules.transformations
@@ -694,9 +725,15 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
     off_path: list[_Quantity] = []  # accepted off the gold's path (they lead back to it)
+    known_so_far = base.copy()  # the question's numbers, the constants and every value accepted so far
     for quantity in quantities:
-        given = _Values([*base, *(_factors(None, quantity.named) if units else ())])
-        known = _Values([*given, *established])
+        factors = _factors(None, quantity.named) if units else ()
+        given, known = base, known_so_far
+        if factors:
+            given, known = base.copy(), known_so_far.copy()
+            for factor in factors:
+                given.add(factor)
+                known.add(factor)
         if rules.check_arithmetic and quantity.claim_correct is False:
             return _flag(quantity, checked, "a false calculation")
         calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
@@ -726,11 +763,17 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         if not accepted:
             return _flag(quantity, checked, "not reachable from the question and the gold solution")
         established.append(quantity.value)
+        known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
     if answer is not None and reference.answer is not None and quantities and not _same_answer(answer, reference.answer):
         return _wrong_answer(quantities, off_path, answer, checked)
-    return Verdict(-1, checked_steps=len(checked))
+    if capped:
+        return Verdict(None, status="too_long", note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
+    return Verdict(-1, checked_steps=len(checked), note=_CAPPED_NOTE if reference.capped else None)
+
+
+_CAPPED_NOTE = f"the question or the gold solution was read to its first {MAX_READ_CHARS} characters"
 
 
 def _same_answer(answer: float, gold: float) -> bool:
@@ -754,7 +797,7 @@ def _wrong_answer(quantities: list[_Quantity], off_path: list[_Quantity], answer
 
 
 def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
-    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text}: {why}",
+    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text[:80]}: {why}",
                    checked_steps=len(checked | {quantity.step}))
 
 
@@ -763,11 +806,19 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
     so that a chain of several off-path values ending on the gold's path is marked whole): the
     later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
     operations of it and the values known there, and not worked out without it."""
+    windows: dict[int, tuple[_Values, _Values]] = {}  # per later quantity: the ones just before it (+ the question's)
+
+    def earlier_than(index: int) -> tuple[_Values, _Values]:
+        if index not in windows:
+            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW):index]]
+            windows[index] = _Values(window), _Values([*reference.question, *window])
+        return windows[index]
+
     for position in range(len(quantities) - 1, -1, -1):
         quantity = quantities[position]
         if quantity.on_path or base.has(quantity.value) or _constant(quantity, rules):
             continue
-        for index in range(position + 1, len(quantities)):
+        for index in range(position + 1, min(len(quantities), position + 1 + LOOKAHEAD_WINDOW)):
             later = quantities[index]
             if not (later.on_path or later.leads):
                 continue
@@ -778,12 +829,13 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
                 continue
             if rules.max_depth < 1:
                 continue
-            earlier = _Values([q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value)])
+            earlier, with_question = earlier_than(index)
+            earlier = earlier.without(quantity.value)
             if later.on_path and reference.worked_out(later, base, earlier, rules, 1):
                 continue  # reached without it
             # with the question's numbers and earlier quantities, not the constants: "10 - 1 = 9"
             # would let any value next to a gold one through
-            before = _Values([*reference.question, *earlier])
+            before = with_question.without(quantity.value)
             if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
                 quantity.leads = True
                 break
