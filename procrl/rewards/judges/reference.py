@@ -626,6 +626,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     """The quantities of one step in reading order: its numbers, a calculation's result carrying
     its operands (annotations, blanked in the text, placed where they stand)."""
     numbers = stated_numbers(step)
+    starts = [n.start for n in numbers]
     claims = find_claims(step)
     named = _units_named(step)
     results: dict[int, _Quantity] = {}
@@ -637,8 +638,10 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
             placed.append((claim.start, _Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
             continue
         equals = claim.equals if claim.equals is not None else claim.start
-        inside = [n for n in numbers if claim.start <= n.start < equals]
-        result = next((n for n in numbers if equals < n.start < claim.end), None)
+        # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
+        inside = numbers[bisect.bisect_left(starts, claim.start):bisect.bisect_left(starts, equals)]
+        after = bisect.bisect_right(starts, equals)
+        result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
         operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
         if result is not None and result.start not in results:
             results[result.start] = _Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
@@ -711,7 +714,11 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     reference = read_reference(question, gold)
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
-    quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
+    quantities: list[_Quantity] = []
+    for index, step in enumerate(steps):
+        if len(quantities) > MAX_QUANTITIES:
+            break  # the later steps are not read
+        quantities += _step_quantities(index, step)
     capped = len(quantities) > MAX_QUANTITIES
     quantities = quantities[:MAX_QUANTITIES]
     base = _Values([*reference.question, *CONSTANTS])
