@@ -418,3 +418,9 @@ def test_more_quantities_than_the_judge_reads_is_too_long_unless_an_error_comes_
     (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
     output = RewardMix([spec]).score_all(RewardBatch.from_texts(["\n".join(line * repeats)], [JANET], [JANET_GOLD]))
     assert output["first_error"].failures["too_long"] == 1  # counted; the fallback gives the score
+
+
+def test_a_chain_ending_on_the_gold_answer_is_not_blamed_for_its_answer_line():
+    # "our answer is 5/24 ... so m + n = 29": the answer line read (5/24) is not what the chain ends on
+    steps = ["She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."]
+    assert judge_steps(JANET, tuple(steps), JANET_GOLD, answer=9.0).index == -1

@@ -66,6 +66,28 @@ through (its partial results coincide with wrong values) than it saves sound one
 lookahead already accepts when they lead back to the path; it stays an option. Order of operands
 needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity.
 
+**A wrong final answer is never "no error"**: when no quantity is flagged but the final answer
+the completion states (``JudgeItem.answer``: its ``#### N``, ``\\boxed{}``, "the answer is" or bold
+last line; a last number alone states none, so a solution cut short is judged as before) is not
+the gold's, a wrong step is named: the first value accepted off the gold's path (the chain left
+the path there and came back to it by coincidence: "30 + 18 = 48", then "30 - 48 = -18", 18 a
+gold value, the answer 18 against the gold's 12), else the first step whose calculation results
+in the wrong answer ("30 / 10 = 3 small bags", 3 a number of the question), else the last step
+stating it. Never the answer line (it is no step); when no step states the answer, or the chain
+ends on the gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
+so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``). Rules that blame an earlier step for a flagged
+one (an operand restated in a second role, an operand stated without a calculation, a step whose
+words commit to an operation, a plan step just before) and a calculation landing on a question
+number by an operation the gold does not take were measured on the development split and not
+adopted (docs/first-error.md).
+
+**Bounded work**: a question and a gold solution are read to their first ``MAX_READ_CHARS``
+characters (the gold's answer line wherever it is; the verdict's note says so), a completion to
+its first ``MAX_QUANTITIES`` quantities (more, with no error among them: None, status
+``too_long``, resolved by the fallback), the lookahead reads ``LOOKAHEAD_WINDOW`` quantities on
+either side, and a gold calculation is expanded into a later one only up to ``_MAX_SUBSTITUTED``
+numbers: the cost grows linearly with the text.
+
 A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
 counts the steps with a quantity worked out on the gold's path (or off it and leading back to
 it): a chain with none (hedging, copying the question's numbers, stating the gold answer without
@@ -773,7 +795,8 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
-    if answer is not None and reference.answer is not None and quantities and not _same_answer(answer, reference.answer):
+    if (answer is not None and reference.answer is not None and quantities and not _same_answer(answer, reference.answer)
+            and not _same_answer(quantities[-1].value, reference.answer)):  # ending on the gold's answer: a misread answer line
         return _wrong_answer(quantities, off_path, answer, checked)
     if capped:
         return Verdict(None, status="too_long", note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
