@@ -424,3 +424,27 @@ def test_a_chain_ending_on_the_gold_answer_is_not_blamed_for_its_answer_line():
     # "our answer is 5/24 ... so m + n = 29": the answer line read (5/24) is not what the chain ends on
     steps = ["She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."]
     assert judge_steps(JANET, tuple(steps), JANET_GOLD, answer=9.0).index == -1
+
+
+SHELVES = "Each of 4 shelves holds 5 boxes, and each box holds 6 books. How many books are there?"
+SHELVES_GOLD = "There are 4 * 5 = <<4*5=20>>20 boxes.\nThey hold 20 * 6 = <<20*6=120>>120 books.\n#### 120"
+
+
+def test_a_decomposition_one_operation_from_the_answer_is_not_the_error():
+    # 5 * 6 = 30 books per shelf is off the gold's path, and 4 x 30 is the gold's answer: a correct
+    # decomposition the gold does not write; the error is the step after it
+    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 * 4 = 120 books."],
+                   SHELVES_GOLD).index == -1
+    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 + 4 = 34 books."],
+                   SHELVES_GOLD).index == 1
+    # a wrong operation whose result is one operation from nothing on the path is still flagged there
+    assert verdict(SHELVES, ["Each shelf holds 5 + 6 = 11 books.", "So there are 11 * 4 = 44 books."],
+                   SHELVES_GOLD).index == 0
+
+
+def test_real_decomposition_then_a_wrong_operation_is_blamed_on_the_wrong_one():
+    """MR-GSM8K (MIT): "300 * 10 = 3000 hours" per playlist is right (the gold multiplies 20 * 300
+    first); "3000 hours / 20 playlists = 150" is the labelled error."""
+    row, steps = _mr_gsm8k_row("b0ee94ed-8f2b-4adb-8265-d44570a944c2")
+    assert int(row["model_output_solution_first_error_step"]) - 1 == 1
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == 1

@@ -869,6 +869,17 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
             if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
                 quantity.leads = True
                 break
+        if not quantity.leads and _towards_answer(quantity, reference):
+            quantity.leads = True
+
+
+def _towards_answer(quantity: _Quantity, reference: Reference) -> bool:
+    """A true calculation off the gold's path whose result is one operation with a number of the
+    question away from the gold's answer ("300 songs * 10 hours = 3000 hours", then 20 playlists
+    make 60000): a decomposition the gold does not write, whether or not a later step uses it."""
+    if quantity.operands is None or quantity.fraction or quantity.claim_correct is False or reference.answer is None:
+        return False
+    return _uses(quantity.value, reference.answer, reference.question, 1, _tolerance(reference.answer))
 
 
 class ReferenceJudge(Judge):
