@@ -53,7 +53,10 @@ not accepted:
    there that the gold's own ways do not reach without it; recursively, so an alternative
    decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
    "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
-   first stated. ``derivable`` accepts any value within ``max_depth`` operations of known and
+   first stated. It also accepts a true calculation whose result is one operation with a number of
+   the question from the gold's answer ("300 songs * 10 hours = 3000 hours" for a gold
+   ``20 * 300 = 6000``, ``6000 * 10 = 60000``), whether or not a later step uses it: the error is
+   then the later step that does not. ``derivable`` accepts any value within ``max_depth`` operations of known and
    gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
    flags every value off the path (the strict rule: it flags alternative decompositions).
 
