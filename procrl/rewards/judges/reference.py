@@ -71,18 +71,18 @@ needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the s
 
 **A wrong final answer is never "no error"**: when no quantity is flagged but the final answer
 the completion states (``JudgeItem.answer``: its ``#### N``, ``\\boxed{}``, "the answer is" or bold
-last line; a last number alone states none, so a solution cut short is judged as before) is not
-the gold's, a wrong step is named: the first value accepted off the gold's path (the chain left
+last line; a last number alone states none, so a solution cut short is judged by its quantities
+alone) is not the gold's, a wrong step is named: the first value accepted off the gold's path (the chain left
 the path there and came back to it by coincidence: "30 + 18 = 48", then "30 - 48 = -18", 18 a
 gold value, the answer 18 against the gold's 12), else the first step whose calculation results
 in the wrong answer ("30 / 10 = 3 small bags", 3 a number of the question), else the last step
 stating it. Never the answer line (it is no step); when no step states the answer, or the chain
 ends on the gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
-so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``). Rules that blame an earlier step for a flagged
-one (an operand restated in a second role, an operand stated without a calculation, a step whose
-words commit to an operation, a plan step just before) and a calculation landing on a question
-number by an operation the gold does not take were measured on the development split and not
-adopted (docs/first-error.md).
+so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``).
+Rules that blame an earlier step for a flagged one (an operand restated in a second role, an
+operand stated without a calculation, a step whose words commit to an operation, a plan step just
+before) and a calculation landing on a question number by an operation the gold does not take
+were measured on the development split and not adopted (docs/first-error.md).
 
 **Bounded work**: a question and a gold solution are read to their first ``MAX_READ_CHARS``
 characters (the gold's answer line wherever it is; the verdict's note says so), a completion to
@@ -798,11 +798,13 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
         known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
-    if (answer is not None and reference.answer is not None and quantities and not _same_answer(answer, reference.answer)
-            and not _same_answer(quantities[-1].value, reference.answer)):  # ending on the gold's answer: a misread answer line
+    wrong = answer is not None and reference.answer is not None and not _same_answer(answer, reference.answer)
+    # a chain ending on the gold's answer has a misread answer line, not a wrong step
+    if wrong and quantities and not _same_answer(quantities[-1].value, reference.answer):
         return _wrong_answer(quantities, off_path, answer, checked)
     if capped:
-        return Verdict(None, status="too_long", note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
+        return Verdict(None, status="too_long",
+                       note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
     return Verdict(-1, checked_steps=len(checked), note=_CAPPED_NOTE if reference.capped else None)
 
 
@@ -818,7 +820,7 @@ def _wrong_answer(quantities: list[_Quantity], off_path: list[_Quantity], answer
     step. The first value accepted off the gold's path (the chain left the path there and came
     back only by coincidence), else the first step whose calculation results in the wrong answer,
     else the last step stating it; never the answer line (it is no step). No step states it (the
-    answer line alone has it): no error named, as before."""
+    answer line alone has it): no error named."""
     if off_path:
         first = off_path[0]
         return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
