@@ -323,7 +323,7 @@ def _mr_gsm8k_row(uuid):
 
 @pytest.mark.parametrize("uuid, answer, step", [
     ("893fac38-641f-410e-9a0d-498a2ed57d31", 3.0, 1),  # misread "each": 10 M&M per small bag taken as 10 ounces
-    ("360d96b5-868e-40fe-8f9c-b766664240a8", 5.0, 4),  # "more than" in words: today's pages against yesterday's
+    ("328906bd-02bb-46d5-821a-a54a6936ee9a", 2.0, 2),  # in words: "two-thirds are to family, so 6 emails left"
     ("1884c208-2140-43a7-99bf-30a21a7590bf", 4.0, 3),  # the wrong answer restated, no false calculation
 ])
 def test_real_mr_gsm8k_wrong_answers_are_blamed_on_the_labelled_step(uuid, answer, step):
