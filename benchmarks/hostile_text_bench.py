@@ -1,8 +1,11 @@
 """Scoring time of hostile completions: 1 KB, 16 KB, 256 KB and 1 MB (KiB/MiB) of parentheses,
 ``2 x 2 x ...`` chains, one long line of words, text without spaces, one line of LaTeX with units
 and currency, and an answer line repeated to the end (a chat model at its token limit), scored by the CPU
-recipe's reward mix plus the arithmetic first-error verifier (segmentation, accuracy, format,
-TRACE with the cue tagger, first_error) exactly as training scores a batch.
+recipe's reward mix plus the arithmetic first-error verifier and the reference judge (segmentation,
+accuracy, format, TRACE with the cue tagger, first_error, reference) exactly as training scores a
+batch, against a GSM8K-style gold solution; then the reference judge alone on a 1 MB gold solution
+(it reads a gold to its first ``MAX_READ_CHARS`` characters and judges at most ``MAX_QUANTITIES``
+quantities of a completion: bounded work whatever the size).
 
 Linear growth shows as a constant time per MB; the last column is the growth from 16 KB to
 the size against the size ratio (1.0: linear). A completion over the cap (1 MiB characters) is
@@ -40,7 +43,9 @@ COMPONENTS = {
     "format": {"weight": 0.2, "partial": True},
     "trace": {"weight": 0.2, "tagger": "cues"},
     "first_error": {"weight": 0.5, "backend": "arithmetic"},
+    "reference": {"type": "first_error", "weight": 0.5, "backend": "reference"},
 }
+GOLD = "Each box holds 12 apples, so 3 boxes hold 3 * 12 = <<3*12=36>>36 apples.\n#### 36"
 NAIVE = """
 import sys, time, spacy
 nlp = spacy.blank("en"); nlp.add_pipe("sentencizer")
@@ -59,7 +64,7 @@ def score_once(mix, text: str) -> tuple[float, dict[str, float], bool]:
     """Seconds to score one completion (a fresh batch: segmentation included), per component."""
     from procrl.rewards.base import RewardBatch
 
-    batch = RewardBatch.from_texts([text], questions=["How many apples?"], golds=["#### 36"])
+    batch = RewardBatch.from_texts([text], questions=["How many apples?"], golds=[GOLD])
     started = time.perf_counter()
     segmentations = batch.segmentations
     segmented = time.perf_counter() - started
@@ -108,6 +113,13 @@ def main() -> None:
             note = "  (too_long)" if too_long else ""
             print(f"{kind:<15}{kb:>6} KB{total:>10.3f}{total / (kb / 1024):>10.2f}{growth:>13}   "
                   f"{slowest} {parts[slowest]:.3f} s{note}", flush=True)
+    from procrl.rewards.judges.reference import judge_steps
+
+    huge_gold = GOLD.split("####")[0] + "".join(f"Then {i} + 1 = <<{i}+1={i + 1}>>{i + 1} apples.\n"
+                                                 for i in range((1 << 20) // 40)) + "#### 36"
+    started = time.perf_counter()
+    verdict = judge_steps("How many apples?", ("3 boxes hold 3 * 12 = 36 apples.",), huge_gold)
+    print(f"{f'reference: {len(huge_gold) // 1024} KB gold':<23}{time.perf_counter() - started:>10.3f}   verdict {verdict.index}: {verdict.note}")
     over = KINDS["one long line"](MAX_CHARS + 1)
     total, _, too_long = score_once(mix, over)
     print(f"{'over the cap':<15}{'>1024 KB':>9}{total:>10.3f}{'':>10}{'':>13}   too_long: {too_long}")

@@ -19,6 +19,10 @@
   original GSM8K questions (not its "reversed" and program-of-thought variants): real solutions of
   GSM8K test questions with both classes, for F1 (acc_err on MR-GSM8K's labels, acc_cor on the
   hand-labelled sound ones) and the AUROC among right-answer solutions.
+* ``dev/`` and ``heldout/``: each procrl-format file split by question (:func:`held_out`: a fixed
+  hash of the question text, 40% held out), so that the rules are chosen on ``dev/`` only and the
+  figures of docs/first-error.md are reported on rows no rule was tuned on. The same question falls
+  in the same part in every file (GSM8K real and MR-GSM8K share questions).
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
@@ -33,6 +37,7 @@ Prints the ``procrl validate`` commands of the README table.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import subprocess
 import sys
@@ -48,6 +53,30 @@ PEERS = {"math_shepherd": "eval_results/mr-gsm8k/math-shepherd_mistral-7b_eval_r
          "roscoe_ss": "eval_results/mr-gsm8k/roscoe-ss_eval_results.json"}
 LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
 LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
+
+
+HELD_OUT_PERCENT = 40
+
+
+def held_out(question: str) -> bool:
+    """Whether a question belongs to the held-out part: a fixed hash of its text, not a seeded draw,
+    so that the split is the same on every machine and in every file."""
+    digest = hashlib.sha256(question.strip().encode("utf-8")).digest()
+    return int.from_bytes(digest[:4], "big") % 100 < HELD_OUT_PERCENT
+
+
+def split_file(path: Path, output: Path) -> tuple[str, str]:
+    """``path`` (procrl JSONL) as ``dev/NAME`` and ``heldout/NAME``, by :func:`held_out`."""
+    rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    parts = {"dev": [], "heldout": []}
+    for line in rows:
+        parts["heldout" if held_out(json.loads(line)["question"]) else "dev"].append(line + "\n")
+    written = []
+    for part, lines in parts.items():
+        (output / part).mkdir(parents=True, exist_ok=True)
+        (output / part / path.name).write_text("".join(lines), encoding="utf-8")
+        written.append(str(output / part / path.name))
+    return written[0], written[1]
 
 
 def git_show(directory: str, path: str) -> str | None:
@@ -186,6 +215,10 @@ def main(argv: list[str] | None = None) -> int:
             combined.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
             commands.append(f"procrl validate --recipe {recipe} --data {combined} "
                             + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
+    for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl"):
+        if (output / name).exists():
+            dev, heldout = split_file(output / name, output)
+            commands.append(f"# split by question: {dev} (tune on it), {heldout} (report on it)")
     if args.reasoneval:
         text = git_show(args.reasoneval, "dataset/perturbation.json")
         if text is not None:

@@ -259,3 +259,192 @@ def test_validate_prints_the_reference_judge_next_to_the_arithmetic_one(tmp_path
     assert reference["localisation"]["acc_err"] > 1.5 * arithmetic["localisation"]["acc_err"]
     assert reference["localisation"]["error_found"] > 0.6 > arithmetic["localisation"]["error_found"]
     assert reference["failures"]["no_reference"] <= 10  # MR-GSM8K's few reversed rows whose gold is a bare number
+
+
+# --- a wrong final answer names a step ------------------------------------------------------------
+
+MIA = "Mia buys 2 packs of 12 stickers. She puts 4 stickers on each page. How many pages does she fill?"
+MIA_GOLD = "She has 2 * 12 = <<2*12=24>>24 stickers.\nShe fills 24 / 4 = <<24/4=6>>6 pages.\n#### 6"
+SAM = "Sam read 10 pages on Monday and 6 more pages on Tuesday than on Monday. How many pages did he read in all?"
+SAM_GOLD = "On Tuesday he read 10 + 6 = <<10+6=16>>16 pages.\nIn all he read 10 + 16 = <<10+16=26>>26 pages.\n#### 26"
+
+
+def test_a_misread_each_with_a_wrong_answer_is_blamed_where_it_is_computed():
+    # "4 stickers on each page" read as 12 on each page: 24 / 12 = 2 lands on a constant, every
+    # value is known, and no calculation is false; the wrong answer 2 names the step computing it
+    steps = ["She has 2 * 12 = 24 stickers.", "Each page holds 12 stickers, so she fills 24 / 12 = 2 pages."]
+    assert verdict(MIA, steps, MIA_GOLD).index == -1  # without the answer: nothing to see
+    result = judge_steps(MIA, tuple(steps), MIA_GOLD, answer=2.0)
+    assert result.index == 1 and "final answer 2" in result.note
+    assert judge_steps(MIA, ("She has 2 * 12 = 24 stickers.", "She fills 24 / 4 = 6 pages."), MIA_GOLD,
+                       answer=6.0).index == -1  # the right answer: no change
+
+
+def test_a_wrong_operation_stated_in_words_with_a_gold_value_as_answer():
+    # "6 more pages on Tuesday than on Monday" taken as the total: 10 + 6 = 16 is on the gold's path
+    steps = ["Sam read 10 pages on Monday.", "On Tuesday he read 6 more, so in all he read 10 + 6 = 16 pages."]
+    assert judge_steps(SAM, tuple(steps), SAM_GOLD, answer=16.0).index == 1
+
+
+def test_a_wrong_answer_is_blamed_on_the_first_value_off_the_path():
+    # 13 leaves the gold's path (the lookahead lets it through: 13 - 4 = 9 comes back to it), and the
+    # answer 18 + 9 = 27 is wrong: the chain left the path at step 0 (not where the answer is stated)
+    steps = ["She has 16 - 3 = 13 eggs after breakfast.", "Then 13 - 4 = 9 eggs are left.", "She makes 9 x $2 = $18.",
+             "With the 9 eggs she keeps, that is 18 + 9 = 27."]
+    assert judge_steps(JANET, tuple(steps[:3]), JANET_GOLD, answer=18.0).index == -1
+    result = judge_steps(JANET, tuple(steps), JANET_GOLD, answer=27.0)
+    assert result.index == 3  # 27 is off the path and leads nowhere: flagged by the rule itself
+    wrong_label = ["She has 16 - 3 = 13 eggs after breakfast.", "Then 13 - 4 = 9 eggs are left.", "She makes $9."]
+    assert judge_steps(JANET, tuple(wrong_label), JANET_GOLD, answer=9.0).index == 0
+
+
+def test_a_wrong_answer_without_a_verdict_stays_no_opinion_and_never_blames_the_answer_line():
+    result = judge_steps(JANET, ("She has 16 - 3 - 4 = 9 eggs.",), "18", answer=9.0)
+    assert result.index is None and result.status == "no_reference"
+    # the answer only in the answer line (no step states it): no step to name
+    result = judge_steps(JANET, ("She has 16 - 3 - 4 = 9 eggs.", "She makes 9 * 2 = $18."), JANET_GOLD, answer=20.0)
+    assert result.index == -1
+    (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
+    output = RewardMix([spec]).score_all(RewardBatch.from_texts(
+        ["She has 2 * 12 = 24 stickers.\nEach page holds 12 stickers, so she fills 24 / 12 = 2 pages.\n#### 2"],
+        [MIA], [MIA_GOLD]))["first_error"]
+    assert output.scores == [-1.0] and output.details[0]["index"] == 1  # through the component: the answer line read
+
+
+def _mr_gsm8k_row(uuid):
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(__file__).parent / "data" / "validate" / "mr_gsm8k_sample.json").read_text())
+    row = next(r for r in rows if r["uuid"] == uuid)
+    steps = tuple(s.split(": ", 1)[1] for s in row["model_output_steps"] if "####" not in s and "answer is" not in s)
+    return row, steps
+
+
+@pytest.mark.parametrize("uuid, answer, step", [
+    ("893fac38-641f-410e-9a0d-498a2ed57d31", 3.0, 1),  # misread "each": 10 M&M per small bag taken as 10 ounces
+    ("328906bd-02bb-46d5-821a-a54a6936ee9a", 2.0, 2),  # in words: "two-thirds are to family, so 6 emails left"
+    ("1884c208-2140-43a7-99bf-30a21a7590bf", 4.0, 3),  # the wrong answer restated, no false calculation
+])
+def test_real_mr_gsm8k_wrong_answers_are_blamed_on_the_labelled_step(uuid, answer, step):
+    """Real flawed solutions of MR-GSM8K (MIT; tests/data/validate) whose every calculation is true and
+    lands on a known value: the human label (1-based in the data) is the step named."""
+    row, steps = _mr_gsm8k_row(uuid)
+    assert int(row["model_output_solution_first_error_step"]) - 1 == step
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == -1
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"], answer=answer).index == step
+
+
+def test_the_stated_final_answer_is_an_explicit_one():
+    from procrl.rewards.judges.reference import stated_final_answer
+
+    assert stated_final_answer("So 3 bags.\n#### 3") == 3.0
+    assert stated_final_answer("The answer is: 12") == 12.0
+    assert stated_final_answer("She has 16 - 3 = 13 eggs") is None  # a solution cut short states no answer
+    assert stated_final_answer(None) is None
+
+
+# --- bounded work -------------------------------------------------------------------------------
+
+
+def _count_adds(monkeypatch):
+    from procrl.rewards.judges import reference
+
+    calls = {"n": 0}
+    add = reference._Values.add
+
+    def counted(self, value):
+        calls["n"] += 1
+        return add(self, value)
+
+    monkeypatch.setattr(reference._Values, "add", counted)
+    return calls
+
+
+def test_the_judge_s_work_grows_linearly_with_the_completion(monkeypatch):
+    """Values inserted into the judge's sets, counted: 4x the steps is at most ~4x the work (a set
+    of known values rebuilt at every quantity is quadratic)."""
+    calls = _count_adds(monkeypatch)
+    line = ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18.")
+    work = []
+    for repeats in (10, 40):
+        read_reference.cache_clear()
+        calls["n"] = 0
+        assert judge_steps(JANET, line * repeats, JANET_GOLD).index == -1
+        work.append(calls["n"])
+    assert work[1] <= 5 * work[0], work
+
+
+def test_a_long_gold_is_read_in_linear_work_and_a_huge_one_is_capped(monkeypatch):
+    from procrl.rewards.judges import reference
+
+    def gold(lines):
+        return JANET_GOLD.split("####")[0] + "".join(f"She adds {i} + 1 = <<{i}+1={i + 1}>>{i + 1} eggs.\n"
+                                                      for i in range(lines)) + "#### 18"
+
+    calls = {"n": 0}
+    flatten = reference._flatten
+
+    def counted(*args):
+        calls["n"] += 1
+        return flatten(*args)
+
+    monkeypatch.setattr(reference, "_flatten", counted)
+    work = []
+    for lines in (50, 200):  # each gold result feeds the next calculation: expanded, a chain that grows
+        read_reference.cache_clear()
+        calls["n"] = 0
+        read_reference(JANET, gold(lines))
+        work.append(calls["n"])
+    assert work[1] <= 5 * work[0], work
+    read_reference.cache_clear()
+    huge = gold(25_000)  # ~1 MB
+    assert len(huge) > 900_000
+    result = judge_steps(JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."), huge)
+    assert result.index == -1 and result.status == "ok"
+    assert f"first {reference.MAX_READ_CHARS} characters" in result.note
+    assert read_reference(JANET, huge).answer == 18.0  # the answer line is read wherever it is
+
+
+def test_more_quantities_than_the_judge_reads_is_too_long_unless_an_error_comes_first():
+    from procrl.rewards.judges import reference
+
+    line = ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18.")
+    repeats = reference.MAX_QUANTITIES // 8 + 1  # 8 quantities per repeat
+    result = judge_steps(JANET, line * repeats, JANET_GOLD)
+    assert result.index is None and result.status == "too_long"
+    wrong = ("She has 16 - 3 = 12 eggs.",) + line * repeats
+    assert judge_steps(JANET, wrong, JANET_GOLD).index == 0  # an error among the quantities read is still found
+    (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
+    output = RewardMix([spec]).score_all(RewardBatch.from_texts(["\n".join(line * repeats)], [JANET], [JANET_GOLD]))
+    assert output["first_error"].failures["too_long"] == 1  # counted; the fallback gives the score
+
+
+def test_a_chain_ending_on_the_gold_answer_is_not_blamed_for_its_answer_line():
+    # "our answer is 5/24 ... so m + n = 29": the answer line read (5/24) is not what the chain ends on
+    steps = ["She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."]
+    assert judge_steps(JANET, tuple(steps), JANET_GOLD, answer=9.0).index == -1
+
+
+SHELVES = "Each of 4 shelves holds 5 boxes, and each box holds 6 books. How many books are there?"
+SHELVES_GOLD = "There are 4 * 5 = <<4*5=20>>20 boxes.\nThey hold 20 * 6 = <<20*6=120>>120 books.\n#### 120"
+
+
+def test_a_decomposition_one_operation_from_the_answer_is_not_the_error():
+    # 5 * 6 = 30 books per shelf is off the gold's path, and 4 x 30 is the gold's answer: a correct
+    # decomposition the gold does not write; the error is the step after it
+    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 * 4 = 120 books."],
+                   SHELVES_GOLD).index == -1
+    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 + 4 = 34 books."],
+                   SHELVES_GOLD).index == 1
+    # a wrong operation whose result is one operation from nothing on the path is still flagged there
+    assert verdict(SHELVES, ["Each shelf holds 5 + 6 = 11 books.", "So there are 11 * 4 = 44 books."],
+                   SHELVES_GOLD).index == 0
+
+
+def test_real_decomposition_then_a_wrong_operation_is_blamed_on_the_wrong_one():
+    """MR-GSM8K (MIT): "300 * 10 = 3000 hours" per playlist is right (the gold multiplies 20 * 300
+    first); "3000 hours / 20 playlists = 150" is the labelled error."""
+    row, steps = _mr_gsm8k_row("b0ee94ed-8f2b-4adb-8265-d44570a944c2")
+    assert int(row["model_output_solution_first_error_step"]) - 1 == 1
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == 1

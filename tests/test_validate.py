@@ -78,6 +78,20 @@ def test_processbench_metrics_hand_computed():
     assert math.isnan(processbench_metrics([0], [0])["f1"])  # one class: no F1
 
 
+def test_localisation_breakdown_hand_computed():
+    from procrl.evaluation.validate_metrics import localisation_breakdown
+
+    labels = [-1, 2, 2, 3, 0, 1, 5, 4, 1]
+    predictions = [0, 2, 1, 6, 1, -1, 0, None, 3]
+    b = localisation_breakdown(labels, predictions)
+    # flawed: 8 (the sound row is not counted); exact: label 2 -> 2; early: 2 -> 1 (by 1), 5 -> 0 (by 5);
+    # late: 3 -> 6 (by 3), 0 -> 1 (by 1), 1 -> 3 (by 2); none: 1 -> -1; no verdict: 4 -> None
+    assert b == {"n": 8, "exact": 1, "early": 2, "late": 3, "none": 1, "no_verdict": 1,
+                 "early_by": {"1": 1, "2": 0, "3+": 1}, "late_by": {"1": 1, "2": 1, "3+": 1}}
+    assert processbench_metrics(labels, predictions)["breakdown"] == b
+    assert processbench_metrics(labels, predictions)["acc_err"] == pytest.approx(1 / 8)
+
+
 def test_step_spans_and_label_mapping_by_offsets():
     text, spans = step_spans(["a b", " c", "d "], "\n", prefixes=["Step 1: ", "Step 2:", "Step 3: "])
     assert text == "Step 1: a b\nStep 2: c\nStep 3: d "
@@ -248,6 +262,15 @@ def test_validate_end_to_end_on_the_real_mr_gsm8k_sample(tmp_path, capsys):
     assert agreement["scored"] == 250 and agreement["agree"] >= 240
     assert (out / "validate.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| first_error |" in (out / "report.md").read_text()
+    breakdown = local["breakdown"]
+    assert breakdown["n"] == 250
+    assert sum(breakdown[k] for k in ("exact", "early", "late", "none", "no_verdict")) == 250
+    assert breakdown["exact"] == round(local["acc_err"] * 250)
+    assert sum(breakdown["late_by"].values()) == breakdown["late"]
+    share = lambda k: f"{100 * breakdown[k] / 250:.0f}%"
+    line = next(l for l in table.splitlines() if l.startswith("first_error") and l.split()[1] == "250")
+    assert line.split()[2:6] == [share("exact"), share("early"), share("late"), share("none")]
+    assert f"| first_error | 250 | {share('exact')} | {share('early')} (" in (out / "report.md").read_text()
 
 
 def test_validate_on_both_classes_json_and_components(tmp_path, capsys):

@@ -490,6 +490,31 @@ def _rows_of(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [*report["components"].items(), ("weighted total", report[TOTAL])]
 
 
+def _localisation_rows(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(name, ProcessBench metrics) of every first-error component and every per-step peer."""
+    rows = [(name, stats["localisation"]) for name, stats in report["components"].items() if stats.get("localisation")]
+    rows += [(f"{name} (peer)", peer["localisation"]) for name, peer in report["peers"].items() if peer.get("localisation")]
+    return [(name, local) for name, local in rows if (local.get("breakdown") or {}).get("n")]
+
+
+def _by(distances: dict[str, int]) -> str:
+    return "/".join(str(distances[k]) for k in ("1", "2", "3+"))
+
+
+def localisation_table(report: dict[str, Any]) -> list[str]:
+    """Where the verdicts on flawed rows fall, one line per judge and peer (terminal)."""
+    rows = _localisation_rows(report)
+    if not rows:
+        return []
+    lines = ["", f"{'first error on flawed':<22}{'n':>6}{'exact':>7}{'early':>7}{'late':>7}{'none':>7}{'no verdict':>11}"
+             f"   {'early by 1/2/3+':<16}{'late by 1/2/3+':<16}"]
+    for name, local in rows:
+        b = local["breakdown"]
+        lines.append(f"{name[:21]:<22}{b['n']:>6}" + "".join(f"{_pct(b[k] / b['n']):>7}" for k in ("exact", "early", "late", "none"))
+                     + f"{_pct(b['no_verdict'] / b['n']):>11}   {_by(b['early_by']):<16}{_by(b['late_by']):<16}")
+    return lines
+
+
 def format_table(report: dict[str, Any]) -> str:
     """The terminal summary: one line per component, then what the numbers rest on."""
     classes = report["classes"]
@@ -547,6 +572,7 @@ def format_table(report: dict[str, Any]) -> str:
                      f"{_pct(seg['boundary_precision'])} of procrl's are the data's; identical in {_pct(seg['identical'])}")
     if notes:
         lines += [""] + notes
+    lines += localisation_table(report)
     if report["peers"]:
         lines += ["", f"{'peer (same rows)':<22}{'matched':>9}  {'AUROC sound/flawed':<22}{'AUROC right-answer':<22}"
                   f"{'acc_err':>8}{'acc_cor':>8}{'F1':>6}"]
@@ -602,6 +628,19 @@ def report_markdown(report: dict[str, Any]) -> str:
             l = stats["localisation"]
             lines.append(f"| {name} | {l['n_correct']} | {l['n_error']} | {_pct(l['acc_err'])} | {_pct(l['acc_cor'])} | "
                          f"{_pct(l['f1'])} | {_pct(l['error_found'])} | {l['false_alarm']} | {l['label_not_on_procrl_steps']} |")
+    breakdown = _localisation_rows(report)
+    if breakdown:
+        lines += ["", "## Where the first error is put on flawed rows", "",
+                  "| judge | flawed | exact | early (by 1 / 2 / 3+) | late (by 1 / 2 / 3+) | none | no verdict | acc_err | acc_cor | F1 |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, local in breakdown:
+            b = local["breakdown"]
+            share = {k: _pct(b[k] / b["n"]) for k in ("exact", "early", "late", "none", "no_verdict")}
+            lines.append(f"| {name} | {b['n']} | {share['exact']} | {share['early']} ({_by(b['early_by']).replace('/', ' / ')}) | "
+                         f"{share['late']} ({_by(b['late_by']).replace('/', ' / ')}) | {share['none']} | {share['no_verdict']} | "
+                         f"{_pct(local['acc_err'])} | {_pct(local['acc_cor'])} | {_pct(local['f1'])} |")
+        lines += ["", "Exact: the labelled first wrong step; early / late: another step before / after it (counts by "
+                  "distance in steps); none: no error found; a peer's steps are the data's own."]
     seg = report.get("segmentation")
     if seg:
         lines += ["", "## Step boundaries: the data's against procrl's", "",

@@ -9,6 +9,8 @@
 * :func:`processbench_metrics`: ProcessBench's acc_err (share of flawed samples whose first
   wrong step is found exactly), acc_cor (share of sound samples called error-free) and their
   harmonic mean F1; a sample without a verdict (None) counts as wrong in both.
+  :func:`localisation_breakdown`: where the verdicts on flawed samples fall: exact, early, late
+  (each with its distance in steps), none (no error found) or no verdict.
 * :func:`map_label`: a first-error label given on the data's steps, moved onto procrl's steps
   by character offsets into the one text both segment: the first procrl step that overlaps the
   labelled data step. :func:`boundary_agreement`: how far the two segmentations agree.
@@ -28,6 +30,7 @@ __all__ = [
     "bootstrap_auroc",
     "boundary_agreement",
     "first_below",
+    "localisation_breakdown",
     "map_label",
     "processbench_metrics",
     "roc_points",
@@ -164,7 +167,37 @@ def processbench_metrics(labels: list[int], predictions: list[int | None]) -> di
         "f1": f1,
         "no_verdict": sum(p is None for p in predictions),
         "confusion": {"error_by_label": dict(sorted(by_position.items())), "all_correct": correct_row},
+        "breakdown": localisation_breakdown(labels, predictions),
     }
+
+
+def _distance(steps: int) -> str:
+    return str(steps) if steps < 3 else "3+"
+
+
+def localisation_breakdown(labels: list[int], predictions: list[int | None]) -> dict[str, Any]:
+    """Counts over the flawed samples (label >= 0): ``exact`` (the labelled step), ``early`` and
+    ``late`` (another step before or after it; ``early_by`` / ``late_by``: how many steps away,
+    1, 2 or 3+), ``none`` (no error found: -1) and ``no_verdict`` (None)."""
+    out: dict[str, Any] = {"n": 0, "exact": 0, "early": 0, "late": 0, "none": 0, "no_verdict": 0,
+                           "early_by": {"1": 0, "2": 0, "3+": 0}, "late_by": {"1": 0, "2": 0, "3+": 0}}
+    for label, prediction in zip(labels, predictions):
+        if label < 0:
+            continue
+        out["n"] += 1
+        if prediction is None:
+            out["no_verdict"] += 1
+        elif prediction == -1:
+            out["none"] += 1
+        elif prediction == label:
+            out["exact"] += 1
+        elif prediction < label:
+            out["early"] += 1
+            out["early_by"][_distance(label - prediction)] += 1
+        else:
+            out["late"] += 1
+            out["late_by"][_distance(prediction - label)] += 1
+    return out
 
 
 def sweep_thresholds(labels: list[int], probabilities: list[list[float] | None], thresholds=SWEEP) -> dict[str, Any]:

@@ -294,18 +294,24 @@ class FirstErrorReward(RewardComponent):
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.ascore(batch)).result()
 
-    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None) -> JudgeItem:
+    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None,
+                  completion: str | None = None) -> JudgeItem:
         """What the judge is asked about one solution, the same in training, ``eval-judge`` and
         ``evaluate``: the gold reduced to what ``reference`` shows (the reference judge always
-        sees the whole gold solution: it checks against its intermediate values)."""
-        shown = "solution" if self.settings.backend == "reference" else self.settings.reference
-        return JudgeItem(question, tuple(steps), reference_text(gold, shown))
+        sees the whole gold solution: it checks against its intermediate values, and the final
+        answer the completion states)."""
+        if self.settings.backend != "reference":
+            return JudgeItem(question, tuple(steps), reference_text(gold, self.settings.reference))
+        from procrl.rewards.judges.reference import stated_final_answer
+
+        return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), stated_final_answer(completion))
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
         items = [
-            self.make_item(question, tuple(step.text for step in segmentation.steps), gold)
-            for question, gold, segmentation in zip(batch.questions, batch.golds, segmentations)
+            self.make_item(question, tuple(step.text for step in segmentation.steps), gold, completion)
+            for question, gold, segmentation, completion in zip(batch.questions, batch.golds, segmentations,
+                                                                batch.completions)
         ]
         verdicts = await self.judge_items(items)
         return self.output_from_verdicts(batch, items, verdicts)
@@ -335,7 +341,7 @@ class FirstErrorReward(RewardComponent):
             if verdict.note is not None and settings.backend == "arithmetic":
                 detail["wrong_calculation"] = verdict.note
             elif verdict.note is not None and settings.backend == "reference" and verdict.ok:
-                detail["unreachable"] = verdict.note
+                detail["unreachable" if verdict.index is not None and verdict.index >= 0 else "note"] = verdict.note
             elif verdict.note is not None and verdict.status in REQUEST_FAILURES:
                 detail["error"] = verdict.note  # what failed (the model did not load, HTTP 401): procrl check names it
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"

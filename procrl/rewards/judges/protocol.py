@@ -20,16 +20,20 @@ FAILURE_KINDS = (
     "judge_error",  # an in-process judge raised (e.g. out of memory)
     "no_steps",  # the completion has no reasoning steps to judge
     "no_reference",  # reference judge: the gold is only a final answer (no intermediate values)
+    "too_long",  # more text than the judge reads (reference judge: its quantity cap), or the segmentation's caps
 )
 
 
 @dataclass(frozen=True)
 class JudgeItem:
-    """One solution to judge: the question, its steps, the gold answer (shown in reference mode)."""
+    """One solution to judge: the question, its steps, the gold answer (shown in reference mode),
+    and the final answer the completion states, when it states one (the reference judge blames a
+    step for a wrong one)."""
 
     question: str | None
     steps: tuple[str, ...]
     gold: str | None = None
+    answer: float | None = None
 
 
 @dataclass

@@ -53,7 +53,10 @@ not accepted:
    there that the gold's own ways do not reach without it; recursively, so an alternative
    decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
    "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
-   first stated. ``derivable`` accepts any value within ``max_depth`` operations of known and
+   first stated. It also accepts a true calculation whose result is one operation with a number of
+   the question from the gold's answer ("300 songs * 10 hours = 3000 hours" for a gold
+   ``20 * 300 = 6000``, ``6000 * 10 = 60000``), whether or not a later step uses it: the error is
+   then the later step that does not. ``derivable`` accepts any value within ``max_depth`` operations of known and
    gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
    flags every value off the path (the strict rule: it flags alternative decompositions).
 
@@ -65,6 +68,28 @@ on real GSM8K solutions (docs/first-error.md "The reference judge"), ``regroup``
 through (its partial results coincide with wrong values) than it saves sound ones, which the
 lookahead already accepts when they lead back to the path; it stays an option. Order of operands
 needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the same quantity.
+
+**A wrong final answer is never "no error"**: when no quantity is flagged but the final answer
+the completion states (``JudgeItem.answer``: its ``#### N``, ``\\boxed{}``, "the answer is" or bold
+last line; a last number alone states none, so a solution cut short is judged by its quantities
+alone) is not the gold's, a wrong step is named: the first value accepted off the gold's path (the chain left
+the path there and came back to it by coincidence: "30 + 18 = 48", then "30 - 48 = -18", 18 a
+gold value, the answer 18 against the gold's 12), else the first step whose calculation results
+in the wrong answer ("30 / 10 = 3 small bags", 3 a number of the question), else the last step
+stating it. Never the answer line (it is no step); when no step states the answer, or the chain
+ends on the gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
+so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``).
+Rules that blame an earlier step for a flagged one (an operand restated in a second role, an
+operand stated without a calculation, a step whose words commit to an operation, a plan step just
+before) and a calculation landing on a question number by an operation the gold does not take
+were measured on the development split and not adopted (docs/first-error.md).
+
+**Bounded work**: a question and a gold solution are read to their first ``MAX_READ_CHARS``
+characters (the gold's answer line wherever it is; the verdict's note says so), a completion to
+its first ``MAX_QUANTITIES`` quantities (more, with no error among them: None, status
+``too_long``, resolved by the fallback), the lookahead reads ``LOOKAHEAD_WINDOW`` quantities on
+either side, and a gold calculation is expanded into a later one only up to ``_MAX_SUBSTITUTED``
+numbers: the cost grows linearly with the text.
 
 A step that states no quantity (prose, a plan) is neither an error nor checked. ``checked_steps``
 counts the steps with a quantity worked out on the gold's path (or off it and leading back to
@@ -153,6 +178,12 @@ def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
 
 
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
+# Bounds on work (every completion, question and gold gets a verdict in bounded time; real GSM8K
+# solutions state at most a few hundred quantities, their golds and questions are under 2 KB):
+MAX_QUANTITIES = 1000  # quantities of a completion judged; a longer chain with no error among them: too_long
+MAX_READ_CHARS = 20_000  # characters of a question and of a gold solution read (the gold's answer line always)
+_MAX_SUBSTITUTED = 2 * _MAX_CHAIN  # numbers of a gold calculation expanded into a later one
+LOOKAHEAD_WINDOW = 32  # later quantities the lookahead reads from an off-path one, and earlier ones it uses
 _MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
 
 # Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
@@ -208,6 +239,23 @@ class _Values:
         self.percents: list[float] = []  # question numbers written as percents
         for value in values:
             self.add(value)
+
+    @classmethod
+    def of_sorted(cls, values: list[float]) -> "_Values":
+        """From magnitudes already sorted and distinct (no re-insertion: linear)."""
+        made = cls()
+        made._sorted = values
+        return made
+
+    def copy(self) -> "_Values":
+        made = _Values.of_sorted(list(self._sorted))
+        made.percents = list(self.percents)
+        return made
+
+    def without(self, value: float) -> "_Values":
+        """A copy without the members close to ``value``."""
+        value = abs(value)
+        return _Values.of_sorted([v for v in self._sorted if not math.isclose(v, value, rel_tol=1e-9, abs_tol=1e-12)])
 
     def __len__(self) -> int:
         return len(self._sorted)
@@ -315,6 +363,7 @@ def question_numbers(question: str | None) -> _Values:
     values = _Values()
     if not question:
         return values
+    question = question[:MAX_READ_CHARS]
     for number in stated_numbers(question):
         values.add(number.value)
         if number.percent:
@@ -482,6 +531,7 @@ class Reference:
     recipes: list[Recipe]
     answer: float | None
     shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
+    capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
 
     def path(self, rules: ReferenceRules) -> _Values:
@@ -537,7 +587,9 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     asked = question_numbers(question)
     answer_text = (_GOLD_ANSWER.findall(text) or [None])[-1]
     answer = parse_number(answer_text) if answer_text is not None else parse_number(extract_boxed(text))
-    body = _GOLD_ANSWER.split(text)[0] if answer_text is not None else text
+    body = _GOLD_ANSWER.split(text, maxsplit=1)[0] if answer_text is not None else text
+    capped = len(body) > MAX_READ_CHARS
+    body = body[:MAX_READ_CHARS]
     numbers = stated_numbers(body)
     if answer is None and len(numbers) == 1 and not re.search(r"[A-Za-z\d]", body[:numbers[0].start] + body[numbers[0].end:]):
         return None  # a bare answer ("18", "$1,500")
@@ -563,13 +615,15 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         values.add(claim.right_value)
         tree = _Substitute(trees, asked).visit(tree)
         collected.walk(tree)
-        trees.append((abs(claim.right_value), tree))
+        if _leaves(tree) <= _MAX_SUBSTITUTED:
+            trees.append((abs(claim.right_value), tree))  # a larger one is not expanded into later ones
     intermediates = [v for v in values if answer is None or not math.isclose(v, abs(answer), rel_tol=1e-9)]
     if not intermediates and not claims:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
-    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares)
+    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares,
+                     capped or bool(question and len(question) > MAX_READ_CHARS))
 
 
 # --- the completion ----------------------------------------------------------------------------
@@ -597,6 +651,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     """The quantities of one step in reading order: its numbers, a calculation's result carrying
     its operands (annotations, blanked in the text, placed where they stand)."""
     numbers = stated_numbers(step)
+    starts = [n.start for n in numbers]
     claims = find_claims(step)
     named = _units_named(step)
     results: dict[int, _Quantity] = {}
@@ -608,8 +663,10 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
             placed.append((claim.start, _Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
             continue
         equals = claim.equals if claim.equals is not None else claim.start
-        inside = [n for n in numbers if claim.start <= n.start < equals]
-        result = next((n for n in numbers if equals < n.start < claim.end), None)
+        # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
+        inside = numbers[bisect.bisect_left(starts, claim.start):bisect.bisect_left(starts, equals)]
+        after = bisect.bisect_right(starts, equals)
+        result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
         operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
         if result is not None and result.start not in results:
             results[result.start] = _Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
@@ -665,15 +722,33 @@ def _constant(quantity: _Quantity, rules: ReferenceRules) -> bool:
     return any(math.isclose(quantity.value, f) for f in own + _factors(None, named))
 
 
+def stated_final_answer(completion: str | None) -> float | None:
+    """The final answer a completion states explicitly (``#### N``, ``\\boxed{}``, "the answer is",
+    a bold last line), or None: a last number alone is no statement of an answer (a solution cut
+    short, a prefix, states none)."""
+    from procrl.core.answers import extract_prediction
+
+    value, rule = extract_prediction(completion or "")
+    return None if rule in ("none", "last_number") else value
+
+
 def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
-                rules: ReferenceRules = ReferenceRules()) -> Verdict:
-    """The verdict for one solution (module docstring)."""
+                rules: ReferenceRules = ReferenceRules(), answer: float | None = None) -> Verdict:
+    """The verdict for one solution (module docstring); ``answer``: the final answer the
+    completion states (None: none stated)."""
     reference = read_reference(question, gold)
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
-    quantities = [q for index, step in enumerate(steps) for q in _step_quantities(index, step)]
+    quantities: list[_Quantity] = []
+    for index, step in enumerate(steps):
+        if len(quantities) > MAX_QUANTITIES:
+            break  # the later steps are not read
+        quantities += _step_quantities(index, step)
+    capped = len(quantities) > MAX_QUANTITIES
+    quantities = quantities[:MAX_QUANTITIES]
     base = _Values([*reference.question, *CONSTANTS])
     path = reference.path(rules)
+    units = "units" in rules.transformations
     for quantity in quantities:
         quantity.on_path = _matches(quantity, path, rules)
     if rules.off_path == "lookahead":
@@ -681,10 +756,16 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     established: list[float] = []  # every value accepted so far
     derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
-    units = "units" in rules.transformations
+    off_path: list[_Quantity] = []  # accepted off the gold's path (they lead back to it)
+    known_so_far = base.copy()  # the question's numbers, the constants and every value accepted so far
     for quantity in quantities:
-        given = _Values([*base, *(_factors(None, quantity.named) if units else ())])
-        known = _Values([*given, *established])
+        factors = _factors(None, quantity.named) if units else ()
+        given, known = base, known_so_far
+        if factors:
+            given, known = base.copy(), known_so_far.copy()
+            for factor in factors:
+                given.add(factor)
+                known.add(factor)
         if rules.check_arithmetic and quantity.claim_correct is False:
             return _flag(quantity, checked, "a false calculation")
         calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
@@ -702,23 +783,56 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
         elif quantity.leads:
+            off_path.append(quantity)
             if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
                 checked.add(quantity.step)
         elif rules.off_path == "derivable" and _derivable(
                 quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
+            off_path.append(quantity)
             checked.add(quantity.step)
         else:
             accepted = False
         if not accepted:
             return _flag(quantity, checked, "not reachable from the question and the gold solution")
         established.append(quantity.value)
+        known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
-    return Verdict(-1, checked_steps=len(checked))
+    wrong = answer is not None and reference.answer is not None and not _same_answer(answer, reference.answer)
+    # a chain ending on the gold's answer has a misread answer line, not a wrong step
+    if wrong and quantities and not _same_answer(quantities[-1].value, reference.answer):
+        return _wrong_answer(quantities, off_path, answer, checked)
+    if capped:
+        return Verdict(None, status="too_long",
+                       note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
+    return Verdict(-1, checked_steps=len(checked), note=_CAPPED_NOTE if reference.capped else None)
+
+
+_CAPPED_NOTE = f"the question or the gold solution was read to its first {MAX_READ_CHARS} characters"
+
+
+def _same_answer(answer: float, gold: float) -> bool:
+    return math.isclose(abs(answer), abs(gold), rel_tol=1e-6, abs_tol=1e-9)
+
+
+def _wrong_answer(quantities: list[_Quantity], off_path: list[_Quantity], answer: float, checked: set[int]) -> Verdict:
+    """No step was flagged but the final answer is not the gold's: a wrong answer means a wrong
+    step. The first value accepted off the gold's path (the chain left the path there and came
+    back only by coincidence), else the first step whose calculation results in the wrong answer,
+    else the last step stating it; never the answer line (it is no step). No step states it (the
+    answer line alone has it): no error named."""
+    if off_path:
+        first = off_path[0]
+        return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
+    stating = [q for q in quantities if _same_answer(q.value, answer)]
+    chosen = next((q for q in stating if q.operands is not None and not q.fraction), stating[-1] if stating else None)
+    if chosen is None:
+        return Verdict(-1, checked_steps=len(checked))
+    return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
 
 
 def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
-    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text}: {why}",
+    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text[:80]}: {why}",
                    checked_steps=len(checked | {quantity.step}))
 
 
@@ -727,11 +841,19 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
     so that a chain of several off-path values ending on the gold's path is marked whole): the
     later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
     operations of it and the values known there, and not worked out without it."""
+    windows: dict[int, tuple[_Values, _Values]] = {}  # per later quantity: the ones just before it (+ the question's)
+
+    def earlier_than(index: int) -> tuple[_Values, _Values]:
+        if index not in windows:
+            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW):index]]
+            windows[index] = _Values(window), _Values([*reference.question, *window])
+        return windows[index]
+
     for position in range(len(quantities) - 1, -1, -1):
         quantity = quantities[position]
         if quantity.on_path or base.has(quantity.value) or _constant(quantity, rules):
             continue
-        for index in range(position + 1, len(quantities)):
+        for index in range(position + 1, min(len(quantities), position + 1 + LOOKAHEAD_WINDOW)):
             later = quantities[index]
             if not (later.on_path or later.leads):
                 continue
@@ -742,15 +864,27 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
                 continue
             if rules.max_depth < 1:
                 continue
-            earlier = _Values([q.value for q in quantities[:index] if not math.isclose(q.value, quantity.value)])
+            earlier, with_question = earlier_than(index)
+            earlier = earlier.without(quantity.value)
             if later.on_path and reference.worked_out(later, base, earlier, rules, 1):
                 continue  # reached without it
             # with the question's numbers and earlier quantities, not the constants: "10 - 1 = 9"
             # would let any value next to a gold one through
-            before = _Values([*reference.question, *earlier])
+            before = with_question.without(quantity.value)
             if _uses(quantity.value, later.value, before, rules.max_depth, _tolerance(later.value, later.text)):
                 quantity.leads = True
                 break
+        if not quantity.leads and _towards_answer(quantity, reference):
+            quantity.leads = True
+
+
+def _towards_answer(quantity: _Quantity, reference: Reference) -> bool:
+    """A true calculation off the gold's path whose result is one operation with a number of the
+    question away from the gold's answer ("300 songs * 10 hours = 3000 hours", then 20 playlists
+    make 60000): a decomposition the gold does not write, whether or not a later step uses it."""
+    if quantity.operands is None or quantity.fraction or quantity.claim_correct is False or reference.answer is None:
+        return False
+    return _uses(quantity.value, reference.answer, reference.question, 1, _tolerance(reference.answer))
 
 
 class ReferenceJudge(Judge):
@@ -761,7 +895,7 @@ class ReferenceJudge(Judge):
         self.rules = rules
 
     def judge_one(self, item: JudgeItem) -> Verdict:
-        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules)
+        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules, item.answer)
 
     def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
         return [self.judge_one(item) for item in items]
