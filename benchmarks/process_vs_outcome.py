@@ -66,6 +66,11 @@ ARMS: dict[str, dict[str, object]] = {
     "process_ref": {"label": "process GRPO (min), accuracy + first_error (reference judge)",
                     "set": [*FIRST_ERROR_ONLY, "rewards.first_error.backend=reference", "trainer.credit=process",
                             "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"]},
+    # the inflation goal: recipes/gsm8k_tiny_process.yaml as shipped, and the same recipe with accuracy alone
+    "goal": {"label": "gsm8k_tiny_process.yaml", "recipe": REPO / "recipes" / "gsm8k_tiny_process.yaml", "set": []},
+    "goal_accuracy_only": {"label": "gsm8k_tiny_process.yaml, accuracy only (outcome GRPO)",
+                           "recipe": REPO / "recipes" / "gsm8k_tiny_process.yaml",
+                           "set": ["rewards.first_error=false", "trainer.credit=outcome", "trainer.process_rewards=null"]},
 }
 METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic", "inflation",
            "inflation_arithmetic", "mean_steps", "mean_length", "process_reward")
@@ -105,9 +110,12 @@ def paired_bootstrap(arm: list[list[float]], baseline: list[list[float]], resamp
     return {"difference": mean, "low": draws[int(0.025 * resamples)], "high": draws[int(0.975 * resamples) - 1]}
 
 
-def compare_with_baseline(arms: dict[str, dict[int, dict]], baseline: str = BASELINE) -> dict[str, dict]:
+def compare_with_baseline(arms: dict[str, dict[int, dict]], baseline: str | None = None) -> dict[str, dict]:
     """Per arm (the baseline excepted), :func:`paired_bootstrap` of every metric of ``PAIRED``
-    against the baseline, over the seeds both ran."""
+    against the baseline (``outcome_acc``, or ``goal_accuracy_only`` for the goal arm), over the seeds
+    both ran."""
+    if baseline is None:
+        baseline = "goal_accuracy_only" if "goal_accuracy_only" in arms else BASELINE
     if baseline not in arms:
         return {}
     out = {}
@@ -263,7 +271,8 @@ def markdown(results: dict) -> str:
                      f"{_fmt(row['mean_length'], row['mean_length_std'], 0)} | {suspect} |")
     comparisons = results.get("vs_baseline") or {}
     if comparisons:
-        lines += ["", f"Difference from {ARMS[BASELINE]['label']} (paired over seeds and problems; 95% interval of a "
+        baseline = "goal_accuracy_only" if "goal_accuracy_only" in results["arms"] else BASELINE
+        lines += ["", f"Difference from {ARMS[baseline]['label']} (paired over seeds and problems; 95% interval of a "
                   f"bootstrap over seeds and problems, {BOOTSTRAP_RESAMPLES} resamples):", "",
                   f"| arm | answer acc. | reasoning-aware ({judge}) | reasoning-aware (arithmetic) | inflation ({judge}) | "
                   "inflation (arithmetic) |", "|---|---|---|---|---|---|"]
