@@ -182,3 +182,27 @@ def test_validate_writes_again_into_its_own_default_folder(tmp_path, capsys, mon
     (folder / "mine.txt").write_text("mine")
     result = cli(capsys, "validate", *VALIDATE)
     assert_one_line_error(result, f"--output-dir: {Path('validate') / folder.name} holds mine.txt, which procrl did not write")
+
+
+# --- train-tagger ---------------------------------------------------------------------------------------
+
+
+def test_train_tagger_refuses_a_users_folder_before_training(tmp_path, capsys, monkeypatch):
+    import transformers
+
+    from procrl.trainers.tagger import write_tiny_encoder
+
+    write_tiny_encoder(tmp_path / "encoder")
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []})
+                            + "\n" for i in range(6)))
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the encoder was loaded")
+
+    monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_training)
+    mine = users_folder(tmp_path / "mine")
+    result = cli(capsys, "train-tagger", "--data", data, "--base", tmp_path / "encoder", "--output-dir", mine,
+                 "--epochs", "1")
+    assert_one_line_error(result, f"--output-dir: {mine} holds README.md, config.json, which procrl did not write")
+    assert (mine / "config.json").read_text() == '{"mine": true}'
