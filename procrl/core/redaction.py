@@ -1,21 +1,24 @@
-"""Secrets out of everything procrl prints, writes or logs (``procrl check``, ``recipe.yaml``,
-the W&B run config, judge warnings).
+"""Secrets out of everything procrl prints, writes or logs: one redaction, :func:`redact` (a
+tree or a string; strings through :func:`redact_text`), on every output path: the console
+(:func:`redacted_console` at procrl's entry points), errors, the plan of ``procrl check``,
+reports, ``recipe.yaml``, the W&B config and the command line W&B records
+(:func:`redact_argv`), ``training_args.bin`` (:class:`SecretText`).
 
 * A value whose key names a credential is replaced by ``<redacted>``: keys whose words (split
-  at ``_``, ``-``, ``.``) include password, passwd, secret, credential(s), or end in a token /
-  key word that is one (``hf_token``, ``access_token``, ``api_key``, ``private_key``). Keys
-  that only look similar keep their value: ``max_tokens``, ``pad_token``, ``tokenizer``,
-  ``key``, and ``*_env`` (the *name* of the environment variable holding a secret).
+  at ``_``, ``-``, ``.`` and camelCase: ``authToken``, ``APIKey``) include password, passwd,
+  secret, credential(s), authorization, or end in a token / key word that is one (``hf_token``,
+  ``accessToken``, ``api_key``, ``private_key``, ``basic_auth``). Keys that only look similar
+  keep their value: ``max_tokens``, ``pad_token``, ``eosToken``, ``tokenizer``, ``key``, and
+  ``*_env`` (the *name* of the environment variable holding a secret).
 * Credentials inside URLs are replaced wherever a string holds one: the user-info part
-  (``https://user:key@host/v1`` -> ``https://<redacted>@host/v1``) and secret-looking query
-  parameters (``?api_key=...``).
-* Secret values seen once are redacted everywhere after: the recipe loader registers the values
-  of secret keys (:func:`register_secrets`; the judges register keys read from the environment)
-  and :func:`redact_text` replaces them in any text. Every :class:`~procrl.core.config.ConfigError`
+  (``https://user:key@host/v1`` -> ``https://<redacted>@host/v1``) and query parameters named as
+  secrets (``?access_token=...``, ``&key=...``).
+* Secret values seen once are redacted everywhere after: the recipe loader and
+  :func:`redact_argv` register the values of secret keys (:func:`register_secrets`, every
+  ``--set`` spelling; the judges register keys read from the environment) and
+  :func:`redact_text` replaces them in any text. Every :class:`~procrl.core.config.ConfigError`
   message goes through it (``trainer.hub_token: expected a string, got list ['<redacted>']``,
-  ``data.dataset: file not found: https://<redacted>@host/...``), and so does procrl's own
-  command line once parsed (:func:`redact_argv`: W&B records ``sys.argv`` in its run files; the
-  lock file and the ``launching`` line show it).
+  ``data.dataset: file not found: https://<redacted>@host/...``).
 """
 
 from __future__ import annotations
@@ -24,8 +27,8 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["REDACTED", "RedactedStream", "SecretText", "redacted_console", "is_secret_key", "redact", "redact_argv", "redact_text", "redact_url", "hide_secrets", "register_secret",
-           "register_secrets"]
+__all__ = ["REDACTED", "RedactedStream", "SecretText", "hide_secrets", "is_secret_key", "redact", "redact_argv",
+           "redact_text", "redact_url", "redacted_console", "register_secret", "register_secrets"]
 
 REDACTED = "<redacted>"
 _ALWAYS = {"password", "passwd", "pwd", "secret", "secrets", "credential", "credentials", "apikey", "passphrase",
@@ -193,7 +196,8 @@ def redact_argv(argv: list[str]) -> list[str]:
         redacted.append(arg)
     # a secret option's value in the next argument: --hub_token X
     for index, arg in enumerate(redacted[:-1]):
-        if arg.startswith("--") and "=" not in arg and is_secret_key(arg.lstrip("-")) and redacted[index + 1] != REDACTED:
+        secret_option = arg.startswith("--") and "=" not in arg and is_secret_key(arg.lstrip("-"))
+        if secret_option and redacted[index + 1] != REDACTED:
             register_secret(redacted[index + 1])
             redacted[index + 1] = REDACTED
     return [redact_text(arg) for arg in redacted]
@@ -249,9 +253,9 @@ def hide_secrets(settings: Any, key: Any = None) -> Any:
 
 class RedactedStream:
     """``sys.stdout`` / ``sys.stderr`` with every text written through :func:`redact_text` (the
-    rest of the stream's interface passes through). ``write`` is a property, so that code which
-    patches ``stream.write`` to copy what is printed (W&B's console capture) gets the redacted
-    text too: the patched function is called with it."""
+    rest of the stream's interface passes through). Code that patches ``stream.write`` to copy what
+    is printed (W&B's console capture) gets the redacted text too: the function it sets is called
+    with it."""
 
     def __init__(self, stream):
         object.__setattr__(self, "_stream", stream)
@@ -267,10 +271,6 @@ class RedactedStream:
     def write(self):
         return self._write if self._patched is None else self._through_patch
 
-    @write.setter
-    def write(self, function):
-        object.__setattr__(self, "_patched", function)
-
     def writelines(self, lines) -> None:
         for line in lines:
             self.write(line)
@@ -279,7 +279,7 @@ class RedactedStream:
         return getattr(self._stream, name)
 
     def __setattr__(self, name: str, value) -> None:
-        if name == "write":
+        if name == "write":  # stream.write = f: f is called with the redacted text
             object.__setattr__(self, "_patched", value)
         else:
             setattr(self._stream, name, value)

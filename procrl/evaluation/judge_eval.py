@@ -148,6 +148,7 @@ def add_eval_judge_command(commands) -> None:
     parser.add_argument("--limit", type=int, default=None, help="Evaluate only the first N records.")
     parser.add_argument("--device", default=None, help="Device of hf/prm judges (default: cuda when available, else cpu).")
     parser.add_argument("--output-dir", default=None, help="Also write validate's report files there.")
-    parser.add_argument("--overwrite", action="store_true", help="Write into an --output-dir that procrl did not write (its other files are kept).")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Write into an --output-dir that procrl did not write (its other files are kept).")
     parser.add_argument("--json", action="store_true", help="Print one JSON object instead of the table.")
     parser.set_defaults(handler=cmd_eval_judge)
