@@ -89,7 +89,7 @@ def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = Fals
     elif overwrite:
         state = "overwrite"
     else:
-        mine = [name for name in entries if name != MARKER]
+        mine = [name for name in entries if name != MARKER] or entries  # (an unreadable marker alone: shown)
         if commands is not None:
             raise ConfigError(f"{option}: {folder} was written by procrl {', '.join(commands)} ({_contents(path, mine)}), "
                               f"not by procrl {command}; give another folder, or --overwrite to write into it")
