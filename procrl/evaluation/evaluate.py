@@ -639,8 +639,8 @@ def _log_wandb(report, outputs, types, directory: Path, recipe, completions, que
 
     with wandb_dir(str(directory)):  # W&B's files under the report's directory, as a training run's under output_dir
         run = wandb.init(project=recipe.logging.wandb_project or "procrl", entity=recipe.logging.wandb_entity,
-                         job_type="evaluate", config={"model": report["model"], "split": report["split"],
-                                                      "n": report["n"], "generation": report["generation"]})
+                         job_type="evaluate", config=redact({"model": report["model"], "split": report["split"],
+                                                             "n": report["n"], "generation": report["generation"]}))
     scalars = {f"eval/{k}": v for k, v in scalar_metrics(report).items()}
     scalars.update({f"eval/rewards/{k}/mean": c["mean"] for k, c in report["components"].items() if c["mean"] is not None})
     images = {f"eval/{Path(p).stem}": wandb.Image(str(directory / p)) for p in report["plots"]}
