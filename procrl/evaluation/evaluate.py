@@ -647,7 +647,7 @@ def _log_wandb(report, outputs, types, directory: Path, recipe, completions, que
     table = wandb.Table(columns=["question", "completion", "steps", "first_error", *[f"reward/{k}" for k in outputs]])
     batch = RewardBatch.from_texts(completions, questions)
     for row in diag.step_rows(batch, outputs, types):
-        table.add_data(row["question"], row["completion"], row["steps"], str(row["first_error"]),
+        table.add_data(redact(row["question"]), redact(row["completion"]), redact(row["steps"]), str(row["first_error"]),
                        *[row[f"reward/{k}"] for k in outputs])
     run.log({**scalars, **images, "eval/completions": table})
     run.summary.update(scalars)
