@@ -438,12 +438,12 @@ def test_start_and_trained_model_leave_two_reports(tmp_path, capsys, monkeypatch
     second = json.loads((run / "eval-test" / "report.json").read_text())
     assert (first["model"], second["model"]) == ("procrl:tiny-qwen2", str(run))
     assert cli_main([*argv, "--model", str(run)]) == 0  # the same model again: its own earlier report is replaced
-    # a report file procrl did not write is never replaced, in the default dir or a given one
+    # a folder procrl did not write is never written into, the default dir or a given one
     for directory, extra in ((run / "eval-train", ["--split", "train"]), (tmp_path / "mine", ["--output-dir", str(tmp_path / "mine")])):
         directory.mkdir()
         (directory / "report.md").write_text("my notes")
         capsys.readouterr()
         assert cli_main([*argv, "--model", str(run), *extra]) == 2
         err = capsys.readouterr().err
-        assert err.startswith(f"procrl: error: --output-dir: {directory}") and "not written by procrl evaluate" in err
+        assert err.startswith(f"procrl: error: --output-dir: {directory} holds report.md, which procrl did not write")
         assert (directory / "report.md").read_text() == "my notes" and not (directory / "report.json").exists()

@@ -188,10 +188,12 @@ def test_an_unwritable_output_dir_is_a_one_line_error(tmp_path, capsys):
 
 
 def write_lock(out: Path, pid: int) -> None:
-    from procrl.launch.output_dir import LOCK_FILE, _start_time
+    from procrl.core.folders import claim_folder
+    from procrl.core.processes import process_start_time
+    from procrl.launch.output_dir import LOCK_FILE
 
-    out.mkdir(parents=True, exist_ok=True)
-    (out / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "start_time": _start_time(pid),
+    claim_folder(out, "train")  # a run marks its folder as it takes the lock
+    (out / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "start_time": process_start_time(pid),
                                              "since": "2026-01-01 00:00:00", "command": "procrl train"}))
 
 
@@ -202,7 +204,7 @@ def test_a_second_run_into_a_locked_output_dir_is_refused(tmp_path, capsys):
         write_lock(out, other.pid)
         result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP)
         assert_one_line_error(result, "in use by another run", f"PID {other.pid}")
-        assert sorted(p.name for p in out.iterdir()) == [".procrl.lock"]
+        assert sorted(p.name for p in out.iterdir()) == [".procrl-folder.json", ".procrl.lock"]
     finally:
         other.kill()
         other.wait()

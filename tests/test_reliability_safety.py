@@ -162,8 +162,9 @@ def test_score_refuses_a_socket_as_output(tmp_path, capsys):
     assert stat.S_ISSOCK(os.lstat(tmp_path / "scores.sock").st_mode) and leftovers(tmp_path) == []
 
 
-def test_published_files_go_through_symlinks_and_into_devices(tmp_path):
-    """The final model's files are moved into the output dir by the same rule (procrl.core.atomic.replace_file)."""
+def test_published_files_go_through_symlinks_inside_the_folder_and_into_devices(tmp_path):
+    """The final model's files are moved into the output dir by the same rule (procrl.core.atomic.replace_file),
+    within the folder: a symlink that stays in it is written through, one that leads out of it is refused."""
     from procrl.core.atomic import replace_file
     from procrl.core.config import ConfigError
 
@@ -171,22 +172,27 @@ def test_published_files_go_through_symlinks_and_into_devices(tmp_path):
     elsewhere.mkdir()
     (elsewhere / "config.json").write_text("old")
     run = tmp_path / "run"
-    run.mkdir()
-    (run / "config.json").symlink_to(elsewhere / "config.json")
+    (run / "shared").mkdir(parents=True)
+    (run / "shared" / "config.json").write_text("old")
+    (run / "config.json").symlink_to(run / "shared" / "config.json")
+    (run / "generation_config.json").symlink_to(elsewhere / "config.json")
     fifo = run / "training_args.bin"
     os.mkfifo(fifo)
     staged = tmp_path / "staged"
     staged.mkdir()
-    for name in ("config.json", "training_args.bin", "tokenizer.json"):
+    for name in ("config.json", "generation_config.json", "training_args.bin", "tokenizer.json"):
         (staged / name).write_text(f"new {name}")
     received: list[bytes] = []
     thread = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     thread.start()
     for name in ("config.json", "training_args.bin"):
-        replace_file(staged / name, run / name)
+        replace_file(staged / name, run / name, within=run)
     thread.join(timeout=30)
-    assert (run / "config.json").is_symlink() and (elsewhere / "config.json").read_text() == "new config.json"
+    assert (run / "config.json").is_symlink() and (run / "shared" / "config.json").read_text() == "new config.json"
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and received == [b"new training_args.bin"]
+    with pytest.raises(ConfigError, match="generation_config.json is a symlink to .*, outside"):
+        replace_file(staged / "generation_config.json", run / "generation_config.json", within=run)
+    assert (elsewhere / "config.json").read_text() == "old"
     (run / "tokenizer.json").mkdir()
     with pytest.raises(ConfigError, match="tokenizer.json is a directory"):
         replace_file(staged / "tokenizer.json", run / "tokenizer.json")

@@ -246,7 +246,8 @@ def test_validate_end_to_end_on_the_real_mr_gsm8k_sample(tmp_path, capsys):
     table = capsys.readouterr().out
     assert "AUROC sound/flawed" in table and "n/a (no sound)" in table and "acc_err" in table
     assert f"wrote {out / 'report.json'}" in table
-    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md", "rows.jsonl", "validate.png"]
+    assert sorted(p.name for p in out.iterdir()) == [".procrl-folder.json", "report.json", "report.md", "rows.jsonl",
+                                                     "validate.png"]
     report = json.loads((out / "report.json").read_text())
     assert report["format"] == "mr-gsm8k" and report["n"] == 250 and report["classes"] == {"right_answer_flawed": 19, "wrong_answer": 231}
     assert set(report["components"]) == {"accuracy", "format", "trace", "first_error"}
@@ -295,23 +296,23 @@ def test_validate_on_both_classes_json_and_components(tmp_path, capsys):
     assert judge["localisation"]["n_correct"] == 5 and judge["localisation"]["n_error"] == 5
 
 
-def test_output_dir_is_never_overwritten_silently(tmp_path, monkeypatch, capsys):
+def test_output_dir_follows_the_folder_rule(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     args = ["validate", "--recipe", RECIPE, *CUES, "--data", str(PROCESSBENCH), "--component", "accuracy", "--quiet"]
-    assert main(args) == 0 and main(args) == 0  # the default dir, then the next free one
-    first, second = tmp_path / "validate" / "gsm8k_trace--processbench_format", tmp_path / "validate" / "gsm8k_trace--processbench_format-2"
-    assert (first / "report.json").is_file() and (second / "report.json").is_file()
-    capsys.readouterr()
-    assert main([*args, "--output-dir", str(first)]) == 2
-    assert "--overwrite" in capsys.readouterr().err
-    assert main([*args, "--output-dir", str(first), "--overwrite"]) == 0
+    assert main(args) == 0 and main(args) == 0  # the default dir, then the same one: its own report replaced
+    first = tmp_path / "validate" / "gsm8k_trace--processbench_format"
+    assert (first / "report.json").is_file() and sorted(p.name for p in first.parent.iterdir()) == [first.name]
+    assert main([*args, "--output-dir", str(first)]) == 0
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "report.json").write_text('{"mine": true}')
     (foreign / "notes.txt").write_text("kept")
-    assert main([*args, "--output-dir", str(foreign), "--overwrite"]) == 2
-    assert "not written by procrl validate" in capsys.readouterr().err
+    capsys.readouterr()
+    assert main([*args, "--output-dir", str(foreign)]) == 2
+    assert "notes.txt, report.json, which procrl did not write" in capsys.readouterr().err
     assert (foreign / "report.json").read_text() == '{"mine": true}'
+    assert main([*args, "--output-dir", str(foreign), "--overwrite"]) == 0  # named by --overwrite: written into
+    assert (foreign / "notes.txt").read_text() == "kept" and json.loads((foreign / "report.json").read_text())["n"] == 10
 
 
 def test_a_component_that_cannot_load_is_one_error(tmp_path, capsys):

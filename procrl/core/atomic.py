@@ -192,11 +192,18 @@ class AtomicOutput:
             self.temporary.unlink(missing_ok=True)
 
 
-def replace_file(staged: str | os.PathLike, destination: str | os.PathLike, option: str = "output_dir") -> None:
+def replace_file(staged: str | os.PathLike, destination: str | os.PathLike, option: str = "output_dir",
+                 within: str | os.PathLike | None = None) -> None:
     """Move the finished file ``staged`` to ``destination`` under :func:`output_target`'s rule: a
     rename over it (through a symlink: over the file it points to; from another file system:
-    copied beside it first, then renamed), copied into a device or a pipe, refused otherwise."""
+    copied beside it first, then renamed), copied into a device or a pipe, refused otherwise.
+    ``within``: the folder being written (procrl/core/folders.py), out of which no symlink is followed."""
     target = output_target(destination, option)
+    if within is not None and os.path.islink(destination):
+        root = os.path.realpath(within)
+        if os.path.commonpath([root, os.path.realpath(destination)]) != root:
+            raise ConfigError(f"{option}: {destination} is a symlink to {os.path.realpath(destination)}, outside {within}; "
+                              "procrl never writes through a link out of its folder")
     if target.kind == "file":
         try:
             os.replace(staged, target.path)

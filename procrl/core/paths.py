@@ -106,5 +106,6 @@ def check_output_dir_option(option: str, directory: str | os.PathLike) -> None:
                 raise ConfigError(f"{option}: {candidate} is a file, so {directory} cannot be created")
             problem = _probe(candidate)
             if problem:
-                raise ConfigError(f"{option}: {problem}")
+                raise ConfigError(f"{option}: {problem}" if candidate == folder else
+                                  f"{option}: {directory} cannot be created: {problem}")
             return

@@ -19,6 +19,7 @@ first first_error component. The report names the judge and whether the trained 
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -29,6 +30,8 @@ from typing import Any
 from dataclasses import dataclass
 
 from procrl.core.config import ConfigError
+from procrl.core.folders import check_folder, claim_folder, write_file
+from procrl.core.redaction import redact
 from procrl.observe import plots
 from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
@@ -392,35 +395,40 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
                 judge: str | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
-    figure = plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types)
-    figure.savefig(directory / "component_distributions.png", bbox_inches="tight")
-    written.append("component_distributions.png")
+
+    def save(figure, name: str) -> None:  # rendered in memory, written into the folder by its rule
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", bbox_inches="tight")
+        write_file(directory, name, buffer.getvalue())
+        written.append(name)
+
+    save(plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types),
+         "component_distributions.png")
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
-        figure = plots.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})")
-        figure.savefig(directory / "first_error_histogram.png", bbox_inches="tight")
-        written.append("first_error_histogram.png")
+        save(plots.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})"),
+             "first_error_histogram.png")
     traces = [n for n, k in kinds.items() if k == diag.TRACE and diag.transition_counts(outputs[n]) is not None]
     for i, name in enumerate(traces):
         file = "trace_transitions.png" if i == 0 else f"trace_transitions_{name}.png"
-        figure = plots.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
-                                              title=f"{name}: sentence label transitions")
-        figure.savefig(directory / file, bbox_inches="tight")
-        written.append(file)
+        save(plots.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
+                                           title=f"{name}: sentence label transitions"), file)
     return written
 
 
 def write_report(report: dict[str, Any], directory: Path) -> None:
+    """report.json and report.md, secrets redacted (procrl/core/redaction.py)."""
     from procrl.evaluation.score import _jsonable
 
-    (directory / "report.json").write_text(json.dumps(_jsonable(report), indent=2) + "\n")
-    (directory / "report.md").write_text(report_markdown(report))
+    report = redact(report)
+    write_file(directory, "report.json", json.dumps(_jsonable(report), indent=2) + "\n")
+    write_file(directory, "report.md", report_markdown(report))
 
 
 # --- where the report goes -----------------------------------------------------------------------
 
-REPORT_FILES = ("report.json", "report.md", "completions.jsonl")
+EVALUATE = "evaluate"  # the command named in the folder marker (procrl/core/folders.py)
 
 
 def _folder_name(name: str) -> str:
@@ -442,6 +450,7 @@ def default_output_dir(recipe, model: str | None = None, split: str = "test", gg
       last part; a GGUF inside a repository adds the file's name)."""
     name, file = (recipe.model.name_or_path, recipe.model.gguf_file) if model is None else (model, gguf_file)
     path = Path(name).expanduser()
+    split = _folder_name(split)  # one folder name, whatever the split is called (never a path: ../x)
     if path.is_dir() and (path / "run_info.json").is_file():
         return path / f"eval-{split}"
     if path.is_dir() and path.name.startswith("checkpoint-") and (path.parent / "run_info.json").is_file():
@@ -450,24 +459,6 @@ def default_output_dir(recipe, model: str | None = None, split: str = "test", gg
     if file:
         label += "-" + Path(file).stem
     return Path(recipe.output_dir) / f"eval-{split}-{_folder_name(label)}"
-
-
-def _is_evaluate_report(path: Path) -> bool:
-    try:
-        return {"model", "split", "n", "components"} <= set(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError):
-        return False
-
-
-def check_report_dir(directory: Path, given: bool) -> None:
-    """Refuse, before anything loads, a directory that holds a report file (report.json, report.md,
-    completions.jsonl) an earlier ``procrl evaluate`` did not write: procrl never replaces what it did
-    not create. An earlier evaluation's report is replaced (evaluating the same model again)."""
-    present = [name for name in REPORT_FILES if (directory / name).exists()]
-    if present and not _is_evaluate_report(directory / "report.json"):
-        what = f"{directory}" if given else f"{directory} (the default output dir for this model)"
-        raise ConfigError(f"--output-dir: {what} holds {', '.join(present)}, not written by procrl evaluate; "
-                          "give another directory")
 
 
 # --- the command ------------------------------------------------------------------------------
@@ -515,14 +506,15 @@ def _check_run_model(model: str) -> None:
 def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
              output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
              backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
-             sampling: Sampling = Sampling(), gguf_file: str | None = None) -> dict[str, Any]:
+             sampling: Sampling = Sampling(), gguf_file: str | None = None, overwrite: bool = False) -> dict[str, Any]:
     """Generate (unless ``completions`` are given: ``sampling.num_samples`` per problem, grouped
     by problem), score, write the report; returns it. ``model`` (default: the recipe's policy,
     with its ``gguf_file``): a checkpoint, Hub id, embedded name or .gguf path; ``gguf_file``: a
-    GGUF inside ``model``."""
+    GGUF inside ``model``. The report folder follows procrl's folder rule (procrl/core/folders.py):
+    new, empty, an earlier evaluate's, or named by ``overwrite``."""
     from procrl.data import load_examples
     from procrl.models.loading import check_gguf_file, model_source, policy_source
-    from procrl.core.paths import check_model_path, check_output_dir_option
+    from procrl.core.paths import check_model_path
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
@@ -547,8 +539,7 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         resolve = lambda: model_source(model, gguf_file)  # noqa: E731
     directory = Path(output_dir) if output_dir else default_output_dir(recipe, model, split, gguf_file)
     model = f"{name} (gguf_file {file})" if file else name
-    check_output_dir_option("--output-dir", directory)  # created once there is something to write
-    check_report_dir(directory, given=bool(output_dir))
+    check_folder(directory, EVALUATE, overwrite=overwrite)  # created once there is something to write
     from procrl.core.paths import is_local_data_file
 
     local_notes = []
@@ -595,18 +586,18 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
                           completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge)
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
-    directory.mkdir(parents=True, exist_ok=True)
+    claim_folder(directory, EVALUATE)
     report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"])
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
                                             accuracy, records)
-    with (directory / "completions.jsonl").open("w", encoding="utf-8") as handle:
-        for i, completion in enumerate(completions):
-            row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
-                   "completion": completion, "correct": accuracy[i],
-                   "first_error": records[i].index if records is not None else None,
-                   "rewards": {name: o.scores[i] for name, o in outputs.items()}}
-            handle.write(json.dumps(row) + "\n")
+    rows = []
+    for i, completion in enumerate(completions):
+        rows.append(json.dumps(redact({"problem": i // k, "sample": i % k, "question": sample_questions[i],
+                                       "answer": sample_golds[i], "completion": completion, "correct": accuracy[i],
+                                       "first_error": records[i].index if records is not None else None,
+                                       "rewards": {name: o.scores[i] for name, o in outputs.items()}})) + "\n")
+    write_file(directory, "completions.jsonl", "".join(rows))
     write_report(report, directory)
     if log_wandb:
         _log_wandb(report, outputs, types, directory, recipe, completions, sample_questions)
@@ -648,15 +639,15 @@ def _log_wandb(report, outputs, types, directory: Path, recipe, completions, que
 
     with wandb_dir(str(directory)):  # W&B's files under the report's directory, as a training run's under output_dir
         run = wandb.init(project=recipe.logging.wandb_project or "procrl", entity=recipe.logging.wandb_entity,
-                         job_type="evaluate", config={"model": report["model"], "split": report["split"],
-                                                      "n": report["n"], "generation": report["generation"]})
+                         job_type="evaluate", config=redact({"model": report["model"], "split": report["split"],
+                                                             "n": report["n"], "generation": report["generation"]}))
     scalars = {f"eval/{k}": v for k, v in scalar_metrics(report).items()}
     scalars.update({f"eval/rewards/{k}/mean": c["mean"] for k, c in report["components"].items() if c["mean"] is not None})
     images = {f"eval/{Path(p).stem}": wandb.Image(str(directory / p)) for p in report["plots"]}
     table = wandb.Table(columns=["question", "completion", "steps", "first_error", *[f"reward/{k}" for k in outputs]])
     batch = RewardBatch.from_texts(completions, questions)
     for row in diag.step_rows(batch, outputs, types):
-        table.add_data(row["question"], row["completion"], row["steps"], str(row["first_error"]),
+        table.add_data(redact(row["question"]), redact(row["completion"]), redact(row["steps"]), str(row["first_error"]),
                        *[row[f"reward/{k}"] for k in outputs])
     run.log({**scalars, **images, "eval/completions": table})
     run.summary.update(scalars)
@@ -679,6 +670,8 @@ def add_evaluate_command(commands) -> None:
     p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "
                                                       "(default: named after --model: a procrl run's own <dir>/eval-<split>, else "
                                                       "<recipe output_dir>/eval-<split>-<model name>).")
+    p.add_argument("--overwrite", action="store_true",
+                   help="Write into an --output-dir that procrl evaluate did not write (its other files are kept).")
     p.add_argument("--batch-size", type=int, default=8, help="Prompts generated together (transformers backend).")
     p.add_argument("--max-new-tokens", type=int, default=None,
                    help="Generation length (default: the recipe's trainer.max_completion_length, else 256).")
@@ -725,7 +718,7 @@ def _cmd_evaluate(args) -> int:
     sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
     report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
-                      log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file)
+                      log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file, overwrite=args.overwrite)
     directory = Path(args.output_dir) if args.output_dir else default_output_dir(recipe, args.model, args.split,
                                                                                   args.gguf_file)
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "

@@ -115,7 +115,8 @@ def cmd_eval_judge(args) -> int:
     from procrl.evaluation.score import _jsonable
     from procrl.evaluation.validate import choose_output_dir, plot_validation, quiet_stdout, run_validation, write_outputs
 
-    directory = choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite) if args.output_dir else None
+    directory = (choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite, command=EVAL_JUDGE)
+                 if args.output_dir else None)
     with quiet_stdout(args.json):
         result = run_validation(args.recipe, args.overrides, args.data, limit=args.limit, device=args.device,
                                 progress=not args.json, specs_filter=lambda specs: _pick_specs(specs, args.component))
@@ -123,9 +124,13 @@ def cmd_eval_judge(args) -> int:
                 (args.component is None or n == args.component))
     report = judge_report(result.report, name)
     if directory is not None:
-        write_outputs(directory, result.report, result.items, plot_validation(result.items, result.report, {}))
+        write_outputs(directory, result.report, result.items, plot_validation(result.items, result.report, {}),
+                      command=EVAL_JUDGE)
     print(json.dumps(_jsonable(report)) if args.json else format_report(report))
     return 0
+
+
+EVAL_JUDGE = "eval-judge"  # the command named in the folder marker (procrl/core/folders.py)
 
 
 def add_eval_judge_command(commands) -> None:
@@ -143,6 +148,7 @@ def add_eval_judge_command(commands) -> None:
     parser.add_argument("--limit", type=int, default=None, help="Evaluate only the first N records.")
     parser.add_argument("--device", default=None, help="Device of hf/prm judges (default: cuda when available, else cpu).")
     parser.add_argument("--output-dir", default=None, help="Also write validate's report files there.")
-    parser.add_argument("--overwrite", action="store_true", help="Replace the report of an earlier run in --output-dir.")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Write into an --output-dir that procrl did not write (its other files are kept).")
     parser.add_argument("--json", action="store_true", help="Print one JSON object instead of the table.")
     parser.set_defaults(handler=cmd_eval_judge)

@@ -14,13 +14,19 @@
   are scored one by one for that component; the rows that still fail get the failure policy of
   training (the component's ``fallback``, the failure counted and written to the row's
   diagnostics) and are named by their line number on stderr; the other rows keep their scores.
+  A component that returns the wrong number of scores for a batch fails the batch, as in
+  training: every row of it gets the fallback, ``wrong_length`` is counted once per row, and
+  stderr names the batch's lines.
+* What a reward prints goes to stderr, so that ``--output /dev/stdout`` holds the rows alone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -132,11 +138,18 @@ def _concat(parts: list[RewardOutput]) -> RewardOutput:
 
 @dataclass
 class RowProblem:
-    """A row a component failed on (it got the component's fallback)."""
+    """A row (or, ``batch``, the rows ``first-last`` of a batch) a component failed on (it got
+    the component's fallback)."""
 
-    line: int
+    line: int | str
     component: str
     error: str
+    batch: bool = False
+
+    def describe(self, path: str) -> str:
+        if self.batch:
+            return f"{path}:{self.line}: {self.component} {self.error}"
+        return f"{path}:{self.line}: {self.component} failed ({self.error}); scored with its fallback"
 
 
 def _segment_one(completion: str):
@@ -161,6 +174,13 @@ def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[lis
         problems += [RowProblem(line, "segmentation", error) for line, (_, error) in zip(lines, pairs) if error]
     outputs = mix.score_all(batch)
     for name, output in list(outputs.items()):
+        if output.failures.get("wrong_length"):
+            # a count that does not match the batch belongs to no row: every row gets the fallback,
+            # counted per row, as training counts it (rescored alone, a row would hide it)
+            span = f"{lines[0]}-{lines[-1]}" if len(lines) > 1 else f"{lines[0]}"
+            problems.append(RowProblem(span, name, f"returned the wrong number of scores for this batch of {len(rows)} "
+                                       "rows (wrong_length); each row scored with its fallback", batch=True))
+            continue
         if not any(output.failures.get(kind) for kind in _ROW_FAILURE_KINDS):
             continue
         if len(rows) == 1:
@@ -303,7 +323,9 @@ def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: in
     output = AtomicOutput(output_path)
     reported = 0
     try:
-        with tqdm(total=total, desc="scoring", unit="row", disable=not progress) as bar:
+        # what a reward prints goes to stderr: stdout may be the output (--output /dev/stdout)
+        with contextlib.redirect_stdout(sys.stderr), tqdm(total=total, desc="scoring", unit="row",
+                                                           disable=not progress) as bar:
             for chunk in _chunks(iter_rows(input_path), batch_size):
                 lines = [line for line, _ in chunk]
                 scored, problems, failures = score_batch(mix, lines, [row for _, row in chunk])
@@ -314,8 +336,7 @@ def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: in
                 for problem in problems:
                     reported += 1
                     if report is not None and reported <= max_reported:
-                        report(f"{input_path}:{problem.line}: {problem.component} failed ({problem.error}); "
-                               "scored with its fallback")
+                        report(problem.describe(input_path))
                 bar.update(len(chunk))
         if report is not None and reported > max_reported:
             report(f"... {reported - max_reported} more failed rows (see each row's diagnostics)")

@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from procrl.core.config import ConfigError, suggest
+from procrl.core.folders import check_folder, claim_folder, write_file
+from procrl.core.redaction import redact, redact_argv
 from procrl.core.numeric import mean as _mean
 from procrl.evaluation.corpora import CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG, Solution, read_solutions
 from procrl.evaluation.validate_metrics import (
@@ -782,57 +784,22 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(text).stem).strip("-") or "run"
 
 
-def choose_output_dir(output_dir: str | None, recipe: str, data: str | list[str], overwrite: bool) -> Path:
-    """The directory to write to. Default ``validate/<recipe>--<data>`` (``-2``, ``-3``, ... when
-    taken: another run's report is never replaced). A given one: refused when it holds a file
-    of these names that an earlier ``procrl validate`` did not write, or (without
-    ``--overwrite``) an earlier report."""
+VALIDATE = "validate"  # the command named in the folder marker (procrl/core/folders.py)
+
+
+def choose_output_dir(output_dir: str | None, recipe: str, data: str | list[str], overwrite: bool,
+                      command: str = VALIDATE) -> Path:
+    """The directory to write to (default ``validate/<recipe>--<data>``), checked before any work
+    by procrl's folder rule (procrl/core/folders.py): new, empty, written by an earlier validate
+    (its report is replaced) or named by ``--overwrite``; anything else is refused."""
     if output_dir is None:
         files = [data] if isinstance(data, str) else list(data)
-        base = Path("validate") / (f"{_slug(recipe)}--{_slug(files[0])}" + (f"-and-{len(files) - 1}-more" if len(files) > 1 else ""))
-        candidate, number = base, 1
-        while candidate.exists() and (not candidate.is_dir() or any(candidate.iterdir())):
-            number += 1
-            candidate = base.with_name(f"{base.name}-{number}")
-        return candidate
-    directory = Path(output_dir)
-    if directory.exists() and not directory.is_dir():
-        raise ConfigError(f"--output-dir: {output_dir} is a file, not a directory")
-    present = [name for name in OUTPUT_FILES if (directory / name).exists()]
-    if present:
-        ours = _is_validate_report(directory / "report.json")
-        if not ours:
-            raise ConfigError(f"--output-dir: {output_dir} holds {', '.join(present)}, not written by procrl validate; "
-                              "give another directory")
-        if not overwrite:
-            raise ConfigError(f"--output-dir: {output_dir} holds the report of an earlier run; pass --overwrite to "
-                              "replace it, or give another directory")
+        directory = Path("validate") / (f"{_slug(recipe)}--{_slug(files[0])}"
+                                        + (f"-and-{len(files) - 1}-more" if len(files) > 1 else ""))
+    else:
+        directory = Path(output_dir)
+    check_folder(directory, command, overwrite=overwrite)
     return directory
-
-
-def _is_validate_report(path: Path) -> bool:
-    try:
-        return bool(json.loads(path.read_text(encoding="utf-8")).get(REPORT_MARKER))
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _row_record(item: Scored, names: list[str]) -> dict[str, Any]:
@@ -849,14 +816,17 @@ def _row_record(item: Scored, names: list[str]) -> dict[str, Any]:
     }
 
 
-def write_outputs(directory: Path, report: dict[str, Any], items: list[Scored], figure) -> list[str]:
-    """Every file rendered first, then written (each atomically): an error leaves nothing half-written."""
+def write_outputs(directory: Path, report: dict[str, Any], items: list[Scored], figure,
+                  command: str = VALIDATE) -> list[str]:
+    """Every file rendered first (secrets redacted: procrl/core/redaction.py), then written (each
+    atomically): an error leaves nothing half-written."""
     import io
 
     from procrl.evaluation.score import _jsonable
 
     names = list(report["components"])
-    rows = "".join(json.dumps(_jsonable(_row_record(i, names))) + "\n" for i in items)
+    report = redact(report)
+    rows = "".join(json.dumps(_jsonable(redact(_row_record(i, names)))) + "\n" for i in items)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", bbox_inches="tight", dpi=110)
     files = {
@@ -866,9 +836,9 @@ def write_outputs(directory: Path, report: dict[str, Any], items: list[Scored], 
         "validate.png": buffer.getvalue(),
     }
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        claim_folder(directory, command)
         for name, data in files.items():
-            _write_atomic(directory / name, data)
+            write_file(directory, name, data)  # each complete or absent
     except OSError as error:
         raise ConfigError(f"--output-dir: cannot write in {directory} ({error.strerror or error})") from None
     return list(files)
@@ -930,7 +900,7 @@ def run_validation(recipe_path: str, overrides: list[str], data: str | list[str]
         mix.bind(RuntimeContext(device=device or ("cuda" if torch.cuda.is_available() else "cpu")))
     items, failures = score_solutions(mix, solutions, batch_size=batch_size, progress=progress)
     peer_reports = {name: peer_report(items, scores, peer_threshold, seed, resamples) for name, scores in peer_scores.items()}
-    report = {REPORT_MARKER: 1, "recipe": str(recipe_path), "overrides": list(overrides), "data": data if isinstance(data, str) else ", ".join(map(str, data)), "format": fmt,
+    report = {REPORT_MARKER: 1, "recipe": str(recipe_path), "overrides": redact_argv(list(overrides)), "data": data if isinstance(data, str) else ", ".join(map(str, data)), "format": fmt,
               **validation_report(mix, items, seed=seed, resamples=resamples, peers=peer_reports, failures=failures),
               "settings": {"seed": seed, "resamples": resamples, "min_class": MIN_CLASS, "peer_threshold": peer_threshold,
                            "limit": limit, "components": [s.name for s in specs]}}
@@ -984,9 +954,10 @@ def add_validate_command(commands) -> None:
                         "total is then over these). Default: every one.")
     p.add_argument("--limit", type=int, default=None, help="Only the first N solutions.")
     p.add_argument("--output-dir", default=None,
-                   help="Where report.json, report.md, rows.jsonl and validate.png go (default: validate/<recipe>--<data>, "
-                        "numbered when taken).")
-    p.add_argument("--overwrite", action="store_true", help="Replace the report of an earlier run in --output-dir.")
+                   help="Where report.json, report.md, rows.jsonl and validate.png go (default: validate/<recipe>--<data>; "
+                        "an earlier validate's report there is replaced).")
+    p.add_argument("--overwrite", action="store_true",
+                   help="Write into an --output-dir that procrl did not write (its other files are kept).")
     p.add_argument("--peer", action="append", default=[], metavar="NAME=FILE",
                    help="Published per-sample scores ({id, scores} per line) to report on the same rows. Repeatable; "
                         "the same NAME again adds a file to that peer.")

@@ -263,6 +263,14 @@ def resume_checkpoint(output_dir: str) -> str:
 
 def run_recipe_script(script: str, argv: list[str]) -> int:
     """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``."""
+    from procrl.core.redaction import redact_argv, redacted_console
+
+    redact_argv([script, *argv])  # registers the secrets given on the command line
+    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
+        return _run_recipe_script(script, argv)
+
+
+def _run_recipe_script(script: str, argv: list[str]) -> int:
     from procrl.core.known_warnings import filter_known_warnings
     from procrl.launch.run import parser
 

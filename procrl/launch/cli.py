@@ -271,6 +271,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from procrl.core.redaction import redact_argv, redacted_console
+
+    redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
+    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from procrl.core.known_warnings import filter_known_warnings
 
     filter_known_warnings()

@@ -41,6 +41,10 @@ def split_launch_args(extra: list[str]) -> list[str]:
     if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
         bad = unknown or parsed.training_script_args or [parsed.training_script]
         raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
+    for name in ("num_processes", "num_machines"):  # as the recipe's launch section refuses them
+        value = getattr(parsed, name, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name}: must be >= 1, got {value}")
     return list(extra)
 
 

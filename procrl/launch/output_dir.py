@@ -3,7 +3,9 @@
 * :func:`check_output_dir` refuses, before anything loads, an output dir that is a file (or
   under one), and one that already holds a run unless the run is resumed (``--resume``) or
   replaced (``--overwrite``): a second run would delete the first one's checkpoints through
-  rotation and overwrite its model.
+  rotation and overwrite its model. Beyond that the folder follows procrl's one rule for the
+  folders it writes (:mod:`procrl.core.folders`): new, empty, marked as procrl train's, or
+  named by ``--overwrite`` (or ``--resume``); never a link out of it.
 * :class:`RunLock` is a lock file (``.procrl.lock``: PID, host, process start time) created
   exclusively by the run's main process and removed when it exits. A second run into the same
   directory is refused while the first is alive; a lock whose process is gone (kill -9, a
@@ -24,12 +26,15 @@ from pathlib import Path
 
 from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
 from procrl.core.config import ConfigError
+from procrl.core.folders import check_folder, claim_folder
 from procrl.core.paths import writable_dir_problem
+from procrl.core.processes import process_alive, process_start_time
 from procrl.core.redaction import redact_argv
 
 __all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
 
 LOCK_FILE = ".procrl.lock"
+TRAIN = "train"  # the command named in the folder marker (procrl/core/folders.py)
 # Files a run leaves at the top of its output dir (besides checkpoint-N directories).
 _RUN_FILES = (
     "trainer_state.json", "run_info.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
@@ -55,15 +60,15 @@ def check_output_dir(output_dir: str, resume: bool = False, overwrite: bool = Fa
     problem = writable_dir_problem(Path(output_dir))
     if problem:
         raise ConfigError(f"output_dir: {problem}")
-    if resume or overwrite:
-        return
     found = run_contents(output_dir)
-    if found:
+    if found and not (resume or overwrite):
         shown = ", ".join(found[:4]) + (f", ... ({len(found)} entries)" if len(found) > 4 else "")
         raise ConfigError(
             f"output_dir: {output_dir} already holds a run ({shown}); use --resume to continue it, or --overwrite to "
             "delete its checkpoints and start afresh"
         )
+    # --resume names the folder as --overwrite does: the user says the run in it is theirs to continue
+    check_folder(output_dir, TRAIN, overwrite=overwrite or resume, option="output_dir")
 
 
 def clear_previous_run(output_dir: str) -> list[str]:
@@ -95,27 +100,6 @@ def discard_staging(output_dir: str) -> list[str]:
 # --- the lock ----------------------------------------------------------------------------------
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux), to tell a reused PID apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def _alive(pid: int, start: str | None) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    if start is not None and _start_time(pid) not in (None, start):
-        return False  # the PID was reused by a later process
-    return True
-
-
 class RunLock:
     """``with RunLock(output_dir): ...`` or :meth:`acquire` / :meth:`release` (also at exit)."""
 
@@ -127,7 +111,7 @@ class RunLock:
         return {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "start_time": _start_time(os.getpid()),
+            "start_time": process_start_time(os.getpid()),
             "since": time.strftime("%Y-%m-%d %H:%M:%S"),
             "command": " ".join(redact_argv(sys.argv[:6])),
         }
@@ -151,7 +135,7 @@ class RunLock:
         pid = record.get("pid")
         if not isinstance(pid, int) or record.get("host") != socket.gethostname():
             return False
-        return not _alive(pid, record.get("start_time"))
+        return not process_alive(pid, record.get("start_time"))
 
     def check(self) -> None:
         """ConfigError when a live process holds the lock (read-only)."""
@@ -171,8 +155,9 @@ class RunLock:
         return f"output_dir: {folder} is in use by another run ({where}); wait for it to finish, or use another --output-dir"
 
     def acquire(self) -> str | None:
-        """Take the lock; returns a note when a stale lock was taken over. ConfigError when busy."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        """Take the lock; returns a note when a stale lock was taken over. ConfigError when busy.
+        The folder is marked as procrl train's first (procrl/core/folders.py)."""
+        claim_folder(self.path.parent, TRAIN)
         note = None
         for _ in range(3):
             try:

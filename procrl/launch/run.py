@@ -100,15 +100,17 @@ def _write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> 
 
     if not trainer.accelerator.is_main_process:
         return
+    from procrl.core.folders import write_file
+
     output = Path(recipe.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     text = yaml_core.dump(redact(recipe.resolved()))
     original = output / RECIPE_FILE
     if resumed_at is None or not original.is_file():
-        original.write_text(text)
+        write_file(output, RECIPE_FILE, text)
     elif recipe_changes(recipe):
-        (output / f"recipe-resumed-at-step-{resumed_at}.yaml").write_text(text)
-    (output / "run_info.json").write_text(json.dumps(run_info(trainer, recipe), indent=2) + "\n")
+        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
+    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe), indent=2) + "\n")
 
 
 _MISSING = object()
@@ -471,6 +473,14 @@ def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from procrl.core.redaction import redacted_console
+
+    redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
+    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     from procrl.core.known_warnings import filter_known_warnings
 
     from procrl.core import interrupts

@@ -342,7 +342,7 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
                     if source.is_dir():  # a DeepSpeed engine checkpoint (global_stepN) when weights are not gathered
                         replace_directory(source, target, staged.parent / f"replaced-{name}")
                     else:
-                        replace_file(source, target, "output_dir")
+                        replace_file(source, target, "output_dir", within=folder)
                 marker.unlink()
         except (OSError, ConfigError) as error:
             raise CheckpointWriteError(

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from procrl.core.config import ConfigError
+from procrl.core.folders import claim_folder, write_file
 from procrl.rewards.trace import LABELS
 
 __all__ = [
@@ -121,15 +122,18 @@ def train_tagger(
     threshold: float = 0.5,
     device: Any = None,
     log: Callable[[str], None] = print,
+    overwrite: bool = False,
 ) -> TaggerTrainingResult:
     """Fine-tune ``base`` + a Linear(hidden, 8) first-token head on labelled sentences; save in
-    the published TRACE format; evaluate on a held-out split."""
+    the published TRACE format; evaluate on a held-out split. ``output_dir`` follows procrl's
+    folder rule (procrl/core/folders.py): new, empty, an earlier train-tagger's, or ``overwrite``."""
     import torch
     from transformers import AutoModel, AutoTokenizer
 
     from procrl.rewards.scorers.taggers import TraceCheckpointTagger
 
-    from procrl.core.paths import check_model_path, check_output_dir_option
+    from procrl.core.folders import check_folder
+    from procrl.core.paths import check_model_path
 
     for option, value, low in (("--epochs", epochs, 1), ("--batch-size", batch_size, 1), ("--max-length", max_length, 1)):
         if value < low:
@@ -141,7 +145,7 @@ def train_tagger(
     rows = read_labelled(data)
     train_rows, heldout_rows = _split(rows, eval_fraction, seed)
     check_model_path("--base", str(base), allow_gguf=False, what="base encoder")
-    check_output_dir_option("--output-dir", output_dir)  # before training, not when saving at the end
+    check_folder(output_dir, TAGGER, overwrite=overwrite)  # before training, not when saving at the end
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(seed)
@@ -202,9 +206,8 @@ def train_tagger(
         scored = [v["f1"] for v in per_label.values() if v["f1"] is not None]
         macro = sum(scored) / len(scored) if scored else None
         log(_format_f1(per_label, macro, len(heldout_rows)))
-    (Path(output_dir) / "eval_metrics.json").write_text(
-        json.dumps({"heldout": len(heldout_rows), "macro_f1": macro, "per_label": per_label}, indent=2) + "\n"
-    )
+    write_file(output_dir, "eval_metrics.json",
+               json.dumps({"heldout": len(heldout_rows), "macro_f1": macro, "per_label": per_label}, indent=2) + "\n")
     log(f"saved the tagger in the published TRACE format to {output_dir}")
     return TaggerTrainingResult(
         output_dir=Path(output_dir),
@@ -217,10 +220,13 @@ def train_tagger(
     )
 
 
+TAGGER = "train-tagger"  # the command named in the folder marker (procrl/core/folders.py)
+
+
 def _save_published(encoder, head, tokenizer, output_dir: Path) -> None:
     from safetensors.torch import save_file
 
-    output_dir.mkdir(parents=True, exist_ok=True)
+    claim_folder(output_dir, TAGGER)
     prefix = encoder.base_model_prefix
     tensors = {f"{prefix}.{k}": v.detach().cpu().contiguous().clone() for k, v in encoder.state_dict().items()}
     tensors["classifier.weight"] = head.weight.detach().cpu().contiguous().clone()
@@ -340,6 +346,8 @@ def add_train_tagger_command(commands) -> None:
     p.add_argument("--data", required=True, help='Labelled JSONL rows {"sentence": ..., "labels": [...]}.')
     p.add_argument("--base", required=True, help="Base encoder: local dir or Hub id (e.g. microsoft/deberta-v3-base).")
     p.add_argument("--output-dir", required=True, help="Where to save the tagger (config, tokenizer, model.safetensors).")
+    p.add_argument("--overwrite", action="store_true",
+                   help="Write into an --output-dir that procrl train-tagger did not write (its other files are kept).")
     p.add_argument("--epochs", type=int, default=3, help="Passes over the training rows.")
     p.add_argument("--batch-size", type=int, default=16, help="Sentences per optimisation step.")
     p.add_argument("--learning-rate", type=float, default=3e-5, help="AdamW peak learning rate (linear decay).")
@@ -353,5 +361,6 @@ def _cmd_train_tagger(args: argparse.Namespace) -> int:
     train_tagger(
         args.data, args.base, args.output_dir, epochs=args.epochs, batch_size=args.batch_size,
         learning_rate=args.learning_rate, eval_fraction=args.eval_fraction, seed=args.seed, max_length=args.max_length,
+        overwrite=args.overwrite,
     )
     return 0
