@@ -149,7 +149,8 @@ def evaluate(model: str, directory: Path, limit: int, judge: str = "reference") 
     directory.mkdir(parents=True, exist_ok=True)
     judged = [] if judge == "arithmetic" else ["--judge", judge]
     _procrl("evaluate", "--recipe", str(RECIPE), "--model", model, "--split", "test", "--limit", str(limit),
-            "--batch-size", "50", "--output-dir", str(directory), *judged, log=directory / "evaluate.log")
+            "--batch-size", "50", "--output-dir", str(directory), "--overwrite", *judged,
+            log=directory / "evaluate.log")
     return evaluate_report(directory)
 
 

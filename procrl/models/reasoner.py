@@ -141,16 +141,6 @@ def _is_unfinished_build(folder: Path) -> bool:
     return (folder / BUILD_MARKER).is_file()
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def check_build_dir(output_dir: str | os.PathLike) -> Path:
     """The directory a build into ``output_dir`` replaces (a symlink is followed), refused with a
     one-line ConfigError before anything is written: an empty path, a file, a directory procrl
@@ -180,10 +170,12 @@ def check_build_dir(output_dir: str | os.PathLike) -> Path:
 def _remove_stale_builds(output: Path) -> list[str]:
     """Temporary folders of killed builds into ``output`` (``NAME.partialPID`` with the build
     marker, their process gone); returns their names."""
+    from procrl.core.processes import process_alive
+
     removed = []
     for folder in output.parent.glob(output.name + ".partial*"):
         pid = folder.name[len(output.name) + len(".partial"):]
-        if pid.isdigit() and folder.is_dir() and _is_unfinished_build(folder) and not _pid_alive(int(pid)):
+        if pid.isdigit() and folder.is_dir() and _is_unfinished_build(folder) and not process_alive(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
     return removed
