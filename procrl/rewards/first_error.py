@@ -43,14 +43,14 @@ from typing import Literal
 
 from procrl.core.config import ConfigError, field
 from procrl.core.redaction import redact_url
-from procrl.core.answers import answers_match, extract_prediction, parse_gold
+from procrl.core.choices import NUMBER, AnswerSpec, answer_correct, gold_text
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
 
 # judge failures where no verdict came back at all (not a reply without a verdict): the sample's
 # details carry what failed
 REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
-from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+from procrl.rewards.judges.prompt import CATEGORIES, build_prompt, parse_verdict
 
 __all__ = [
     "FirstErrorReward",
@@ -294,27 +294,36 @@ class FirstErrorReward(RewardComponent):
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.ascore(batch)).result()
 
-    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None) -> JudgeItem:
+    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None,
+                  spec: AnswerSpec = NUMBER) -> JudgeItem:
         """What the judge is asked about one solution, the same in training, ``eval-judge`` and
         ``evaluate``: the gold reduced to what ``reference`` shows (the reference judge always
-        sees the whole gold solution: it checks against its intermediate values)."""
+        sees the whole gold solution: it checks against its intermediate values); a choice
+        gold as its letter and text (``(B) reading``), a yes/no gold as ``yes`` / ``no``."""
+        if spec.kind != "number":
+            shown = gold_text(gold, spec) if self.settings.reference else None
+            return JudgeItem(question, tuple(steps), shown, spec.kind)
         shown = "solution" if self.settings.backend == "reference" else self.settings.reference
         return JudgeItem(question, tuple(steps), reference_text(gold, shown))
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
+        if self.settings.backend in MODEL_FREE and any(spec.kind != "number" for spec in batch.answer_specs):
+            kind = next(spec.kind for spec in batch.answer_specs if spec.kind != "number")
+            raise ValueError(f"the {self.settings.backend!r} judge checks numbers; these answers are {kind} "
+                             "(use backend openai or hf)")
         items = [
-            self.make_item(question, tuple(step.text for step in segmentation.steps), gold)
-            for question, gold, segmentation in zip(batch.questions, batch.golds, segmentations)
+            self.make_item(question, tuple(step.text for step in segmentation.steps), gold, spec)
+            for question, gold, segmentation, spec in zip(batch.questions, batch.golds, segmentations,
+                                                          batch.answer_specs)
         ]
         verdicts = await self.judge_items(items)
         return self.output_from_verdicts(batch, items, verdicts)
 
-    def _answer_correct(self, completion: str, gold: str | None, detail: dict) -> bool | None:
+    def _answer_correct(self, completion: str, gold: str | None, detail: dict, spec: AnswerSpec = NUMBER) -> bool | None:
         if self.settings.penalty != "correct_only":
             return None
-        gold_value = parse_gold(gold)
-        correct = None if gold_value is None else answers_match(extract_prediction(completion)[0], gold_value)
+        correct = answer_correct(completion, gold, spec)
         detail["answer_correct"] = correct
         return correct
 
@@ -325,7 +334,9 @@ class FirstErrorReward(RewardComponent):
         step_scores: list[list[float] | None] = []
         details: list[dict] = []
         found, judged, unverified, relative_positions = 0, 0, 0, []
-        for completion, gold, item, verdict in zip(batch.completions, batch.golds, items, verdicts):
+        categories = dict.fromkeys(CATEGORIES, 0)
+        for completion, gold, item, verdict, spec in zip(batch.completions, batch.golds, items, verdicts,
+                                                          batch.answer_specs):
             n = len(item.steps)
             detail = {"index": verdict.index, "category": verdict.category, "num_steps": n, "verdict": verdict.status}
             if verdict.checked_steps is not None:
@@ -342,7 +353,7 @@ class FirstErrorReward(RewardComponent):
                 failures["no_steps"] += 1
                 if settings.backend in MODEL_FREE:
                     detail["checked_steps"] = 0
-                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
                 scores.append(value)
                 step_scores.append([])
                 detail.update(index=None, verdict="no_steps", penalty=value)
@@ -357,7 +368,7 @@ class FirstErrorReward(RewardComponent):
                 continue
             if verdict.index == -1 and verdict.checked_steps == 0:  # the judge checked nothing
                 unverified += 1
-                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
                 scores.append(value)
                 step_scores.append([0.0] * (n - 1) + [value if value else 0.0])
                 detail.update(index=None, verdict="unverified", penalty=value)
@@ -368,7 +379,7 @@ class FirstErrorReward(RewardComponent):
             if k >= 0:
                 found += 1
                 relative_positions.append(k / n)
-            value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail))
+            value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail, spec))
             scores.append(value)
             penalised = value is not None and value != 0.0
             step_scores.append(first_error_step_scores(k, n) if penalised else [0.0] * n)
@@ -384,6 +395,11 @@ class FirstErrorReward(RewardComponent):
         }
         if settings.backend in MODEL_FREE:
             metrics["unverified_fraction"] = unverified / total
+        if settings.categories and settings.backend in ("openai", "hf"):
+            # ReTraceQA's error categories: share of the errors found, and of those the judge left uncategorised
+            for category, count in categories.items():
+                metrics[f"category/{category}"] = count / found if found else math.nan
+            metrics["category/none"] = (found - sum(categories.values())) / found if found else math.nan
         if settings.backend == "reference":
             metrics["no_reference_fraction"] = failures["no_reference"] / total
         try:

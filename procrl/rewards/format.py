@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from procrl.core.config import field
 from procrl.core.answers import extract_prediction
+from procrl.core.choices import NUMBER, AnswerSpec, answer_block_start, predict
 from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 from procrl.core.text import DISPLAY_DELIMITERS, answer_line_start
 
@@ -43,15 +44,17 @@ def answer_statements(completion: str, start: int) -> int:
     return max(len(lines), completion.count(lines[-1]))
 
 
-def has_answer_line(completion: str, require_reasoning: bool = False) -> bool:
+def has_answer_line(completion: str, require_reasoning: bool = False, spec: AnswerSpec = NUMBER) -> bool:
+    """Whether ``completion`` ends with an answer block that states an answer of the row's kind
+    (a number, one option, yes/no)."""
     if not isinstance(completion, str):
         return False
-    start = answer_line_start(completion)
+    start = answer_line_start(completion) if spec.kind == "number" else answer_block_start(completion, spec)
     if start is None:
         return False
     if answer_statements(completion, start) > MAX_ANSWER_STATEMENTS:
         return False  # looping on the answer line
-    predicted, rule = extract_prediction(completion[start:])
+    predicted, rule = extract_prediction(completion[start:]) if spec.kind == "number" else predict(completion[start:], spec)
     if predicted is None or rule == "last_number":
         return False
     return not require_reasoning or bool(completion[:start].strip())
@@ -61,8 +64,8 @@ _MARKER = re.compile(r"####|\\boxed|answer is|answer\s*:", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 
 
-def partial_format_score(completion: str, require_reasoning: bool = False) -> float:
-    if has_answer_line(completion, require_reasoning):
+def partial_format_score(completion: str, require_reasoning: bool = False, spec: AnswerSpec = NUMBER) -> float:
+    if has_answer_line(completion, require_reasoning, spec):
         return 1.0
     if not isinstance(completion, str):
         return 0.0
@@ -83,7 +86,9 @@ class FormatReward(RewardComponent):
 
     def score(self, batch: RewardBatch) -> RewardOutput:
         if self.settings.partial:
-            scores = [partial_format_score(c, self.settings.require_reasoning) for c in batch.completions]
+            scores = [partial_format_score(c, self.settings.require_reasoning, spec)
+                      for c, spec in zip(batch.completions, batch.answer_specs)]
         else:
-            scores = [1.0 if has_answer_line(c, self.settings.require_reasoning) else 0.0 for c in batch.completions]
+            scores = [1.0 if has_answer_line(c, self.settings.require_reasoning, spec) else 0.0
+                      for c, spec in zip(batch.completions, batch.answer_specs)]
         return RewardOutput(scores=scores)

@@ -25,11 +25,13 @@ FAILURE_KINDS = (
 
 @dataclass(frozen=True)
 class JudgeItem:
-    """One solution to judge: the question, its steps, the gold answer (shown in reference mode)."""
+    """One solution to judge: the question, its steps, the gold answer (shown in reference mode),
+    the row's answer kind (``number``, ``choice``, ``yes_no``: the LLM judges' prompt)."""
 
     question: str | None
     steps: tuple[str, ...]
     gold: str | None = None
+    kind: str = "number"
 
 
 @dataclass
