@@ -20,7 +20,8 @@ Choice answers, first rule that reads one option wins (``predict_choice``):
 In a statement, an option is named by its label in parentheses (``(B)``, ``(b)``), a label and a
 closing parenthesis (``B)``), a bold label (``**B**``), ``option B`` / ``choice B``, or a bare
 capital label opening the statement (``B``, ``B.``, ``B because``; ``A`` only before punctuation,
-the end, ``because`` or its own text: it is also the article). Without a label, the statement's
+the end, ``because`` or its own text: it is also the article), and a bare label joined to a named
+one (``B or C``, ``B/C``). Without a label, the statement's
 text (its first clause, or the whole of it) must equal exactly one option's text (case, articles,
 markdown and end punctuation aside). A statement that names two different options is read as
 NO answer (``ambiguous``, wrong): hedging over options never pays, and it stops there rather than
@@ -200,6 +201,7 @@ _CLOSE_LABEL = re.compile(r"(?<![\w(])([A-Z])\)")
 _BOLD_LABEL = re.compile(r"\*\*\s*\(?([A-Z])\)?[.:]?\s*\*\*")
 _NAMED_LABEL = re.compile(r"\b(?:option|choice)\s*\(?([A-Za-z])\b", re.IGNORECASE)
 _LEADING_LABEL = re.compile(r"^[\s*_`\"'\[]*([A-Z])(?![\w'])\s*([.:,;!)\]*-]|$)?\s*")
+_JOINED_LABEL = re.compile(r"(?:\bor|\band|,|/)\s*([A-Z])(?![\w'])")  # "B or C", "B/C": a second option
 _ARTICLE_FOLLOWERS = re.compile(r"^(?:because|since|as|is|-|—)\b", re.IGNORECASE)
 _MARKDOWN = re.compile(r"[*_`#>]+")
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|,|\s(?:because|since|as|which)\s", re.IGNORECASE)
@@ -240,6 +242,8 @@ def _labels_named(text: str, spec: AnswerSpec) -> list[str]:
         if leading.group(2) is not None or not rest.strip() or own_text or (label != "A" and rest[:1].islower()) \
                 or _ARTICLE_FOLLOWERS.match(rest):
             found.append((leading.start(1), label))
+    if found:
+        found += [(m.start(1), m.group(1)) for m in _JOINED_LABEL.finditer(text) if m.group(1) in labels]
     return [label for _, label in sorted(found)]
 
 

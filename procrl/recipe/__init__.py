@@ -483,7 +483,7 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         if name not in reward_names:
             raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
     from procrl.data.qa import declared_answer_kind
-    from procrl.recipe.checks import check_answer_kind
+    from procrl.rewards.spec import check_answer_kind
 
     check_answer_kind(declared_answer_kind(data), rewards,  # before anything loads
                       "data.answer_kind" if data.answer_kind else f"data.dataset {data.dataset!r}")

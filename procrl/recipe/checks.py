@@ -31,7 +31,7 @@ from typing import Any
 
 from procrl.core.config import ConfigError
 
-__all__ = ["DEFAULT_MAX_COMPLETION_LENGTH", "PromptReport", "check_answer_kind", "check_golds", "check_prompts", "model_context"]
+__all__ = ["DEFAULT_MAX_COMPLETION_LENGTH", "PromptReport", "check_golds", "check_prompts", "model_context"]
 
 DEFAULT_MAX_COMPLETION_LENGTH = 512  # TRL 1.16 GRPOConfig's default
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -49,31 +49,13 @@ def uses_gold(specs) -> list[str]:
     return [s.name for s in specs if inspect.isclass(s.target) and issubclass(s.target, AccuracyReward)]
 
 
-def number_judges(specs) -> list[tuple[str, str]]:
-    """``(name, backend)`` of the mix's first-error components whose judge checks numbers only."""
-    from procrl.rewards.first_error import MODEL_FREE, FirstErrorReward
-
-    return [(s.name, s.settings.backend) for s in specs if inspect.isclass(s.target)
-            and issubclass(s.target, FirstErrorReward) and s.settings.backend in MODEL_FREE]
-
-
-def check_answer_kind(kind: str | None, specs, where: str = "data.answer_kind") -> None:
-    """Refuse, in one line, a judge that checks numbers (``arithmetic``, ``reference``) on answers
-    that are not numbers: it has nothing to check there and would give every completion its
-    ``unverified_score``."""
-    if kind in (None, "number"):
-        return
-    for name, backend in number_judges(specs):
-        raise ConfigError(f"rewards.{name}.backend: {backend!r} checks the calculations of numeric answers, but the "
-                          f"answers are {kind} ({where}); use backend 'openai' or 'hf' (an LLM judge), or drop it")
-
-
 def check_golds(answers: list, specs, source: str, which: str = "training", rows=None) -> str | None:
     """Refuse a dataset whose gold answers cannot be read (a number; for a choice or yes/no
     dataset, ``rows`` with ``answer_kind`` / ``choices``, an option or yes/no) when the mix has an
     accuracy component; a warning line when some cannot (None when every one can, or nothing
     uses them). A judge that checks numbers on answers that are not is refused first."""
     from procrl.core.choices import answer_spec, gold_answer
+    from procrl.rewards.spec import check_answer_kind
 
     kinds = list(rows["answer_kind"]) if rows is not None and "answer_kind" in rows.column_names else None
     choices = list(rows["choices"]) if rows is not None and "choices" in rows.column_names else None
