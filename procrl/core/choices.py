@@ -55,6 +55,7 @@ __all__ = [
     "answer_block_start",
     "answer_correct",
     "answer_spec",
+    "answer_text",
     "answer_specs",
     "format_options",
     "gold_answer",
@@ -186,8 +187,11 @@ def gold_text(gold: Any, spec: AnswerSpec) -> str | None:
     """The gold as a reference judge is shown it: ``(B) reading`` (the letter and its text),
     ``yes`` / ``no``; None when it cannot be read (number golds: :mod:`procrl.rewards.first_error`)."""
     value = gold_answer(gold, spec)
-    if value is None:
-        return None
+    return None if value is None else answer_text(value, spec)
+
+
+def answer_text(value: Any, spec: AnswerSpec) -> str:
+    """A read choice or yes/no answer as words: ``(B) reading``, ``yes`` / ``no``."""
     if spec.kind == "yes_no":
         return "yes" if value else "no"
     text = next((o.text for o in spec.options if o.label == value), None)
