@@ -137,7 +137,9 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
         for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
             if not chunk:
                 continue
-            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference} for s in chunk]
+            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference,
+                     **({"answer_kind": s.answer_kind, "choices": list(s.choices) if s.choices else None}
+                        if s.answer_kind else {})} for s in chunk]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
                 _load_failures(mix, failures, len(chunk))
@@ -360,6 +362,23 @@ def segmentation_agreement(items: list[Scored]) -> dict[str, Any] | None:
     }
 
 
+def error_categories(items: list[Scored], name: str) -> dict[str, dict[str, int]] | None:
+    """Errors the judge found per ReTraceQA category, per class of solution (``none``: found
+    without a category); None when the judge named no category."""
+    from procrl.rewards.judges.prompt import CATEGORIES
+
+    found = [(i.klass, (i.diagnostics.get(name) or {}).get("category")) for i in items
+             if isinstance((i.diagnostics.get(name) or {}).get("index"), int) and i.diagnostics[name]["index"] >= 0]
+    if not any(category for _, category in found):
+        return None
+    out = {}
+    for klass in CLASSES:
+        named = [category for k, category in found if k == klass]
+        if named:
+            out[klass] = {**{c: named.count(c) for c in CATEGORIES}, "none": sum(c not in CATEGORIES for c in named)}
+    return out
+
+
 def accuracy_agreement(items: list[Scored], name: str) -> dict[str, Any]:
     labelled = [i for i in items if i.solution.answer_correct is not None]
     scored = [i for i in labelled if i.rewards.get(name) is not None]
@@ -443,6 +462,9 @@ def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int
                                       seed, resamples))
         if is_judge:
             entry["localisation"] = localisation(items, name, backend == "prm")
+            categories = error_categories(items, name)
+            if categories is not None:
+                entry["categories"] = categories
         if spec.type == "accuracy":
             entry["agreement"] = accuracy_agreement(items, name)
         components[name] = entry
