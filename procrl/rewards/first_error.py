@@ -379,6 +379,8 @@ class FirstErrorReward(RewardComponent):
             if k >= 0:
                 found += 1
                 relative_positions.append(k / n)
+            if k >= 0 and verdict.category in categories:
+                categories[verdict.category] += 1
             value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail, spec))
             scores.append(value)
             penalised = value is not None and value != 0.0
