@@ -33,10 +33,37 @@ from typing import Any
 from procrl.core.choices import AnswerSpec, format_options, gold_answer, normalize_choices
 from procrl.core.config import ConfigError
 
-__all__ = ["Columns", "KNOWN_KINDS", "declared_answer_kind", "known_kind", "normalize_row", "resolve_columns"]
+__all__ = ["Columns", "EXAMPLE_SOLUTIONS", "KNOWN_KINDS", "declared_answer_kind", "known_kind", "normalize_row", "resolve_columns"]
 
 KNOWN_KINDS = {"tau/commonsense_qa": "choice", "commonsense_qa": "choice", "allenai/openbookqa": "choice",
                "openbookqa": "choice", "allenai/qasc": "choice", "qasc": "choice"}
+
+
+# Written solutions of each kind that is not a number (a dataset's gold is a letter or yes/no, not a
+# worked solution): what `procrl check` scores the reward mix on.
+_OPTIONS = [{"label": label, "text": text} for label, text in zip("ABCDE", ("ocean", "nightstand", "freezer", "volcano",
+                                                                           "mailbox"))]
+EXAMPLE_SOLUTIONS = {
+    "choice": [
+        {"question": "Where would you put a book you want to read later tonight?\n"
+                     "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
+         "completion": "You read a book in bed before sleeping.\nSo the book should be within reach of the bed.\n"
+                       "A nightstand stands next to the bed.\nThe answer is (B).",
+         "answer": "B", "answer_kind": "choice", "choices": _OPTIONS},
+        {"question": "What would you use to keep ice cream frozen?\n"
+                     "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
+         "completion": "Ice cream melts above freezing.\nA freezer keeps food below freezing.\n**C**",
+         "answer": "C", "answer_kind": "choice", "choices": _OPTIONS},
+    ],
+    "yes_no": [
+        {"question": "Could a goldfish survive in a desert without water?",
+         "completion": "Goldfish breathe with gills, which take oxygen from water.\nA desert has almost no water.\n"
+                       "So the answer is no.", "answer": "no", "answer_kind": "yes_no", "choices": None},
+        {"question": "Is the sun hotter than an ice cube?",
+         "completion": "The sun's surface is thousands of degrees hot.\nAn ice cube is frozen water, below zero "
+                       "degrees.\nYes.", "answer": "yes", "answer_kind": "yes_no", "choices": None},
+    ],
+}
 
 
 def known_kind(dataset: str | None) -> str | None:
