@@ -119,6 +119,19 @@ def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> 
                               f"fix it, or leave it out with --component / --set rewards.{name}=false")
 
 
+def _reasoning_end(solution: Solution) -> int:
+    """Where the solution's reasoning ends, its answer block read under its answer kind."""
+    from procrl.core.text import reasoning_end
+
+    if not solution.answer_kind or solution.answer_kind == "number":
+        return reasoning_end(solution.completion)
+    from procrl.core.choices import answer_block_start, answer_spec
+
+    spec = answer_spec(solution.answer_kind, list(solution.choices or []) or None, solution.gold)
+    start = answer_block_start(solution.completion, spec)
+    return len(solution.completion[: len(solution.completion) if start is None else start].rstrip())
+
+
 def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
                     progress: bool = False) -> tuple[list[Scored], dict[str, dict[str, int]]]:
     """Every solution through :func:`procrl.evaluation.score.score_batch` (``procrl score``'s code); the
@@ -126,7 +139,6 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
     from tqdm.auto import tqdm
 
     from procrl.evaluation.score import score_batch
-    from procrl.core.text import reasoning_end
 
     scored: list[Scored] = []
     counts: dict[str, dict[str, int]] = {name: {} for name in mix.names}
@@ -149,7 +161,7 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
                     counts[name][kind] = counts[name].get(kind, 0) + count
             for solution, row in zip(chunk, out):
                 spans = [(step["start"], step["end"]) for step in row["steps"]]
-                item = Scored(solution, dict(row["rewards"]), row["reward"], spans, reasoning_end(solution.completion),
+                item = Scored(solution, dict(row["rewards"]), row["reward"], spans, _reasoning_end(solution),
                               row.get("diagnostics") or {}, row.get("fallbacks") or {})
                 if solution.data_spans is None:  # procrl format: the label is on procrl's steps already
                     label = solution.label

@@ -135,7 +135,8 @@ class FirstErrorReward(RewardComponent):
             help="Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), "
             "'prm' (process reward model, Qwen2.5-Math-PRM convention), 'arithmetic' (no model: checks calculations) "
             "or 'reference' (no model: checks each step's quantities against the question and the gold solution's "
-            "intermediate values; needs gold solutions, not only final answers).",
+            "intermediate values; needs gold solutions, not only final answers). 'arithmetic' and 'reference' check "
+            "numbers: refused for choice and yes/no answers (data.answer_kind).",
         )
         model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path or an embedded model such as procrl:smollm2-135m-instruct).")
         gguf_file: str | None = field(None, help="hf: a GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype.")
@@ -155,9 +156,11 @@ class FirstErrorReward(RewardComponent):
         reference: bool | Reference = field(
             False,
             help="LLM judges, reference-based mode: 'answer' (or true) shows the gold final answer (the number after "
-            "'####', as ReTraceQA); 'solution' shows the whole gold solution; false: reference-free.",
+            "'####'; a choice's letter and text, '(B) reading', or yes/no: ReTraceQA's protocol); 'solution' shows the "
+            "whole gold solution; false: reference-free.",
         )
-        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/Reasoning).")
+        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/"
+                                 "Reasoning, ReTraceQA's), logged per category (rewards/<name>/category/...).")
         penalty: Penalty = field(
             "flat",
             help="'flat': -1 when an error is found; 'position': -(n-k)/n when step k is the first error (padding "

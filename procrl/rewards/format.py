@@ -10,6 +10,10 @@ line until the token limit (SmolLM2-135M-Instruct's ``#### 4 = 4`` thirty times,
 answer is 3.`` repeated) has not ended its answer, so it is not paid for one; one statement, or
 two in different notations (``The answer is 18.`` then ``#### 18``), is.
 
+A row whose answers are options or yes/no (``answer_kind`` ``choice`` / ``yes_no``,
+:mod:`procrl.core.choices`) has its answer block found and read under its kind: ``The answer is
+(B)``, ``**B**``, ``(B) reading``, ``Yes.``; a block naming two options states no answer.
+
 ``partial: true`` adds graded credit for completions that are not there yet (0.5 for an
 answer marker such as ``####`` without a parseable number after it, 0.25 for a number on the
 last line): a shaping signal that gives an untrained model a gradient; 1.0 stays reserved for
