@@ -124,3 +124,17 @@ def test_the_hf_judge_builds_the_same_prompt():
     text = judge._text(JudgeItem(QUESTION, ("You read a book in bed.",), "(B) nightstand", "choice"))
     assert "answers a multiple-choice question" in text and "(B) nightstand" in text
     assert re.search(r"Category: Reasoning", text)
+
+
+def test_categories_reach_the_wandb_payload(server):
+    import wandb
+
+    from procrl.observe.callback import DiagnosticsCallback
+
+    mix = _mix(server.base_url)
+    callback = DiagnosticsCallback.attach(mix)
+    mix.score_all(_batch([SOUND, MISREAD, LEAP]))  # the callback observes the scored batch
+    payload = callback._wandb_payload(wandb, {}, plots=False, step=1)
+    chart = payload["train/diagnostics/first_error/categories"]
+    assert isinstance(chart, wandb.plot.CustomChart)
+    assert chart.table.data == [["Misinterpretation", 1], ["Hallucination", 0], ["Reasoning", 1], ["none", 0]]
