@@ -152,3 +152,16 @@ def test_validate_reads_big_bench_mistake_multiple_choice_traces(tmp_path, serve
     agreement = report["components"]["accuracy"]["agreement"]
     assert (agreement["agree"], agreement["scored"]) == (4, 4)  # "(A), (B), or (C)." is read as no answer: wrong
     assert report["classes"] == {"sound": 1, "wrong_answer": 2, "right_answer_flawed": 1}
+
+
+def test_evaluate_majority_vote_over_option_letters(tmp_path, server):
+    from procrl.evaluation.evaluate import Sampling, evaluate
+    from procrl.recipe import load_recipe
+
+    samples = [COMPLETIONS[0], "Fish swim.\nThe answer is (A).",  # fish: B then A (first seen wins a tie)
+               COMPLETIONS[1], "Shoes are worn outside.\n(C) shoes",  # feet: C, C
+               "Bees make honey.\nThe answer is (A).", COMPLETIONS[2]]  # bees: A then B
+    report = evaluate(load_recipe(_recipe(tmp_path, server)), split="validation", output_dir=tmp_path / "eval",
+                      completions=samples, sampling=Sampling(temperature=1.0, num_samples=2))
+    assert report["answer_accuracy"] == pytest.approx((0.5 + 1.0 + 0.5) / 3)
+    assert report["sampled"]["maj@2"] == pytest.approx(1.0)  # ties go to the first seen: B, C, A
