@@ -100,3 +100,25 @@ def test_receval_informativeness_targets_the_option(tmp_path):
         assert -1.0 <= scores[name] <= 1.0
     yes_no, output, _ = _scores(mix, "receval_informativeness", YES_NO, "yes_no")
     assert output.details[0]["target"] == " The answer is no." and yes_no["answer_alone"] == -1.0
+
+
+def test_the_csqa_mix_pays_nothing_for_skipping_hedging_or_padding():
+    """recipes/csqa_trace.yaml offline (its LLM judge left out, TRACE on the cue tagger), on the
+    five completions of the integrity cases written for a CommonsenseQA question: worked (W), a
+    false fact with the answer kept (S), S padded with restatements (P), the answer alone (A),
+    hedging then the answer (H)."""
+    from procrl.evaluation.score import score_rows
+    from procrl.recipe import load_recipe
+    from tests.test_reward_integrity import REPO, offline_overrides
+
+    path = REPO / "recipes" / "csqa_trace.yaml"
+    mix = RewardMix(load_recipe(path, offline_overrides(path)).rewards)
+    slip = CHAINS["worked"].replace("in bed before sleeping", "in the bathtub before sleeping")
+    padded = slip.replace("The answer is (B).", "") + "\n".join(["A book is something you read."] * 3) + "\nThe answer is (B)."
+    cases = {"W": CHAINS["worked"], "S": slip, "P": padded, "A": CHAINS["answer_alone"], "H": CHAINS["hedging"]}
+    rows = [{"question": QUESTION, "completion": c, "answer": "B", "answer_kind": "choice", "choices": CSQA}
+            for c in cases.values()]
+    total = dict(zip(cases, (row["reward"] for row in score_rows(mix, rows))))
+    assert total["W"] > total["A"] and total["W"] > total["H"]
+    assert total["W"] >= total["S"] >= total["P"]
+    assert total["A"] == pytest.approx(1.0)  # the answer alone: accuracy only (format requires reasoning, TRACE 0)
