@@ -78,6 +78,14 @@ def test_a_statement_naming_two_options_is_wrong_not_its_first():
     assert predict_choice(REASONING + "(B) nightstand or (E) mailbox", SPEC) == (None, "ambiguous")
 
 
+def test_an_option_ruled_out_is_not_named():
+    assert predict_choice(REASONING + "The answer is (B), not (C).", SPEC) == ("B", "answer_is")
+    assert predict_choice(REASONING + "So (B) nightstand rather than (E) mailbox.", SPEC) == ("B", "final_line")
+    # every option ruled out but a list of others: still two options named
+    hedge = REASONING + "The answer is not (A), (B), (C), (D) or (E)."
+    assert predict_choice(hedge, SPEC) == (None, "ambiguous")
+
+
 def test_no_answer_and_the_article_a():
     assert predict_choice(REASONING + "A reader keeps it nearby.", SPEC) == (None, "none")
     assert predict_choice("", SPEC) == (None, "none")

@@ -21,7 +21,8 @@ In a statement, an option is named by its label in parentheses (``(B)``, ``(b)``
 closing parenthesis (``B)``), a bold label (``**B**``), ``option B`` / ``choice B``, or a bare
 capital label opening the statement (``B``, ``B.``, ``B because``; ``A`` only before punctuation,
 the end, ``because`` or its own text: it is also the article), and a bare label joined to a named
-one (``B or C``, ``B/C``). Without a label, the statement's
+one (``B or C``, ``B/C``). An option ruled out (``(C), not (A)``, ``rather than (A)``) is not named
+when another one is. Without a label, the statement's
 text (its first clause, or the whole of it) must equal exactly one option's text (case, articles,
 markdown and end punctuation aside). A statement that names two different options is read as
 NO answer (``ambiguous``, wrong): hedging over options never pays, and it stops there rather than
@@ -206,6 +207,7 @@ _BOLD_LABEL = re.compile(r"\*\*\s*\(?([A-Z])\)?[.:]?\s*\*\*")
 _NAMED_LABEL = re.compile(r"\b(?:option|choice)\s*\(?([A-Za-z])\b", re.IGNORECASE)
 _LEADING_LABEL = re.compile(r"^[\s*_`\"'\[]*([A-Z])(?![\w'])\s*([.:,;!)\]*-]|$)?\s*")
 _JOINED_LABEL = re.compile(r"(?:\bor|\band|,|/)\s*([A-Z])(?![\w'])")  # "B or C", "B/C": a second option
+_RULED_OUT = re.compile(r"\b(?:not|rather than|instead of)\s*[(*]*\s*$", re.IGNORECASE)
 _ARTICLE_FOLLOWERS = re.compile(r"^(?:because|since|as|is|-|—)\b", re.IGNORECASE)
 _MARKDOWN = re.compile(r"[*_`#>]+")
 _CLAUSE_END = re.compile(r"[.;!?](?:\s|$)|,|\s(?:because|since|as|which)\s", re.IGNORECASE)
@@ -248,7 +250,9 @@ def _labels_named(text: str, spec: AnswerSpec) -> list[str]:
             found.append((leading.start(1), label))
     if found:
         found += [(m.start(1), m.group(1)) for m in _JOINED_LABEL.finditer(text) if m.group(1) in labels]
-    return [label for _, label in sorted(found)]
+    # "(C), not (A)": an option ruled out is not named as the answer (when another one is)
+    kept = [(position, label) for position, label in found if not _RULED_OUT.search(text[max(0, position - 20) : position])]
+    return [label for _, label in sorted(kept if kept else found)]
 
 
 def _read_statement(text: str, spec: AnswerSpec, bare: bool = False) -> tuple[str | None, str]:
