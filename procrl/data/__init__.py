@@ -144,7 +144,7 @@ def load_examples(data, split: str | None = None):
     elif Path(data.dataset).is_dir():
         dataset = _load_directory(data, split)
     else:
-        dataset = datasets.load_dataset(data.dataset, data.config, split=split)
+        dataset = _load_hub(data, split)
     if dataset is None:  # a local file: its columns from the first row, every row checked before datasets reads it
         columns = _file_columns(data)
         check_data_file(data.dataset, columns.question, columns.answer, boolean_answers=columns.kind == "yes_no")
@@ -165,6 +165,19 @@ def load_examples(data, split: str | None = None):
     if data.max_samples is not None:
         dataset = dataset.select(range(min(data.max_samples, len(dataset))))
     return _normalized(dataset, columns, data.dataset)
+
+
+def _load_hub(data, split: str):
+    """A Hub dataset; the default configuration 'main' (GSM8K's) falls back to the dataset's only
+    one when it has no 'main' (tau/commonsense_qa, allenai/qasc), as for a local folder."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(data.dataset, data.config, split=split)
+    except ValueError as error:
+        if data.config != "main" or "BuilderConfig" not in str(error):
+            raise
+        return datasets.load_dataset(data.dataset, split=split)
 
 
 def _file_columns(data):
