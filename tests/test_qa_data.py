@@ -102,3 +102,16 @@ def test_a_local_folder_whose_kind_shows_only_once_loaded_is_refused_by_check():
     recipe = _recipe(QA / "qasc", {"accuracy": {}, "judge": {"type": "first_error", "backend": "arithmetic"}})
     with pytest.raises(ConfigError, match=r"rewards.judge.backend: 'arithmetic' .* answers are choice"):
         check_recipe_data(recipe)
+
+
+@pytest.mark.parametrize("recipe", ["csqa_trace", "strategyqa_trace"])
+def test_the_commonsense_recipes_pass_check_and_refuse_the_arithmetic_judge(capsys, recipe):
+    from tests.test_reliability import assert_one_line_error, cli
+
+    path = Path(__file__).parents[1] / "recipes" / f"{recipe}.yaml"
+    result = cli(capsys, "check", path)
+    assert result.code == 0, result.err[-2000:]
+    assert "reward mix on 2 reference solutions from written" in result.out
+    assert "accuracy                 weight 1      scores [1.0000, 1.0000]" in result.out
+    refused = cli(capsys, "check", path, "--set", "rewards.first_error.backend=arithmetic")
+    assert_one_line_error(refused, "rewards.first_error.backend: 'arithmetic' checks the calculations", "data.answer_kind")
