@@ -74,6 +74,8 @@ def test_a_statement_naming_two_options_is_wrong_not_its_first():
         assert predict_choice(REASONING + hedge, SPEC) == (None, "ambiguous")
         assert answer_correct(REASONING + hedge, "B", SPEC) is False
     assert predict_choice(REASONING + "\\boxed{B or C}", SPEC) == (None, "ambiguous")
+    assert predict_choice(REASONING + "Answer: B, C or E.", SPEC) == (None, "ambiguous")
+    assert predict_choice(REASONING + "The answer is (B), A nightstand is by the bed.", SPEC) == ("B", "answer_is")
     # hedging in the final line too, and not passed on to the statement above it
     assert predict_choice(REASONING + "(B) nightstand or (E) mailbox", SPEC) == (None, "ambiguous")
 
@@ -117,6 +119,8 @@ def test_yes_no_hedging_and_prose():
     assert predict_yes_no("It depends.\nThe answer is yes or no.") == (None, "ambiguous")
     assert predict_yes_no("The answer is no, there is no way that is true.") == (False, "answer_is")
     assert predict_yes_no("Goldfish need water.\nNo one has seen one in a desert.") == (None, "none")
+    assert predict_yes_no("Goldfish need water.\nNo goldfish lives in sand.") == (None, "none")
+    assert predict_yes_no("Goldfish need water.\nYes it could, in a tank.") == (True, "final_line")
     assert answer_correct("Goldfish need water.\nNo.", False, AnswerSpec("yes_no")) is True
     assert answer_correct("Goldfish need water.\nNo.", "yes", AnswerSpec("yes_no")) is False
 

@@ -206,7 +206,8 @@ _CLOSE_LABEL = re.compile(r"(?<![\w(])([A-Z])\)")
 _BOLD_LABEL = re.compile(r"\*\*\s*\(?([A-Z])\)?[.:]?\s*\*\*")
 _NAMED_LABEL = re.compile(r"\b(?:option|choice)\s*\(?([A-Za-z])\b", re.IGNORECASE)
 _LEADING_LABEL = re.compile(r"^[\s*_`\"'\[]*([A-Z])(?![\w'])\s*([.:,;!)\]*-]|$)?\s*")
-_JOINED_LABEL = re.compile(r"(?:\bor|\band|,|/)\s*([A-Z])(?![\w'])")  # "B or C", "B/C": a second option
+# "B or C", "B, C or E", "B/C": a bare label joined to a named one, ending where a label ends (not "A nightstand")
+_JOINED_LABEL = re.compile(r"(?:\bor|\band|,|/)\s*([A-Z])(?=\s*(?:[.,;:!?)*]|or\b|and\b|$))")
 _RULED_OUT = re.compile(r"\b(?:not|rather than|instead of)\s*[(*]*\s*$", re.IGNORECASE)
 _ARTICLE_FOLLOWERS = re.compile(r"^(?:because|since|as|is|-|—)\b", re.IGNORECASE)
 _MARKDOWN = re.compile(r"[*_`#>]+")
@@ -314,8 +315,9 @@ def predict_choice(completion: str, spec: AnswerSpec) -> tuple[str | None, str]:
 
 _POLAR = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 _POLAR_PAIR = re.compile(r"\b(yes|no|true|false)\s*(?:or|/|and)\s*(yes|no|true|false)\b", re.IGNORECASE)
-_OPENING_POLAR = re.compile(r"^[\s*_`\"'(]*(yes|no|true|false)\b(?!\s+(?:one|longer|more|less|matter|doubt|way)\b)",
-                            re.IGNORECASE)
+# a final line opening with the word as an answer: "Yes.", "No, ...", "Yes it is." (not "No goldfish can ...")
+_OPENING_POLAR = re.compile(r"^[\s*_`\"'(]*(yes|no|true|false)\b"
+                            r"(?=\s*(?:[.,;:!)*]|$)|\s+(?:it|they|he|she|this|that|there|we|you|i)\b)", re.IGNORECASE)
 _BOLD_POLAR = re.compile(r"\*\*\s*(yes|no|true|false)\s*[.!]?\s*\*\*", re.IGNORECASE)
 
 
