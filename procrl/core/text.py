@@ -399,9 +399,12 @@ def _too_long(completion: str) -> Segmentation:
     return Segmentation(completion=completion, reasoning_end=0, steps=(), sentences=(), sentence_step=(), too_long=True)
 
 
-def segment_batch(completions: list[str]) -> list[Segmentation]:
+def segment_batch(completions: list[str], answer_starts: list[int | None] | None = None) -> list[Segmentation]:
     """Segment many completions; sentence splitting runs as one spaCy pass for the batch.
-    Completions over a cap come back ``too_long`` without being processed further."""
+    Completions over a cap come back ``too_long`` without being processed further.
+    ``answer_starts``: where each completion's answer block begins when the caller reads answers
+    that are not numbers (:func:`procrl.core.choices.answer_block_start`); None entries, or no
+    list, use :func:`answer_line_start`."""
     texts = [c if isinstance(c, str) else "" for c in completions]
     out: list[Segmentation | None] = [None] * len(texts)
     todo = []  # (index, masked text, reasoning end, step pieces, lines)
@@ -410,7 +413,8 @@ def segment_batch(completions: list[str]) -> list[Segmentation]:
             out[index] = _too_long(completion)
             continue
         masked = _mask_think_tags(completion)
-        end = reasoning_end(masked)
+        given = answer_starts[index] if answer_starts is not None else None
+        end = reasoning_end(masked) if given is None else len(masked[:given].rstrip())
         lines = _line_spans(masked, 0, end)
         pieces = _steps_from_pieces(masked, end)
         if len(lines) > MAX_LINES or (pieces is not None and len(pieces) > MAX_STEPS):

@@ -93,7 +93,8 @@ def _files_below(directory: Path, depth: int):
         level = following
 
 
-def check_rows(dataset, source: str, question_column: str = "question", answer_column: str = "answer") -> None:
+def check_rows(dataset, source: str, question_column: str = "question", answer_column: str = "answer",
+               boolean_answers: bool = False) -> None:
     """Every row of a loaded dataset has a non-empty text question and a text or numeric answer
     (what :func:`check_data_file` checks for a local file), else a one-line ConfigError naming
     the row (numbered from 1)."""
@@ -106,7 +107,7 @@ def check_rows(dataset, source: str, question_column: str = "question", answer_c
             got = f"{type(question).__name__} {question!r}"[:60]
             raise ConfigError(f"data.dataset: {source} row {index}: {question_column!r} must be a non-empty string "
                               f"({got}; data.question_column)")
-        if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+        if (isinstance(answer, bool) and not boolean_answers) or not isinstance(answer, (str, int, float)):
             raise ConfigError(f"data.dataset: {source} row {index}: {answer_column!r} must be a string or a number "
                               f"({type(answer).__name__}; data.answer_column)")
     if len(dataset) == 0:
@@ -127,8 +128,11 @@ def synthetic_rows(data, split: str) -> list[dict[str, Any]]:
 
 
 def load_examples(data, split: str | None = None):
-    """A ``datasets.Dataset`` with ``question`` and ``answer`` columns."""
+    """A ``datasets.Dataset`` with ``question`` and ``answer`` columns; a choice or yes/no dataset
+    also ``answer_kind`` (and ``choices``): :mod:`procrl.data.qa`."""
     import datasets
+
+    from procrl.data.qa import resolve_columns
 
     split = split or data.split
     if data.dataset == SYNTHETIC:
@@ -136,34 +140,81 @@ def load_examples(data, split: str | None = None):
     elif is_local_data_file(data.dataset):
         if not Path(data.dataset).is_file():
             raise ConfigError(f"data.dataset: file not found: {data.dataset}")
-        check_data_file(data.dataset, data.question_column, data.answer_column)
-        dataset = datasets.load_dataset("json", data_files=data.dataset, split="train")
+        dataset = None
     elif Path(data.dataset).is_dir():
         dataset = _load_directory(data, split)
     else:
-        dataset = datasets.load_dataset(data.dataset, data.config, split=split)
-    for column in (data.question_column, data.answer_column):
+        dataset = _load_hub(data, split)
+    if dataset is None:  # a local file: its columns from the first row, every row checked before datasets reads it
+        columns = _file_columns(data)
+        check_data_file(data.dataset, columns.question, columns.answer, boolean_answers=columns.kind == "yes_no")
+        dataset = datasets.load_dataset("json", data_files=data.dataset, split="train")
+    else:
+        first = dataset[0][data.answer_column] if len(dataset) and data.answer_column in dataset.column_names else None
+        columns = resolve_columns(data, dataset.column_names, first)
+    for column in (columns.question, columns.answer):
         if column not in dataset.column_names:
             raise ConfigError(
                 f"data: column {column!r} not in dataset {data.dataset!r}; columns: {', '.join(dataset.column_names)}"
             )
-    question_type = getattr(dataset.features[data.question_column], "dtype", None)
+    question_type = getattr(dataset.features[columns.question], "dtype", None)
     if question_type not in ("string", "large_string"):
-        raise ConfigError(f"data.question_column: column {data.question_column!r} of {data.dataset!r} holds {question_type}, not text")
+        raise ConfigError(f"data.question_column: column {columns.question!r} of {data.dataset!r} holds {question_type}, not text")
     if data.dataset != SYNTHETIC and not is_local_data_file(data.dataset):  # a local file was checked line by line
-        check_rows(dataset, data.dataset, data.question_column, data.answer_column)
-    if data.question_column != "question":
-        dataset = dataset.rename_column(data.question_column, "question")
-    if data.answer_column != "answer":
-        if "answer" in dataset.column_names:
-            dataset = dataset.remove_columns("answer")
-        dataset = dataset.rename_column(data.answer_column, "answer")
+        check_rows(dataset, data.dataset, columns.question, columns.answer, boolean_answers=columns.kind == "yes_no")
     if data.max_samples is not None:
         dataset = dataset.select(range(min(data.max_samples, len(dataset))))
-    return dataset
+    return _normalized(dataset, columns, data.dataset)
 
 
-def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer") -> int:
+def _load_hub(data, split: str):
+    """A Hub dataset; the default configuration 'main' (GSM8K's) falls back to the dataset's only
+    one when it has no 'main' (tau/commonsense_qa, allenai/qasc), as for a local folder."""
+    import datasets
+
+    try:
+        return datasets.load_dataset(data.dataset, data.config, split=split)
+    except ValueError as error:
+        if data.config != "main" or "BuilderConfig" not in str(error):
+            raise
+        return datasets.load_dataset(data.dataset, split=split)
+
+
+def _file_columns(data):
+    """The columns of a local data file, from its first row."""
+    from procrl.core.jsonl import iter_records
+    from procrl.data.qa import resolve_columns
+
+    try:
+        first = next((row for _, row in iter_records(data.dataset, "data.dataset")), None)
+    except ConfigError:
+        first = None  # check_data_file names the problem
+    names = list(first) if isinstance(first, dict) else []
+    columns = resolve_columns(data, names, first.get(data.answer_column if data.answer_column in names else "answerKey")
+                              if isinstance(first, dict) else None)
+    return columns
+
+
+def _normalized(dataset, columns, source: str):
+    """``question`` / ``answer`` / ``answer_kind`` (and ``choices``) under their own names."""
+    from procrl.data.qa import normalize_row
+
+    if columns.kind == "number":
+        if columns.question != "question":
+            dataset = dataset.rename_column(columns.question, "question")
+        if columns.answer != "answer":
+            if "answer" in dataset.column_names:
+                dataset = dataset.remove_columns("answer")
+            dataset = dataset.rename_column(columns.answer, "answer")
+        return dataset  # no answer_kind column: a row without one is read as a number
+    rows = [normalize_row(row, columns, f"data.dataset: {source} row {index}") for index, row in enumerate(dataset, 1)]
+    import datasets
+
+    return datasets.Dataset.from_list(rows)
+
+
+def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer",
+                    boolean_answers: bool = False) -> int:
     """Read a local JSON-lines / JSON-array data file once, before ``datasets`` does: every row
     an object with a non-empty text question and a text or numeric answer. A one-line
     ConfigError names the file and line (datasets would fail with a traceback, or a row with a
@@ -181,7 +232,7 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
                 got = "no such field" if question_column not in row else f"{type(question).__name__} {question!r}"[:60]
                 raise ConfigError(f"{where}: {question_column!r} must be a non-empty string ({got}; data.question_column)")
             answer = row.get(answer_column)
-            if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+            if (isinstance(answer, bool) and not boolean_answers) or not isinstance(answer, (str, int, float)):
                 got = "no such field" if answer_column not in row else type(answer).__name__
                 raise ConfigError(f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)")
             count += 1
@@ -197,9 +248,9 @@ def build_prompt_dataset(data, tokenizer: Any, split: str | None = None):
     """The prompt dataset of ``split`` (default ``data.split``), at most ``data.max_samples`` rows."""
     dataset = load_examples(data, split)
     chat = uses_chat_template(data, tokenizer)
-    keep = {"question", "answer"}
+    keep = {"question", "answer", "answer_kind", "choices"}
     dataset = dataset.remove_columns([c for c in dataset.column_names if c not in keep])
-    return dataset.map(lambda row: {"prompt": format_prompt(data, row["question"], chat)})
+    return dataset.map(lambda row: {"prompt": format_prompt(data, row["question"], chat, row.get("answer_kind"))})
 
 
 def build_eval_dataset(data, tokenizer: Any):

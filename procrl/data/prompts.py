@@ -19,13 +19,21 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_PROMPT_TEMPLATE", "format_prompt", "prompt_text", "render_prompt", "uses_chat_template"]
+__all__ = ["DEFAULT_PROMPT_TEMPLATE", "KIND_PROMPT_TEMPLATES", "format_prompt", "prompt_template", "prompt_text", "render_prompt", "uses_chat_template"]
 
 # The default user prompt (recipe key data.prompt_template).
 DEFAULT_PROMPT_TEMPLATE = (
     "{question}\n\nSolve the problem step by step, one step per line. "
     "End with a final line of the form '#### <answer>'."
 )
+# What the default becomes for answers that are not numbers (data.answer_kind); the question of a
+# choice row already lists its options ("Answer Choices: (A) ... (B) ...").
+KIND_PROMPT_TEMPLATES = {
+    "choice": "{question}\n\nThink step by step, one step per line. "
+              "End with a final line of the form 'The answer is (X)', X the letter of your choice.",
+    "yes_no": "{question}\n\nThink step by step, one step per line. "
+              "End with a final line of the form 'The answer is yes' or 'The answer is no'.",
+}
 
 
 def uses_chat_template(data, tokenizer: Any) -> bool:
@@ -36,10 +44,19 @@ def uses_chat_template(data, tokenizer: Any) -> bool:
     return getattr(tokenizer, "chat_template", None) is not None
 
 
-def format_prompt(data, question: str, chat: bool) -> Any:
-    """A plain string prompt, or a list of chat messages (TRL's conversational format). ``data``: the
-    recipe's ``data:`` section (its ``prompt_template`` and ``system_prompt``); None: their defaults."""
+def prompt_template(data, kind: str | None = None) -> str:
+    """The recipe's ``prompt_template``; its default becomes the answer kind's own
+    (:data:`KIND_PROMPT_TEMPLATES`) for a choice or yes/no row (``kind``, else ``data.answer_kind``)."""
     template = DEFAULT_PROMPT_TEMPLATE if data is None else data.prompt_template
+    kind = kind or getattr(data, "answer_kind", None)
+    return KIND_PROMPT_TEMPLATES.get(kind, template) if template == DEFAULT_PROMPT_TEMPLATE else template
+
+
+def format_prompt(data, question: str, chat: bool, kind: str | None = None) -> Any:
+    """A plain string prompt, or a list of chat messages (TRL's conversational format). ``data``: the
+    recipe's ``data:`` section (its ``prompt_template`` and ``system_prompt``); None: their defaults.
+    ``kind``: the row's answer kind (the default template's wording)."""
+    template = prompt_template(data, kind)
     system_prompt = None if data is None else data.system_prompt
     user = template.replace("{question}", question)
     if not chat:
@@ -59,6 +76,6 @@ def render_prompt(tokenizer: Any, prompt: str | list[dict[str, str]]) -> str:
     return prompt
 
 
-def prompt_text(data, tokenizer: Any, question: str) -> str:
+def prompt_text(data, tokenizer: Any, question: str, kind: str | None = None) -> str:
     """``question`` as the model sees it under the recipe's ``data`` section."""
-    return render_prompt(tokenizer, format_prompt(data, question, uses_chat_template(data, tokenizer)))
+    return render_prompt(tokenizer, format_prompt(data, question, uses_chat_template(data, tokenizer), kind))

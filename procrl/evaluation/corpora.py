@@ -21,7 +21,9 @@ format (detected by)          read as
                               ``ground_truth_solution`` states), ``uuid``, ``question_type``
 ``big-bench-mistake``         ``input, steps, mistake_index`` (0-based, null: none), ``answer``,
 (``mistake_index``)           ``target``: answer correct when they are equal; steps joined as
-                              PaLM 2 wrote them, ``Thought k: `` lines
+                              PaLM 2 wrote them, ``Thought k: `` lines; a task whose input lists
+                              ``Options:`` ``(A) ...`` (logical_deduction,
+                              tracking_shuffled_objects) is a choice row with those options
 ``reasoneval-perturbation``   ``reference_steps`` (sound) and ``hypothesis_steps`` (one perturbation,
 (``hypothesis_steps``)        ``error_type``, ``tags``): each distinct reference (``rid``) once as a
                               sound row, each record as a flawed row (steps joined with a newline);
@@ -33,7 +35,9 @@ format (detected by)          read as
                               swapped solution of a problem with another answer, else unlabelled
 ``procrl``                    ``completion``, ``first_error`` (-1 sound, k the first wrong step of
 (``completion``)              procrl's own segmentation, null flawed at an unknown step),
-                              optional ``question``, ``answer`` (gold), ``answer_correct``, ``id``
+                              optional ``question``, ``answer`` (gold: a number, an option letter,
+                              yes/no or a boolean), ``answer_kind`` (number, choice, yes_no),
+                              ``choices`` (a choice row's options), ``answer_correct``, ``id``
 ============================  ====================================================================
 
 A file is a JSON array or JSON lines (:func:`procrl.core.jsonl.iter_records`). A bad record is a
@@ -74,6 +78,8 @@ class Solution:
     kind: str | None = None
     path: str = ""
     gold_solution: str | None = None  # the worked gold solution, when the data has one
+    answer_kind: str | None = None  # number, choice, yes_no (None: read as a number)
+    choices: tuple[dict, ...] | None = None  # the options of a choice row, {label, text}
 
     @property
     def reference(self) -> str | None:
@@ -240,13 +246,34 @@ def _mr_gsm8k(record: _Record) -> Iterator[Solution]:
                     gold_solution=solution if isinstance(solution, str) and solution.strip() else None)
 
 
+_OPTION_LINE = re.compile(r"^\(([A-Z])\)\s*(.+?)\s*$", re.MULTILINE)
+
+
+def input_options(text: str) -> tuple[dict, ...] | None:
+    """The options a BIG-Bench task lists after ``Options:`` (``(A) The truck is the newest.``),
+    or None when it lists none (the tasks that are not multiple choice)."""
+    head, marker, tail = text.rpartition("Options:")
+    if not marker:
+        return None
+    options = tuple({"label": m.group(1), "text": m.group(2)} for m in _OPTION_LINE.finditer(tail))
+    return options or None
+
+
 def _big_bench_mistake(record: _Record) -> Iterator[Solution]:
     steps = record.steps("steps")
     label = record.index("mistake_index", record.require("mistake_index"), len(steps), allow_none=True)
     answer, target = record.gold("answer"), record.gold("target")
     correct = None if answer is None or target is None else answer.strip() == target.strip()
-    yield _solution(record, record.ident("id", f"record-{record.number}"), record.text("input"), steps, "\n",
-                    -1 if label is None else label, correct, target, prefixes=[f"Thought {i + 1}: " for i in range(len(steps))])
+    question = record.text("input")
+    options = input_options(question)  # logical_deduction, tracking_shuffled_objects: answers (A)..
+    solution = _solution(record, record.ident("id", f"record-{record.number}"), question, steps, "\n",
+                         -1 if label is None else label, correct, target,
+                         prefixes=[f"Thought {i + 1}: " for i in range(len(steps))])
+    if options is not None:
+        import dataclasses
+
+        solution = dataclasses.replace(solution, answer_kind="choice", choices=options)
+    yield solution
 
 
 def _perturbation_label(record: _Record, kind: str, tags: Any, hypothesis: list[str], reference: list[str]) -> int | None:
@@ -285,13 +312,36 @@ def _reasoneval(record: _Record, seen: set) -> Iterator[Solution]:
                     gold, kind, gold_solution=worked)
 
 
+def _answer_kind(record: _Record) -> tuple[str | None, tuple[dict, ...] | None, str | None]:
+    """A procrl row's ``answer_kind``, ``choices`` and gold (a yes/no gold may be a boolean)."""
+    from procrl.core.choices import ANSWER_KINDS, answer_spec, gold_answer, normalize_choices
+
+    kind, raw = record.get("answer_kind"), record.get("choices")
+    if kind is not None and kind not in ANSWER_KINDS:
+        raise record.error(f"'answer_kind' must be one of {', '.join(ANSWER_KINDS)}, got {kind!r}")
+    options = normalize_choices(raw) if raw is not None else None
+    if raw is not None and not options:
+        raise record.error("'choices' must be a list of {label, text}, {label: [...], text: [...]} or a list of texts")
+    if kind == "choice" and not options:
+        raise record.error("'answer_kind' choice needs the row's 'choices'")
+    answer = record.get("answer")
+    gold = ("yes" if answer else "no") if isinstance(answer, bool) else record.gold("answer")
+    spec = answer_spec(kind, raw, gold)
+    if spec.kind != "number" and gold is not None and gold_answer(gold, spec) is None:
+        raise record.error(f"'answer' {gold[:40]!r} is not {'one of its choices' if spec.kind == 'choice' else 'yes or no'}")
+    choices = tuple({"label": o.label, "text": o.text} for o in options) if options else None
+    return (spec.kind if spec.kind != "number" or kind else None), choices, gold
+
+
 def _procrl(record: _Record) -> Iterator[Solution]:
     completion = record.text("completion")
     first_error = record.require("first_error")
     if first_error is not None and (isinstance(first_error, bool) or not isinstance(first_error, int) or first_error < -1):
         raise record.error(f"'first_error' must be -1 (sound), a step index of procrl's segmentation, or null, got {first_error!r}")
+    kind, choices, gold = _answer_kind(record)
     yield Solution(record.ident("id", f"record-{record.number}"), record.number, record.text("question", required=False),
-                   completion, None, first_error, record.flag("answer_correct"), record.gold("answer"), path=record.path)
+                   completion, None, first_error, record.flag("answer_correct"), gold, path=record.path,
+                   answer_kind=kind, choices=choices)
 
 
 FORMATS: dict[str, tuple[Callable[[dict], bool], str]] = {

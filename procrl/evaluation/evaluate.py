@@ -134,10 +134,11 @@ def _vocab_size(model_path: str) -> int | None:
     return size if isinstance(size, int) else None
 
 
-def _prompt_texts(recipe, questions: list[str], tokenizer) -> list[str]:
+def _prompt_texts(recipe, questions: list[str], tokenizer, kinds: list[str | None] | None = None) -> list[str]:
     from procrl.data.prompts import prompt_text
 
-    return [prompt_text(recipe.data, tokenizer, question) for question in questions]
+    kinds = kinds or [None] * len(questions)
+    return [prompt_text(recipe.data, tokenizer, question, kind) for question, kind in zip(questions, kinds)]
 
 
 def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
@@ -238,33 +239,40 @@ ACCURACY_KEYS = ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "pr
 
 
 def sample_outcomes(accuracy_scores: list[float | None], records: list | None, completions: list[str],
-                    num_samples: int = 1) -> list[SampleOutcome]:
+                    num_samples: int = 1, specs: list | None = None) -> list[SampleOutcome]:
     """Per completion: its problem (completions grouped by problem, ``num_samples`` each), answer
-    right or not, the judge's verdict and the predicted number (for majority voting)."""
-    from procrl.core.answers import extract_prediction
+    right or not, the judge's verdict and the predicted answer (for majority voting: a number, an
+    option label, yes/no as a bool; ``specs``: each completion's answer spec)."""
+    from procrl.core.choices import NUMBER, predict
 
     return [SampleOutcome(problem=i // num_samples, correct=None if score is None else score >= 1.0,
                           verdict=records[i].index if records is not None else None,
-                          answer=extract_prediction(completions[i])[0])
+                          answer=predict(completions[i], specs[i] if specs else NUMBER)[0])
             for i, score in enumerate(accuracy_scores)]
 
 
 def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weights: dict[str, float],
                  accuracy_scores: list[float | None], accuracy_source: str, completions: list[str] | None = None,
-                 golds: list[str] | None = None, num_samples: int = 1, judge: str | None = None) -> dict[str, Any]:
+                 golds: list[str] | None = None, num_samples: int = 1, judge: str | None = None,
+                 specs: list | None = None) -> dict[str, Any]:
     """The numbers of ``report.json`` from the merged outputs of every component: completions are
     grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k; ``judge``:
-    the first-error component deciding reasoning-aware accuracy (default: the first)."""
-    from procrl.core.answers import parse_gold
+    the first-error component deciding reasoning-aware accuracy (default: the first); ``specs``:
+    each problem's answer spec (:mod:`procrl.core.choices`; default: numbers)."""
+    from procrl.core.choices import NUMBER, gold_answer
 
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     records = diag.first_error_records(outputs[judge]) if judge is not None else None
     correct = [None if s is None else s >= 1.0 for s in accuracy_scores]
     stats = diag.process_error_stats(correct, records)
-    outcomes = sample_outcomes(accuracy_scores, records, completions or [""] * len(accuracy_scores), num_samples)
+    problem_specs = specs or [NUMBER] * (len(golds) if golds is not None else 0)
+    sample_specs = [spec for spec in problem_specs for _ in range(num_samples)] if specs else None
+    outcomes = sample_outcomes(accuracy_scores, records, completions or [""] * len(accuracy_scores), num_samples,
+                               sample_specs)
     summary = summarize(outcomes, judged=judge is not None,
-                        golds=[parse_gold(g) for g in golds] if golds is not None and completions is not None else None)
+                        golds=[gold_answer(g, spec) for g, spec in zip(golds, problem_specs)]
+                        if golds is not None and completions is not None else None)
     notes = []
     if judge is None:
         notes.append("no first_error component in the recipe: reasoning-aware accuracies and inflation are null")
@@ -311,6 +319,9 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
             "relative_histogram": diag.histogram([diag.relative_position(r.index, r.num_steps) for r in found], edges),
             "relative_bin_edges": edges,
         }
+        categories = diag.category_counts(records)
+        if categories is not None:  # ReTraceQA's error categories: every error found, and those behind a right answer
+            report["first_error"]["categories"] = {"all": categories, "right_answer": diag.category_counts(records, correct)}
     for name, kind in kinds.items():
         if kind == diag.TRACE:
             output = outputs[name]
@@ -351,7 +362,8 @@ def report_markdown(report: dict[str, Any]) -> str:
     how = ("greedy" if generation.get("greedy", True) else
            f"{report.get('num_samples', 1)} samples per problem, temperature {generation.get('temperature')}, "
            f"top-p {generation.get('top_p')}, seed {generation.get('seed')}")
-    lines = [f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']}, {how})", ""]
+    kind = f", answers: {report['answer_kind']}" if report.get("answer_kind") else ""
+    lines = [f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']}, {how}{kind})", ""]
     lines += ["| metric | value ± standard error |", "|---|---|"]
     for key in ACCURACY_KEYS:
         lines.append(f"| {key} | {_with_error(report, key)} |")
@@ -378,6 +390,11 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines += ["", "## First error", "", f"error found in {_fmt(fe.get('error_found_rate'))} of judged completions; "
                   f"mean index {_fmt(fe.get('mean_index'))}, mean relative position {_fmt(fe.get('mean_relative_position'))}; "
                   f"index histogram {fe['index_histogram']}, relative histogram {fe['relative_histogram']}"]
+        if fe.get("categories"):
+            table = fe["categories"]
+            lines += ["", "Errors found per category (ReTraceQA's; `none`: the judge named no category):", "",
+                      "| category | all errors | behind a right answer |", "|---|---|---|"]
+            lines += [f"| {c} | {n} | {table['right_answer'][c]} |" for c, n in table["all"].items()]
     for name, t in report.get("trace", {}).items():
         shares = ", ".join(f"{k} {v:.3f}" for k, v in t["element_share"].items()) or "n/a"
         lines += ["", f"## TRACE ({name})", "", f"state validity {_fmt(t['state_validity'])}, transition coherence "
@@ -392,7 +409,7 @@ def report_markdown(report: dict[str, Any]) -> str:
 
 
 def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path,
-                judge: str | None = None) -> list[str]:
+                judge: str | None = None, correct: list[bool | None] | None = None) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
 
@@ -407,8 +424,11 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
-        save(plots.plot_first_error_histogram(diag.first_error_records(outputs[judge]), title=f"first error ({judge})"),
-             "first_error_histogram.png")
+        records = diag.first_error_records(outputs[judge])
+        save(plots.plot_first_error_histogram(records, title=f"first error ({judge})"), "first_error_histogram.png")
+        if correct is not None and diag.category_counts(records) is not None:
+            counts = {"all": diag.category_counts(records), "right answer": diag.category_counts(records, correct)}
+            save(plots.plot_error_categories(counts, title=f"error categories ({judge})"), "first_error_categories.png")
     traces = [n for n, k in kinds.items() if k == diag.TRACE and diag.transition_counts(outputs[n]) is not None]
     for i, name in enumerate(traces):
         file = "trace_transitions.png" if i == 0 else f"trace_transitions_{name}.png"
@@ -464,17 +484,20 @@ def default_output_dir(recipe, model: str | None = None, split: str = "test", gg
 # --- the command ------------------------------------------------------------------------------
 
 
-def score_completions(mix: RewardMix, questions, completions, golds, batch_size: int = 64):
-    """Score with the mix in batches; returns the merged outputs and the per-sample rows."""
+def score_completions(mix: RewardMix, questions, completions, golds, batch_size: int = 64,
+                      columns: dict[str, list] | None = None):
+    """Score with the mix in batches; returns the merged outputs. ``columns``: more per-sample
+    columns the rewards read (``answer_kind``, ``choices``)."""
     chunks = []
     for start in range(0, len(completions), batch_size):
+        part = {key: values[start : start + batch_size] for key, values in (columns or {}).items()}
         batch = RewardBatch.from_texts(completions[start : start + batch_size], questions[start : start + batch_size],
-                                       golds[start : start + batch_size])
+                                       golds[start : start + batch_size], **part)
         chunks.append(mix.score_all(batch))
     return aggregate_outputs(chunks)
 
 
-def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[list[float | None], str]:
+def _accuracy_scores(outputs, types, questions, completions, golds, columns=None) -> tuple[list[float | None], str]:
     kinds = diag.component_kinds(types, outputs)
     name = next((n for n, k in kinds.items() if k == diag.ACCURACY), None)
     if name is not None:
@@ -482,7 +505,8 @@ def _accuracy_scores(outputs, types, questions, completions, golds) -> tuple[lis
     from procrl.rewards.accuracy import AccuracyReward
 
     component = AccuracyReward(AccuracyReward.Settings(), name="accuracy")
-    return component.score(RewardBatch.from_texts(completions, questions, golds)).scores, "accuracy (default settings; not in the recipe)"
+    batch = RewardBatch.from_texts(completions, questions, golds, **(columns or {}))
+    return component.score(batch).scores, "accuracy (default settings; not in the recipe)"
 
 
 def _check_run_model(model: str) -> None:
@@ -553,6 +577,11 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     if limit is not None:
         examples = examples.select(range(min(limit, len(examples))))
     questions, golds = list(examples["question"]), list(examples["answer"])
+    # a choice or yes/no dataset: every row's kind and options, for the rewards and the report
+    row_columns = {key: list(examples[key]) for key in ("answer_kind", "choices") if key in examples.column_names}
+    from procrl.core.choices import answer_specs
+
+    specs = answer_specs(row_columns, golds, len(golds))
     mix = RewardMix(recipe.rewards)
     generation: dict[str, Any] = {}
     tokenizer = None
@@ -563,7 +592,8 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
             max_new_tokens = int(recipe.trainer_args.get("max_completion_length") or 256)
         started = time.perf_counter()
         try:
-            completions, used = generate_completions(source, _prompt_texts(recipe, questions, tokenizer), tokenizer,
+            prompts = _prompt_texts(recipe, questions, tokenizer, row_columns.get("answer_kind"))
+            completions, used = generate_completions(source, prompts, tokenizer,
                                                      recipe, max_new_tokens, batch_size, backend, sampling)
         except OSError as error:  # from_pretrained: a Hub id that is not there (or not reachable)
             raise ConfigError(f"--model: cannot load {model} ({' '.join(str(error).split())[:300]})") from None
@@ -580,23 +610,33 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     types = {name: spec.type for name, spec in mix.specs.items()}
     sample_questions = [q for q in questions for _ in range(k)]
     sample_golds = [g for g in golds for _ in range(k)]
-    outputs = score_completions(mix, sample_questions, completions, sample_golds)
-    accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds)
+    sample_columns = {key: [v for v in values for _ in range(k)] for key, values in row_columns.items()}
+    outputs = score_completions(mix, sample_questions, completions, sample_golds, columns=sample_columns)
+    accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds, sample_columns)
     report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source,
-                          completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge)
+                          completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge,
+                          specs=specs)
+    kinds_seen = sorted({spec.kind for spec in specs})
+    if kinds_seen != ["number"]:
+        report["answer_kind"] = kinds_seen[0] if len(kinds_seen) == 1 else kinds_seen
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
     claim_folder(directory, EVALUATE)
-    report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"])
+    report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"],
+                                  correct=[None if a is None else a >= 1.0 for a in accuracy])
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
                                             accuracy, records)
     rows = []
     for i, completion in enumerate(completions):
-        rows.append(json.dumps(redact({"problem": i // k, "sample": i % k, "question": sample_questions[i],
-                                       "answer": sample_golds[i], "completion": completion, "correct": accuracy[i],
-                                       "first_error": records[i].index if records is not None else None,
-                                       "rewards": {name: o.scores[i] for name, o in outputs.items()}})) + "\n")
+        row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
+               **{key: values[i] for key, values in sample_columns.items()},
+               "completion": completion, "correct": accuracy[i],
+               "first_error": records[i].index if records is not None else None,
+               "rewards": {name: o.scores[i] for name, o in outputs.items()}}
+        if records is not None and records[i].category:
+            row["error_category"] = records[i].category
+        rows.append(json.dumps(redact(row)) + "\n")
     write_file(directory, "completions.jsonl", "".join(rows))
     write_report(report, directory)
     if log_wandb:

@@ -55,9 +55,29 @@ def _check_row(row: Any, path: str, where: int) -> dict:
     if question is not None and not isinstance(question, str):
         raise ConfigError(f"{path}:{where}: 'question' must be a string, got {type(question).__name__}")
     answer = row.get("answer")
-    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int, float))):
-        raise ConfigError(f"{path}:{where}: 'answer' must be a string or a number, got {type(answer).__name__}")
+    if answer is not None and not isinstance(answer, (str, int, float)):  # a bool: a yes/no gold
+        raise ConfigError(f"{path}:{where}: 'answer' must be a string, a number or a boolean, got {type(answer).__name__}")
+    _check_answer_kind(row, path, where)
     return row
+
+
+def _check_answer_kind(row: dict, path: str, where: int) -> None:
+    """A row's ``answer_kind`` and ``choices`` (options: a list of ``{label, text}`` or the Hub's
+    ``{label: [...], text: [...]}``) are readable, and its gold is one of its options or yes/no."""
+    from procrl.core.choices import ANSWER_KINDS, answer_spec, gold_answer, normalize_choices
+
+    kind = row.get("answer_kind")
+    if kind is not None and kind not in ANSWER_KINDS:
+        raise ConfigError(f"{path}:{where}: 'answer_kind' must be one of {', '.join(ANSWER_KINDS)}, got {kind!r}")
+    if row.get("choices") is not None and not normalize_choices(row["choices"]):
+        raise ConfigError(f"{path}:{where}: 'choices' must be a list of {{label, text}}, {{label: [...], text: [...]}} "
+                          "or a list of option texts")
+    if kind == "choice" and row.get("choices") is None:
+        raise ConfigError(f"{path}:{where}: 'answer_kind' choice needs the row's 'choices'")
+    spec = answer_spec(kind, row.get("choices"), row.get("answer"))
+    if spec.kind != "number" and row.get("answer") is not None and gold_answer(row["answer"], spec) is None:
+        what = "one of its choices (a letter or an option's text)" if spec.kind == "choice" else "yes, no, true or false"
+        raise ConfigError(f"{path}:{where}: 'answer' must be {what}, got {str(row['answer'])[:40]!r}")
 
 
 def iter_rows(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
@@ -119,9 +139,20 @@ def _jsonable(value: Any) -> Any:
 
 
 def _batch(rows: list[dict]) -> RewardBatch:
+    columns = {key: [r.get(key) for r in rows] for key in ("answer_kind", "choices") if any(key in r for r in rows)}
     return RewardBatch.from_texts(
-        [r.get("completion") for r in rows], questions=[r.get("question") for r in rows], golds=[r.get("answer") for r in rows]
+        [r.get("completion") for r in rows], questions=[r.get("question") for r in rows], golds=[r.get("answer") for r in rows],
+        **columns,
     )
+
+
+def _refuse_number_judges(mix: RewardMix, batch: RewardBatch, lines: list[int]) -> None:
+    """A judge that checks numbers has nothing to check in a choice or yes/no row: one line."""
+    from procrl.rewards.spec import check_answer_kind
+
+    for line, spec in zip(lines, batch.answer_specs):
+        if spec.kind != "number":
+            check_answer_kind(spec.kind, list(mix.specs.values()), f"row {line}")
 
 
 def _concat(parts: list[RewardOutput]) -> RewardOutput:
@@ -164,6 +195,7 @@ def _segment_one(completion: str):
 def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[list[dict], list[RowProblem], dict[str, dict[str, int]]]:
     """Score one batch: the output rows, the rows a component failed on, failure counts per component."""
     batch = _batch(rows)
+    _refuse_number_judges(mix, batch, lines)
     problems: list[RowProblem] = []
     try:
         segmentations = batch.segmentations

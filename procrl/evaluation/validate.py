@@ -121,6 +121,19 @@ def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> 
                               f"fix it, or leave it out with --component / --set rewards.{name}=false")
 
 
+def _reasoning_end(solution: Solution) -> int:
+    """Where the solution's reasoning ends, its answer block read under its answer kind."""
+    from procrl.core.text import reasoning_end
+
+    if not solution.answer_kind or solution.answer_kind == "number":
+        return reasoning_end(solution.completion)
+    from procrl.core.choices import answer_block_start, answer_spec
+
+    spec = answer_spec(solution.answer_kind, list(solution.choices or []) or None, solution.gold)
+    start = answer_block_start(solution.completion, spec)
+    return len(solution.completion[: len(solution.completion) if start is None else start].rstrip())
+
+
 def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
                     progress: bool = False) -> tuple[list[Scored], dict[str, dict[str, int]]]:
     """Every solution through :func:`procrl.evaluation.score.score_batch` (``procrl score``'s code); the
@@ -128,7 +141,6 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
     from tqdm.auto import tqdm
 
     from procrl.evaluation.score import score_batch
-    from procrl.core.text import reasoning_end
 
     scored: list[Scored] = []
     counts: dict[str, dict[str, int]] = {name: {} for name in mix.names}
@@ -139,7 +151,9 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
         for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
             if not chunk:
                 continue
-            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference} for s in chunk]
+            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference,
+                     **({"answer_kind": s.answer_kind, "choices": list(s.choices) if s.choices else None}
+                        if s.answer_kind else {})} for s in chunk]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
                 _load_failures(mix, failures, len(chunk))
@@ -149,7 +163,7 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
                     counts[name][kind] = counts[name].get(kind, 0) + count
             for solution, row in zip(chunk, out):
                 spans = [(step["start"], step["end"]) for step in row["steps"]]
-                item = Scored(solution, dict(row["rewards"]), row["reward"], spans, reasoning_end(solution.completion),
+                item = Scored(solution, dict(row["rewards"]), row["reward"], spans, _reasoning_end(solution),
                               row.get("diagnostics") or {}, row.get("fallbacks") or {})
                 if solution.data_spans is None:  # procrl format: the label is on procrl's steps already
                     label = solution.label
@@ -362,6 +376,23 @@ def segmentation_agreement(items: list[Scored]) -> dict[str, Any] | None:
     }
 
 
+def error_categories(items: list[Scored], name: str) -> dict[str, dict[str, int]] | None:
+    """Errors the judge found per ReTraceQA category, per class of solution (``none``: found
+    without a category); None when the judge named no category."""
+    from procrl.rewards.judges.prompt import CATEGORIES
+
+    found = [(i.klass, (i.diagnostics.get(name) or {}).get("category")) for i in items
+             if isinstance((i.diagnostics.get(name) or {}).get("index"), int) and i.diagnostics[name]["index"] >= 0]
+    if not any(category for _, category in found):
+        return None
+    out = {}
+    for klass in CLASSES:
+        named = [category for k, category in found if k == klass]
+        if named:
+            out[klass] = {**{c: named.count(c) for c in CATEGORIES}, "none": sum(c not in CATEGORIES for c in named)}
+    return out
+
+
 def accuracy_agreement(items: list[Scored], name: str) -> dict[str, Any]:
     labelled = [i for i in items if i.solution.answer_correct is not None]
     scored = [i for i in labelled if i.rewards.get(name) is not None]
@@ -445,6 +476,9 @@ def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int
                                       seed, resamples))
         if is_judge:
             entry["localisation"] = localisation(items, name, backend == "prm")
+            categories = error_categories(items, name)
+            if categories is not None:
+                entry["categories"] = categories
         if spec.type == "accuracy":
             entry["agreement"] = accuracy_agreement(items, name)
         components[name] = entry

@@ -39,6 +39,11 @@ def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:
     from procrl.data import SYNTHETIC, load_examples, synthetic_rows
     from procrl.data.synthetic import generate_problems
 
+    from procrl.data.qa import EXAMPLE_SOLUTIONS, declared_answer_kind
+
+    kind = declared_answer_kind(recipe.data)
+    if kind in EXAMPLE_SOLUTIONS:  # the gold is a letter or yes/no, not a worked solution
+        return EXAMPLE_SOLUTIONS[kind][:count], f"written {kind} examples"
     if recipe.data.dataset == SYNTHETIC:  # no `datasets` import for two embedded rows
         rows = synthetic_rows(recipe.data, recipe.data.split)
         return rows[: min(count, recipe.data.max_samples or count)], recipe.data.dataset
@@ -85,7 +90,9 @@ def _cmd_check(args) -> int:
         _check_policy(recipe, rows[0]["question"])
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
     broken: list[str] = []
-    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    columns = {key: [r[key] for r in rows] for key in ("answer_kind", "choices") if all(key in r for r in rows)}
+    batch = RewardBatch.from_texts([r.get("completion", r["answer"]) for r in rows], [r["question"] for r in rows],
+                                   [r["answer"] for r in rows], **columns)
     for name, component in mix.components.items():
         model = component.needs_model()
         if model is not None and not args.load_models:

@@ -35,6 +35,7 @@ from procrl.observe.stats import (
     FirstErrorRecord,
     add_matrices,
     batch_scalars,
+    category_counts,
     component_kinds,
     first_error_records,
     first_of_kind,
@@ -237,6 +238,11 @@ class DiagnosticsCallback(TrainerCallback):
                 payload[f"train/{prefixes[judge]}/index_hist"] = wandb.Histogram([r.index for r in found])
                 payload[f"train/{prefixes[judge]}/relative_hist"] = wandb.Histogram(
                     [relative_position(r.index, r.num_steps) for r in found])
+            counts = category_counts(records)
+            if counts:  # the judge's error categories, ReTraceQA's: a bar chart of the window's errors
+                table = wandb.Table(columns=["category", "errors"], data=[[k, v] for k, v in counts.items()])
+                payload[f"train/{prefixes[judge]}/categories"] = wandb.plot.bar(table, "category", "errors",
+                                                                                title="error categories")
         if not plots:
             return payload
         from PIL import Image

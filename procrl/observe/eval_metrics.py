@@ -79,7 +79,9 @@ def standard_error(values: Sequence[float]) -> float | None:
     return math.sqrt(variance / len(values))
 
 
-def _answer_key(value: float) -> float:
+def _answer_key(value):
+    if isinstance(value, (str, bool)):  # an option label, or yes/no
+        return value
     return round(value, 6) + 0.0  # + 0.0: -0.0 and 0.0 vote together
 
 
@@ -88,7 +90,7 @@ def majority_answer(answers: Iterable[float | None]) -> float | None:
     counts: dict[float, int] = {}
     first: dict[float, float] = {}
     for answer in answers:
-        if answer is None or not math.isfinite(answer):
+        if answer is None or (not isinstance(answer, (str, bool)) and not math.isfinite(answer)):
             continue
         key = _answer_key(answer)
         counts[key] = counts.get(key, 0) + 1
@@ -157,7 +159,10 @@ def summarize(outcomes: Sequence[SampleOutcome], judged: bool, golds: Sequence[f
         for group in groups:
             gold = golds[group[0].problem]
             vote = majority_answer(o.answer for o in group)
-            hit = answers_match(vote, gold)  # accuracy's comparison: absolute 1e-6, integers exactly
+            if isinstance(gold, (str, bool)):  # an option label or yes/no
+                hit = vote is not None and vote == gold
+            else:
+                hit = answers_match(vote, gold)  # accuracy's comparison: absolute 1e-6, integers exactly
             votes.append(1.0 if hit else 0.0)
             if judged:
                 backers = [o for o in group if vote is not None and o.answer is not None and _answer_key(o.answer) == _answer_key(vote)]

@@ -22,7 +22,7 @@ from procrl.observe.stats import (
     score_range,
 )
 
-__all__ = ["figure_png", "new_figure", "plot_component_distributions", "plot_first_error_histogram",
+__all__ = ["figure_png", "new_figure", "plot_component_distributions", "plot_error_categories", "plot_first_error_histogram",
            "plot_transition_heatmap"]
 
 # --- plots (matplotlib Figures, no pyplot state: safe off the main thread) ----------------------
@@ -102,6 +102,28 @@ def plot_first_error_histogram(records: list[FirstErrorRecord], title: str = "fi
         _integer_y(axis)
     extra = f", {unjudged} without a verdict" if unjudged else ""
     figure.suptitle(f"{title}: errors in {len(found)} of {judged} judged completions{extra}")
+    return figure
+
+
+def plot_error_categories(counts: dict[str, dict[str, int]], title: str = "error categories"):
+    """Errors found per category (ReTraceQA's Misinterpretation / Hallucination / Reasoning, and
+    ``none`` when the judge named none), one bar group per population (``all``, ``right answer``)."""
+    populations = [name for name, values in counts.items() if values]
+    if not populations:
+        return _message_figure(title, "the judge named no error category")
+    categories = list(counts[populations[0]])
+    figure = new_figure(7, 3.4)
+    axis = figure.subplots()
+    width = 0.8 / len(populations)
+    for offset, (name, color) in enumerate(zip(populations, ("#c0392b", "#e67e22", "#2980b9"))):
+        axis.bar([i + offset * width for i in range(len(categories))], [counts[name][c] for c in categories], width,
+                 label=name, color=color)
+    axis.set_xticks([i + width * (len(populations) - 1) / 2 for i in range(len(categories))])
+    axis.set_xticklabels(categories)
+    axis.set_ylabel("errors found")
+    axis.legend()
+    _integer_y(axis)
+    figure.suptitle(title)
     return figure
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "ACCURACY",
     "FIRST_ERROR",
     "FirstErrorRecord",
+    "category_counts",
     "PREFIX",
     "RECEVAL",
     "RELATIVE_BINS",
@@ -157,6 +158,7 @@ class FirstErrorRecord:
 
     index: int | None
     num_steps: int
+    category: str | None = None  # the judge's error category (ReTraceQA's), when it names one
 
 
 def first_error_records(output: RewardOutput, num_steps: list[int] | None = None) -> list[FirstErrorRecord]:
@@ -172,8 +174,24 @@ def first_error_records(output: RewardOutput, num_steps: list[int] | None = None
         if isinstance(index, bool) or not isinstance(index, int):
             records.append(FirstErrorRecord(None, steps))
         else:
-            records.append(FirstErrorRecord(index, steps))
+            category = detail.get("category") if index >= 0 else None
+            records.append(FirstErrorRecord(index, steps, category if isinstance(category, str) else None))
     return records
+
+
+def category_counts(records: list[FirstErrorRecord], correct: list[bool | None] | None = None) -> dict[str, int] | None:
+    """Errors found per category (``none``: found without one), among every completion or, with
+    ``correct``, among those with a right answer (ReTraceQA's flawed-but-right); None when the
+    judge named no category at all."""
+    from procrl.rewards.judges.prompt import CATEGORIES
+
+    found = [r for i, r in enumerate(records) if r.index is not None and r.index >= 0
+             and (correct is None or correct[i] is True)]
+    if not any(r.category for r in records):
+        return None
+    counts = {category: sum(r.category == category for r in found) for category in CATEGORIES}
+    counts["none"] = sum(r.category not in CATEGORIES for r in found)
+    return counts
 
 
 def relative_position(index: int, num_steps: int) -> float:
@@ -234,6 +252,8 @@ def first_error_scalars(records: list[FirstErrorRecord]) -> dict[str, float]:
         edges = [i / RELATIVE_BINS for i in range(RELATIVE_BINS + 1)]
         for i, count in enumerate(histogram(relative, edges)):
             out[f"relative_bin_{i}"] = count / len(found)
+        for category, count in (category_counts(records) or {}).items():
+            out[f"category/{category}"] = count / len(found)  # share of the errors found
     return out
 
 

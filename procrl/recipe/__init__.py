@@ -104,8 +104,14 @@ class DataSection:
     )
     config: str | None = field("main", help="Hub dataset configuration name.")
     split: str = field("train", help="Split to train on (the test split is refused for training).")
-    question_column: str = field("question", help="Column holding the question.")
-    answer_column: str = field("answer", help="Column holding the gold answer (GSM8K format or a bare number).")
+    question_column: str = field("question", help="Column holding the question (default 'question', else 'question_stem' "
+                                 "when the dataset has it, as OpenBookQA).")
+    answer_column: str = field("answer", help="Column holding the gold answer (GSM8K format or a bare number; an "
+                               "option letter; a boolean or yes/no). Default 'answer', else 'answerKey' when the dataset has it.")
+    answer_kind: Literal["number", "choice", "yes_no"] | None = field(
+        None, help="What the answers are: 'number' (GSM8K), 'choice' (an option letter: CommonsenseQA, OpenBookQA, QASC) "
+        "or 'yes_no' (StrategyQA); null: inferred from the dataset (a choices column, a boolean answer, a known id).")
+    choices_column: str = field("choices", help="Column holding the options of a multiple-choice dataset ({label, text}).")
     prompt_template: str = field(DEFAULT_PROMPT_TEMPLATE, help="User prompt; '{question}' is replaced.")
     system_prompt: str | None = field(None, help="System message when the chat template is used.")
     chat_template: Literal["auto", "on", "off"] = field(
@@ -476,6 +482,11 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
     for name in trainer.process_rewards or []:
         if name not in reward_names:
             raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
+    from procrl.data.qa import declared_answer_kind
+    from procrl.rewards.spec import check_answer_kind
+
+    check_answer_kind(declared_answer_kind(data), rewards,  # before anything loads
+                      "data.answer_kind" if data.answer_kind else f"data.dataset {data.dataset!r}")
     if data.eval_judge is not None:
         judges = [spec.name for spec in rewards if spec.type == "first_error"]
         if data.eval_judge not in judges:

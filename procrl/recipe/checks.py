@@ -49,19 +49,36 @@ def uses_gold(specs) -> list[str]:
     return [s.name for s in specs if inspect.isclass(s.target) and issubclass(s.target, AccuracyReward)]
 
 
-def check_golds(answers: list, specs, source: str, which: str = "training") -> str | None:
-    """Refuse a dataset whose gold answers hold no number when the mix has an accuracy component;
-    a warning line when some do not (None when every one does, or nothing uses them)."""
-    from procrl.core.answers import parse_gold
+def check_golds(answers: list, specs, source: str, which: str = "training", rows=None) -> str | None:
+    """Refuse a dataset whose gold answers cannot be read (a number; for a choice or yes/no
+    dataset, ``rows`` with ``answer_kind`` / ``choices``, an option or yes/no) when the mix has an
+    accuracy component; a warning line when some cannot (None when every one can, or nothing
+    uses them). A judge that checks numbers on answers that are not is refused first."""
+    from procrl.core.choices import answer_spec, gold_answer
+    from procrl.rewards.spec import check_answer_kind
 
+    kinds = list(rows["answer_kind"]) if rows is not None and "answer_kind" in rows.column_names else None
+    choices = list(rows["choices"]) if rows is not None and "choices" in rows.column_names else None
+    if kinds:
+        check_answer_kind(next((k for k in kinds if k != "number"), None), specs, f"the {which} data, {source}")
     users = uses_gold(specs)
     if not users or not answers:
         return None
-    unparsed = [i for i, answer in enumerate(answers, 1) if parse_gold(answer) is None]
+    specs_of = [answer_spec(kinds[i] if kinds else None, choices[i] if choices else None, answer)
+                for i, answer in enumerate(answers)]
+    unparsed = [i for i, (answer, spec) in enumerate(zip(answers, specs_of), 1) if gold_answer(answer, spec) is None]
     if not unparsed:
         return None
     first = unparsed[0]
     example = f"row {first}: {_preview(answers[first - 1])!r}"
+    kind = specs_of[first - 1].kind
+    if kind != "number":
+        what = "an option of its row" if kind == "choice" else "yes or no"
+        if len(unparsed) == len(answers):
+            raise ConfigError(f"data.answer_column: no gold answer of the {which} data ({source}) is {what} ({example}), "
+                              f"so rewards.{users[0]} would have no opinion on any sample")
+        return (f"warning: {len(unparsed):,} of {len(answers):,} gold answers of the {which} data are not {what} "
+                f"(first: {example}); rewards.{users[0]} has no opinion on those samples (its fallback applies)")
     if len(unparsed) == len(answers):
         raise ConfigError(
             f"data.answer_column: no gold answer of the {which} data ({source}) holds a number ({example}), so "
@@ -213,7 +230,7 @@ def check_training_rows(recipe, tokenizer, dataset, eval_dataset=None, mix=None,
         if rows is None:
             continue
         source = recipe.data.dataset if which == "training" else (recipe.data.eval_dataset or recipe.data.dataset)
-        warning = check_golds(list(rows["answer"]), recipe.rewards, source, which)
+        warning = check_golds(list(rows["answer"]), recipe.rewards, source, which, rows)
         rows, report = check_prompts(recipe, rows, tokenizer, context, which)
         lines += [report.line()] + ([warning] if warning else [])
         reports.append(report)
@@ -251,12 +268,14 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
 
     if not local(recipe.data.dataset):
         return [f"training rows: not checked here ({recipe.data.dataset!r} is fetched by train; check fetches nothing)"]
+    examples = None
     if recipe.data.dataset == SYNTHETIC:  # plain rows: check imports no `datasets` unless it measures prompts
         answers = [row["answer"] for row in synthetic_rows(recipe.data, recipe.data.split)][: recipe.data.max_samples]
     else:
-        answers = list(load_examples(recipe.data)["answer"])
+        examples = load_examples(recipe.data)
+        answers = list(examples["answer"])
     lines = [f"training rows: {len(answers):,} checked"]
-    warning = check_golds(answers, recipe.rewards, recipe.data.dataset)
+    warning = check_golds(answers, recipe.rewards, recipe.data.dataset, rows=examples)
     if warning:
         lines.append(warning)
     if not (load_models or _tokenizer_is_local(recipe.model)):
@@ -271,7 +290,7 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
     context = policy_context(recipe.model)
     for which, rows in datasets:
         if which == "held-out":
-            warning = check_golds(list(rows["answer"]), recipe.rewards, held_out, which)
+            warning = check_golds(list(rows["answer"]), recipe.rewards, held_out, which, rows)
             lines += [warning] if warning else []
         lines.append(check_prompts(recipe, rows, tokenizer, context, which)[1].line())
     return lines

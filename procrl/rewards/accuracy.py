@@ -1,5 +1,7 @@
 """Answer accuracy (docs/spec.md section 1): 1.0 when the completion's answer equals the gold one.
-How the answer is read (``####``, ``\\boxed``, ``answer is``, ...) and compared: :mod:`procrl.core.answers`.
+How a number is read (``####``, ``\\boxed``, ``answer is``, ...) and compared: :mod:`procrl.core.answers`;
+an option letter or a yes/no (rows whose ``answer_kind`` is ``choice`` or ``yes_no``):
+:mod:`procrl.core.choices`.
 """
 
 from __future__ import annotations
@@ -7,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from procrl.core.answers import answers_match, extract_boxed, extract_prediction, parse_gold, parse_number
+from procrl.core.choices import gold_answer, predict
 from procrl.core.config import field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 
@@ -35,15 +38,23 @@ class AccuracyReward(RewardComponent):
         scores: list[float | None] = []
         details = []
         rules: dict[str, int] = {}
-        for completion, gold_text in zip(batch.completions, batch.golds):
-            predicted, rule = extract_prediction(completion)
-            gold = parse_gold(gold_text)
+        for completion, gold_text, spec in zip(batch.completions, batch.golds, batch.answer_specs):
+            predicted, rule = predict(completion, spec)
+            gold = gold_answer(gold_text, spec)
             rules[rule] = rules.get(rule, 0) + 1
             if gold is None:
                 scores.append(None)
-            else:
+            elif spec.kind == "number":
                 scores.append(1.0 if answers_match(predicted, gold, self.settings.tolerance) else 0.0)
-            details.append({"predicted": predicted, "gold": gold, "rule": rule})
+            else:  # an option label, or True/False for yes/no; "ambiguous" (two options named) reads as None
+                scores.append(1.0 if predicted is not None and predicted == gold else 0.0)
+            details.append({"predicted": predicted, "gold": gold, "rule": rule, **_kind(spec)})
         n = max(len(batch), 1)
         metrics = {"no_answer_fraction": rules.get("none", 0) / n}
+        if rules.get("ambiguous"):
+            metrics["ambiguous_fraction"] = rules["ambiguous"] / n
         return RewardOutput(scores=scores, details=details, metrics=metrics)
+
+
+def _kind(spec) -> dict:
+    return {} if spec.kind == "number" else {"answer_kind": spec.kind}

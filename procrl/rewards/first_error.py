@@ -43,14 +43,14 @@ from typing import Literal
 
 from procrl.core.config import ConfigError, field
 from procrl.core.redaction import redact_url
-from procrl.core.answers import answers_match, extract_prediction, parse_gold
+from procrl.core.choices import NUMBER, AnswerSpec, answer_correct, gold_text
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
 
 # judge failures where no verdict came back at all (not a reply without a verdict): the sample's
 # details carry what failed
 REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
-from procrl.rewards.judges.prompt import build_prompt, parse_verdict
+from procrl.rewards.judges.prompt import CATEGORIES, build_prompt, parse_verdict
 
 __all__ = [
     "FirstErrorReward",
@@ -135,7 +135,8 @@ class FirstErrorReward(RewardComponent):
             help="Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), "
             "'prm' (process reward model, Qwen2.5-Math-PRM convention), 'arithmetic' (no model: checks calculations) "
             "or 'reference' (no model: checks each step's quantities against the question and the gold solution's "
-            "intermediate values; needs gold solutions, not only final answers).",
+            "intermediate values; needs gold solutions, not only final answers). 'arithmetic' and 'reference' check "
+            "numbers: refused for choice and yes/no answers (data.answer_kind).",
         )
         model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path or an embedded model such as procrl:smollm2-135m-instruct).")
         gguf_file: str | None = field(None, help="hf: a GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype.")
@@ -155,9 +156,11 @@ class FirstErrorReward(RewardComponent):
         reference: bool | Reference = field(
             False,
             help="LLM judges, reference-based mode: 'answer' (or true) shows the gold final answer (the number after "
-            "'####', as ReTraceQA); 'solution' shows the whole gold solution; false: reference-free.",
+            "'####'; a choice's letter and text, '(B) reading', or yes/no: ReTraceQA's protocol); 'solution' shows the "
+            "whole gold solution; false: reference-free.",
         )
-        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/Reasoning).")
+        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/"
+                                 "Reasoning, ReTraceQA's), logged per category (rewards/<name>/category/...).")
         penalty: Penalty = field(
             "flat",
             help="'flat': -1 when an error is found; 'position': -(n-k)/n when step k is the first error (padding "
@@ -295,32 +298,39 @@ class FirstErrorReward(RewardComponent):
             return pool.submit(asyncio.run, self.ascore(batch)).result()
 
     def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None,
-                  completion: str | None = None) -> JudgeItem:
+                  spec: AnswerSpec = NUMBER, completion: str | None = None) -> JudgeItem:
         """What the judge is asked about one solution, the same in training, ``eval-judge`` and
         ``evaluate``: the gold reduced to what ``reference`` shows (the reference judge always
         sees the whole gold solution: it checks against its intermediate values, and the final
-        answer the completion states)."""
+        answer the completion states); a choice gold as its letter and text (``(B) reading``), a
+        yes/no gold as ``yes`` / ``no``."""
+        if spec.kind != "number":
+            shown = gold_text(gold, spec) if self.settings.reference else None
+            return JudgeItem(question, tuple(steps), shown, kind=spec.kind)
         if self.settings.backend != "reference":
             return JudgeItem(question, tuple(steps), reference_text(gold, self.settings.reference))
         from procrl.rewards.judges.reference import stated_final_answer
 
-        return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), stated_final_answer(completion))
+        return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), answer=stated_final_answer(completion))
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
+        if self.settings.backend in MODEL_FREE and any(spec.kind != "number" for spec in batch.answer_specs):
+            kind = next(spec.kind for spec in batch.answer_specs if spec.kind != "number")
+            raise ValueError(f"the {self.settings.backend!r} judge checks numbers; these answers are {kind} "
+                             "(use backend openai or hf)")
         items = [
-            self.make_item(question, tuple(step.text for step in segmentation.steps), gold, completion)
-            for question, gold, segmentation, completion in zip(batch.questions, batch.golds, segmentations,
-                                                                batch.completions)
+            self.make_item(question, tuple(step.text for step in segmentation.steps), gold, spec, completion)
+            for question, gold, segmentation, spec, completion in zip(batch.questions, batch.golds, segmentations,
+                                                                      batch.answer_specs, batch.completions)
         ]
         verdicts = await self.judge_items(items)
         return self.output_from_verdicts(batch, items, verdicts)
 
-    def _answer_correct(self, completion: str, gold: str | None, detail: dict) -> bool | None:
+    def _answer_correct(self, completion: str, gold: str | None, detail: dict, spec: AnswerSpec = NUMBER) -> bool | None:
         if self.settings.penalty != "correct_only":
             return None
-        gold_value = parse_gold(gold)
-        correct = None if gold_value is None else answers_match(extract_prediction(completion)[0], gold_value)
+        correct = answer_correct(completion, gold, spec)
         detail["answer_correct"] = correct
         return correct
 
@@ -331,7 +341,9 @@ class FirstErrorReward(RewardComponent):
         step_scores: list[list[float] | None] = []
         details: list[dict] = []
         found, judged, unverified, relative_positions = 0, 0, 0, []
-        for completion, gold, item, verdict in zip(batch.completions, batch.golds, items, verdicts):
+        categories = dict.fromkeys(CATEGORIES, 0)
+        for completion, gold, item, verdict, spec in zip(batch.completions, batch.golds, items, verdicts,
+                                                          batch.answer_specs):
             n = len(item.steps)
             detail = {"index": verdict.index, "category": verdict.category, "num_steps": n, "verdict": verdict.status}
             if verdict.checked_steps is not None:
@@ -348,7 +360,7 @@ class FirstErrorReward(RewardComponent):
                 failures["no_steps"] += 1
                 if settings.backend in MODEL_FREE:
                     detail["checked_steps"] = 0
-                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
                 scores.append(value)
                 step_scores.append([])
                 detail.update(index=None, verdict="no_steps", penalty=value)
@@ -363,7 +375,7 @@ class FirstErrorReward(RewardComponent):
                 continue
             if verdict.index == -1 and verdict.checked_steps == 0:  # the judge checked nothing
                 unverified += 1
-                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail))
+                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
                 scores.append(value)
                 step_scores.append([0.0] * (n - 1) + [value if value else 0.0])
                 detail.update(index=None, verdict="unverified", penalty=value)
@@ -374,7 +386,9 @@ class FirstErrorReward(RewardComponent):
             if k >= 0:
                 found += 1
                 relative_positions.append(k / n)
-            value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail))
+            if k >= 0 and verdict.category in categories:
+                categories[verdict.category] += 1
+            value = first_error_penalty(k, n, settings.penalty, self._answer_correct(completion, gold, detail, spec))
             scores.append(value)
             penalised = value is not None and value != 0.0
             step_scores.append(first_error_step_scores(k, n) if penalised else [0.0] * n)
@@ -390,6 +404,11 @@ class FirstErrorReward(RewardComponent):
         }
         if settings.backend in MODEL_FREE:
             metrics["unverified_fraction"] = unverified / total
+        if settings.categories and settings.backend in ("openai", "hf"):
+            # ReTraceQA's error categories: share of the errors found, and of those the judge left uncategorised
+            for category, count in categories.items():
+                metrics[f"category/{category}"] = count / found if found else math.nan
+            metrics["category/none"] = (found - sum(categories.values())) / found if found else math.nan
         if settings.backend == "reference":
             metrics["no_reference_fraction"] = failures["no_reference"] / total
         try:

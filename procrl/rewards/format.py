@@ -10,6 +10,10 @@ line until the token limit (SmolLM2-135M-Instruct's ``#### 4 = 4`` thirty times,
 answer is 3.`` repeated) has not ended its answer, so it is not paid for one; one statement, or
 two in different notations (``The answer is 18.`` then ``#### 18``), is.
 
+A row whose answers are options or yes/no (``answer_kind`` ``choice`` / ``yes_no``,
+:mod:`procrl.core.choices`) has its answer block found and read under its kind: ``The answer is
+(B)``, ``**B**``, ``(B) reading``, ``Yes.``; a block naming two options states no answer.
+
 ``partial: true`` adds graded credit for completions that are not there yet (0.5 for an
 answer marker such as ``####`` without a parseable number after it, 0.25 for a number on the
 last line): a shaping signal that gives an untrained model a gradient; 1.0 stays reserved for
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 
 from procrl.core.config import field
 from procrl.core.answers import extract_prediction
+from procrl.core.choices import NUMBER, AnswerSpec, answer_block_start, predict
 from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 from procrl.core.text import DISPLAY_DELIMITERS, answer_line_start
 
@@ -43,15 +48,17 @@ def answer_statements(completion: str, start: int) -> int:
     return max(len(lines), completion.count(lines[-1]))
 
 
-def has_answer_line(completion: str, require_reasoning: bool = False) -> bool:
+def has_answer_line(completion: str, require_reasoning: bool = False, spec: AnswerSpec = NUMBER) -> bool:
+    """Whether ``completion`` ends with an answer block that states an answer of the row's kind
+    (a number, one option, yes/no)."""
     if not isinstance(completion, str):
         return False
-    start = answer_line_start(completion)
+    start = answer_line_start(completion) if spec.kind == "number" else answer_block_start(completion, spec)
     if start is None:
         return False
     if answer_statements(completion, start) > MAX_ANSWER_STATEMENTS:
         return False  # looping on the answer line
-    predicted, rule = extract_prediction(completion[start:])
+    predicted, rule = extract_prediction(completion[start:]) if spec.kind == "number" else predict(completion[start:], spec)
     if predicted is None or rule == "last_number":
         return False
     return not require_reasoning or bool(completion[:start].strip())
@@ -61,8 +68,8 @@ _MARKER = re.compile(r"####|\\boxed|answer is|answer\s*:", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 
 
-def partial_format_score(completion: str, require_reasoning: bool = False) -> float:
-    if has_answer_line(completion, require_reasoning):
+def partial_format_score(completion: str, require_reasoning: bool = False, spec: AnswerSpec = NUMBER) -> float:
+    if has_answer_line(completion, require_reasoning, spec):
         return 1.0
     if not isinstance(completion, str):
         return 0.0
@@ -83,7 +90,9 @@ class FormatReward(RewardComponent):
 
     def score(self, batch: RewardBatch) -> RewardOutput:
         if self.settings.partial:
-            scores = [partial_format_score(c, self.settings.require_reasoning) for c in batch.completions]
+            scores = [partial_format_score(c, self.settings.require_reasoning, spec)
+                      for c, spec in zip(batch.completions, batch.answer_specs)]
         else:
-            scores = [1.0 if has_answer_line(c, self.settings.require_reasoning) else 0.0 for c in batch.completions]
+            scores = [1.0 if has_answer_line(c, self.settings.require_reasoning, spec) else 0.0
+                      for c, spec in zip(batch.completions, batch.answer_specs)]
         return RewardOutput(scores=scores)

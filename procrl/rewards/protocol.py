@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, ClassVar
 
+from procrl.core.choices import AnswerSpec, answer_block_start, answer_specs
 from procrl.core.text import Segmentation, segment_batch
 
 __all__ = [
@@ -82,9 +83,17 @@ class RewardBatch:
         return len(self.completions)
 
     @cached_property
+    def answer_specs(self) -> list[AnswerSpec]:
+        """How each row's answer is read (its ``answer_kind`` and ``choices`` columns)."""
+        return answer_specs(self.columns, self.golds, len(self))
+
+    @cached_property
     def segmentations(self) -> list[Segmentation]:
-        """Steps and sentences of every completion, computed once per batch."""
-        return segment_batch(self.completions)
+        """Steps and sentences of every completion, computed once per batch (the answer block of a
+        choice or yes/no row found under its kind)."""
+        starts = [None if spec.kind == "number" else answer_block_start(completion, spec)
+                  for completion, spec in zip(self.completions, self.answer_specs)]
+        return segment_batch(self.completions, starts if any(s is not None for s in starts) else None)
 
     def subset(self, indices: list[int]) -> "RewardBatch":
         """The batch restricted to ``indices`` (segmentations carried over, not recomputed)."""
@@ -98,8 +107,9 @@ class RewardBatch:
             prompts=pick(self.prompts), completion_ids=pick(self.completion_ids),
             columns={key: pick(value) for key, value in self.columns.items()},
         )
-        if "segmentations" in self.__dict__:
-            sub.__dict__["segmentations"] = [self.segmentations[i] for i in indices]
+        for cached in ("segmentations", "answer_specs"):
+            if cached in self.__dict__:
+                sub.__dict__[cached] = [self.__dict__[cached][i] for i in indices]
         return sub
 
     @classmethod

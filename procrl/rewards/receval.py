@@ -623,21 +623,23 @@ class ReCEvalInformativeness(RewardComponent):
                     logging.getLogger(__name__).warning("%s: %s", self.name, error)
 
     def score(self, batch: RewardBatch) -> RewardOutput:
-        from procrl.core.answers import extract_prediction
+        from procrl.core.choices import answer_text, predict
 
         s = self.settings
         failures: dict[str, int] = {}
         requests: list[tuple[str, str]] = []
         chains: list[tuple[int, int, str] | str] = []  # (first request, number of steps, target), or why unscored
-        for completion, segmentation, question in zip(batch.completions, batch.segmentations, batch.questions):
+        for completion, segmentation, question, spec in zip(batch.completions, batch.segmentations, batch.questions,
+                                                            batch.answer_specs):
             steps = [step.text for step in segmentation.steps]
-            predicted, _ = extract_prediction(completion)
+            predicted, _ = predict(completion, spec)  # a number, an option ("(B) reading"), yes/no
             kind = _unscorable_kind(steps, s.max_steps) or (None if predicted is not None else "no_answer")
             if kind is not None:
                 failures[kind] = failures.get(kind, 0) + 1
                 chains.append(kind)
                 continue
-            target = informativeness_target(s.target_template, format_answer(predicted), question, s.target)
+            shown = format_answer(predicted) if spec.kind == "number" else answer_text(predicted, spec)
+            target = informativeness_target(s.target_template, shown, question, s.target)
             contexts = informativeness_contexts(steps, question, s.condition_on_question)
             chains.append((len(requests), len(steps), target))
             requests += [(context, target) for context in contexts]

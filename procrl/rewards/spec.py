@@ -20,8 +20,8 @@ from procrl.core.config import ConfigError, field, from_dict, suggest
 from procrl.rewards.fallback import GROUP_MEAN
 from procrl.rewards.protocol import RewardComponent, _one_line, describe_component
 
-__all__ = ["COMMON_KEYS", "ComponentSpec", "GateSettings", "check_gate_cycles", "parse_component", "parse_rewards",
-           "resolve_type"]
+__all__ = ["COMMON_KEYS", "ComponentSpec", "GateSettings", "check_answer_kind", "check_gate_cycles", "number_judges",
+           "parse_component", "parse_rewards", "resolve_type"]
 
 
 @dataclass
@@ -173,3 +173,22 @@ def check_gate_cycles(specs: list[ComponentSpec], path: str = "rewards") -> None
                     f"for the other's score forever; gate them on a component outside the cycle, or drop "
                     f"one gate")
             chain.append(following)
+
+
+def number_judges(specs) -> list[tuple[str, str]]:
+    """``(name, backend)`` of the mix's first-error components whose judge checks numbers only."""
+    from procrl.rewards.first_error import MODEL_FREE, FirstErrorReward
+
+    return [(s.name, s.settings.backend) for s in specs if inspect.isclass(s.target)
+            and issubclass(s.target, FirstErrorReward) and s.settings.backend in MODEL_FREE]
+
+
+def check_answer_kind(kind: str | None, specs, where: str = "data.answer_kind") -> None:
+    """Refuse, in one line, a judge that checks numbers (``arithmetic``, ``reference``) on answers
+    that are not numbers: it has nothing to check there and would give every completion its
+    ``unverified_score``."""
+    if kind in (None, "number"):
+        return
+    for name, backend in number_judges(specs):
+        raise ConfigError(f"rewards.{name}.backend: {backend!r} checks the calculations of numeric answers, but the "
+                          f"answers are {kind} ({where}); use backend 'openai' or 'hf' (an LLM judge), or drop it")

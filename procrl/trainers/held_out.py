@@ -31,7 +31,7 @@ __all__ = ["HeldOutEvaluation", "OutcomeCollector", "held_out_metrics"]
 
 class OutcomeCollector:
     """A batch observer recording, per scored completion: its question, whether the answer is
-    right, the first-error verdict, the predicted number, its gold number, each component's score."""
+    right, the first-error verdict, the predicted answer, its gold answer, each component's score."""
 
     def __init__(self, types: dict[str, str], judge: str | None = None):
         self.types = dict(types)
@@ -40,7 +40,7 @@ class OutcomeCollector:
         self._lock = threading.Lock()
 
     def observe(self, batch: RewardBatch, outputs: dict[str, RewardOutput], log_metric=None, log_extra=None) -> None:
-        from procrl.core.answers import extract_prediction, parse_gold
+        from procrl.core.choices import gold_answer, predict
         from procrl.rewards.accuracy import AccuracyReward
 
         kinds = diag.component_kinds(self.types, outputs)
@@ -58,8 +58,8 @@ class OutcomeCollector:
                 "question": batch.questions[i] if batch.questions[i] is not None else batch.prompts[i],
                 "correct": None if score is None else score >= 1.0,
                 "verdict": records[i].index if records is not None else None,
-                "answer": extract_prediction(completion)[0],
-                "gold": parse_gold(batch.golds[i]),
+                "answer": predict(completion, batch.answer_specs[i])[0],  # a number, an option, yes/no
+                "gold": gold_answer(batch.golds[i], batch.answer_specs[i]),
                 "scores": {name: output.scores[i] for name, output in outputs.items()},
             })
         with self._lock:

@@ -43,7 +43,8 @@ class HFJudge(LocalModelJudge):
         tokenizer.padding_side = "left"  # generation continues at the right edge
 
     def _text(self, item: JudgeItem) -> str:
-        prompt = build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories)
+        prompt = build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories,
+                              item.kind)
         if getattr(self._tokenizer, "chat_template", None):
             return self._tokenizer.apply_chat_template(
                 [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True

@@ -80,7 +80,8 @@ class OpenAIJudge(Judge):
     # -- helpers --
 
     def prompt(self, item: JudgeItem) -> str:
-        return build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories)
+        return build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories,
+                            item.kind)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}

@@ -1,7 +1,10 @@
 """The judge prompt and the verdict parser of the LLM first-error judges (docs/spec.md section 4).
 
 The prompt shows the steps tagged and numbered from 0 and asks for the earliest wrong step, or
--1, in ``\\boxed{}``; optionally the error category. The verdict is the last ``\\boxed{int}`` of
+-1, in ``\\boxed{}``; optionally the error category. A math problem (answer kind ``number``) is
+checked for calculations, facts and logic; a multiple-choice or yes/no question (``choice``,
+``yes_no``) as ReTraceQA checks commonsense reasoning: facts and knowledge, what the question
+asks, and the inferences, with the gold answer (``(B) reading``, ``yes``) shown in reference mode. The verdict is the last ``\\boxed{int}`` of
 the reply; anything else is no verdict.
 
 What real LLM replies put in the box, read as the index (from SmolLM2-135M-Instruct as the
@@ -36,24 +39,41 @@ step that only carries forward an earlier mistake is not the earliest one.
 Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, \
 for example \\boxed{2}. If every step is correct, give \\boxed{-1}."""
 
+_QA_INSTRUCTIONS = """\
+Read the reasoning one step at a time. Decide for each step whether it is correct given the \
+question, its answer choices and the steps before it: what it says the question asks, the facts \
+and knowledge it states, and each inference all have to hold. Find the EARLIEST step that \
+contains a mistake; a step that only carries forward an earlier mistake is not the earliest one.
+
+Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, \
+for example \\boxed{2}. If every step is correct, give \\boxed{-1}."""
+
 _CATEGORY_INSTRUCTIONS = """
 
 If you found a mistake, end with one more line naming its kind:
 Category: Misinterpretation (the step misreads the problem or what it asks), \
-Category: Hallucination (it uses a fact or number that the problem and earlier steps do not \
-give), or Category: Reasoning (an invalid inference or calculation from correct premises). \
+Category: Hallucination (it states a fact or number that is false or that the problem and \
+earlier steps do not give), or Category: Reasoning (an invalid inference or calculation from correct premises). \
 If more than one applies, name the first of these three."""
 
 
-def build_prompt(question: str | None, steps: list[str], gold: str | None = None, categories: bool = False) -> str:
-    """The judge's user message for one solution."""
-    parts = ["You are checking a step-by-step solution to a math problem for mistakes.", "", "Problem:", (question or "").strip()]
+def build_prompt(question: str | None, steps: list[str], gold: str | None = None, categories: bool = False,
+                 kind: str = "number") -> str:
+    """The judge's user message for one solution; ``kind``: the row's answer kind."""
+    if kind == "number":
+        parts = ["You are checking a step-by-step solution to a math problem for mistakes.", "", "Problem:"]
+        instructions, steps_title = _INSTRUCTIONS, "Solution steps:"
+    else:
+        what = "a multiple-choice question" if kind == "choice" else "a yes/no question"
+        parts = [f"You are checking step-by-step reasoning that answers {what} for mistakes.", "", "Question:"]
+        instructions, steps_title = _QA_INSTRUCTIONS, "Reasoning steps:"
+    parts.append((question or "").strip())
     if gold is not None:
         parts += ["", f"Correct final answer (for your reference): {str(gold).strip()}"]
-    parts += ["", "Solution steps:"]
+    parts += ["", steps_title]
     for index, step in enumerate(steps):
         parts.append(f"<step_{index}>\n{step.strip()}\n</step_{index}>")
-    parts += ["", _INSTRUCTIONS + (_CATEGORY_INSTRUCTIONS if categories else "")]
+    parts += ["", instructions + (_CATEGORY_INSTRUCTIONS if categories else "")]
     return "\n".join(parts)
 
 

@@ -27,13 +27,14 @@ FAILURE_KINDS = (
 @dataclass(frozen=True)
 class JudgeItem:
     """One solution to judge: the question, its steps, the gold answer (shown in reference mode),
-    and the final answer the completion states, when it states one (the reference judge blames a
-    step for a wrong one)."""
+    the row's answer kind (``number``, ``choice``, ``yes_no``: the LLM judges' prompt), and the final
+    answer the completion states, when it states one (the reference judge blames a step for a wrong one)."""
 
     question: str | None
     steps: tuple[str, ...]
     gold: str | None = None
     answer: float | None = None
+    kind: str = "number"
 
 
 @dataclass
