@@ -1,5 +1,6 @@
 """Reading JSON lines (or a JSON array of objects) one record at a time, with one-line errors
-naming ``file:line``: not UTF-8, not JSON, nested too deeply, an array that is not closed. Used
+naming ``file:line``: not UTF-8, not JSON, nested too deeply, an array that is not closed, an
+integer longer than Python reads (4,300 digits: a number that long goes in a string). Used
 for ``procrl score``'s input and local training data files; memory holds one record at a time.
 """
 
@@ -28,9 +29,27 @@ def _decode_error(path: str, where: int, error: UnicodeDecodeError, data: bytes)
     return ConfigError(f"{path}:{where}: not UTF-8 text (byte {byte:#04x}); expected UTF-8 JSON lines")
 
 
+class _LongInteger(ValueError):
+    """A JSON integer with more digits than Python converts from text (``sys.get_int_max_str_digits``)."""
+
+
+def _integer(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # Python's int-string limit (4,300 digits by default): its message is a traceback's
+        raise _LongInteger(len(digits.lstrip("-"))) from None
+
+
+def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
+    return ConfigError(f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
+                       f"({sys.get_int_max_str_digits():,}); give it as a string (\"123...\")")
+
+
 def _parse(text: str, path: str, where: int) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_integer)
+    except _LongInteger as error:
+        raise _long_integer_error(f"{path}:{where}", error) from None
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}:{where}: not valid JSON ({error.msg}, column {error.pos + 1})") from None
     except RecursionError:
@@ -54,7 +73,7 @@ class _ArrayReader:
         self.handle, self.path = handle, path
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
-        self.json = json.JSONDecoder()
+        self.json = json.JSONDecoder(parse_int=_integer)
 
     def _more(self, at_least: int = _CHUNK) -> bool:
         if self.eof:
@@ -121,6 +140,8 @@ class _ArrayReader:
                 raise ConfigError(f"{self.path}:{where}: not valid JSON ({error.msg})") from None
             except RecursionError:
                 raise ConfigError(f"{self.path}:{self.line}: JSON nested too deeply") from None
+            except _LongInteger as error:
+                raise _long_integer_error(f"{self.path}:{self.line}", error) from None
             if end == len(self.text) and not isinstance(value, (dict, list)) and self._more():
                 continue  # a number or literal cut by the read boundary
             self.line += self.text.count("\n", self.pos, end)

@@ -163,6 +163,9 @@ def load_examples(data, split: str | None = None):
     return dataset
 
 
+_EXACT_IN_DATASETS = 2**53  # the largest integer up to which every one is exact as a float64 (datasets' number column)
+
+
 def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer") -> int:
     """Read a local JSON-lines / JSON-array data file once, before ``datasets`` does: every row
     an object with a non-empty text question and a text or numeric answer. A one-line
@@ -184,6 +187,9 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
             if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
                 got = "no such field" if answer_column not in row else type(answer).__name__
                 raise ConfigError(f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)")
+            if isinstance(answer, int) and abs(answer) > _EXACT_IN_DATASETS:
+                raise ConfigError(f"{where}: {answer_column!r} is a JSON integer of {len(str(abs(answer)))} digits, past "
+                                  f"2**53: datasets stores numbers in 64 bits and would round it; give it as a string")
             count += 1
     except ConfigError as error:
         message = str(error)

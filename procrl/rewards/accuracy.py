@@ -4,10 +4,11 @@ How the answer is read (``####``, ``\\boxed``, ``answer is``, ...) and compared:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from procrl.core.answers import answers_match, extract_boxed, extract_prediction, parse_gold, parse_number
-from procrl.core.config import field
+from procrl.core.config import ConfigError, field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 
 __all__ = [
@@ -29,7 +30,11 @@ class AccuracyReward(RewardComponent):
 
     @dataclass
     class Settings:
-        tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison.")
+        tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly).")
+
+        def validate(self, path: str) -> None:
+            if not math.isfinite(self.tolerance) or self.tolerance < 0:  # a negative one matches nothing, not even 7 = 7
+                raise ConfigError(f"{path}.tolerance: must be a finite number >= 0, got {self.tolerance}")
 
     def score(self, batch: RewardBatch) -> RewardOutput:
         scores: list[float | None] = []
