@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -149,6 +150,22 @@ class _ArrayReader:
             return value
 
 
+class _Prepended(io.RawIOBase):
+    """``head`` followed by what is left of ``rest``: a stream that cannot seek, read from its start."""
+
+    def __init__(self, head: bytes, rest):
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
+        self.head = self.head[len(data):] if self.head else b""
+        buffer[: len(data)] = data
+        return len(data)
+
+
 def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[tuple[int, Any]]:
     """``(line, value)`` of every record of a JSON-lines file or a JSON array, streamed; a
     one-line ConfigError naming ``file:line`` for what is not readable JSON (``option``: how the
@@ -165,7 +182,10 @@ def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[t
         raise ConfigError(f"{option}: cannot read {name} ({error.strerror or error})") from None
     with handle:
         head = handle.read(4096)
-        handle.seek(0)
+        if handle.seekable():
+            handle.seek(0)
+        else:  # a pipe (/dev/stdin): the bytes read are served again before the rest
+            handle = io.BufferedReader(_Prepended(head, handle), _CHUNK)
         if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
             yield from _ArrayReader(handle, name)
         else:
