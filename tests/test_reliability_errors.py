@@ -131,3 +131,55 @@ def test_overwrite_never_follows_a_symlinked_checkpoint(tmp_path, capsys):
     assert snapshot(elsewhere) == theirs and (out / "checkpoint-4").is_symlink()
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()  # nothing deleted before the refusal
     assert {k for k in snapshot(out) if not k.startswith(".")} >= {k for k in before if not k.startswith(".")}
+
+
+# --- a damaged checkpoint is not complete ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def two_checkpoints(tmp_path_factory) -> Path:
+    """A real run of 2 steps with checkpoint-1 and checkpoint-2 (copied by each test)."""
+    from procrl.launch.run import train
+    from procrl.recipe import load_recipe
+
+    out = tmp_path_factory.mktemp("run") / "run"
+    train(load_recipe(TINY_RECIPE, ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
+                      output_dir=str(out)))
+    assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
+    return out
+
+
+def run_copy(source: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns(".procrl.lock"))
+    return out
+
+
+@pytest.mark.parametrize("damage", ["truncated weights", "garbage optimizer"])
+def test_resume_passes_over_a_damaged_checkpoint_naming_it(two_checkpoints, tmp_path, capsys, damage):
+    out = run_copy(two_checkpoints, tmp_path)
+    if damage == "truncated weights":
+        weights = out / "checkpoint-2" / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+        why = "model.safetensors is damaged (truncated:"
+    else:
+        (out / "checkpoint-2" / "optimizer.pt").write_bytes(b"this is not a torch file\n" * 40)
+        why = "optimizer.pt is damaged (not a torch.save file"
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, "--resume", "--set", "trainer.max_steps=3",
+                 "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8")
+    assert result.code == 0, result.err[-3000:]
+    assert f"skipped {out / 'checkpoint-2'}: {why}" in result.err
+    assert f"resuming from {out / 'checkpoint-1'} (global step 1)" in result.err
+    assert (out / "incomplete-checkpoint-2").is_dir()  # kept for inspection, out of the way
+    assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 3
+
+
+def test_resume_with_every_checkpoint_damaged_is_one_line(two_checkpoints, tmp_path, capsys):
+    out = run_copy(two_checkpoints, tmp_path)
+    for step in (1, 2):
+        (out / f"checkpoint-{step}" / "optimizer.pt").write_bytes(b"\0" * 100)
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, "--resume", "--set", "trainer.max_steps=3")
+    assert_one_line_error(result, "--resume: no complete checkpoint", "checkpoint-2: optimizer.pt is damaged",
+                          "checkpoint-1: optimizer.pt is damaged")
