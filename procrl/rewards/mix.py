@@ -35,10 +35,10 @@ performs them blocking, :meth:`RewardMix.acompute` awaits them; nothing else dif
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
-import contextlib
 import math
 import sys
 import threading
