@@ -94,6 +94,10 @@ def test_score_reads_integers_of_any_length_exactly(tmp_path, capsys):
     assert result.code == 0, result.err[-2000:]
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["rewards"]["accuracy"] for row in scored] == [0.0, 0.0, 1.0, 1.0, 1.0]
+    reported = [row["diagnostics"]["accuracy"] for row in scored]  # as exact as the comparison
+    assert (reported[0]["predicted"], reported[0]["gold"]) == (2**53 + 1, 2**53)
+    assert reported[2]["predicted"] == int(FOUR_HUNDRED_ONE)
+    assert reported[3]["predicted"] == reported[3]["gold"] == LONGER_THAN_PYTHON_READS  # as digits: too long for int
 
 
 def test_a_json_integer_past_pythons_limit_is_a_one_line_error_in_score_and_check(tmp_path, capsys):

@@ -43,6 +43,7 @@ __all__ = [
     "Number",
     "answers_match",
     "exact_value",
+    "json_number",
     "extract_boxed",
     "extract_prediction",
     "parse_gold",
@@ -312,6 +313,19 @@ def exact_value(number: float | int | Decimal | None) -> Decimal | None:
     if isinstance(number, int):
         return Decimal(number)
     return Decimal(repr(float(number))) if math.isfinite(number) else None
+
+
+def json_number(number: float | None) -> int | float | str | None:
+    """A parsed number for a report: an integer as a JSON integer (``2**53 + 1`` stays itself; its
+    float would read as ``2**53``), one too long for Python to print as a number as its digits
+    (a string), anything else as its float."""
+    exact = exact_value(number)
+    if exact is None:
+        return None
+    if exact == exact.to_integral_value(context=_EXACT):
+        digits = exact.adjusted() + 1
+        return int(exact) if digits <= 4000 else str(exact.quantize(Decimal(1), context=_EXACT))
+    return float(number)
 
 
 # Subtraction and absolute value with no rounding: the difference of two numbers of any length

@@ -7,7 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from procrl.core.answers import answers_match, extract_boxed, extract_prediction, parse_gold, parse_number
+from procrl.core.answers import (answers_match, extract_boxed, extract_prediction, json_number, parse_gold,
+                                 parse_number)
 from procrl.core.config import ConfigError, field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 
@@ -48,7 +49,7 @@ class AccuracyReward(RewardComponent):
                 scores.append(None)
             else:
                 scores.append(1.0 if answers_match(predicted, gold, self.settings.tolerance) else 0.0)
-            details.append({"predicted": predicted, "gold": gold, "rule": rule})
+            details.append({"predicted": json_number(predicted), "gold": json_number(gold), "rule": rule})
         n = max(len(batch), 1)
         metrics = {"no_answer_fraction": rules.get("none", 0) / n}
         return RewardOutput(scores=scores, details=details, metrics=metrics)
