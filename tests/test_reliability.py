@@ -63,8 +63,16 @@ def fake_checkpoint(folder: Path, step: int) -> Path:
     path = folder / f"checkpoint-{step}"
     path.mkdir(parents=True)
     (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
-    (path / "model.safetensors").write_bytes(b"weights")
+    (path / "model.safetensors").write_bytes(safetensors_bytes())
     return path
+
+
+def safetensors_bytes() -> bytes:
+    """A small real safetensors file (a checkpoint's weights are checked against their header)."""
+    import numpy
+    from safetensors.numpy import save
+
+    return save({"weight": numpy.arange(4, dtype=numpy.float32)})
 
 
 # --- 1. resume takes the newest complete checkpoint; saves are atomic -----------------------------

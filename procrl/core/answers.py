@@ -23,17 +23,27 @@ is``; a completion that states several different answers is read as one of them,
 "any of them" (hedging does not pay). Numbers are normalised (``,`` ``$`` ``%`` and units
 dropped, ``72.0 == 72``, fractions, negatives) and compared with tolerance 1e-6; LaTeX that the
 plain parser cannot read (``\\frac{3}{4}``, ``\\sqrt{2}``) goes through math-verify.
+
+A parsed number is a :class:`Number`: a float (what every consumer computes with) that also
+carries the exact decimal value it was written as. The comparison uses the exact values, so
+integers of any length compare exactly (``2**53 + 1`` is not ``2**53``, though their floats are
+equal; a 401-digit answer, whose float is ``inf``, equals its gold); digits are never converted
+to a Python ``int`` (no 4,300-digit limit).
 """
 
 from __future__ import annotations
 
+import decimal
 import logging
 import math
 import re
-from fractions import Fraction
+from decimal import Decimal
 
 __all__ = [
+    "Number",
     "answers_match",
+    "exact_value",
+    "json_number",
     "extract_boxed",
     "extract_prediction",
     "parse_gold",
@@ -95,19 +105,54 @@ def extract_boxed(text: str) -> str | None:
     return None
 
 
-def _number_value(token: str) -> float | None:
+class Number(float):
+    """A parsed number: its float value for arithmetic, its exact decimal value in ``exact``
+    (integers of any length stay exact; a number past float's range is ``inf`` as a float)."""
+
+    exact: Decimal
+
+    def __new__(cls, exact: Decimal) -> "Number":
+        number = super().__new__(cls, float(exact))  # float(Decimal) rounds; inf past float's range, never raises
+        number.exact = exact
+        return number
+
+    def __neg__(self) -> "Number":
+        return Number(-self.exact)
+
+    def __reduce__(self):
+        return Number, (self.exact,)
+
+
+def _quotient(numerator: Decimal, denominator: Decimal) -> Decimal:
+    """``numerator / denominator``: exact when it terminates within the digits given plus 28
+    (``3/4``, ``1/8``), else to 28 more significant digits (``1/3``)."""
+    digits = len(numerator.as_tuple().digits) + len(denominator.as_tuple().digits) + 28
+    context = decimal.Context(prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+    return context.divide(numerator, denominator)
+
+
+def _number_value(token: str) -> Number | None:
     token = token.replace("−", "-").replace("$", "").replace(",", "").replace(" ", "")
     try:
         if "/" in token:
-            numerator, denominator = token.split("/", 1)
-            value = Fraction(numerator) / Fraction(denominator)
-            return float(value)
-        return float(token)
-    except (ValueError, ZeroDivisionError, ArithmeticError):
+            numerator, denominator = (Decimal(part) for part in token.split("/", 1))
+            if not denominator:
+                return None
+            return Number(_quotient(numerator, denominator))
+        return Number(Decimal(token))
+    except (ValueError, ArithmeticError):  # decimal.InvalidOperation is an ArithmeticError
         return None
 
 
-def _latex_value(text: str) -> float | None:
+def _float_number(value: float) -> Number | None:
+    """A float (math-verify's value, a numeric gold) as a Number: the exact value of its shortest
+    repr (the float 0.1 is the 0.1 it was written as); None when not finite."""
+    if not math.isfinite(value):
+        return None
+    return Number(Decimal(repr(float(value))))
+
+
+def _latex_value(text: str) -> Number | None:
     """Numeric value of a LaTeX expression through math-verify (thread-safe: no signal timeout)."""
     if len(text) > 200:  # math-verify runs without a timeout off the main thread: bound the input
         return None
@@ -124,11 +169,11 @@ def _latex_value(text: str) -> float | None:
         except (TypeError, ValueError):
             continue
         if math.isfinite(value):
-            return value
+            return _float_number(value)
     return None
 
 
-def parse_number(text: str | None) -> float | None:
+def parse_number(text: str | None) -> Number | None:
     """The first number in ``text`` after normalisation, or None.
 
     ``"$1,000.50"`` -> 1000.5, ``"-3"`` -> -3, ``"3/4"`` -> 0.75, ``"72.0 dollars"`` -> 72,
@@ -145,7 +190,7 @@ def parse_number(text: str | None) -> float | None:
     if frac:
         value = _number_value(f"{frac.group(1)}/{frac.group(2)}")
         if value is not None:
-            return -value if cleaned.strip().startswith("-") else value
+            return -value if cleaned.strip().startswith("-") else value  # Number.__neg__ keeps it exact
     if "\\" in cleaned:
         value = _latex_value(cleaned)
         if value is not None:
@@ -156,7 +201,7 @@ def parse_number(text: str | None) -> float | None:
     return None
 
 
-def _last_number(text: str) -> float | None:
+def _last_number(text: str) -> Number | None:
     matches = list(_NUMBER.finditer(text))
     return _number_value(matches[-1].group(0)) if matches else None
 
@@ -181,7 +226,7 @@ def _first_hashes(completion: str) -> str | None:
     return None
 
 
-def _hashes_value(text: str | None) -> float | None:
+def _hashes_value(text: str | None) -> Number | None:
     """The number a ``####`` line states: its result when it holds an equation (a chat model's
     ``#### 72 * 16 = 1080`` states 1080, not 72; ``#### 4 =`` cut at the token limit states 4),
     else the number it starts with."""
@@ -195,7 +240,7 @@ def _hashes_value(text: str | None) -> float | None:
     return parse_number(text)
 
 
-def _stated_answer(text: str | None) -> float | None:
+def _stated_answer(text: str | None) -> Number | None:
     """The number an ``answer is ...`` / bold statement gives (rules 3 and 4): the result after
     its last ``=``, the number it starts with, or the last number of the sentence it is."""
     if text is None:
@@ -221,7 +266,7 @@ def _last_line_bold(completion: str) -> str | None:
     return spans[-1] if spans else None
 
 
-def extract_prediction(completion: str) -> tuple[float | None, str]:
+def extract_prediction(completion: str) -> tuple[Number | None, str]:
     """The predicted number and the rule that found it (``none`` when nothing was found)."""
     if not isinstance(completion, str) or not completion.strip():
         return None, "none"
@@ -241,12 +286,14 @@ def extract_prediction(completion: str) -> tuple[float | None, str]:
     return None, "none"
 
 
-def parse_gold(answer: str | float | int | None) -> float | None:
+def parse_gold(answer: str | float | int | None) -> Number | None:
     """Gold number from a GSM8K answer (text after ``#### ``) or a bare number."""
     if answer is None:
         return None
-    if isinstance(answer, (int, float)) and not isinstance(answer, bool):
-        return float(answer) if math.isfinite(answer) else None
+    if isinstance(answer, int) and not isinstance(answer, bool):
+        return Number(Decimal(answer))  # exact: no conversion to text, no digit limit
+    if isinstance(answer, float):
+        return _float_number(answer)
     text = str(answer)
     hashes = _HASHES.findall(text)
     if hashes:
@@ -254,11 +301,44 @@ def parse_gold(answer: str | float | int | None) -> float | None:
     return parse_number(text)
 
 
+def exact_value(number: float | int | Decimal | None) -> Decimal | None:
+    """The exact value of a number: a Number's ``exact``; a float's shortest repr; an int as it
+    is; None for None and non-finite values."""
+    if number is None or isinstance(number, bool):
+        return None
+    if isinstance(number, Number):
+        return number.exact
+    if isinstance(number, Decimal):
+        return number if number.is_finite() else None
+    if isinstance(number, int):
+        return Decimal(number)
+    return Decimal(repr(float(number))) if math.isfinite(number) else None
+
+
+def json_number(number: float | None) -> int | float | str | None:
+    """A parsed number for a report: an integer as a JSON integer (``2**53 + 1`` stays itself; its
+    float would read as ``2**53``), one too long for Python to print as a number as its digits
+    (a string), anything else as its float."""
+    exact = exact_value(number)
+    if exact is None:
+        return None
+    if exact == exact.to_integral_value(context=_EXACT):
+        digits = exact.adjusted() + 1
+        return int(exact) if digits <= 4000 else str(exact.quantize(Decimal(1), context=_EXACT))
+    return float(number)
+
+
+# Subtraction and absolute value with no rounding: the difference of two numbers of any length
+# is exact (it has at most as many digits as the longer of them).
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
     """Equal within an absolute ``tolerance`` (docs/spec.md: 1e-6), with no relative slack (a
-    relative 1e-9 let 1234567891 match 1234567890); two integers compare exactly."""
-    if predicted is None or gold is None:
+    relative 1e-9 let 1234567891 match 1234567890), in exact decimal arithmetic: integers compare
+    exactly whatever their length (``2**53 + 1`` is not ``2**53``)."""
+    predicted_value, gold_value = exact_value(predicted), exact_value(gold)
+    if predicted_value is None or gold_value is None:
         return False
-    if float(predicted).is_integer() and float(gold).is_integer():
-        return abs(int(predicted) - int(gold)) <= tolerance  # integer arithmetic: exact
-    return abs(predicted - gold) <= tolerance
+    difference = _EXACT.abs(_EXACT.subtract(predicted_value, gold_value))
+    return difference <= exact_value(tolerance)

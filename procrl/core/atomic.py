@@ -25,10 +25,12 @@ leaves the old directory or the new one under the name.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +112,21 @@ def output_target(path: str | os.PathLike, option: str = "--output") -> OutputTa
     return OutputTarget(kind, Path(name))
 
 
+def _open_stream(path: Path, shown: Path, option: str) -> int:
+    """A device or a pipe opened for writing (no O_CREAT, no O_TRUNC). Opening a FIFO blocks until
+    a reader opens it: say so on stderr first, rather than wait without a word."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno != errno.ENXIO:  # ENXIO: a FIFO without a reader
+            raise
+        print(f"procrl: waiting for a reader of {shown} ({option} is a FIFO); open it for reading, "
+              "or press Ctrl-C", file=sys.stderr, flush=True)
+        return os.open(path, os.O_WRONLY)
+    os.set_blocking(descriptor, True)  # written with ordinary blocking writes
+    return descriptor
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -137,7 +154,7 @@ class AtomicOutput:
             elif self.target.kind == "descriptor":
                 descriptor = os.dup(self.target.fd)
             else:
-                descriptor = os.open(self.path, os.O_WRONLY)  # no O_CREAT, no O_TRUNC: a device or a pipe
+                descriptor = _open_stream(self.path, self.shown, option)
         except OSError as error:
             where = self.path.parent if self.target.kind == "file" else self.shown
             raise ConfigError(f"{option}: cannot write in {where} ({error.strerror or error})") from None

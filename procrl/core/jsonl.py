@@ -1,5 +1,6 @@
 """Reading JSON lines (or a JSON array of objects) one record at a time, with one-line errors
-naming ``file:line``: not UTF-8, not JSON, nested too deeply, an array that is not closed. Used
+naming ``file:line``: not UTF-8, not JSON, nested too deeply, an array that is not closed, an
+integer longer than Python reads (4,300 digits: a number that long goes in a string). Used
 for ``procrl score``'s input and local training data files; memory holds one record at a time.
 """
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -28,9 +30,27 @@ def _decode_error(path: str, where: int, error: UnicodeDecodeError, data: bytes)
     return ConfigError(f"{path}:{where}: not UTF-8 text (byte {byte:#04x}); expected UTF-8 JSON lines")
 
 
+class _LongInteger(ValueError):
+    """A JSON integer with more digits than Python converts from text (``sys.get_int_max_str_digits``)."""
+
+
+def _integer(digits: str) -> int:
+    try:
+        return int(digits)
+    except ValueError:  # Python's int-string limit (4,300 digits by default): its message is a traceback's
+        raise _LongInteger(len(digits.lstrip("-"))) from None
+
+
+def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
+    return ConfigError(f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
+                       f"({sys.get_int_max_str_digits():,}); give it as a string (\"123...\")")
+
+
 def _parse(text: str, path: str, where: int) -> Any:
     try:
-        return json.loads(text)
+        return json.loads(text, parse_int=_integer)
+    except _LongInteger as error:
+        raise _long_integer_error(f"{path}:{where}", error) from None
     except json.JSONDecodeError as error:
         raise ConfigError(f"{path}:{where}: not valid JSON ({error.msg}, column {error.pos + 1})") from None
     except RecursionError:
@@ -54,7 +74,7 @@ class _ArrayReader:
         self.handle, self.path = handle, path
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
-        self.json = json.JSONDecoder()
+        self.json = json.JSONDecoder(parse_int=_integer)
 
     def _more(self, at_least: int = _CHUNK) -> bool:
         if self.eof:
@@ -121,11 +141,29 @@ class _ArrayReader:
                 raise ConfigError(f"{self.path}:{where}: not valid JSON ({error.msg})") from None
             except RecursionError:
                 raise ConfigError(f"{self.path}:{self.line}: JSON nested too deeply") from None
+            except _LongInteger as error:
+                raise _long_integer_error(f"{self.path}:{self.line}", error) from None
             if end == len(self.text) and not isinstance(value, (dict, list)) and self._more():
                 continue  # a number or literal cut by the read boundary
             self.line += self.text.count("\n", self.pos, end)
             self.pos = end
             return value
+
+
+class _Prepended(io.RawIOBase):
+    """``head`` followed by what is left of ``rest``: a stream that cannot seek, read from its start."""
+
+    def __init__(self, head: bytes, rest):
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
+        self.head = self.head[len(data):] if self.head else b""
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[tuple[int, Any]]:
@@ -144,7 +182,10 @@ def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[t
         raise ConfigError(f"{option}: cannot read {name} ({error.strerror or error})") from None
     with handle:
         head = handle.read(4096)
-        handle.seek(0)
+        if handle.seekable():
+            handle.seek(0)
+        else:  # a pipe (/dev/stdin): the bytes read are served again before the rest
+            handle = io.BufferedReader(_Prepended(head, handle), _CHUNK)
         if head.lstrip(b" \t\r\n\xef\xbb\xbf").startswith(b"["):
             yield from _ArrayReader(handle, name)
         else:

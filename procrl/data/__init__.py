@@ -213,6 +213,20 @@ def _normalized(dataset, columns, source: str):
     return datasets.Dataset.from_list(rows)
 
 
+_EXACT_IN_DATASETS = 2**53  # the largest integer up to which every one is exact as a float64 (datasets' number column)
+
+
+def _check_encodable(where: str, column: str, text: str) -> None:
+    """JSON's ``\\ud800`` escape gives a lone surrogate, which is no character: no tokenizer or
+    file can take it (UTF-8 cannot encode it)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ConfigError(f"{where}: {column!r} holds a lone surrogate ({text[error.start]!r} at character "
+                          f"{error.start + 1}), which is not text; remove it or give the character it was meant to be "
+                          "as a pair") from None
+
+
 def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer",
                     boolean_answers: bool = False) -> int:
     """Read a local JSON-lines / JSON-array data file once, before ``datasets`` does: every row
@@ -231,10 +245,16 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
             if not isinstance(question, str) or not question.strip():
                 got = "no such field" if question_column not in row else f"{type(question).__name__} {question!r}"[:60]
                 raise ConfigError(f"{where}: {question_column!r} must be a non-empty string ({got}; data.question_column)")
+            _check_encodable(where, question_column, question)
             answer = row.get(answer_column)
+            if isinstance(answer, str):
+                _check_encodable(where, answer_column, answer)
             if (isinstance(answer, bool) and not boolean_answers) or not isinstance(answer, (str, int, float)):
                 got = "no such field" if answer_column not in row else type(answer).__name__
                 raise ConfigError(f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)")
+            if isinstance(answer, int) and abs(answer) > _EXACT_IN_DATASETS:
+                raise ConfigError(f"{where}: {answer_column!r} is a JSON integer of {len(str(abs(answer)))} digits, past "
+                                  f"2**53: datasets stores numbers in 64 bits and would round it; give it as a string")
             count += 1
     except ConfigError as error:
         message = str(error)

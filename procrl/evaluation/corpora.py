@@ -220,7 +220,7 @@ def _mr_gsm8k_steps(record: _Record) -> list[str]:
 
         try:
             value = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # the parser's stack: a deep repr
             raise record.error("'model_output_steps' must be a list of strings (or its repr)") from None
         record.value = {**record.value, "model_output_steps": value}
     return record.steps("model_output_steps")

@@ -41,6 +41,11 @@ __all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir"
            "sample_outcomes", "write_report"]
 
 
+# Samples per problem: generated in one call per batch of prompts, so memory grows with it (a
+# million asked for a 30 GB allocation); pass@k estimates rarely go past k = 1000.
+MAX_SAMPLES = 1024
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How completions are drawn: ``temperature`` 0 is greedy (one completion per problem);
@@ -61,8 +66,9 @@ class Sampling:
             raise ConfigError(f"--temperature: must be >= 0 (0 = greedy), got {self.temperature}")
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"--top-p: must be in (0, 1], got {self.top_p}")
-        if self.num_samples < 1:
-            raise ConfigError(f"--num-samples: must be >= 1, got {self.num_samples}")
+        if not 1 <= self.num_samples <= MAX_SAMPLES:
+            raise ConfigError(f"--num-samples: must be in [1, {MAX_SAMPLES}], got {self.num_samples} (a problem's samples "
+                              f"are generated together: --batch-size x --num-samples sequences at once)")
         if self.greedy and self.top_p != 1.0:
             raise ConfigError(f"--top-p {self.top_p:g} has no effect with --temperature 0 (greedy decoding); sample with "
                               f"--temperature > 0 (e.g. 0.7), or drop --top-p")
@@ -621,24 +627,28 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         report["answer_kind"] = kinds_seen[0] if len(kinds_seen) == 1 else kinds_seen
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
-    claim_folder(directory, EVALUATE)
-    report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"],
-                                  correct=[None if a is None else a >= 1.0 for a in accuracy])
     records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
     report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
                                             accuracy, records)
-    rows = []
-    for i, completion in enumerate(completions):
-        row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
-               **{key: values[i] for key, values in sample_columns.items()},
-               "completion": completion, "correct": accuracy[i],
-               "first_error": records[i].index if records is not None else None,
-               "rewards": {name: o.scores[i] for name, o in outputs.items()}}
-        if records is not None and records[i].category:
-            row["error_category"] = records[i].category
-        rows.append(json.dumps(redact(row)) + "\n")
-    write_file(directory, "completions.jsonl", "".join(rows))
-    write_report(report, directory)
+    try:  # a full disk (a PNG, the completions) is one line, not matplotlib's traceback
+        claim_folder(directory, EVALUATE)
+        report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"],
+                                      correct=[None if a is None else a >= 1.0 for a in accuracy])
+        rows = []
+        for i, completion in enumerate(completions):
+            row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
+                   **{key: values[i] for key, values in sample_columns.items()},
+                   "completion": completion, "correct": accuracy[i],
+                   "first_error": records[i].index if records is not None else None,
+                   "rewards": {name: o.scores[i] for name, o in outputs.items()}}
+            if records is not None and records[i].category:
+                row["error_category"] = records[i].category
+            rows.append(json.dumps(redact(row)) + "\n")
+        write_file(directory, "completions.jsonl", "".join(rows))
+        write_report(report, directory)
+    except OSError as error:
+        raise ConfigError(f"--output-dir: writing the report to {directory} failed ({error.strerror or error}); "
+                          "the report is incomplete: free space and evaluate again") from None
     if log_wandb:
         _log_wandb(report, outputs, types, directory, recipe, completions, sample_questions)
     return report

@@ -25,10 +25,26 @@ def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
             candidates += [directory / path for directory in (here, *here.parents)]
     for candidate in candidates:
         if candidate.is_file():
+            _check_accelerate_config(candidate, config_file)
             return candidate
     raise ConfigError(
         f"launch.config_file: {config_file} not found (looked relative to the working directory and to the recipe's directory and its parents)"
     )
+
+
+def _check_accelerate_config(path: Path, given: str) -> None:
+    """An accelerate config file is a YAML (or JSON) mapping of settings; anything else (a text
+    file, a list) is refused here rather than read as one further on."""
+    import yaml  # accelerate's own format, read the way accelerate reads it
+
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        reason = getattr(error, "strerror", None) or type(error).__name__
+        raise ConfigError(f"launch.config_file: cannot read {given} as an accelerate config file ({reason})") from None
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(f"launch.config_file: {given} is not an accelerate config file (a YAML mapping of accelerate "
+                          f"settings, e.g. launch/accelerate/zero2.yaml); it holds a {type(config).__name__}")
 
 
 def split_launch_args(extra: list[str]) -> list[str]:

@@ -77,6 +77,10 @@ def clear_previous_run(output_dir: str) -> list[str]:
     folder = Path(output_dir)
     removed = []
     targets = [path for _, path in list_checkpoints(folder)] + sorted(folder.glob(INCOMPLETE_PREFIX + "checkpoint-*"))
+    linked = [path for path in targets if path.is_symlink()]
+    if linked:  # checked before anything is deleted: a link is never followed out of the run, nor removed
+        raise ConfigError(f"--overwrite: {linked[0]} is a symlink (-> {os.readlink(linked[0])}); procrl deletes the "
+                          f"checkpoints it wrote, never a link or what it points to: remove or move it yourself")
     for path in targets:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
         removed.append(path.name)

@@ -254,6 +254,8 @@ def zero_setup(recipe: Recipe) -> ZeroSetup:
     if kind != "DEEPSPEED":
         return ZeroSetup(kind, None, False, False, processes, launch.config_file)
     deepspeed = config.get("deepspeed_config") or {}
+    if not isinstance(deepspeed, dict):
+        return ZeroSetup(kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping")
     stage = deepspeed.get("zero_stage")
     offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
     offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")

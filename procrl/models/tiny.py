@@ -23,7 +23,14 @@ CHAT_TEMPLATE = (
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("PROCRL_CACHE", Path.home() / ".cache" / "procrl"))
+    """``$PROCRL_CACHE`` (default ``~/.cache/procrl``); a one-line error when it names a file."""
+    root = Path(os.environ.get("PROCRL_CACHE", Path.home() / ".cache" / "procrl"))
+    if root.exists() and not root.is_dir():
+        from procrl.core.config import ConfigError
+
+        raise ConfigError(f"PROCRL_CACHE: {root} is not a directory; give a directory for procrl's built models "
+                          "(or unset PROCRL_CACHE for ~/.cache/procrl)")
+    return root
 
 
 def train_tiny_tokenizer(output_dir: str | os.PathLike, vocab_size: int = 512) -> None:

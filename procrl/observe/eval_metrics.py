@@ -27,7 +27,9 @@ with the binomial error over them.
 
 from __future__ import annotations
 
+import decimal
 import math
+from decimal import Decimal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -79,20 +81,30 @@ def standard_error(values: Sequence[float]) -> float | None:
     return math.sqrt(variance / len(values))
 
 
+_MICRO = Decimal("1e-6")
+_EXACT_ROUNDING = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+
+
 def _answer_key(value):
-    if isinstance(value, (str, bool)):  # an option label, or yes/no
+    """What votes together: an option label or yes/no as it is; a number as its exact value rounded
+    to 6 decimal places (integers of any length stay apart: 2**53 and 2**53 + 1 are two answers);
+    -0 and 0 are one (equal Decimals hash alike)."""
+    from procrl.core.answers import exact_value
+
+    if isinstance(value, (str, bool)):
         return value
-    return round(value, 6) + 0.0  # + 0.0: -0.0 and 0.0 vote together
+    exact = exact_value(value)
+    return None if exact is None else _EXACT_ROUNDING.quantize(exact, _MICRO)
 
 
 def majority_answer(answers: Iterable[float | None]) -> float | None:
     """The most frequent predicted answer (None when no sample has one; ties: seen first)."""
-    counts: dict[float, int] = {}
-    first: dict[float, float] = {}
+    counts: dict[Decimal, int] = {}
+    first: dict[Decimal, float] = {}
     for answer in answers:
-        if answer is None or (not isinstance(answer, (str, bool)) and not math.isfinite(answer)):
-            continue
         key = _answer_key(answer)
+        if key is None:
+            continue
         counts[key] = counts.get(key, 0) + 1
         first.setdefault(key, answer)
     if not counts:
@@ -165,7 +177,7 @@ def summarize(outcomes: Sequence[SampleOutcome], judged: bool, golds: Sequence[f
                 hit = answers_match(vote, gold)  # accuracy's comparison: absolute 1e-6, integers exactly
             votes.append(1.0 if hit else 0.0)
             if judged:
-                backers = [o for o in group if vote is not None and o.answer is not None and _answer_key(o.answer) == _answer_key(vote)]
+                backers = [o for o in group if vote is not None and _answer_key(o.answer) == _answer_key(vote)]
                 sound_votes.append(sum(o.verdict == -1 for o in backers) / len(backers) if hit else 0.0)
         _mean_and_error(f"maj@{n}", votes, out)
         if judged:

@@ -264,6 +264,23 @@ TRL_CHOICES: dict[str, tuple[str, ...]] = {
     "multi_objective_aggregation": ("sum_then_normalize", "normalize_then_sum"),
     "vllm_mode": ("colocate", "server"),
 }
+# trainer.report_to: transformers' integrations (the keys of its INTEGRATION_TO_CALLBACK, checked
+# against the installed transformers by the tests), with "all" and "none"; transformers refuses
+# any other name only once the model has loaded.
+REPORT_TO_INTEGRATIONS: tuple[str, ...] = (
+    "all", "none", "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive", "flyte", "kubeflow",
+    "mlflow", "neptune", "swanlab", "tensorboard", "trackio", "wandb",
+)
+
+
+def check_report_to(value: Any) -> None:
+    """``trainer.report_to``: an integration name or a list of them."""
+    for name in ([value] if isinstance(value, str) else value or []):
+        if name not in REPORT_TO_INTEGRATIONS:
+            raise ConfigError(f"trainer.report_to: unknown integration {name!r}{suggest(str(name), REPORT_TO_INTEGRATIONS)}; "
+                              f"allowed values: {', '.join(map(repr, REPORT_TO_INTEGRATIONS))} (or a list of them)")
+
+
 # Ranges of TRL numeric fields that TRL (or torch) checks only once the model has loaded, or
 # never: (low, low included, high, high included, what the value means at the edge); None: open.
 TRL_RANGES: dict[str, tuple[float | None, bool, float | None, bool, str]] = {
@@ -449,6 +466,7 @@ def _validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
     for key, bounds in TRL_RANGES.items():
         if trainer_args.get(key) is not None:
             check_range(f"trainer.{key}", trainer_args[key], *bounds)
+    check_report_to(trainer_args.get("report_to"))
     return section, trainer_args
 
 

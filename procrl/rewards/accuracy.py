@@ -6,11 +6,13 @@ an option letter or a yes/no (rows whose ``answer_kind`` is ``choice`` or ``yes_
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from procrl.core.answers import answers_match, extract_boxed, extract_prediction, parse_gold, parse_number
+from procrl.core.answers import (answers_match, extract_boxed, extract_prediction, json_number, parse_gold,
+                                 parse_number)
 from procrl.core.choices import gold_answer, predict
-from procrl.core.config import field
+from procrl.core.config import ConfigError, field
 from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
 
 __all__ = [
@@ -32,7 +34,11 @@ class AccuracyReward(RewardComponent):
 
     @dataclass
     class Settings:
-        tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison.")
+        tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly).")
+
+        def validate(self, path: str) -> None:
+            if not math.isfinite(self.tolerance) or self.tolerance < 0:  # a negative one matches nothing, not even 7 = 7
+                raise ConfigError(f"{path}.tolerance: must be a finite number >= 0, got {self.tolerance}")
 
     def score(self, batch: RewardBatch) -> RewardOutput:
         scores: list[float | None] = []
@@ -48,7 +54,10 @@ class AccuracyReward(RewardComponent):
                 scores.append(1.0 if answers_match(predicted, gold, self.settings.tolerance) else 0.0)
             else:  # an option label, or True/False for yes/no; "ambiguous" (two options named) reads as None
                 scores.append(1.0 if predicted is not None and predicted == gold else 0.0)
-            details.append({"predicted": predicted, "gold": gold, "rule": rule, **_kind(spec)})
+            if spec.kind == "number":
+                details.append({"predicted": json_number(predicted), "gold": json_number(gold), "rule": rule})
+            else:
+                details.append({"predicted": predicted, "gold": gold, "rule": rule, **_kind(spec)})
         n = max(len(batch), 1)
         metrics = {"no_answer_fraction": rules.get("none", 0) / n}
         if rules.get("ambiguous"):

@@ -16,6 +16,15 @@ leaves TRL's None. A completion over the segmentation caps (:mod:`procrl.text`: 
 lines, steps) is never given to a component: it is such a failure, of kind ``too_long``, so
 that every component's cost per completion is bounded.
 
+Deadline: a component with ``deadline_s`` (custom components: 600 s by default; built-ins: none,
+they bound their own work) is run in a daemon worker thread and waited for at most that long. A
+call past its deadline is abandoned: its samples get the fallback, counted as ``timeout``. A
+thread cannot be killed, so the abandoned call runs on in the background (a daemon thread: the
+process still exits at the end); until it returns, the component is not called again and each
+batch gets its fallback at once (one stuck call, not one more thread per batch). An async
+component past its deadline is cancelled (a coroutine that blocks the event loop without
+awaiting cannot be).
+
 One scoring path: :meth:`RewardMix._scoring` is the whole of it (claim the batch, leave out the
 completions over the caps, score, sanitize, spread back, gate, store) written once as a
 generator that *yields* the three things that may block (waiting for another caller scoring the
@@ -26,10 +35,12 @@ performs them blocking, :meth:`RewardMix.acompute` awaits them; nothing else dif
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
 import math
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -43,7 +54,11 @@ from procrl.rewards.spec import ComponentSpec, check_gate_cycles, parse_rewards
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["RewardMix"]
+__all__ = ["DeadlineExceeded", "RewardMix"]
+
+
+class DeadlineExceeded(TimeoutError):
+    """A component's call took longer than its ``deadline_s`` (counted as the failure ``timeout``)."""
 
 
 class RewardMix:
@@ -74,6 +89,7 @@ class RewardMix:
         # called once per TRL batch, after its last component scored: f(batch, outputs, log_metric, log_extra)
         self.batch_observers: list[Callable] = []
         self._observed_key: Any = None
+        self._abandoned: dict[str, threading.Thread] = {}  # calls past their deadline that have not returned
 
     @classmethod
     def from_recipe_rewards(cls, raw: Any) -> "RewardMix":
@@ -189,8 +205,62 @@ class RewardMix:
 
     def _failed(self, name: str, error: BaseException, n: int) -> RewardOutput:
         logger.warning("reward component %r failed on a batch of %d: %s", name, n, _one_line(error))
-        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={"exception": n},
+        kind = "timeout" if isinstance(error, DeadlineExceeded) else "exception"
+        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={kind: n},
                             details=[{"error": _one_line(error)} for _ in range(n)])
+
+    def _score_blocking(self, name: str, batch: RewardBatch) -> Any:
+        """The component on ``batch``, in this thread, or within its deadline in a worker thread."""
+        component = self.components[name]
+
+        def run() -> Any:
+            if not component.is_async:
+                return component.score(batch)
+            return asyncio.run(component.ascore(batch)) if not _loop_running() else _run_in_thread(component, batch)
+
+        deadline = self.specs[name].deadline_s
+        if deadline is None:
+            return run()
+        with self._lock:
+            stuck = self._abandoned.get(name)
+            if stuck is not None and not stuck.is_alive():
+                del self._abandoned[name]
+                stuck = None
+        if stuck is not None:
+            raise DeadlineExceeded(f"its call abandoned at the {deadline:g} s deadline (rewards.{name}.deadline_s) "
+                                   f"has not returned; not called again until it does")
+        outcome: dict[str, Any] = {}
+        grad_mode = _caller_grad_mode()
+
+        def target() -> None:
+            try:
+                with grad_mode():
+                    outcome["value"] = run()
+            except BaseException as error:  # re-raised in the caller, whose failure policy applies
+                outcome["error"] = error
+
+        worker = threading.Thread(target=target, name=f"procrl-reward-{name}", daemon=True)
+        worker.start()
+        worker.join(deadline)
+        if worker.is_alive():
+            with self._lock:
+                self._abandoned[name] = worker
+            raise DeadlineExceeded(f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); "
+                                   f"the call was abandoned")
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
+    async def _score_awaited(self, name: str, batch: RewardBatch) -> Any:
+        """The component on ``batch``, awaited; cancelled at its deadline."""
+        deadline = self.specs[name].deadline_s
+        if deadline is None:
+            return await self.components[name].ascore(batch)
+        try:
+            return await asyncio.wait_for(self.components[name].ascore(batch), deadline)
+        except asyncio.TimeoutError:
+            raise DeadlineExceeded(f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); "
+                                   f"the call was cancelled") from None
 
     def _apply_gate(self, name: str, batch: RewardBatch, output: RewardOutput) -> RewardOutput:
         gate = self.specs[name].gate
@@ -246,7 +316,7 @@ class RewardMix:
                 output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
             else:
                 n = len(scored)  # before the component runs: code that empties the batch's lists changes nothing
-                raw = yield _Score(self.components[name], scored)
+                raw = yield _Score(name, scored)
                 output = self._spread(name, self._sanitize(name, raw, n), len(batch), too_long)
         except (Exception, SystemExit) as error:  # a component must never crash (or quietly end) training
             output = self._failed(name, error, len(batch))
@@ -263,10 +333,7 @@ class RewardMix:
         if isinstance(request, _Wait):
             return request.event.wait()
         if isinstance(request, _Score):
-            component = request.component
-            if not component.is_async:
-                return component.score(request.batch)
-            return asyncio.run(component.ascore(request.batch)) if not _loop_running() else _run_in_thread(component, request.batch)
+            return self._score_blocking(request.name, request.batch)
         return self._apply_gate(request.name, request.batch, request.output)
 
     async def _aperform(self, request: "_Wait | _Score | _Gate") -> Any:
@@ -274,7 +341,7 @@ class RewardMix:
         if isinstance(request, _Wait):
             return await asyncio.to_thread(request.event.wait)
         if isinstance(request, _Score):
-            return await request.component.ascore(request.batch)
+            return await self._score_awaited(request.name, request.batch)
         return await asyncio.to_thread(self._apply_gate, request.name, request.batch, request.output)
 
     def compute(self, name: str, batch: RewardBatch, key: Any = None) -> RewardOutput:
@@ -421,9 +488,9 @@ class _Wait:
 
 @dataclass(frozen=True)
 class _Score:
-    """Run the component on the batch (within the caps)."""
+    """Run the named component on the batch (within the caps)."""
 
-    component: RewardComponent
+    name: str
     batch: RewardBatch
 
 
@@ -442,6 +509,16 @@ def _finite(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return value if math.isfinite(value) else None
+
+
+def _caller_grad_mode() -> Callable[[], Any]:
+    """A context that gives a worker thread the caller's torch grad mode (thread-local: a reward
+    model called under ``torch.no_grad()`` keeps it); nothing when torch is not loaded."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return contextlib.nullcontext
+    enabled = torch.is_grad_enabled()
+    return lambda: torch.set_grad_enabled(enabled)
 
 
 def _loop_running() -> bool:

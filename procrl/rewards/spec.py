@@ -31,7 +31,11 @@ class GateSettings:
     value: float | None = field(0.0, help="Score given to samples whose gate is closed (null: no opinion).")
 
 
-COMMON_KEYS = {"type", "weight", "gate", "fallback"}
+COMMON_KEYS = {"type", "weight", "gate", "fallback", "deadline_s"}
+# Seconds one call of a custom component (``module:attribute``) may take before it is abandoned:
+# long enough for a batch of model or API calls, short enough that a hang shows within a step.
+# Built-ins bound their own work (caps, request timeouts) and have no deadline unless one is set.
+CUSTOM_DEADLINE_S = 600.0
 
 
 @dataclass
@@ -45,6 +49,7 @@ class ComponentSpec:
     fallback: float | str | None  # a number, "group_mean" (default) or None (TRL's no opinion)
     settings: Any  # the component's Settings instance, or a kwargs dict for plain functions
     target: Any  # the class or function
+    deadline_s: float | None = None  # seconds a call may take (None: no deadline)
 
 
 def resolve_type(type_name: str, path: str) -> Any:
@@ -100,6 +105,7 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
         )
     if isinstance(fallback, (int, float)):
         fallback = float(fallback)
+    deadline_s = _deadline(raw, type_name, path)
     own = {k: v for k, v in raw.items() if k not in COMMON_KEYS}
     if inspect.isclass(target) and issubclass(target, RewardComponent):
         known = [f.name for f in dataclasses.fields(target.Settings) if f.init]
@@ -113,7 +119,23 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
     else:
         _check_function_settings(target, own, path)
         settings = own
-    return ComponentSpec(name, type_name, float(weight), gate, fallback, settings, target)
+    return ComponentSpec(name, type_name, float(weight), gate, fallback, settings, target, deadline_s)
+
+
+def _deadline(raw: dict, type_name: str, path: str) -> float | None:
+    """``deadline_s``: a positive number of seconds, or null for none; by default
+    :data:`CUSTOM_DEADLINE_S` for a custom component, none for a built-in."""
+    from procrl.rewards.registry import REWARDS
+
+    if "deadline_s" not in raw:
+        return None if type_name in REWARDS else CUSTOM_DEADLINE_S
+    value = raw["deadline_s"]
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ConfigError(f"{path}.deadline_s: expected a positive number of seconds, or null for no deadline, "
+                          f"got {value!r}")
+    return float(value)
 
 
 def _check_function_settings(target: Any, own: dict[str, Any], path: str) -> None:

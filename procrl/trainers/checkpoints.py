@@ -10,7 +10,8 @@ and only then rotates old checkpoints. A kill at any moment leaves either the co
 ``checkpoint-N`` or none, plus debris in ``.partial/`` that the next start removes.
 
 :func:`find_resume_checkpoint` takes the newest checkpoint that passes :func:`checkpoint_problem`
-(it also catches checkpoints written by other tools or copied half-way) and says which ones it
+(it also catches checkpoints written by other tools or copied half-way, and weights or torch
+files that are truncated or garbled, from their headers and sizes) and says which ones it
 skipped and why; :func:`set_aside` renames the skipped ones to ``incomplete-checkpoint-N`` so
 that neither transformers' rotation nor a later resume can mistake them for checkpoints.
 
@@ -94,6 +95,64 @@ def checkpoint_problem(path: str | os.PathLike) -> str | None:
         tag = (folder / "latest").read_text(encoding="utf-8", errors="replace").strip()
         if not tag or not (folder / tag).is_dir():
             return f"DeepSpeed's latest tag names {tag!r}, which is missing"
+    return _damaged_file(folder, names)
+
+
+def _damaged_file(folder: Path, names: set[str]) -> str | None:
+    """Why one of the checkpoint's weight or state files cannot be loaded (truncated, not what
+    its name says), from their headers and sizes only (no tensor is read); None when all look whole."""
+    for name in sorted(names):
+        path = folder / name
+        if name.endswith(".safetensors"):
+            problem = _safetensors_problem(path)
+        elif name.endswith((".pt", ".pth", ".bin")) and path.is_file():
+            problem = _torch_file_problem(path)
+        else:
+            continue
+        if problem:
+            return f"{name} is damaged ({problem})"
+    return None
+
+
+def _safetensors_problem(path: Path) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header naming each tensor's byte
+    range, then the data: its size must reach the end of the last range."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            length = int.from_bytes(handle.read(8), "little")
+            if size < 8 or length > size - 8:
+                return f"truncated: {size:,} bytes"
+            header = json.loads(handle.read(length))
+    except (OSError, ValueError) as error:
+        return f"unreadable header: {type(error).__name__}"
+    if not isinstance(header, dict):
+        return "unreadable header"
+    ends = [entry["data_offsets"][1] for key, entry in header.items()
+            if key != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)]
+    expected = 8 + length + max(ends, default=0)
+    if size < expected:
+        return f"truncated: {size:,} of {expected:,} bytes"
+    return None
+
+
+def _torch_file_problem(path: Path) -> str | None:
+    """``torch.save`` writes a zip archive: its directory at the end must be readable and every
+    member must lie within the file (a truncated or garbled file fails at ``torch.load``)."""
+    import zipfile
+
+    try:
+        size = path.stat().st_size
+        if not zipfile.is_zipfile(path):
+            with path.open("rb") as handle:
+                if handle.read(1) == b"\x80":  # torch.save's legacy format is a pickle: nothing to check cheaply
+                    return None
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.infolist():
+                if member.header_offset + member.compress_size > size:
+                    return f"truncated: {member.filename} ends past {size:,} bytes"
+    except (OSError, zipfile.BadZipFile, ValueError) as error:
+        return f"not a torch.save file: {' '.join(str(error).split()) or type(error).__name__}"
     return None
 
 

@@ -1,0 +1,174 @@
+"""Every piece of work is bounded: a custom reward that never returns gets a deadline (its samples
+the fallback, counted as ``timeout``), and ``score --output FIFO`` says it waits for a reader."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from procrl.core.config import ConfigError
+from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from tests.launch_utils import REPO, TINY_RECIPE
+from tests.test_reliability import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
+
+RELEASE = threading.Event()  # set at the end of each test: the stuck calls of this process return
+
+
+@pytest.fixture(autouse=True)
+def release_stuck_calls():
+    RELEASE.clear()
+    yield
+    RELEASE.set()
+
+
+def never_returns(prompts, completions, **kwargs):
+    RELEASE.wait(10**6)  # time.sleep(10**6), but released when the test ends
+    return [1.0] * len(completions)
+
+
+class NeverReturns(RewardComponent):
+    def score(self, batch):
+        RELEASE.wait(10**6)
+        return RewardOutput(scores=[1.0] * len(batch))
+
+
+class NeverReturnsAsync(RewardComponent):
+    is_async = True
+
+    async def ascore(self, batch):
+        await asyncio.sleep(10**6)
+        return RewardOutput(scores=[1.0] * len(batch))
+
+
+def batch_of(n: int = 3) -> RewardBatch:
+    return RewardBatch.from_texts([f"{i} + 1 = {i + 1}\n#### {i + 1}" for i in range(n)], golds=[str(i + 1) for i in range(n)])
+
+
+@pytest.mark.parametrize("target", ["never_returns", "NeverReturns"])
+def test_a_custom_reward_that_never_returns_gets_its_fallback_at_the_deadline(target):
+    mix = RewardMix(parse_rewards({"accuracy": {},
+                                   "stuck": {"type": f"tests.test_reliability_hangs:{target}", "deadline_s": 0.3,
+                                             "fallback": -1.0}}))
+    started = time.monotonic()
+    outputs = mix.score_all(batch_of())
+    assert time.monotonic() - started < 30  # the deadline, not the sleep
+    assert outputs["stuck"].scores == [-1.0] * 3 and outputs["stuck"].failures == {"timeout": 3}
+    assert "0.3 s deadline (rewards.stuck.deadline_s)" in outputs["stuck"].details[0]["error"]
+    assert outputs["accuracy"].scores == [1.0] * 3
+    # the abandoned call still runs: the next batch gets the fallback at once, without a second stuck thread
+    threads = threading.active_count()
+    started = time.monotonic()
+    again = mix.score_all(batch_of(2))
+    assert time.monotonic() - started < 0.3
+    assert again["stuck"].failures == {"timeout": 2} and "has not returned" in again["stuck"].details[0]["error"]
+    assert threading.active_count() == threads
+    RELEASE.set()  # once it returns, the component is called again
+    while any(t.name == "procrl-reward-stuck" for t in threading.enumerate()):
+        time.sleep(0.01)
+    assert mix.score_all(batch_of(2))["stuck"].scores == [1.0, 1.0]
+
+
+def test_an_async_reward_past_its_deadline_is_cancelled():
+    mix = RewardMix(parse_rewards({"stuck": {"type": "tests.test_reliability_hangs:NeverReturnsAsync",
+                                             "deadline_s": 0.3, "fallback": 0.0}}))
+    output = asyncio.run(mix.acompute("stuck", batch_of()))
+    assert output.failures == {"timeout": 3} and output.scores == [0.0] * 3
+    assert "cancelled" in output.details[0]["error"]
+    assert mix.compute("stuck", batch_of(2)).failures == {"timeout": 2}  # the blocking path too
+
+
+def test_the_deadline_setting_defaults_and_is_validated(capsys):
+    specs = {s.name: s for s in parse_rewards({"accuracy": {}, "custom": {"type": "tests.test_reliability_hangs:never_returns"},
+                                               "none": {"type": "tests.test_reliability_hangs:never_returns",
+                                                        "deadline_s": None}})}
+    assert specs["accuracy"].deadline_s is None  # built-ins bound their own work
+    assert specs["custom"].deadline_s == 600.0 and specs["none"].deadline_s is None
+    assert "deadline_s" not in specs["custom"].settings  # a common key, not passed to the function
+    for bad in (0, -1, "soon", float("inf")):
+        with pytest.raises(ConfigError, match=r"rewards.custom.deadline_s: expected a positive number of seconds"):
+            parse_rewards({"custom": {"type": "tests.test_reliability_hangs:never_returns", "deadline_s": bad}})
+    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", "rewards.accuracy.deadline_s=0"),
+                          "rewards.accuracy.deadline_s", "positive")
+
+
+def test_a_reward_fast_within_its_deadline_is_unchanged():
+    import torch
+
+    seen = {}
+
+    class Sees(RewardComponent):
+        def score(self, batch):
+            seen["grad"] = torch.is_grad_enabled()
+            return RewardOutput(scores=[0.5] * len(batch))
+
+    from procrl.rewards.spec import ComponentSpec
+
+    mix = RewardMix([ComponentSpec("sees", "tests:Sees", 1.0, None, "group_mean", Sees.Settings(), Sees, 5.0)])
+    with torch.no_grad():  # thread-local: the worker gets the caller's mode
+        assert mix.score_all(batch_of())["sees"].scores == [0.5] * 3
+    assert seen["grad"] is False
+
+
+def test_score_and_the_process_end_when_a_reward_never_returns(tmp_path):
+    """In a subprocess: the stuck call's thread must not keep the process alive after the summary."""
+    (tmp_path / "stuck_reward.py").write_text("import time\n\ndef stuck(prompts, completions, **kwargs):\n"
+                                              "    time.sleep(10**6)\n    return [1.0] * len(completions)\n")
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    output = tmp_path / "out.jsonl"
+    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", str(TINY_RECIPE), "--input", str(source),
+                           "--output", str(output), "--quiet", "--set", "rewards.trace=false",
+                           "--set", "rewards.stuck={type: 'stuck_reward:stuck', deadline_s: 1, fallback: -1.0}"],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [row["rewards"]["stuck"] for row in rows] == [-1.0] * 3
+    assert [row["rewards"]["accuracy"] for row in rows] == [1.0] * 3
+    assert "failures of stuck: timeout 3" in done.stdout
+    assert "no result within its 1 s deadline" in done.stderr
+
+
+def test_training_goes_on_past_a_reward_that_never_returns(tmp_path, capsys, monkeypatch):
+    module = reward_module(tmp_path, monkeypatch, "stuck_train", "from tests.test_reliability_hangs import never_returns\n")
+    out = tmp_path / "run"
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP,
+                 "--set", f"rewards.stuck={{type: '{module}:never_returns', weight: 0.5, deadline_s: 1}}")
+    assert result.code == 0, result.err[-3000:]
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    step = next(h for h in history if "loss" in h)
+    assert step["rewards/stuck/failures/timeout"] == 4.0
+    assert "rewards/accuracy/mean" in step
+
+
+def test_score_says_it_waits_for_a_reader_of_a_fifo(tmp_path):
+    fifo = tmp_path / "scores.fifo"
+    os.mkfifo(fifo)
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    process = subprocess.Popen([sys.executable, "-m", "procrl.cli", "score", "--recipe", str(TINY_RECIPE), "--input",
+                                str(source), "--output", str(fifo), "--quiet", "--set", "rewards.trace=false"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    watchdog = threading.Timer(120, process.kill)  # a silent wait would block readline forever
+    watchdog.start()
+    try:
+        said = []
+        while not said or "waiting for a reader" not in said[-1]:  # each readline blocks until score says something
+            said.append(process.stderr.readline())
+            assert said[-1], said  # not the end of stderr
+        assert f"procrl: waiting for a reader of {fifo} (--output is a FIFO)" in said[-1], said
+        with open(fifo) as reader:
+            rows = [json.loads(text) for text in reader]
+        assert [row["rewards"]["accuracy"] for row in rows] == [1.0] * 3
+        assert process.wait(timeout=120) == 0
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.wait()
