@@ -70,7 +70,7 @@ ARMS: dict[str, dict[str, object]] = {
     "goal": {"label": "gsm8k_tiny_process.yaml", "recipe": REPO / "recipes" / "gsm8k_tiny_process.yaml", "set": []},
     "goal_accuracy_only": {"label": "gsm8k_tiny_process.yaml, accuracy only (outcome GRPO)",
                            "recipe": REPO / "recipes" / "gsm8k_tiny_process.yaml",
-                           "set": ["rewards.first_error=false", "trainer.credit=outcome", "trainer.process_rewards=null"]},
+                           "set": ["rewards.first_error=false"]},
 }
 METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic", "inflation",
            "inflation_arithmetic", "mean_steps", "mean_length", "process_reward")
