@@ -46,7 +46,7 @@ MR_GSM8K = [f"eval_results/gpt4-grading/{name}_eval_results.json" for name in
 BIG_BENCH_MISTAKE = [f"{task}.jsonl" for task in
                      ("multistep_arithmetic", "word_sorting", "logical_deduction", "tracking_shuffled_objects",
                       "dyck_languages")]
-REASONEVAL = ["dataset/perturbation.json", "dataset/mr-gsm8k.json"]
+REASONEVAL = ["dataset/perturbation.json", "dataset/mr-gsm8k.json"]  # the MR-MATH files: no format procrl reads
 REFERENCE_RULES = {
     "default": {},
     "regroup": {"transformations": ("regroup", "units", "percent", "rounding")},
@@ -93,9 +93,14 @@ def _solutions(paths: list[str]) -> list[Row]:
 
 
 def _from_git(repo: str, paths: list[str], folder: Path) -> list[str]:
+    """The files of a fetched bare repository; one its snapshot lacks (a large file listed but absent) is named
+    on stderr and left out."""
     written = []
     for path in paths:
         target = folder / path.replace("/", "__")
+        if subprocess.run(["git", "-C", repo, "cat-file", "-e", f"HEAD:{path}"], capture_output=True).returncode:
+            print(f"{repo}: {path} is absent from the snapshot; left out", file=sys.stderr)
+            continue
         shown = subprocess.run(["git", "-C", repo, "show", f"HEAD:{path}"], capture_output=True, check=True)
         target.write_bytes(shown.stdout)
         written.append(str(target))
@@ -159,7 +164,7 @@ def _arithmetic(row: Row, step_sets) -> tuple[dict, int]:
     from procrl.rewards.judges.arithmetic import ArithmeticJudge
     from procrl.rewards.judges.protocol import JudgeItem
 
-    from procrl.core.arithmetic import find_claims
+    from procrl.rewards.quantities import find_claims
 
     out, claims = {}, 0
     for name, steps in step_sets:
@@ -171,7 +176,7 @@ def _arithmetic(row: Row, step_sets) -> tuple[dict, int]:
 
 
 def _reference(row: Row, step_sets) -> tuple[dict, int]:
-    from procrl.core.arithmetic import stated_numbers
+    from procrl.rewards.quantities import stated_numbers
     from procrl.rewards.judges.protocol import JudgeItem
     from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, stated_final_answer
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.core.arithmetic import check_step, find_claims, first_wrong_step
+from procrl.rewards.quantities import check_step, find_claims, first_wrong_step
 from procrl.core.answers import extract_prediction
 from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
