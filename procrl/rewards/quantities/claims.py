@@ -153,7 +153,8 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
     following = visible[stated_end : stated_end + 2]
     if following[:1] == "\\" or (following[:1].isalpha() and not following[1:2].isalpha()):
         return None  # "= 2x", "= 4\sqrt{2}": algebra, not a number
-    if re.match(r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])", text[after_run : after_run + 80]):
+    proportion = r"(?:[ \t]*[A-Za-z][A-Za-z'’\-]*){1,3}[ \t]*(?:[+\-*/×÷·⋅∗−–^]|[xX][ \t])"
+    if re.match(proportion, text[after_run : after_run + 80]):
         return None  # "= 4 days / x days", "= 6 people x 1 wall / x": a proportion, not a result
     try:
         right_value = evaluate(right)
@@ -173,7 +174,8 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         return claim
     left_readings = _readings(left, left_value)
     if not stated:  # a group: its readings count like those of an expression
-        right_value = next((r for r in _readings(right, right_value) if any(values_match(v, r) for v in left_readings)), right_value)
+        agreeing = (r for r in _readings(right, right_value) if any(values_match(v, r) for v in left_readings))
+        right_value = next(agreeing, right_value)
     expression_readings = _readings(expression, expression_value) if expression is not None else []
     # the readings of the two sides that agree with each other, if any
     left_value, expression_value = left_readings[0], expression_readings[0] if expression_readings else None
@@ -246,7 +248,8 @@ def _restated_claims(text: str, visible: str, units: dict[int, str], positions: 
         if label is None or line_end - position > MAX_SIDE_SCAN:
             previous = None
             continue
-        if previous is not None and previous[0] == label and line_start - previous[1] < 400 and not visible[previous[1] : line_start].strip():
+        restated = previous is not None and previous[0] == label and line_start - previous[1] < 400
+        if restated and not visible[previous[1] : line_start].strip():
             claim = _claim(text, visible, units, previous[2], previous[3], position)
             if claim is not None:
                 claims.append(claim)

@@ -21,10 +21,6 @@ class NotArithmeticError(ValueError):
     """An expression that is not safe, simple arithmetic (or cannot be evaluated)."""
 
 
-class NotArithmeticError(ValueError):
-    """An expression that is not safe, simple arithmetic (or cannot be evaluated)."""
-
-
 _BINARY = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,

@@ -23,7 +23,8 @@ def states_number(text: str) -> bool:
 
 
 def _math_token(token: str) -> bool:
-    return bool(_NUMBER_TOKEN.match(token) or _OPERATOR_TOKEN.match(token) or re.search(r"\d[*/x×÷+^-]|[*/x×÷+^(]\d", token))
+    tight = re.search(r"\d[*/x×÷+^-]|[*/x×÷+^(]\d", token)  # "48/2", "(3"
+    return bool(_NUMBER_TOKEN.match(token) or _OPERATOR_TOKEN.match(token) or tight)
 
 
 def _expression_start(tokens: list[str]) -> int:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "CONVERSIONS", "EXCUSING_FACTORS", "MULTIPLIER_WORDS", "UNITS", "UNIT_TOKEN", "canonical_unit", "conversion_factors",
-    "dimension", "own_factors", "unit_name", "units_named",
+    "CONVERSIONS", "EXCUSING_FACTORS", "MULTIPLIER_WORDS", "UNITS", "UNIT_TOKEN", "canonical_unit",
+    "conversion_factors", "dimension", "own_factors", "unit_name", "units_named",
 ]
 
 # name -> (kind, other ways it is written). A kind of None: a count, not a measure ("12 items =
@@ -22,7 +22,8 @@ UNITS: dict[str, tuple[str | None, tuple[str, ...]]] = {
     "second": ("time", ("sec", "secs")), "minute": ("time", ("min", "mins")), "hour": ("time", ("hr", "hrs")),
     "day": ("time", ()), "week": ("time", ("wk",)), "month": ("time", ()), "year": ("time", ("yr", "yrs")),
     "decade": ("time", ()), "century": ("time", ()),
-    "inch": ("length", ()), "foot": ("length", ("feet", "ft")), "yard": ("length", ("yd",)), "mile": ("length", ("mi",)),
+    "inch": ("length", ()), "foot": ("length", ("feet", "ft")), "yard": ("length", ("yd",)),
+    "mile": ("length", ("mi",)),
     "millimeter": ("length", ("mm",)), "centimeter": ("length", ("cm",)), "meter": ("length", ("metre",)),
     "kilometer": ("length", ("km", "kilometre")),
     "ounce": ("mass", ("oz",)), "pound": ("mass", ("lb", "lbs")), "ton": ("mass", ()), "tonne": ("mass", ()),

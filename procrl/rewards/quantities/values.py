@@ -71,7 +71,9 @@ class Claim:
         if self.right_expression_value is not None and values_match(self.left_value, self.right_expression_value):
             return True
         if self.tolerance:  # operands written rounded ("0.5667 x 100 = 56.67"): their error carries
-            targets = [self.right_value] + ([self.right_expression_value] if self.right_expression_value is not None else [])
+            targets = [self.right_value]
+            if self.right_expression_value is not None:
+                targets.append(self.right_expression_value)
             return any(math.isclose(self.left_value, target, rel_tol=self.tolerance) for target in targets)
         return False
 
