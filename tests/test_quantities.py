@@ -62,3 +62,13 @@ def test_decimals(text, places):
 ])
 def test_state_results(clause, stated, equations):
     assert state_results(clause) == (stated, equations)
+
+
+@pytest.mark.parametrize("abbreviated, spelled", [("5 gal * 4 = 80 qt", "5 gallons * 4 = 80 quarts"),
+                                                  ("3 tbsp * 2 = 18 tsp", "3 tablespoons * 2 = 18 teaspoons")])
+def test_a_unit_reads_the_same_abbreviated_or_spelled_out(abbreviated, spelled):
+    """A result in another unit of the same kind is a conversion, not a slip, however the units are written."""
+    from procrl.rewards.quantities import find_claims
+
+    assert find_claims(spelled) == [] and find_claims(abbreviated) == []
+    assert [c.correct for c in find_claims("5 gal * 4 = 21 gal")] == [False]  # same unit: a slip
