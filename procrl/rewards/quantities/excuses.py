@@ -54,8 +54,8 @@ _NOUN_PHRASE_WORDS = frozenset(
 def excused(text: str, visible: str, claim: Claim, left: str, left_start: int, stated_end: int,
             units: dict[int, str]) -> bool:
     """True when a claim that does not hold may still be right as written: rounding, units of
-    different kinds, a conversion, a multiplier word, a percent added to a number (module
-    docstring). Such a claim is dropped, not flagged. ``left`` is the left side as scanned
+    different kinds, a conversion, a multiplier word, a percent added to a number (the list:
+    :mod:`~procrl.rewards.quantities.claims`). Such a claim is dropped, not flagged. ``left`` is the left side as scanned
     (it starts at ``left_start`` of ``visible``)."""
     line_end = text.find("\n", stated_end, stated_end + 40)
     tail = text[stated_end : line_end if line_end >= 0 else stated_end + 40]
