@@ -55,7 +55,7 @@ def plain_accuracy(prompts, completions, answer, **kwargs) -> list[float]:
 
 def plain_first_error(prompts, completions, **kwargs) -> list[float]:
     """The arithmetic judge's flat penalty as a plain function: -1 when a step's calculation is wrong."""
-    from procrl.core.arithmetic import first_wrong_step
+    from procrl.rewards.quantities import first_wrong_step
 
     return [-1.0 if first_wrong_step(_text(c).split("\n")[:-1]) >= 0 else 0.0 for c in completions]
 

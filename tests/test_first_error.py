@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.core.arithmetic import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
+from procrl.rewards.quantities import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
 from procrl.launch.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.evaluation.judge_eval import processbench_metrics, read_processbench, sweep_thresholds

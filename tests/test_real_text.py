@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.core.arithmetic import check_step, find_claims, first_wrong_step
+from procrl.rewards.quantities import check_step, find_claims, first_wrong_step
 from procrl.core.answers import extract_prediction
 from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
@@ -37,7 +37,8 @@ def claims(text: str) -> list[tuple[str, bool]]:
 # --- MR-GSM8K rows (MIT): the human label and the verifier's verdict ------------------------------
 
 MR_GSM8K = [
-    # (uuid, steps as the model wrote them, labelled first error (0-based), expected verdict)
+    # (uuid, steps as the model wrote them, labelled first error (0-based), whether the verifier finds it:
+    # a calculation error is found at the labelled step; a reasoning error with true calculations is not)
     ("a8157e23-5920-4406-be0b-e18765b26b51", [
         "Step 1: Nancy saw 90 spiders.",
         "Step 2: She saw 1/3rd as many millipedes as spiders, so she saw 90/3 = 30 millipedes.",
@@ -45,14 +46,14 @@ MR_GSM8K = [
         "Step 4: In total, Nancy saw 90 spiders + 30 millipedes + 58 stink bugs = 178 bugs.",
         "Step 5: #### 178",
         "Step 6: The answer is: 178",
-    ], 2, 2),
+    ], 2, True),
     ("d724e2ca-16c5-43a5-b204-16ada5252ddf", [
         "Step 1: We know that the rug is 5 feet wider than the chair, so the rug is 3 + 5 = 8 feet wide.",
         "Step 2: We also know that the couch is 2 feet longer than twice the width of the rug, so the couch is 2 * 8 + 2 = 22 feet long.",
         "Step 3: Therefore, the couch is 22 feet long.",
         "Step 4: #### 22",
         "Step 5: The answer is: 22",
-    ], 1, 1),
+    ], 1, True),
     ("011f88a5-9cec-495f-819f-bcd8d92a5efc", [
         "Step 1: If Mark weighs 150 pounds, and Susan weighs 20 pounds less than Mark, then Susan weighs 150 - 20 = 130 pounds.",
         "Step 2: If Bob weighs twice as much as Susan, then Bob weighs 130 * 2 = 260 pounds.",
@@ -60,24 +61,23 @@ MR_GSM8K = [
         "Step 4: So the average weight is (150 + 130 + 260) / 3 = 440 / 3 = 140 pounds.",
         "Step 5: #### 140",
         "Step 6: The answer is: 140",
-    ], 3, 3),
+    ], 3, True),
     # a reasoning error (Tom gains 15 mph, not 55): the calculation holds, rounded as written
     ("bd29bebd-0d3a-4700-90be-23c0c4c4e96c", [
         "Step 1:  We know that the distance between both is 75 miles, so the number of hours Tom has to drive to catch up with Bob is 75 / 55 = <<75/55=1.4>>1.4 hours.",
         "Step 2: The speed of both cars is also relevant, so we have to take into account that Bob is driving 75 miles / 55 hours = <<75/55=1.4>>1.4 hours.",
         "Step 3: So, the number of hours Tom has to drive to catch up with Bob is 1.4 hours + 1.4 hours = <<1.4+1.4=2.8>>2.8 hours.",
         "Step 4: #### 2.8",
-    ], 0, -1),
+    ], 0, False),
 ]
 
 
-@pytest.mark.parametrize("uuid, steps, label, expected", MR_GSM8K, ids=[row[0][:8] for row in MR_GSM8K])
-def test_mr_gsm8k_rows(uuid, steps, label, expected):
+@pytest.mark.parametrize("uuid, steps, label, found", MR_GSM8K, ids=[row[0][:8] for row in MR_GSM8K])
+def test_mr_gsm8k_rows(uuid, steps, label, found):
     completion = "\n".join(steps)
-    assert verdict(completion) == expected
+    assert verdict(completion) == (label if found else -1)  # the human label, where it flags
     seg = segment(completion)
     assert [s.text for s in seg.steps] == [s.split(": ", 1)[1].strip() for s in steps if "####" not in s and "answer is" not in s]
-    assert expected == -1 or expected == label  # where it flags, it flags the labelled step
 
 
 def test_trailing_answer_lines_of_mr_gsm8k_are_not_steps():

@@ -550,21 +550,22 @@ def test_score_gives_a_too_long_row_the_failure_policy(tmp_path, capsys):
 def test_arithmetic_scans_a_bounded_side_per_equation(monkeypatch):
     """Each '=' looks at most MAX_SIDE_SCAN characters to each side (a 64 KB '2 x 2 x ...' chain
     used to be walked whole, copying the text before every 'x')."""
-    import procrl.core.arithmetic as arithmetic
+    import procrl.rewards.quantities.scanner as scanner
+    from procrl.rewards.quantities import find_claims
 
     calls = 0
-    real = arithmetic._side_char_ok
+    real = scanner._side_char_ok
 
     def counting(text, index):
         nonlocal calls
         calls += 1
         return real(text, index)
 
-    monkeypatch.setattr(arithmetic, "_side_char_ok", counting)
+    monkeypatch.setattr(scanner, "_side_char_ok", counting)
     chain = ("2 x " * 5000)[:-1] + " = 4 so 1 + 1 = 2"
-    claims = arithmetic.find_claims(chain)
+    claims = find_claims(chain)
     assert [(c.left, c.right) for c in claims] == [("1 + 1", "2")]
-    assert calls <= 3 * arithmetic.MAX_SIDE_SCAN
+    assert calls <= 3 * scanner.MAX_SIDE_SCAN
 
 
 def _line_events(function, *args) -> int:

@@ -71,7 +71,7 @@ def test_clean_solutions_are_verified_and_slips_are_the_failure_modes_they_claim
     a wrong step and the right answer (checked with the arithmetic judge's own step check)."""
     import random
 
-    from procrl.core.arithmetic import first_wrong_step
+    from procrl.rewards.quantities import first_wrong_step
     from procrl.data.synthetic import make_problem, render_solution
 
     rng = random.Random(5)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.core.arithmetic import first_wrong_step
+from procrl.rewards.quantities import first_wrong_step
 from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
 from procrl.models.reasoner import HELD_OUT_EXAMPLES, ReasonerSpec, training_rows
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 from procrl.core.config import ConfigError, field
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
+from procrl.rewards.quantities.results import EQUALS, state_results, states_number
 from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 
 __all__ = [
@@ -135,15 +136,7 @@ _REASON_MARKER = re.compile(r"\b(?:because|since)\b", re.IGNORECASE)
 # Where a clause ends: ";", a comma before a space (not "1,000"), a sentence end.
 _CLAUSE_END = re.compile(r";|,(?=\s)|[.!?](?=\s|$)")
 _PREMISE_SEPARATOR = re.compile(r";|,\s*and\b|\s+and\s+|\bbecause\b|\bsince\b", re.IGNORECASE)
-_EQUALS = re.compile(r"(?<![<>=!])\s*=\s*(?!=)")
-_NUMBER_TOKEN = re.compile(r"^[-−(]?\$?[-−]?(?:\d|\.\d)")
-_OPERATOR_TOKEN = re.compile(r"^(?:[-+*/x×÷^−]|\*\*)$")
 _WORD = re.compile(r"(?<![\w$])[A-Za-z]+(?![\w])")
-_UNIT_WORD = re.compile(r"[A-Za-z]+(?:/[A-Za-z]+)?")
-
-
-def _clean(text: str) -> str:
-    return text.strip().strip(",;:").strip()
 
 
 def _tidy(text: str) -> str:
@@ -161,58 +154,6 @@ def _premises(text: str) -> list[str]:
 def letter_words(text: str) -> int:
     """Number of words made of letters only ("Jenny has $25" has 2; "80 sheep" has 1)."""
     return len(_WORD.findall(text))
-
-
-def _math_token(token: str) -> bool:
-    return bool(_NUMBER_TOKEN.match(token) or _OPERATOR_TOKEN.match(token) or re.search(r"\d[*/x×÷+^-]|[*/x×÷+^(]\d", token))
-
-
-def _expression_start(tokens: list[str]) -> int:
-    """Index of the first token of the arithmetic expression that ends the token list (the
-    left side of an ``=``): numbers, operators, and unit words between them ("30 minks * 6
-    babies/mink"); ``len(tokens)`` when the list does not end in one."""
-    start = len(tokens)
-    while start > 0:
-        token = tokens[start - 1].strip(",")
-        if _math_token(token):
-            start -= 1
-            continue
-        # a unit word inside the expression: a number before it, an operator (or the "=") after
-        before_number = start >= 2 and _NUMBER_TOKEN.match(tokens[start - 2])
-        after_ok = start == len(tokens) or _OPERATOR_TOKEN.match(tokens[start]) or tokens[start][:1] in "*/x×÷+-"
-        if _UNIT_WORD.fullmatch(token) and before_number and after_ok:
-            start -= 1
-            continue
-        break
-    # a run that is one bare number with no operator is a quantity, not a calculation ("1 hour = 60 minutes")
-    run = tokens[start:]
-    if not any(_OPERATOR_TOKEN.match(t) or re.search(r"[*/x×÷+^(]", t) or re.search(r"\d-\d", t) for t in run):
-        return len(tokens)
-    return start
-
-
-def _state_results(clause: str) -> tuple[str, list[str]]:
-    """The clause with every calculation replaced by its stated result ("He made a profit of
-    80000 - 10000 = $70,000" -> "He made a profit of $70,000"), and the calculations."""
-    equations: list[str] = []
-    while True:
-        matches = [m for m in _EQUALS.finditer(clause) if _NUMBER_TOKEN.match(clause[m.end():])]
-        changed = False
-        for match in reversed(matches):
-            before = clause[: match.start()]
-            tokens = before.split()
-            first = _expression_start(tokens)
-            if first == len(tokens):
-                continue
-            kept = " ".join(tokens[:first])
-            expression = " ".join(tokens[first:])
-            result = re.match(r"\S+", clause[match.end():]).group(0)
-            equations.append(f"{expression} = {result.rstrip('.,;:')}")
-            clause = (kept + " " if kept else "") + clause[match.end():]
-            changed = True
-            break
-        if not changed:
-            return clause, list(reversed(equations))
 
 
 def _clause_around(text: str, start: int, end: int) -> tuple[int, int]:
@@ -253,7 +194,7 @@ def split_rcus(step: str) -> RCU:
     " and ").
     """
     text = _CALCULATOR_NOTE.sub("", step)
-    text = _EQUALS.sub(" = ", text).strip()
+    text = EQUALS.sub(" = ", text).strip()
     text, reasons = _reasons(text)
     premises: list[str] = []
     markers = list(_CONCLUSION_MARKER.finditer(text))
@@ -262,17 +203,17 @@ def split_rcus(step: str) -> RCU:
         last = markers[-1]
         clause = text[last.end() :]
         if any(ch.isalnum() for ch in clause):
-            conclusion, equations = _state_results(clause)
+            conclusion, equations = state_results(clause)
             premises += _premises(text[: last.start()]) + equations
     if not conclusion:
-        results = [m for m in _EQUALS.finditer(text) if _NUMBER_TOKEN.match(text[m.end():])]
+        results = [m for m in EQUALS.finditer(text) if states_number(text[m.end():])]
         if results:
             last = results[-1]
             left, right = _clause_around(text, last.start(), last.end() + 1)
-            conclusion, equations = _state_results(text[left:right])
+            conclusion, equations = state_results(text[left:right])
             premises += _premises(text[:left] + " ; " + text[right:]) + equations
     if not _tidy(conclusion):
-        conclusion, equations = _state_results(text)
+        conclusion, equations = state_results(text)
         premises = equations
     premises = [_tidy(p) for p in reasons] + premises
     conclusion = _tidy(conclusion) or _tidy(step) or step

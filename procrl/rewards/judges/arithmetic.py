@@ -1,8 +1,8 @@
 """The arithmetic first-error judge: no model, checks every step's calculations
-(:mod:`procrl.arithmetic`); k = the first step with a wrong result.
+(:mod:`procrl.rewards.quantities`); k = the first step with a wrong result.
 
 It reads calculations as real models write them (LaTeX, unicode operators, markdown, units,
-currency, prose lead-ins; :mod:`procrl.arithmetic` lists what it reads and what it never
+currency, prose lead-ins; :mod:`procrl.rewards.quantities` lists what it reads and what it never
 flags). It also counts the steps that carry a checkable calculation (``checked_steps``): a chain
 in which no step does (hedging, prose without numbers, pure algebra, an answer alone) gets
 k = -1 from a judge that checked nothing, which the first-error component scores as
@@ -20,7 +20,7 @@ lands a sound chain there.
 
 from __future__ import annotations
 
-from procrl.core.arithmetic import find_claims
+from procrl.rewards.quantities import find_claims
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 
 __all__ = ["ArithmeticJudge"]

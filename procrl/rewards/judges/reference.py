@@ -8,11 +8,11 @@ condition: every equation is true, but the solution states a number the gold sol
 reaches (``9000 + 2000 = 11000`` for a gold ``9000 - 2000 = 7000``). GSM8K-style training data
 carries every intermediate quantity of a sound solution (``<<48/2=24>>24``); this judge uses them.
 
-**What a step states** is read with the arithmetic judge's reader (:mod:`procrl.arithmetic`:
+**What a step states** is read with the arithmetic judge's reader (:mod:`procrl.rewards.quantities`:
 LaTeX, unicode operators, markdown, bullets, currency, thousands separators, unit words): every
-number it writes (:func:`~procrl.arithmetic.stated_numbers`; magnitudes, since a ``-`` may be an
+number it writes (:func:`~procrl.rewards.quantities.stated_numbers`; magnitudes, since a ``-`` may be an
 operator or a dash; "Step 3" labels and years after "in"/"since"/... are not quantities) and
-every calculation it shows (:func:`~procrl.arithmetic.find_claims`: the result of ``a op b = c``
+every calculation it shows (:func:`~procrl.rewards.quantities.find_claims`: the result of ``a op b = c``
 or ``<<a op b=c>>`` with its operands).
 
 **What is known** at a point of the completion:
@@ -119,8 +119,10 @@ import re
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from procrl.core.arithmetic import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers, values_match
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.quantities import (NotArithmeticError, decimals, evaluate, find_claims, normalize_expression,
+                                     stated_numbers, values_match)
+from procrl.rewards.quantities.units import canonical_unit, conversion_factors, own_factors, units_named
 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
 
@@ -128,53 +130,7 @@ TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
 DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (README)
 OFF_PATH = ("lookahead", "derivable", "flag")
 LEAP = ("accept", "flag")
-# With ``units``: the conversions between two units (a stated quantity converted into another
-# unit the step names; a conversion factor of two units the step names counts as known).
-_CONVERSIONS = {
-    ("second", "minute"): 60, ("minute", "hour"): 60, ("second", "hour"): 3600, ("hour", "day"): 24,
-    ("minute", "day"): 1440, ("day", "week"): 7, ("hour", "week"): 168, ("week", "month"): 4, ("day", "month"): 30,
-    ("month", "year"): 12, ("week", "year"): 52, ("day", "year"): 365, ("year", "decade"): 10, ("year", "century"): 100,
-    ("inch", "foot"): 12, ("foot", "yard"): 3, ("inch", "yard"): 36, ("foot", "mile"): 5280, ("yard", "mile"): 1760,
-    ("millimeter", "centimeter"): 10, ("centimeter", "meter"): 100, ("meter", "kilometer"): 1000,
-    ("ounce", "pound"): 16, ("gram", "kilogram"): 1000, ("pound", "ton"): 2000, ("milligram", "gram"): 1000,
-    ("cup", "pint"): 2, ("pint", "quart"): 2, ("quart", "gallon"): 4, ("cup", "quart"): 4, ("cup", "gallon"): 16,
-    ("ounce", "cup"): 8, ("pint", "gallon"): 8, ("ounce", "gallon"): 128, ("milliliter", "liter"): 1000,
-    ("cent", "dollar"): 100, ("item", "dozen"): 12,
-}
-_UNIT_ALIASES = {
-    "sec": "second", "secs": "second", "min": "minute", "mins": "minute", "hr": "hour", "hrs": "hour", "wk": "week",
-    "yr": "year", "yrs": "year", "ft": "foot", "feet": "foot", "yd": "yard", "mi": "mile", "mm": "millimeter",
-    "cm": "centimeter", "km": "kilometer", "oz": "ounce", "lb": "pound", "lbs": "pound", "g": "gram", "kg": "kilogram",
-    "mg": "milligram", "gal": "gallon", "qt": "quart", "pt": "pint", "ml": "milliliter", "l": "liter", "litre": "liter",
-    "metre": "meter", "penny": "cent", "pennie": "cent", "buck": "dollar", "$": "dollar", "dozen": "dozen",
-}
-_UNIT_NAMES = {unit for pair in _CONVERSIONS for unit in pair}
-_UNIT_WORD = re.compile(r"[A-Za-z]+|\$")
 CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
-
-
-def _unit(word: str | None) -> str | None:
-    """A unit word as one name of :data:`_CONVERSIONS` ("hours" -> "hour", "lbs" -> "pound")."""
-    if not word:
-        return None
-    word = word.lower().split()[0].split("/")[0]
-    for candidate in (word, word[:-1] if word.endswith("s") else None, word[:-2] if word.endswith("es") else None,
-                      word[:-3] + "y" if word.endswith("ies") else None):
-        if candidate:
-            candidate = _UNIT_ALIASES.get(candidate, candidate)
-            if candidate in _UNIT_NAMES:
-                return candidate
-    return None
-
-
-def _units_named(text: str) -> frozenset[str]:
-    return frozenset(unit for unit in map(_unit, _UNIT_WORD.findall(text)) if unit)
-
-
-def _factors(unit: str | None, named: frozenset[str]) -> list[float]:
-    """Conversion factors between ``unit`` (None: any unit) and the other units ``named``."""
-    return [float(factor) for (a, b), factor in _CONVERSIONS.items()
-            if (a in named and b in named and unit is None) or (unit in (a, b) and ({a, b} - {unit}) <= named)]
 
 
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
@@ -224,11 +180,6 @@ class ReferenceRules:
 
 
 # --- values with tolerance ---------------------------------------------------------------------
-
-
-def _decimals(text: str) -> int:
-    match = re.search(r"\.(\d+)\s*%?\s*$", text.strip())
-    return len(match.group(1)) if match else 0
 
 
 class _Values:
@@ -289,21 +240,21 @@ class _Values:
             return True
         if not rounding:
             return False
-        decimals = _decimals(text)
-        window = 10.0 ** -decimals if decimals else 1.0
+        places = decimals(text)
+        window = 10.0 ** -places if places else 1.0
         for member in self.near(value, window + 1e-9):
-            if decimals and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
+            if places and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
                 return True
-            if not decimals and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
+            if not places and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
                 return True
         return False
 
 
 def _tolerance(value: float, text: str | None = None) -> float:
     """How far a derivation may land from ``value`` as written (its rounding, else float noise)."""
-    decimals = _decimals(text) if text else 0
-    if decimals:
-        return 10.0 ** -decimals  # rounded or cut to the written decimals
+    places = decimals(text) if text else 0
+    if places:
+        return 10.0 ** -places  # rounded or cut to the written decimals
     return max(1e-6 * abs(value), 1e-9)
 
 
@@ -637,7 +588,7 @@ class _Quantity:
     operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
     claim_correct: bool | None = None
     percent: bool = False
-    unit: str | None = None  # the unit written after it, as a name of _CONVERSIONS
+    unit: str | None = None  # the unit written after it, as a name of units.UNITS
     named: frozenset[str] = frozenset()  # the units its step names
     fraction: bool = False  # "3/5", "\\frac{3}{5}": ``operands`` are its two parts
     on_path: bool = False  # a gold value (or a transformation of one)
@@ -653,7 +604,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
     numbers = stated_numbers(step)
     starts = [n.start for n in numbers]
     claims = find_claims(step)
-    named = _units_named(step)
+    named = units_named(step)
     results: dict[int, _Quantity] = {}
     placed: list[tuple[int, _Quantity]] = []
     for claim in claims:
@@ -679,7 +630,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
         if quantity.operands is None and number.parts:
             quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
         quantity.percent, quantity.unit, quantity.named = (
-            number.percent, _unit(number.unit) or ("dollar" if number.currency else None), named)
+            number.percent, canonical_unit(number.unit) or ("dollar" if number.currency else None), named)
         if number.percent:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
@@ -704,7 +655,7 @@ def _matches(quantity: _Quantity, values: _Values, rules: ReferenceRules) -> boo
         if values.has_written(value, quantity.text, rounding):
             return True
     if "units" in rules.transformations and quantity.unit:
-        for factor in _factors(quantity.unit, quantity.named):  # "150 minutes" for 2.5 hours
+        for factor in conversion_factors(quantity.unit, quantity.named):  # "150 minutes" for 2.5 hours
             if values.has(quantity.value * factor) or values.has(quantity.value / factor):
                 return True
     return False
@@ -718,8 +669,8 @@ def _constant(quantity: _Quantity, rules: ReferenceRules) -> bool:
     if "units" not in rules.transformations:
         return False
     named = quantity.named | ({quantity.unit} if quantity.unit else frozenset())
-    own = [float(f) for pair, f in _CONVERSIONS.items() if quantity.unit in pair]
-    return any(math.isclose(quantity.value, f) for f in own + _factors(None, named))
+    own = own_factors(quantity.unit)
+    return any(math.isclose(quantity.value, f) for f in own + conversion_factors(None, named))
 
 
 def stated_final_answer(completion: str | None) -> float | None:
@@ -759,7 +710,7 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     off_path: list[_Quantity] = []  # accepted off the gold's path (they lead back to it)
     known_so_far = base.copy()  # the question's numbers, the constants and every value accepted so far
     for quantity in quantities:
-        factors = _factors(None, quantity.named) if units else ()
+        factors = conversion_factors(None, quantity.named) if units else ()
         given, known = base, known_so_far
         if factors:
             given, known = base.copy(), known_so_far.copy()
