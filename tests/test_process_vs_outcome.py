@@ -55,7 +55,8 @@ def test_quick_experiment_writes_results_table_and_plot(tmp_path):
     # every arm trained with the same steps and completions per step
     assert results["settings"]["steps"] == 1 and results["settings"]["completions_per_step"] == 64
     table = stem.with_suffix(".md").read_text()
-    assert table.count("\n| ") == 2 + len(ARMS) + 2 + len(ARMS) - 1  # both tables: separators, start, arms
+    # rows of the two tables (a separator line starts with "|-"): header, start and arms; header and arms but one
+    assert table.count("\n| ") == (2 + len(ARMS)) + (1 + len(ARMS) - 1)
     png = stem.with_suffix(".png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
 
