@@ -35,7 +35,7 @@ def test_short_demo_run_raises_held_out_accuracy(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     before, after = _evaluate("procrl:tiny-reasoner", tmp_path / "before"), _evaluate(str(run), tmp_path / "after")
     assert after["answer_accuracy"] >= before["answer_accuracy"] + MARGIN, (before["answer_accuracy"], after["answer_accuracy"])
-    assert after["reasoning_aware_accuracy"] > before["reasoning_aware_accuracy"], (  # measured +0.035
+    assert after["reasoning_aware_accuracy"] > before["reasoning_aware_accuracy"], (
         before["reasoning_aware_accuracy"], after["reasoning_aware_accuracy"])
     # learning, not gaming: the trained model still writes its steps
     assert after["behaviour"]["mean_steps"] >= 0.8 * before["behaviour"]["mean_steps"]
