@@ -159,3 +159,17 @@ def test_training_with_wandb_writes_and_prints_no_secret_in_any_form(tmp_path):
     args = torch.load(out / "training_args.bin", weights_only=False)
     assert args.hub_token is None and args.max_steps == 1
     assert Path(out / ".procrl-folder.json").is_file()
+
+
+def test_the_wandb_completions_table_is_redacted():
+    """A completion that quotes a credential (a prompt can hold one) reaches W&B's completions
+    table through the one redaction."""
+    import wandb
+
+    from procrl.observe.callback import DiagnosticsCallback
+
+    callback = DiagnosticsCallback({"accuracy": "accuracy"})
+    callback._window.rows.append({"completion": "fetch https://ann:hunter2secret@data.example/x first", "reward": 1.0})
+    table = callback._wandb_payload(wandb, {}, plots=True, step=3)["train/diagnostics/completions"]
+    cells = [str(cell) for row in table.data for cell in row]
+    assert not any("hunter2secret" in cell for cell in cells) and any("data.example" in cell for cell in cells)

@@ -25,6 +25,7 @@ from typing import Any, Callable
 
 from transformers import TrainerCallback
 
+from procrl.core.redaction import redact
 from procrl.observe.plots import figure_png, plot_first_error_histogram, plot_transition_heatmap
 from procrl.observe.stats import (
     ACCURACY,
@@ -258,8 +259,8 @@ class DiagnosticsCallback(TrainerCallback):
         if window.rows:
             columns = list(window.rows[-1])
             table = wandb.Table(columns=["step", *columns])
-            for row in window.rows:
-                table.add_data(step, *[_table_value(row.get(c)) for c in columns])
+            for row in window.rows:  # completions can quote a prompt's secrets: the one redaction, as every output
+                table.add_data(step, *[_table_value(redact(row.get(c))) for c in columns])
             payload[f"train/{PREFIX}/completions"] = table
         return payload
 
