@@ -94,6 +94,12 @@ def time_procrl(credit: str, steps: int, scratch: str) -> dict:
     trainer, mix = build_trainer(_recipe(credit, steps, f"{scratch}/procrl-{credit}"))
     timer = StepTimer()
     trainer.add_callback(timer.callback)
+    return _train_timed(trainer, timer)
+
+
+def _train_timed(trainer, timer: StepTimer) -> dict:
+    """Train, timing each step (``timer``) and each call of TRL's ``_calculate_rewards`` (the reward
+    functions, procrl's mix on procrl's side); the warm-up step is left out of both."""
     reward_seconds = []
     original = trainer._calculate_rewards
 
@@ -125,19 +131,7 @@ def time_plain_trl(credit: str, steps: int, scratch: str) -> dict:
     timer = StepTimer()
     trainer = GRPOTrainer(model=policy_source(recipe.model).path, reward_funcs=functions, args=args,
                           train_dataset=dataset, processing_class=tokenizer, callbacks=[timer.callback])
-    reward_seconds = []
-    original = trainer._calculate_rewards
-
-    def timed_rewards(*a, **k):
-        started = time.perf_counter()
-        try:
-            return original(*a, **k)
-        finally:
-            reward_seconds.append(time.perf_counter() - started)
-
-    trainer._calculate_rewards = timed_rewards
-    trainer.train()
-    return {"steps": timer.steps[1:], "reward_seconds": reward_seconds[1:]}
+    return _train_timed(trainer, timer)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,6 +44,7 @@ __all__ = [
     "answers_match",
     "exact_value",
     "json_number",
+    "last_answer_statement",
     "extract_boxed",
     "extract_prediction",
     "parse_gold",
@@ -206,7 +207,7 @@ def _last_number(text: str) -> Number | None:
     return _number_value(matches[-1].group(0)) if matches else None
 
 
-def _last_answer_is(completion: str) -> str | None:
+def last_answer_statement(completion: str) -> str | None:
     """What follows the last ``answer is`` / ``answer:`` / ``answer =``, to the end of its line
     (rule 3: "The answer is 3. No wait, the answer is 4." states 4)."""
     last = None
@@ -273,7 +274,7 @@ def extract_prediction(completion: str) -> tuple[Number | None, str]:
     rules = (
         ("hashes", lambda: _hashes_value(_first_hashes(completion))),
         ("boxed", lambda: parse_number(extract_boxed(completion))),
-        ("answer_is", lambda: _stated_answer(_last_answer_is(completion))),
+        ("answer_is", lambda: _stated_answer(last_answer_statement(completion))),
         ("bold", lambda: _stated_answer(_last_line_bold(completion))),
     )
     for rule, find in rules:  # first rule whose text parses wins

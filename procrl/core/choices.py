@@ -45,7 +45,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from procrl.core.answers import answers_match, extract_boxed, extract_prediction, parse_gold
+from procrl.core.answers import answers_match, extract_boxed, extract_prediction, last_answer_statement, parse_gold
 from procrl.core.text import answer_line_start
 
 __all__ = [
@@ -270,18 +270,7 @@ def _read_statement(text: str, spec: AnswerSpec, bare: bool = False) -> tuple[st
     return (label, "ok") if label else (None, "none")
 
 
-_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _LEAD_IN = re.compile(r"^(?:(?:so|thus|hence|therefore|finally|overall|in conclusion|in summary)\b[\s,:]*)+", re.I)
-
-
-def _last_answer_statement(completion: str) -> str | None:
-    last = None
-    for last in _ANSWER_IS.finditer(completion):
-        pass
-    if last is None:
-        return None
-    end = completion.find("\n", last.end())
-    return completion[last.end() : end if end >= 0 else len(completion)]
 
 
 def _final_line(completion: str) -> str:
@@ -291,7 +280,7 @@ def _final_line(completion: str) -> str:
 
 def _statements(completion: str) -> list[tuple[str, str | None]]:
     """The places an answer is read from, in precedence order: ``(rule, text)``."""
-    return [("boxed", extract_boxed(completion)), ("answer_is", _last_answer_statement(completion)),
+    return [("boxed", extract_boxed(completion)), ("answer_is", last_answer_statement(completion)),
             ("final_line", _final_line(completion) or None)]
 
 
