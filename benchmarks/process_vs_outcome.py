@@ -331,8 +331,8 @@ def plot(results: dict, path: Path) -> None:
     top = max([results["start"]["answer_accuracy"]] + [s["eval"]["answer_accuracy"] for a in arms
                                                        for s in results["arms"][a].values()])
     axis.set_ylim(0, min(1.0, top + 0.1))
-    judged = f"reasoning-aware, {judge} judge (//)" + (", arithmetic judge (..)" if len(bars) == 3 else "")
-    axis.set_title(f"held-out: answer acc. (plain) / {judged}\ndots: seeds; lines: starting model", fontsize=9)
+    judged = f"reasoning-aware: {judge} judge (//)" + (", arithmetic judge (..)" if len(bars) == 3 else "")
+    axis.set_title(f"held-out answer accuracy (plain)\n{judged}\ndots: seeds; lines: starting model", fontsize=9)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
