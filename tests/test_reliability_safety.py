@@ -249,9 +249,9 @@ def test_build_tiny_reasoner_replaces_only_its_own_builds(tmp_path):
     killed.mkdir()
     (killed / BUILD_MARKER).write_text("999999\n")
     (killed / "config.json").write_text("{}")
-    stamp = (out / "reasoner_card.json").read_text()
-    build_tiny_reasoner(out, small, progress=False)  # over its own build: replaced
-    assert (out / "reasoner_card.json").read_text() != stamp and not killed.exists()
+    stamp = (out / "model.safetensors").stat().st_ino
+    build_tiny_reasoner(out, small, progress=False)  # over its own build: replaced by a new folder
+    assert (out / "model.safetensors").stat().st_ino != stamp and not killed.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reasoner"]
     (out / "eval-results.jsonl").write_text("mine\n")
     before = snapshot(out)
