@@ -24,10 +24,13 @@ model is evaluated the same way once. The reward-hacking watch (``procrl/observe
 each arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
-bars with the seed spread) to ``--output-dir``. ``--quick``: 1 seed, 2 steps, 20 problems, a
-smoke run of the whole pipeline (its numbers mean nothing).
+bars with the seed spread) as ``NAME-COMMIT.{json,md,png}`` to ``--results-dir``
+(``benchmarks/results/``), and the runs' checkpoints and reports to ``--work-dir``. ``--quick``:
+1 seed, 2 steps, 20 problems, a smoke run of the whole pipeline (its numbers mean nothing). The
+arms ``goal`` and ``goal_accuracy_only`` (the inflation goal of ``recipes/gsm8k_tiny_process.yaml``
+and the same recipe with accuracy alone) run only when named with ``--arms``.
 
-    python benchmarks/process_vs_outcome.py                 # 5 arms: 37 min on 2 cores (measured); 7 arms: ~52 min
+    python benchmarks/process_vs_outcome.py                 # the seven arms, 3 seeds (time: docs/cpu-lab.md)
     python benchmarks/process_vs_outcome.py --quick         # ~3 min (plus the reasoner build if not cached)
 """
 
@@ -72,6 +75,7 @@ ARMS: dict[str, dict[str, object]] = {
                            "recipe": REPO / "recipes" / "gsm8k_tiny_process.yaml",
                            "set": ["rewards.first_error=false"]},
 }
+SEVEN_ARMS = tuple(arm for arm in ARMS if not arm.startswith("goal"))
 METRICS = ("answer_accuracy", "reasoning_aware_accuracy", "reasoning_aware_accuracy_arithmetic", "inflation",
            "inflation_arithmetic", "mean_steps", "mean_length", "process_reward")
 EVAL_JUDGES = ("reference", "arithmetic")
@@ -344,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Training seeds (default 0 1 2).")
     parser.add_argument("--steps", type=int, default=None, help="Training steps per run (default: 60).")
     parser.add_argument("--eval-limit", type=int, default=None, help="Held-out problems (default 500).")
-    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(ARMS))
+    parser.add_argument("--arms", nargs="+", choices=list(ARMS), default=list(SEVEN_ARMS),
+                        help="Arms to run (default: the seven of the experiment).")
     parser.add_argument("--eval-judge", choices=EVAL_JUDGES, default="reference",
                         help="Judge of reasoning-aware accuracy (procrl evaluate --judge); 'arithmetic': the recipe's own "
                              "first_error, which arms 2-5 train on (the arithmetic judge's figure is reported either way).")
