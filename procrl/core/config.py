@@ -30,7 +30,7 @@ class ConfigError(ValueError):
 
 
 def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):
-    """A dataclass field with a help string (shown by ``procrl check --explain`` and in errors)."""
+    """A dataclass field with a help string (the recipes reference, docs/recipes.md, is generated from them)."""
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={"help": help})
     return dataclasses.field(default=default, metadata={"help": help})
@@ -164,7 +164,7 @@ def from_dict(cls: type, data: Any, path: str, *, extra: dict[str, Any] | None =
 
 
 def describe_fields(cls: type) -> list[tuple[str, str, Any, str]]:
-    """(name, type, default, help) for each field, for ``procrl check --explain``."""
+    """(name, type, default, help) for each field."""
     hints = typing.get_type_hints(cls)
     rows = []
     for f in dataclasses.fields(cls):
