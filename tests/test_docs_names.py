@@ -1,6 +1,6 @@
-"""What the docs name exists: every dotted ``procrl.…`` name in README.md, docs/*.md and procrl's own strings
-(docstrings, messages) and comments resolves (the module imports, the rest is an attribute of it), and every
-``procrl <command> --option`` they show is an option of that command's parser.
+"""What the docs name exists: every dotted ``procrl.…`` name in README.md, docs/*.md and the strings (docstrings,
+messages) and comments of procrl, benchmarks/, examples/ and scripts/ resolves (the module imports, the rest is an
+attribute of it), and every ``procrl <command> --option`` they show is an option of that command's parser.
 
 A failure lists every unresolved name with its file and line, so that one run shows all of them."""
 
@@ -30,7 +30,10 @@ def markdown_pages() -> list[Path]:
 
 
 def python_files() -> list[Path]:
-    return sorted((REPO / "procrl").rglob("*.py"))
+    """procrl's modules and what a reader runs beside them (benchmarks, examples, scripts); not the tests, which
+    name what does not exist on purpose."""
+    folders = ("procrl", "benchmarks", "examples", "scripts")
+    return sorted(path for folder in folders for path in (REPO / folder).rglob("*.py"))
 
 
 def _join_code_spans(text: str) -> str:
