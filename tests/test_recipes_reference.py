@@ -4,6 +4,7 @@ today (each setting's type, default and help string), and the hand-written prose
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -74,3 +75,19 @@ def test_render_keeps_the_prose_and_refuses_a_marker_without_a_table():
         "<!-- generated: b -->\n| B |\n<!-- end generated -->\nEnd.\n")
     with pytest.raises(ValueError, match="markers without a table: b; tables without a marker: c"):
         reference.render(page, {"a": "", "c": ""})
+
+
+def _keys_of_table_after(page: str, heading: str) -> list[str]:
+    """The first column of the first table after ``heading``."""
+    lines = page.split(heading + "\n", 1)[1].splitlines()
+    table = list(itertools.takewhile(lambda line: line.startswith("|"),
+                                     itertools.dropwhile(lambda line: not line.startswith("|"), lines)))
+    return [row.split("|")[1].strip().strip("`") for row in table[2:]]  # below the header and its rule
+
+
+def test_the_hand_written_key_tables_list_every_key():
+    from procrl.rewards.spec import COMMON_KEYS
+
+    page = reference.PAGE.read_text()
+    assert _keys_of_table_after(page, "## Top-level keys") == list(reference.recipe_attribute("TOP_LEVEL_KEYS"))
+    assert set(_keys_of_table_after(page, "## rewards")) == set(COMMON_KEYS)
