@@ -42,7 +42,7 @@ CORPORA = {
     "BIG-Bench-Mistake": ("WHGTyen+BIG-Bench-Mistake", ["multistep_arithmetic.jsonl"]),
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
-# (paths under procrl/; a baseline revision from before the layered layout (issue #22) cannot take them)
+# (paths under procrl/; a baseline revision without the layered layout (procrl/evaluation/) cannot take them)
 INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_metrics.py", "evaluation/corpora.py")
 RUN = """
 import json, sys

@@ -9,10 +9,10 @@ same dependencies, same recipe and input); every arm runs in a scratch directory
 ``python -m`` puts the working directory first on the path. Threads are pinned
 (``OMP_NUM_THREADS=1``).
 
-    python benchmarks/startup_bench.py [--runs 7] [--baseline b814b67]
+    python benchmarks/startup_bench.py [--runs 7] [--baseline REV]
 
-Prints each arm's median wall time and peak memory, and with a baseline the ratios
-baseline / now (the target for ``score``: at least 2x on both).
+Prints each arm's median wall time and peak memory, and with a baseline revision the ratios
+baseline / this checkout (the target for ``score``: at least 2x on both).
 """
 
 from __future__ import annotations
@@ -114,9 +114,10 @@ def main() -> None:
     if args.baseline:
         print()
         for command in ("score 1 row", "check"):
-            now_wall, now_memory = medians[command]
-            old_wall, old_memory = medians[f"{command} @{args.baseline}"]
-            print(f"{command}: {args.baseline} / now = {old_wall / now_wall:.2f}x wall, {old_memory / now_memory:.2f}x peak memory")
+            wall, memory = medians[command]
+            base_wall, base_memory = medians[f"{command} @{args.baseline}"]
+            print(f"{command}: {args.baseline} / this checkout = {base_wall / wall:.2f}x wall, "
+                  f"{base_memory / memory:.2f}x peak memory")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The model-free rewards on text as real instruct models write it (issue #19 items 2-3): the
+"""The model-free rewards on text as real instruct models write it: the
 arithmetic first-error verifier on LaTeX, unicode, markdown, bullets, units and currency, without
 false alarms on algebra, conversions, rounding or fragments; answer extraction on real endings;
 a chat model repeating ``#### N`` until its token limit.

@@ -182,8 +182,8 @@ def _fragment_share(rows) -> tuple[int, float]:
 
 
 def test_conclusions_are_clauses_on_gsm8k_reference_steps(gsm8k_train):
-    """Fewer than two words of letters ('$40', '80 sheep', '1.5 hours') is a fragment; the old
-    split (the result of the last equation) gave 48% on these steps."""
+    """Fewer than two words of letters ('$40', '80 sheep', '1.5 hours') is a fragment; taking
+    the result of the last equation as the conclusion gives 48% on these steps."""
     count, share = _fragment_share(_gsm8k_rows(gsm8k_train, 1000))
     assert count > 3000 and share <= 0.10, share
 

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing hangs (issue 13): checkpoints complete or absent, one run per output dir,
+"""Nothing lost, nothing hangs: checkpoints complete or absent, one run per output dir,
 atomic and streaming ``procrl score``, bounded cost on hostile text, the openai judge's deadline
 and retries, one-line errors instead of tracebacks, ``check`` refusing what ``train`` refuses,
 redaction. The kill -9 resume runs (GRPO, PPO, ZeRO-2 x 2): tests/test_reliability_resume.py."""
@@ -497,7 +497,7 @@ def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
 
 
 def test_a_line_over_spacys_limit_is_segmented():
-    """Over 1M characters in one line spaCy raises E088; under the cap it is now chunked."""
+    """Over 1M characters in one line spaCy raises E088; under the cap it is chunked."""
     from procrl.core.text import MAX_CHARS, segment
 
     line = ("each box holds twelve apples and " * 40_000)[:1_040_000]
@@ -549,7 +549,7 @@ def test_score_gives_a_too_long_row_the_failure_policy(tmp_path, capsys):
 
 def test_arithmetic_scans_a_bounded_side_per_equation(monkeypatch):
     """Each '=' looks at most MAX_SIDE_SCAN characters to each side (a 64 KB '2 x 2 x ...' chain
-    used to be walked whole, copying the text before every 'x')."""
+    is not walked whole, copying the text before every 'x')."""
     import procrl.rewards.quantities.scanner as scanner
     from procrl.rewards.quantities import find_claims
 

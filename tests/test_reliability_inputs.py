@@ -1,8 +1,8 @@
-"""Hostile inputs, second round (issue 23, part B): nothing hangs (gate cycles, prompts longer than
+"""Hostile inputs: nothing hangs (gate cycles, prompts longer than
 the model's context), one-line errors instead of tracebacks (deep YAML, stdin, a reward that
 empties its inputs, dataset directories, TRL fields out of range, evaluate's and train-tagger's
 flags), and no misleading result (duplicate YAML keys, check passing what cannot train, gold
-answers without a number, 10-digit answers off by one). Each test failed on the code before."""
+answers without a number, 10-digit answers off by one)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """One YAML loader for recipes and --set values (procrl/core/yaml_core.py): YAML 1.2 core-schema
 scalars through a file and through --set, output that reads back the same, and the alias-bomb
-guard (issue 13 item 6) refusing a tiny recipe that would expand to gigabytes."""
+guard refusing a tiny recipe that would expand to gigabytes."""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
   the adapters come on top, and only they have gradients and optimizer states, kept in fp32
   (4 + 4 + 8 bytes, PEFT's fp32 adapters and torch AdamW's moments in the parameters' dtype).
   Measured against a PEFT model in tests/test_launch_plan.py and by
-  benchmarks/gpu_step_bench.py (weights, gradients, optimizer states of a real run; until then
-  the adapters were subtracted from the base, 80 MB too little for the 7B at r=16).
+  benchmarks/gpu_step_bench.py (weights, gradients, optimizer states of a real run).
 * ``model.dtype: auto``: the dtype the checkpoint's config.json records (a float32 checkpoint
   loads in float32), else 16-bit.
 * TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
