@@ -52,7 +52,7 @@ def test_fallback_setting_defaults_to_group_mean_and_is_validated():
 
 
 def test_a_failure_never_gets_the_best_penalty():
-    """The bug this guards: TRL's nansum turned a failed judge call into 0, the best penalty."""
+    """What this guards against: TRL's nansum turns a failed judge call into 0, the best penalty."""
     mix = RewardMix(parse_rewards({"judge": {"type": "tests.test_fallback:PenaltyWithFailures"}}))
     texts = ["a long completion here", "x", "short", "y"]
     outputs = mix.score_all(RewardBatch.from_texts(texts))

