@@ -217,7 +217,8 @@ def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
     set_seed(3)
     model = AutoModelForCausalLM.from_pretrained(noisy_model_dir).eval()
     direct = direct_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 12, 2,
-                                      {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0, "num_return_sequences": 2})
+                                      {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0,
+                                       "num_return_sequences": 2})
     assert shared == direct and len(shared) == 6
 
 
