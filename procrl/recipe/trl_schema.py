@@ -1,15 +1,16 @@
-"""TRL's ``GRPOConfig`` fields, their types and their closed sets of values, as tables, so that validating a recipe's
-``trainer`` section does not import TRL (which imports torch, transformers and peft: seconds and
-hundreds of MiB before ``procrl check`` or ``score`` do any work).
+"""TRL's ``GRPOConfig`` fields, their types and their closed sets of values, as tables, so that
+validating a recipe's ``trainer`` section does not import TRL (which imports torch, transformers
+and peft: seconds and hundreds of MiB before ``procrl check`` or ``score`` do any work).
 
-The tables below are generated from the installed TRL by ``python -m procrl.recipe.trl_schema --write``;
-``tests/test_startup.py`` checks them against the installed TRL, field by field and type by
+The tables below are generated from the installed TRL by
+``python -m procrl.recipe.trl_schema --write``; ``tests/test_startup.py`` checks them against the installed TRL, field by field and type by
 type, so a TRL upgrade that adds, drops or retypes a field, or changes a set of values, fails the
 tests until the tables are regenerated. A field's values are a closed set where TRL's dataclass
 states one: an Enum in its annotation (``IntervalStrategy | str``: the Enum's values) or
-``metadata["choices"]`` (what transformers' argument parser offers). Types that procrl does not check themselves (TRL's and transformers' enums,
-accelerate's ParallelismConfig) are ``Any``, as :func:`procrl.core.config.check_value` passes such
-values through unchanged anyway; TRL checks them when the trainer starts.
+``metadata["choices"]`` (what transformers' argument parser offers); the recipe layer checks a
+value against that set. Types that procrl does not check themselves (TRL's and transformers'
+enums, accelerate's ParallelismConfig) are ``Any`` in the field table, as
+:func:`procrl.core.config.check_value` passes such values through unchanged.
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def grpo_config_choices() -> dict[str, tuple[str, ...]]:
     from trl import GRPOConfig
 
     hints = typing.get_type_hints(GRPOConfig)
-    found = {f.name: field_choices(hints.get(f.name, Any), f.metadata) for f in dataclasses.fields(GRPOConfig) if f.init}
+    fields = [f for f in dataclasses.fields(GRPOConfig) if f.init]
+    found = {f.name: field_choices(hints.get(f.name, Any), f.metadata) for f in fields}
     return {name: choices for name, choices in found.items() if choices}
 
 
