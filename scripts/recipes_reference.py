@@ -128,9 +128,11 @@ def interval(low, low_included, high, high_included) -> str:
 
 
 def trl_tables() -> dict[str, str]:
-    choices = ["| field | allowed values |", "|---|---|"]
+    from_help = recipe_attribute("HELP_CHOICES")  # the sets TRL names only in its help text
+    choices = ["| field | allowed values | stated by |", "|---|---|---|"]
     for name, values in recipe_attribute("TRL_CHOICES").items():
-        choices.append(f"| `{name}` | {', '.join(f'`{value}`' for value in values)} |")
+        source = "TRL's help text (procrl's table)" if name in from_help else "TRL's dataclass (generated)"
+        choices.append(f"| `{name}` | {', '.join(f'`{value}`' for value in values)} | {source} |")
     ranges = ["| field | allowed interval | meaning |", "|---|---|---|"]
     for name, (low, low_in, high, high_in, meaning) in recipe_attribute("TRL_RANGES").items():
         ranges.append(f"| `{name}` | {interval(low, low_in, high, high_in)} | {cell(meaning)} |")

@@ -123,7 +123,7 @@ def test_plan_reads_a_gguf_header_without_loading(tmp_path, capsys):
     values, shapes = read_gguf_header(file)
     assert values["tokenizer.ggml.tokens"] == 5 and shapes["token_embd.weight"] == (hidden, vocab)
     config = gguf_config(file)
-    from procrl.launch.plan import count_parameters
+    from procrl.models.parameters import count_parameters
 
     assert config["tie_word_embeddings"] and config["vocab_size"] == vocab
     assert count_parameters(config) == config["num_parameters"]  # the formula agrees with the tensors

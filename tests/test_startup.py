@@ -17,18 +17,38 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
+from procrl.recipe.trl_schema import (
+    GRPO_CONFIG_CHOICES,
+    GRPO_CONFIG_FIELDS,
+    field_choices,
+    grpo_config_choices,
+    grpo_config_fields,
+    type_source,
+)
 from tests.launch_utils import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
 def test_field_table_matches_the_installed_trl():
-    """Regenerate with `python -m procrl.trl_schema --write` when this fails after a TRL upgrade."""
+    """Regenerate with `python -m procrl.recipe.trl_schema --write` when this fails after a TRL upgrade."""
     installed = grpo_config_fields()
     table = {name: type_source(tp) for name, tp in GRPO_CONFIG_FIELDS.items()}
     assert list(table) == list(installed), set(table) ^ set(installed)
     assert table == installed
+    assert GRPO_CONFIG_CHOICES == grpo_config_choices()
+
+
+def test_field_choices_reads_an_enum_annotation_or_the_metadata():
+    import enum
+
+    class Strategy(enum.Enum):
+        NO = "no"
+        STEPS = "steps"
+
+    assert field_choices(typing.Union[Strategy, str], {}) == ("no", "steps")
+    assert field_choices(str, {"choices": ["fork", "spawn"]}) == ("fork", "spawn")
+    assert field_choices(typing.Optional[str], {"help": "any text"}) is None
 
 
 def test_type_source_keeps_what_check_value_checks():

@@ -71,7 +71,7 @@ def read_gguf_header(path: str | Path) -> tuple[dict[str, Any], dict[str, tuple[
 
 
 def gguf_config(path: str | Path) -> dict[str, Any]:
-    """config.json-style values of a GGUF decoder LM (what :func:`procrl.launch.plan.count_parameters`
+    """config.json-style values of a GGUF decoder LM (what :func:`procrl.models.parameters.count_parameters`
     reads), plus ``num_parameters`` counted from the tensor shapes. transformers dequantizes a
     GGUF to float32 by default (``dtype: auto``), which ``dtype`` records."""
     metadata, shapes = read_gguf_header(path)
