@@ -193,7 +193,7 @@ def _import_spacy():
     thinc (spaCy's ML library) imports torch at import time only to record whether it is
     available; the pipelines used here (``en_core_web_sm``, the rule-based sentencizer) never
     use it. Where torch is not loaded yet (``procrl score`` with rewards that need no model),
-    that probe alone costs ~1.5 s and ~250 MB, the larger part of scoring one row. So torch is
+    that probe alone is the larger part of the time and memory of scoring one row. So torch is
     hidden for the duration of the import (thinc then records it as absent; torch imports
     normally afterwards). Training imports torch first, so there nothing changes."""
     import sys

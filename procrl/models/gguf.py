@@ -3,9 +3,9 @@
 A GGUF file starts with key-value metadata (architecture, layer count, widths, the tokenizer's
 vocabulary) and a table of tensor names and shapes; the weights follow. Planning needs a dozen
 scalars and the shapes, so this reads only the header, with the standard library: the gguf
-package's ``GGUFReader`` parses every tokenizer string into arrays first (~7 s for the 135M
-SmolLM2 file on 2 busy cores, against ~0.1 s here), and transformers' own reader needs torch,
-which ``procrl check`` does not import. Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
+package's ``GGUFReader`` parses every tokenizer string into arrays first (seconds for the 135M
+SmolLM2 file, where reading the header alone takes a fraction of one), and transformers' own
+reader needs torch, which ``procrl check`` does not import. Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
 (versions 2 and 3; little-endian).
 """
 

@@ -104,7 +104,7 @@ _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 def file_digest(path: Path) -> str:
     """sha256 of a file (first 16 hex digits), computed once per process for a given size and
-    modification time (~0.3 s for the 98 MB GGUF): the same wheel installed in several
+    modification time (hashing reads the whole file): the same wheel installed in several
     environments shares one cached conversion."""
     import hashlib
 

@@ -106,7 +106,7 @@ class OpenAIJudge(Judge):
 
     def _tls(self):
         """TLS settings for a client: none for plain http, else one context built once (loading
-        the CA bundle takes ~80 ms, too much to repeat for every batch)."""
+        the CA bundle takes tens of milliseconds, too much to repeat for every batch)."""
         if not self.url.startswith("https://"):
             return False
         if self._ssl_context is None:
