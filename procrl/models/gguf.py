@@ -5,8 +5,8 @@ vocabulary) and a table of tensor names and shapes; the weights follow. Planning
 scalars and the shapes, so this reads only the header, with the standard library: the gguf
 package's ``GGUFReader`` parses every tokenizer string into arrays first (seconds for the 135M
 SmolLM2 file, where reading the header alone takes a fraction of one), and transformers' own
-reader needs torch, which ``procrl check`` does not import. Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
-(versions 2 and 3; little-endian).
+reader needs torch, which ``procrl check`` does not import.
+Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md (versions 2 and 3; little-endian).
 """
 
 from __future__ import annotations
