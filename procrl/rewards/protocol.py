@@ -304,6 +304,20 @@ class RewardComponent:
         self.name = name or type(self).__name__
         self.context = RuntimeContext()
 
+    @classmethod
+    def parse_settings(cls, own: dict[str, Any], path: str) -> Any:
+        """Its settings from its recipe keys (the common keys removed), errors naming ``path``. A
+        component whose options depend on one of its keys (first_error's ``backend``) overrides it."""
+        from procrl.rewards.spec import settings_from
+
+        return settings_from(cls.Settings, own, path)
+
+    @classmethod
+    def unread_after_override(cls, own: dict[str, Any], key: str) -> list[str]:
+        """The keys of ``own`` (its recipe options) it no longer reads once ``--set`` changed
+        ``key`` (first_error: a new ``backend``); they are dropped, not refused. None by default."""
+        return []
+
     def bind(self, context: RuntimeContext) -> None:
         """Called once the trainer exists; components holding models move them here."""
         self.context = context
