@@ -130,14 +130,12 @@ class FirstErrorReward(RewardComponent):
     uses_network = True  # backend openai
     diagnostics = ("first_error",)
 
-    Settings = backend_settings(DEFAULT_BACKEND)  # a recipe's ``backend:`` picks its own (parse_settings)
+    Settings = backend_settings(DEFAULT_BACKEND)  # a recipe's ``backend:`` picks its own (settings_class)
 
     @classmethod
-    def parse_settings(cls, own: dict, path: str):
+    def settings_class(cls, own: dict, path: str) -> type:
         """The settings of the backend ``own`` names (:mod:`procrl.rewards.judges.settings`); an option
         that backend does not read is refused, naming the backends that do."""
-        from procrl.rewards.spec import settings_from
-
         backend = check_value(f"{path}.backend", own.get("backend", DEFAULT_BACKEND), Literal[tuple(BACKENDS)])
         settings_class = backend_settings(backend)
         own_options = {f.name for f in dataclasses.fields(settings_class)}
@@ -145,7 +143,7 @@ class FirstErrorReward(RewardComponent):
             readers = [name for name, options in options_by_backend().items() if key in options]
             if key not in own_options and readers:
                 raise ConfigError(f"{path}.{key}: backend {backend!r} does not read {key}; {_only(readers)}")
-        return settings_from(settings_class, own, path)  # an unknown key: refused there, with a suggestion
+        return settings_class  # an unknown key is refused by its reader, with a suggestion
 
     @classmethod
     def unread_after_override(cls, own: dict, key: str) -> list[str]:

@@ -305,12 +305,11 @@ class RewardComponent:
         self.context = RuntimeContext()
 
     @classmethod
-    def parse_settings(cls, own: dict[str, Any], path: str) -> Any:
-        """Its settings from its recipe keys (the common keys removed), errors naming ``path``. A
-        component whose options depend on one of its keys (first_error's ``backend``) overrides it."""
-        from procrl.rewards.spec import settings_from
-
-        return settings_from(cls.Settings, own, path)
+    def settings_class(cls, own: dict[str, Any], path: str) -> type:
+        """The dataclass its recipe keys ``own`` (the common keys removed) are read into:
+        :attr:`Settings`. A component whose options depend on one of its keys (first_error's
+        ``backend``) overrides it, refusing keys there with errors naming ``path``."""
+        return cls.Settings
 
     @classmethod
     def unread_after_override(cls, own: dict[str, Any], key: str) -> list[str]:

@@ -111,7 +111,7 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
     deadline_s = _deadline(raw, type_name, path)
     own = {k: v for k, v in raw.items() if k not in COMMON_KEYS}
     if inspect.isclass(target) and issubclass(target, RewardComponent):
-        settings = target.parse_settings(own, path)
+        settings = settings_from(target.settings_class(own, path), own, path)
     else:
         _check_function_settings(target, own, path)
         settings = own
