@@ -28,7 +28,9 @@ and found correct, 0):
 The judge sees the shared segmentation's steps (``batch.segmentations[i].steps``), so its k
 indexes the same steps as every other component and as dense credit; reference-based LLM
 judges see the gold *final answer* (``reference: answer``, as ReTraceQA), or the whole gold
-solution (``reference: solution``). Backends: :mod:`procrl.rewards.judges`. Every failure kind
+solution (``reference: solution``). Backends: :mod:`procrl.rewards.judges` (one line each in
+:data:`procrl.rewards.judges.registry.BACKENDS`; each reads only its own settings class,
+:mod:`procrl.rewards.judges.settings`). Every failure kind
 is reported each batch, zeros included, so the logged curves exist from step one.
 """
 
@@ -139,11 +141,11 @@ class FirstErrorReward(RewardComponent):
         backend = check_value(f"{path}.backend", own.get("backend", DEFAULT_BACKEND), Literal[tuple(BACKENDS)])
         settings_class = backend_settings(backend)
         own_options = {f.name for f in dataclasses.fields(settings_class)}
-        for key in own:
+        for key in (key for key in own if key not in own_options):  # the other backends load only here
             readers = [name for name, options in options_by_backend().items() if key in options]
-            if key not in own_options and readers:
+            if readers:
                 raise ConfigError(f"{path}.{key}: backend {backend!r} does not read {key}; {_only(readers)}")
-        return settings_class  # an unknown key is refused by its reader, with a suggestion
+        return settings_class  # a key no backend reads is refused as unknown, with a suggestion
 
     @classmethod
     def unread_after_override(cls, own: dict, key: str) -> list[str]:
