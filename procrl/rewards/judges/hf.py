@@ -44,7 +44,8 @@ class HFJudge(LocalModelJudge):
     def generate(self, items: list[JudgeItem]) -> list[str]:
         """The judge's reply to each item (one batched generation per ``batch_size``)."""
         self._load()
-        sampling = {"do_sample": True, "temperature": self.temperature} if self.temperature > 0 else {"do_sample": False}
+        greedy = self.temperature == 0
+        sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": self.temperature}
         return generate_texts(self._model, self._tokenizer, [self._text(item) for item in items],
                               max_new_tokens=self.max_tokens, batch_size=self.batch_size, sampling=sampling)
 

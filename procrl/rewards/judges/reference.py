@@ -370,7 +370,8 @@ class _Gold:
         if regrouped:
             self.regrouped.add(value)
         if len(self.derivations) < _MAX_PARTIALS:
-            self.derivations.append(Derivation(abs(value), tuple(abs(v) for v, _ in operands), tuple(n > 1 for _, n in operands)))
+            self.derivations.append(Derivation(abs(value), tuple(abs(v) for v, _ in operands),
+                                               tuple(n > 1 for _, n in operands)))
 
     def walk(self, node: ast.AST) -> None:
         """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
@@ -483,7 +484,8 @@ class Reference:
                 continue
             if not any(established.has(o) for o in derivation.operands):
                 continue  # from the question's numbers alone: a leap (the answer of a one-step problem)
-            if not any(_close_written(derivation.value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
+            if not any(_close_written(derivation.value, reading, quantity.text, rounding)
+                       for reading in _readings(quantity, rules)):
                 continue
             if all(self._operand_known(o, composite, base, established, depth)
                    for o, composite in zip(derivation.operands, derivation.composite)):
