@@ -314,7 +314,7 @@ class RewardComponent:
     @classmethod
     def unread_after_override(cls, own: dict[str, Any], key: str) -> list[str]:
         """The keys of ``own`` (its recipe options) it no longer reads once ``--set`` changed
-        ``key`` (first_error: a new ``backend``); they are dropped, not refused. None by default."""
+        ``key`` (first_error: a new ``backend``); they are dropped, not refused. Nothing by default."""
         return []
 
     def bind(self, context: RuntimeContext) -> None:
