@@ -108,7 +108,38 @@ def reward_tables() -> dict[str, str]:
     tables = {"rewards.gate": settings_table(gate, "gate.")}
     for name in REWARDS:
         tables[f"rewards.{name}"] = settings_table(builtin_class(name).Settings)
+    tables.update(first_error_tables())
     return tables
+
+
+BACKEND_ORDER = ("arithmetic", "reference", "openai", "hf", "prm")  # the page's order: model-free judges first
+
+
+def first_error_tables() -> dict[str, str]:
+    """first_error's options, one settings class per backend: which backend reads what, and each option
+    once with the backends that read it (the help string of the first backend listed that reads it)."""
+    from procrl.rewards.judges.registry import BACKENDS, backend_settings
+
+    order = [b for b in BACKEND_ORDER if b in BACKENDS] + [b for b in BACKENDS if b not in BACKEND_ORDER]
+    readers: dict[str, list] = {}  # key -> [field, type, backends]
+    for backend in order:
+        cls = backend_settings(backend)
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.init:
+                readers.setdefault(f.name, [f, hints[f.name], []])[2].append(backend)
+    common = [key for key, (_, _, backends) in readers.items() if len(backends) == len(order)]
+    summary = [f"| backend | options it reads beyond {', '.join(f'`{key}`' for key in common)} |", "|---|---|"]
+    for backend in order:
+        own = [key for key, (_, _, backends) in readers.items() if backend in backends and key not in common]
+        summary.append(f"| `{backend}` | {', '.join(f'`{key}`' for key in own)} |")
+    rows = ["| key | read by | allowed | default | meaning |", "|---|---|---|---|---|"]
+    for key in sorted(readers, key=lambda k: k not in common):
+        f, tp, backends = readers[key]
+        read_by = "every backend" if key in common else ", ".join(backends)
+        values = ", ".join(f"`{b}`" for b in BACKENDS) if key == "backend" else allowed(tp)  # each class: its own
+        rows.append(f"| `{key}` | {read_by} | {cell(values)} | {cell(default(f))} | {cell(f.metadata.get('help', ''))} |")
+    return {"rewards.first_error.backends": "\n".join(summary) + "\n", "rewards.first_error": "\n".join(rows) + "\n"}
 
 
 def recipe_attribute(name: str) -> Any:

@@ -199,7 +199,8 @@ def test_tls_context_built_once_for_https_and_skipped_for_http():
     import ssl
 
     from procrl.rewards.judges.openai import OpenAIJudge
+    from procrl.rewards.judges.settings import OpenAISettings
 
-    secure = OpenAIJudge("judge", "https://judge.example/v1")
+    secure = OpenAIJudge(OpenAISettings(model="judge", base_url="https://judge.example/v1"))
     assert isinstance(secure._tls(), ssl.SSLContext) and secure._tls() is secure._tls()
-    assert OpenAIJudge("judge", "http://127.0.0.1:8000/v1")._tls() is False
+    assert OpenAIJudge(OpenAISettings(model="judge", base_url="http://127.0.0.1:8000/v1"))._tls() is False

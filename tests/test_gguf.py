@@ -28,7 +28,7 @@ TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
     ("model.gguf_file=model.gguf", "model.gguf_file: procrl:smollm2-135m-instruct is an embedded model"),
     ("trainer.value_model_gguf_file=critic.gguf", "trainer.value_model_gguf_file: a GGUF file needs trainer.value_model"),
     ("rewards.judge={type: first_error, backend: prm, model: some/prm, gguf_file: prm.gguf}",
-     "rewards.judge.gguf_file: only the 'hf' backend loads a GGUF"),
+     "rewards.judge.gguf_file: backend 'prm' does not read gguf_file; only backend 'hf' does"),
     ("rewards.judge={type: first_error, backend: hf, model: /m/x.gguf, gguf_file: x.gguf}",
      "rewards.judge.gguf_file: rewards.judge.model is a .gguf file already"),
     ("rewards.info={type: receval_informativeness, gguf_file: lm.gguf}",

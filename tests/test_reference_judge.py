@@ -10,6 +10,7 @@ from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges import JudgeItem, build_judge
 from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, judge_steps, read_reference
+from procrl.rewards.judges.settings import ReferenceSettings
 
 # GSM8K test problems with their gold solutions (openai/gsm8k, MIT)
 JANET = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
@@ -203,13 +204,16 @@ def test_component_scores_through_the_reference_backend():
 
 
 def test_the_judge_always_sees_the_whole_gold_solution():
-    component = FirstErrorReward(FirstErrorReward.Settings(backend="reference", reference="answer"))
+    component = FirstErrorReward(ReferenceSettings())
     assert component.make_item(JANET, ("x",), JANET_GOLD).gold == JANET_GOLD
+    with pytest.raises(ConfigError, match=r"^rewards\.first_error\.reference: backend 'reference' does not read "
+                       r"reference; only backends 'openai', 'hf' do$"):
+        parse_rewards({"first_error": {"backend": "reference", "reference": "answer"}})
 
 
 def test_settings_reach_the_judge_and_are_validated_with_did_you_mean():
-    settings = FirstErrorReward.Settings(backend="reference", max_depth=2, transformations=["units"], off_path="flag",
-                                         leap="flag", check_arithmetic=False)
+    settings = ReferenceSettings(max_depth=2, transformations=["units"], off_path="flag", leap="flag",
+                                 check_arithmetic=False)
     judge = build_judge(settings)
     assert isinstance(judge, ReferenceJudge)
     assert judge.rules == ReferenceRules(max_depth=2, transformations=("units",), off_path="flag", leap="flag",

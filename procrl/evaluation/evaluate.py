@@ -749,13 +749,11 @@ def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
     """``--judge`` as recipe overrides: a backend name adds the evaluation-only component
     ``eval_judge`` (weight 0) before the user's ``--set`` (which may configure it); a component
     name sets ``data.eval_judge``."""
-    import typing
-
-    from procrl.rewards.first_error import FirstErrorReward
+    from procrl.rewards.judges.registry import BACKENDS
 
     if judge is None:
         return list(overrides)
-    if judge in typing.get_args(typing.get_type_hints(FirstErrorReward.Settings)["backend"]):
+    if judge in BACKENDS:
         component = f"rewards.{JUDGE_COMPONENT}={{type: first_error, backend: {judge}, weight: 0.0}}"
         return [component, *overrides, f"data.eval_judge={JUDGE_COMPONENT}"]
     return [*overrides, f"data.eval_judge={judge}"]

@@ -32,6 +32,7 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
     """Apply ``key.path=value`` overrides (value parsed as YAML) to a copy of ``raw``."""
     result = copy.deepcopy(raw)
     redact_argv(overrides or [])  # registers secret values given as --set KEY=VALUE (error messages redact them)
+    overridden: set[tuple[str, ...]] = set()
     for override in overrides or []:
         if "=" not in override:
             raise ConfigError(f"--set {override!r}: expected key.path=value")
@@ -49,5 +50,11 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
                 raise ConfigError(f"--set {override!r}: {where} is a {type(child).__name__}, not a mapping")
             node = child
         node[parts[-1]] = _parse_scalar(text, override)
+        if len(parts) == 3 and parts[0] == "rewards":  # e.g. a new backend: the file's options for the former go
+            from procrl.rewards.spec import drop_unread_after_override
+
+            keep = {p[2] for p in overridden if len(p) == 3 and p[:2] == tuple(parts[:2])}
+            drop_unread_after_override(parts[1], node, parts[2], keep)
+        overridden.add(tuple(parts))
     register_secrets(result)
     return result

@@ -20,11 +20,18 @@ from __future__ import annotations
 
 from procrl.rewards.quantities import find_claims
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.settings import ArithmeticSettings
 
 __all__ = ["ArithmeticJudge"]
 
 
 class ArithmeticJudge(Judge):
+    Settings = ArithmeticSettings
+
+    @classmethod
+    def from_settings(cls, settings: ArithmeticSettings, device=None) -> ArithmeticJudge:
+        return cls()  # the component reads every option: the judge has none
+
     def judge_one(self, item: JudgeItem) -> Verdict:
         index, note, checked = -1, None, 0
         for position, step in enumerate(item.steps):
