@@ -2,7 +2,7 @@
 options that backend reads (the first_error component's own options, and its judge's).
 
 A recipe writes them flat under the component (``type: first_error``, ``backend:`` and the
-backend's options); :func:`procrl.rewards.first_error.FirstErrorReward.parse_settings` picks the
+backend's options); :meth:`procrl.rewards.first_error.FirstErrorReward.settings_class` picks the
 class from :data:`procrl.rewards.judges.registry.BACKENDS` and refuses an option the chosen
 backend does not read. Shared options sit in small base classes, so each is defined (its default
 and its help) once.
