@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from procrl.core.config import field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards import RewardBatch, RewardComponent, RewardOutput
 
 DIGITS = [str(d) for d in range(10)]
 

@@ -56,7 +56,7 @@ rewards:
 def test_score_rows_with_options_in_either_schema(tmp_path, server):
     from procrl.evaluation.score import score_file
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
 
     rows = [{"question": "Where would you put a book?", "completion": "You read in bed.\nThe answer is (B).",
              "choices": {"label": ["A", "B"], "text": ["ocean", "nightstand"]}, "answer": "B"},
@@ -80,7 +80,7 @@ def test_score_rows_with_options_in_either_schema(tmp_path, server):
 
 def test_score_refuses_a_number_judge_on_choice_rows(tmp_path):
     from procrl.evaluation.score import score_file
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     data = tmp_path / "in.jsonl"
     data.write_text(json.dumps({"completion": "x\nThe answer is (A).", "answer": "A", "answer_kind": "choice",

@@ -19,7 +19,7 @@ import pytest
 from procrl.observe import plots
 from procrl.observe import stats as diag
 from procrl.observe.callback import DiagnosticsCallback
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
+from procrl.rewards import RewardBatch, RewardMix, RewardOutput
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ from procrl.launch.cli import main as cli_main
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardOutput
+from procrl.rewards import RewardOutput
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"

@@ -12,7 +12,7 @@ import torch
 
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.fallback import GROUP_MEAN, consecutive_groups, fill_group_mean, resolve_fallback
 
 REPO = Path(__file__).resolve().parent.parent

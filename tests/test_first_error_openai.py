@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import FAILURE_KINDS
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 

@@ -18,7 +18,7 @@ from procrl.launch import cli
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardBatch, RewardMix
+from procrl.rewards import RewardBatch, RewardMix
 from procrl.trainers.held_out import OutcomeCollector, held_out_metrics
 from tests.test_process_grpo import STEP_REWARD
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from procrl.core.config import field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.registry import REWARDS
 
 

@@ -32,7 +32,7 @@ def build(recipe, callbacks=()):
 
     from procrl.data import build_prompt_dataset
     from procrl.models.loading import load_tokenizer
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.launch.run import build_training_args
     from procrl.trainers.ppo import build_ppo_trainer
 

@@ -14,9 +14,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from procrl.models.loading import TOKENIZER_ASSET, resolve_model_path
+from procrl.models.loading import TOKENIZER_ASSET, model_source
 from procrl.recipe import TRL_CHOICES, load_recipe
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.trainers.credit import process_advantages
 from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages
 from procrl.trainers.step_credit import local_step_credit
@@ -117,7 +117,7 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
     assert len(steps) == 2
     assert all(h["process/steps_per_completion"] >= 1 for h in steps)
     assert all(math.isfinite(h["loss"]) for h in steps)
-    initial = AutoModelForCausalLM.from_pretrained(resolve_model_path("procrl:tiny-qwen2"))
+    initial = AutoModelForCausalLM.from_pretrained(model_source("procrl:tiny-qwen2").path)
     trained = trainer.accelerator.unwrap_model(trainer.model).state_dict()
     assert any(not torch.equal(p, trained[name]) for name, p in initial.state_dict().items()), "no weight changed"
 

@@ -4,7 +4,7 @@ a failure, and never give an answer alone (or hedging, or padding) the score of 
 
 import pytest
 
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}
 QUESTION = ("Where would you put a book you want to read later tonight?\n"

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
+from procrl.rewards import RewardBatch, RewardMix, RuntimeContext
 from procrl.rewards.scorers.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
 from procrl.rewards.scorers.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
 from procrl.rewards.receval import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges import JudgeItem, build_judge
 from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, judge_steps, read_reference

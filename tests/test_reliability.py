@@ -303,7 +303,7 @@ def test_score_streams_rows(monkeypatch):
     import itertools
 
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.evaluation.score import score_rows
 
     mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
@@ -523,7 +523,7 @@ def test_completions_over_the_caps_are_too_long():
 
 
 def test_the_mix_gives_too_long_completions_the_fallback_and_counts_them():
-    from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+    from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
     mix = RewardMix(parse_rewards({"accuracy": {}, "first_error": {"fallback": -1.0}, "trace": {"tagger": "cues"}}))
     huge = "(" * (1 << 20) + "\n#### 12"
@@ -611,14 +611,14 @@ def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
 
 
 def judge_mix(base_url: str, **settings):
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     spec = {"backend": "openai", "model": "judge", "base_url": base_url, "backoff_s": 0.01, **settings}
     return RewardMix(parse_rewards({"first_error": spec}))
 
 
 def judged_batch(count: int):
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     completion = "First 3 + 4 = 7.\nThen 7 * 2 = 14.\nFinally 14 - 1 = 13.\n#### 13"
     return RewardBatch.from_texts([completion] * count, [f"Question ITEM {i}" for i in range(count)])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from tests.launch_utils import REPO, TINY_RECIPE
 from tests.test_reliability import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
 

@@ -11,7 +11,7 @@ import pytest
 
 from procrl.core.answers import answers_match, extract_prediction, parse_gold, parse_number
 from procrl.rewards.accuracy import AccuracyReward
-from procrl.rewards.base import RewardBatch
+from procrl.rewards import RewardBatch
 from tests.launch_utils import TINY_RECIPE
 from tests.test_reliability import ONE_STEP, assert_one_line_error, cli
 

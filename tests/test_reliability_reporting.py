@@ -40,7 +40,7 @@ def rewards(tmp_path, monkeypatch):
 def test_a_wrong_length_reward_is_counted_by_score_as_by_training(tmp_path, capsys, rewards):
     from procrl.evaluation.score import score_file
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardBatch, RewardMix
+    from procrl.rewards import RewardBatch, RewardMix
 
     overrides = ["rewards.short={type: odd_rewards:short, weight: 0.5, fallback: 0.0}"]
     recipe = load_recipe(TINY_RECIPE, overrides, scoring=True)

@@ -33,7 +33,7 @@ import pytest
 
 from procrl.evaluation.integrity import KINDS, build_cases, orderings
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardMix
+from procrl.rewards import RewardMix
 from procrl.rewards.registry import component_info
 from procrl.evaluation.score import score_rows
 

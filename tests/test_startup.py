@@ -24,7 +24,7 @@ HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
 def test_field_table_matches_the_installed_trl():
-    """Regenerate with `python -m procrl.trl_schema --write` when this fails after a TRL upgrade."""
+    """Regenerate with `python -m procrl.recipe.trl_schema --write` when this fails after a TRL upgrade."""
     installed = grpo_config_fields()
     table = {name: type_source(tp) for name, tp in GRPO_CONFIG_FIELDS.items()}
     assert list(table) == list(installed), set(table) ^ set(installed)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, RuntimeContext, parse_rewards
 from procrl.rewards.trace import LABELS, TraceReward, sentence_validity, trace_score
 from procrl.trainers.tagger import write_tiny_tagger
 

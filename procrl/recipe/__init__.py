@@ -33,7 +33,7 @@ from procrl.core import yaml_core
 from procrl.core.config import ConfigError, check_value, field, from_dict, suggest
 from procrl.data import DEFAULT_PROMPT_TEMPLATE
 from procrl.core.redaction import redact_argv, register_secrets
-from procrl.rewards.base import ComponentSpec, parse_rewards
+from procrl.rewards.spec import ComponentSpec, parse_rewards
 
 __all__ = [
     "MARKER",
