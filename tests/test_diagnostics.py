@@ -267,7 +267,7 @@ def test_on_log_adds_time_share_to_logs_and_log_history(monkeypatch):
 
 @pytest.mark.slow
 def test_wandb_offline_run_contains_diagnostics(tmp_path):
-    from tests.wandb_records import read_records, run_file
+    from tests.helpers.wandb_records import read_records, run_file
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     command = [

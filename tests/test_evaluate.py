@@ -251,7 +251,7 @@ def test_local_training_file_is_not_evaluated_as_test(tmp_path):
 
 
 def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
-    from tests.wandb_records import read_records, run_file
+    from tests.helpers.wandb_records import read_records, run_file
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.delenv("WANDB_DIR", raising=False)

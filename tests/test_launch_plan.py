@@ -4,7 +4,7 @@ cards, LoRA counts against PEFT, ZeRO memory arithmetic, and the 7B recipes plan
 from __future__ import annotations
 
 import pytest
-from tests.launch_utils import REPO
+from tests.helpers.launch import REPO
 
 from procrl.launch.cli import main as procrl_main
 from procrl.launch.plan import (

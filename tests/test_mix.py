@@ -16,10 +16,6 @@ from procrl.rewards.registry import REWARDS
 
 # --- components used as recipe types in these tests (importable as tests.test_mix:...) ---
 
-def count_words(prompts, completions, answer=None, bonus=0.0, **kwargs):
-    """A plain TRL-contract reward function; `bonus` arrives from the recipe settings."""
-    return [len(c.split()) + bonus for c in completions]
-
 
 class Exploding(RewardComponent):
     def score(self, batch):
@@ -108,7 +104,7 @@ def test_gate_closes_on_wrong_answers():
 
 
 def test_custom_function_type_with_settings():
-    mix = mix_of({"words": {"type": "tests.test_mix:count_words", "bonus": 0.5, "weight": 2.0}})
+    mix = mix_of({"words": {"type": "tests.helpers.rewards:count_words", "bonus": 0.5, "weight": 2.0}})
     results, _ = trl_call(mix, ["one two three", ""], ["1", "1"])
     assert results["words"] == [3.5, 0.5]
 

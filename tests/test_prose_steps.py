@@ -109,7 +109,8 @@ def test_the_csqa_mix_pays_nothing_for_skipping_hedging_or_padding():
     hedging then the answer (H)."""
     from procrl.evaluation.score import score_rows
     from procrl.recipe import load_recipe
-    from tests.test_reward_integrity import REPO, offline_overrides
+    from tests.helpers.launch import REPO
+    from tests.helpers.rewards import offline_overrides
 
     path = REPO / "recipes" / "csqa_trace.yaml"
     mix = RewardMix(load_recipe(path, offline_overrides(path)).rewards)

@@ -16,8 +16,8 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
 
 RELEASE = threading.Event()  # set at the end of each test: the stuck calls of this process return
 

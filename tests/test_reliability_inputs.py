@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, reward_module
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, reward_module
 
 GOOD_ROWS = [
     {"question": "Ava has 3 apples and buys 4 more. How many does she have?", "answer": "3 + 4 = 7\n#### 7"},

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from procrl.evaluation import evaluate as ev
-from tests.launch_utils import TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli
-from tests.test_reliability_safety import procrl_run
+from tests.helpers.launch import TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli
+from tests.helpers.cli import procrl_run
 
 REWARDS = '''
 def short(completions, **kwargs):

@@ -18,7 +18,7 @@ import pytest
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
 from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
-from tests.launch_utils import REPO, TINY_RECIPE, launch_env
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
