@@ -2,6 +2,8 @@
 answer. Both papers call their method domain-agnostic; here they must score such chains without
 a failure, and never give an answer alone (or hedging, or padding) the score of worked reasoning."""
 
+import math
+
 import pytest
 
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
@@ -70,8 +72,10 @@ def test_trace_model_tagger_on_prose(tmp_path):
     mix = RewardMix(parse_rewards({"trace": {"tagger": str(tagger)}}))
     scores, output, batch = _scores(mix, "trace", CHAINS)
     assert scores["answer_alone"] == scores["bold_alone"] == 0.0
-    for name in ("worked", "slip", "hedging", "padding"):
-        assert 0.0 <= scores[name] <= 1.0
+    from procrl.rewards.trace import trace_score
+
+    for name in ("worked", "slip", "hedging", "padding"):  # the tagger's labels, scored by the TRACE formula
+        assert scores[name] == pytest.approx(trace_score(output.details[list(CHAINS).index(name)]["labels"]).score)
     assert len(output.details[0]["labels"]) == len(batch.segmentations[0].sentences)
 
 
@@ -96,8 +100,10 @@ def test_receval_informativeness_targets_the_option(tmp_path):
     assert output.details[0]["target"] == " The answer is (B) nightstand."
     assert output.details[1]["target"] == " The answer is (C) freezer."
     assert scores["answer_alone"] == scores["bold_alone"] == -1.0  # no steps: the bottom of [-1, 1]
-    for name in ("worked", "slip", "hedging", "padding"):
-        assert -1.0 <= scores[name] <= 1.0
+    for name in ("worked", "slip", "hedging", "padding"):  # the chain's weakest step: tanh of its information gain
+        details = output.details[list(CHAINS).index(name)]
+        assert details["step_values"] == pytest.approx([math.tanh(g) for g in details["ig"]])
+        assert scores[name] == min(details["step_values"])
     yes_no, output, _ = _scores(mix, "receval_informativeness", YES_NO, "yes_no")
     assert output.details[0]["target"] == " The answer is no." and yes_no["answer_alone"] == -1.0
 
