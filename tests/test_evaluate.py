@@ -204,7 +204,12 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "n"):
         assert key in report
     assert report["n"] == 8 and report["generation"]["backend"] == "transformers"
-    assert 0.0 <= report["reasoning_aware_accuracy"] <= report["answer_accuracy"] <= 1.0
+    # by hand from the completions written: right answers, and right answers the judge found no error in
+    rows = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    right = [row["correct"] is not None and row["correct"] >= 1.0 for row in rows]
+    assert report["answer_accuracy"] == pytest.approx(sum(right) / 8)
+    assert report["reasoning_aware_accuracy"] == pytest.approx(sum(r and row["first_error"] == -1
+                                                                   for r, row in zip(right, rows)) / 8)
     assert report["inflation"] == pytest.approx(report["answer_accuracy"] - report["reasoning_aware_accuracy"])
     assert set(report["components"]) == {"accuracy", "format", "judge", "trace"}
     assert len(report["trace"]["trace"]["transition_counts"]) == 8
