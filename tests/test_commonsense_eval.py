@@ -132,7 +132,10 @@ def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
     assert report["classes"] == {"sound": 4, "right_answer_flawed": 2, "wrong_answer": 4}
     agreement = report["components"]["accuracy"]["agreement"]
     assert (agreement["agree"], agreement["scored"]) == (10, 10)
-    for name in ("accuracy", "format", "trace", "first_error", "reward"):
+    # accuracy is 1 on the 6 right answers (4 sound, 2 flawed) and 0 on the 4 wrong ones: of the 4 x 6
+    # sound-flawed pairs, 16 are ordered and 8 tied, so AUROC = (16 + 8 / 2) / 24
+    assert report["components"]["accuracy"]["auroc"] == pytest.approx(20 / 24)
+    for name in ("format", "trace", "reward"):
         entry = report["components"].get(name, report["reward"])
         assert 0.0 <= entry["auroc"] <= 1.0, name
     assert report["components"]["first_error"]["auroc"] == 1.0  # the scripted judge finds every labelled flaw
