@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.min_ratio is None:
         args.min_ratio = 4.0 if args.threads == 1 else 5.0
 
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
     from procrl.rewards.scorers.nli import NLIScorer, write_tiny_nli_model
     from procrl.rewards.receval import ReCEvalCorrectness, chain_minimum, score_correctness_plan
 

@@ -40,7 +40,7 @@ def write_rows(path: Path, count: int) -> None:
 def load_everything(recipe_path: str, source: str, output: str, batch_size: int) -> None:
     """The baseline: all rows in a list, all scored rows kept, the summary and the output at the end."""
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.evaluation.score import RunningSummary, score_batch
 
     rows = [json.loads(line) for line in Path(source).read_text(encoding="utf-8").splitlines() if line.strip()]

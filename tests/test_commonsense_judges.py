@@ -9,7 +9,7 @@ import re
 import pytest
 
 from procrl.observe import stats as diag
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges.prompt import build_prompt
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 

@@ -13,7 +13,7 @@ import pytest
 
 from procrl.observe import stats as diag
 from procrl.observe.callback import DiagnosticsCallback
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput
 
 
 class FlagsFirstStep(RewardComponent):

@@ -15,7 +15,7 @@ from procrl.rewards.quantities import NotArithmeticError, check_step, evaluate, 
 from procrl.launch.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.evaluation.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.first_error import (
     FirstErrorReward,
     build_prompt,

@@ -12,7 +12,7 @@ import pytest
 from procrl.core.config import ConfigError
 from procrl.launch.cli import main
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardBatch, parse_rewards
+from procrl.rewards import RewardBatch, parse_rewards
 from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges.registry import BACKENDS, backend_settings, options_by_backend
 

@@ -11,7 +11,7 @@ import torch
 
 from procrl.launch.cli import main
 from procrl.models.loading import TOKENIZER_ASSET, TINY_MODEL
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.hf import HFJudge
 from procrl.rewards.judges.prm import PRMJudge, first_below

@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from tests.launch_utils import REPO, TINY_RECIPE, launch_env, write_recipe
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, write_recipe
 
 import procrl_recipe_hook
 from procrl.core.config import ConfigError

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from tests.launch_utils import REPO
+from tests.helpers.launch import REPO
 
 from procrl.launch.cli import main as procrl_main
 from procrl.launch.plan import GIB, estimate_memory, model_architecture, plan

@@ -227,9 +227,9 @@ def test_ppo_rollout_generation_is_token_identical(tmp_path, stop_early):
     """PPO's ``_generate_transformers`` (the shared routine) against the same job written out directly, same seed:
     the same prompt ids, completion ids and masks; with ``stop_early`` the EOS is a token the
     policy samples mid-completion, so that the cut after the first EOS is exercised."""
-    from tests.test_ppo import build, ppo_recipe
+    from tests.helpers.training import build_ppo, ppo_recipe
 
-    trainer = build(ppo_recipe(tmp_path, "trainer.max_completion_length=10", "trainer.temperature=1.0"))
+    trainer = build_ppo(ppo_recipe(tmp_path, "trainer.max_completion_length=10", "trainer.temperature=1.0"))
     tokenizer, policy = trainer.processing_class, trainer.model.policy
     with torch.no_grad():  # a policy whose samples vary (the random tiny model repeats one token)
         noise = torch.Generator().manual_seed(1)

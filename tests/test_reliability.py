@@ -10,69 +10,14 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-
-ONE_STEP = ["--set", "trainer.max_steps=1", "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8"]
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def errors(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.startswith("procrl: error:")]
-
-
-def cli(capsys, *argv) -> CliResult:
-    """``procrl ARGV`` in this process: exit status, stdout, stderr."""
-    from procrl.launch.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:  # argparse
-        code = exit_.code
-    captured = capsys.readouterr()
-    return CliResult(code, captured.out, captured.err)
-
-
-def assert_one_line_error(result: CliResult, *words: str) -> str:
-    """Exit status 2, exactly one ``procrl: error:`` line naming ``words``, no traceback."""
-    assert result.code == 2, (result.code, result.err[-2000:])
-    assert len(result.errors) == 1 and "Traceback" not in result.err, result.err[-2000:]
-    for word in words:
-        assert word in result.errors[0], (word, result.errors[0])
-    return result.errors[0]
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(folder.rglob("*"))}
-
-
-def fake_checkpoint(folder: Path, step: int) -> Path:
-    """A complete-looking checkpoint: trainer state with its step, and weights."""
-    path = folder / f"checkpoint-{step}"
-    path.mkdir(parents=True)
-    (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
-    (path / "model.safetensors").write_bytes(safetensors_bytes())
-    return path
-
-
-def safetensors_bytes() -> bytes:
-    """A small real safetensors file (a checkpoint's weights are checked against their header)."""
-    import numpy
-    from safetensors.numpy import save
-
-    return save({"weight": numpy.arange(4, dtype=numpy.float32)})
+from tests.helpers.cli import (GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, fake_checkpoint, reward_module, score,
+                               snapshot, write_rows)
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 
 # --- 1. resume takes the newest complete checkpoint; saves are atomic -----------------------------
@@ -248,34 +193,12 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
 # --- 3. procrl score: atomic, streaming, row failures named -----------------------------------------
 
 
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
-GOOD_ROWS = [
-    {"question": "Ava has 3 bags of 4 apples. How many apples?", "completion": "3 x 4 = 12 apples.\n#### 12", "answer": "#### 12"},
-    {"question": "Ben has 5 pens and buys 2. How many?", "completion": "5 + 2 = 7 pens.\n#### 7", "answer": "#### 7"},
-    {"question": "Cy has 10 cards and gives 4 away. How many?", "completion": "10 - 4 = 6.\n#### 6", "answer": "#### 6"},
-]
-
-
-def score(capsys, source: Path, output: Path, *extra) -> CliResult:
-    return cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet", *extra)
-
-
 def test_score_refuses_to_write_over_its_input(tmp_path, capsys):
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
     before = source.read_bytes()
     for same in (source, tmp_path / "." / "rows.jsonl"):
         assert_one_line_error(score(capsys, source, same), "--output", "is the input file")
     assert source.read_bytes() == before
-
-
-def reward_module(tmp_path: Path, monkeypatch, name: str, body: str) -> str:
-    (tmp_path / f"{name}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 def test_score_names_a_failing_row_and_scores_the_others(tmp_path, capsys, monkeypatch):
@@ -303,7 +226,7 @@ def test_score_streams_rows(monkeypatch):
     import itertools
 
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.evaluation.score import score_rows
 
     mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
@@ -523,7 +446,7 @@ def test_completions_over_the_caps_are_too_long():
 
 
 def test_the_mix_gives_too_long_completions_the_fallback_and_counts_them():
-    from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+    from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
     mix = RewardMix(parse_rewards({"accuracy": {}, "first_error": {"fallback": -1.0}, "trace": {"tagger": "cues"}}))
     huge = "(" * (1 << 20) + "\n#### 12"
@@ -611,14 +534,14 @@ def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
 
 
 def judge_mix(base_url: str, **settings):
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     spec = {"backend": "openai", "model": "judge", "base_url": base_url, "backoff_s": 0.01, **settings}
     return RewardMix(parse_rewards({"first_error": spec}))
 
 
 def judged_batch(count: int):
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     completion = "First 3 + 4 = 7.\nThen 7 * 2 = 14.\nFinally 14 - 1 = 13.\n#### 13"
     return RewardBatch.from_texts([completion] * count, [f"Question ITEM {i}" for i in range(count)])

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
 
 MR_GSM8K = REPO / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"
 NO_TRACE = ["--set", "rewards.trace=false"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_utils import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
 
 pytestmark = pytest.mark.slow
 

@@ -25,7 +25,7 @@ from procrl.recipe.trl_schema import (
     grpo_config_fields,
     type_source,
 )
-from tests.launch_utils import REPO, TINY_RECIPE, launch_env
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 

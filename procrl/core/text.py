@@ -41,7 +41,6 @@ __all__ = [
     "segment",
     "segment_batch",
     "split_sentences",
-    "split_steps",
 ]
 
 
@@ -384,11 +383,6 @@ def _steps_from_pieces(text: str, end: int) -> list[tuple[int, int]] | None:
         if len(pieces) >= 2:
             return pieces
     return None
-
-
-def split_steps(completion: str) -> list[Span]:
-    """Steps of a completion's reasoning, offsets into ``completion``."""
-    return list(segment(completion).steps)
 
 
 def segment(completion: str) -> Segmentation:

@@ -35,7 +35,8 @@ from procrl.core.redaction import redact
 from procrl.observe import plots
 from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RewardBatch, RewardOutput, RuntimeContext
 
 __all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir", "evaluate", "generate_completions",
            "sample_outcomes", "write_report"]

@@ -57,7 +57,8 @@ def _cmd_check(args) -> int:
     from procrl.core import yaml_core
     from procrl.launch.plan import format_plan, plan
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardBatch, RewardMix
+    from procrl.rewards.mix import RewardMix
+    from procrl.rewards.protocol import RewardBatch
     from procrl.core.redaction import redact, redact_url
 
     from procrl.launch.plan import planned_processes
@@ -170,7 +171,7 @@ _RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_err
 
 def _cmd_score(args) -> int:
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards.mix import RewardMix
     from procrl.core.jsonl import readable_twice
     from procrl.evaluation.score import check_paths, count_rows, score_file
 

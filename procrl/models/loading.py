@@ -55,7 +55,6 @@ __all__ = [
     "load_tokenizer_from",
     "model_source",
     "pretrained_kwargs",
-    "resolve_model_path",
     "smollm2_gguf",
 ]
 
@@ -254,11 +253,6 @@ def torch_dtype(name: str) -> Any:
     if not isinstance(value, torch.dtype):
         raise ValueError(f"unknown torch dtype {name!r}")
     return value
-
-
-def resolve_model_path(name_or_path: str) -> str:
-    """A loadable path for ``name_or_path`` (no GGUF file: see :func:`model_source`)."""
-    return model_source(name_or_path).path
 
 
 def _as_source(source: "ModelSource | str") -> ModelSource:

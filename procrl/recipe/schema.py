@@ -10,7 +10,7 @@ from typing import Any
 from procrl.core.config import ConfigError, from_dict, suggest
 from procrl.recipe.sections import DataSection, LaunchSection, LoggingSection, ModelSection, TrainerSection
 from procrl.recipe.trl_fields import validate_trainer
-from procrl.rewards.base import ComponentSpec, parse_rewards
+from procrl.rewards.spec import ComponentSpec, parse_rewards
 
 __all__ = ["MARKER", "TOP_LEVEL_KEYS", "Recipe", "evaluates_during_training", "parse_recipe"]
 

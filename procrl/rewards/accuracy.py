@@ -13,7 +13,7 @@ from procrl.core.answers import (answers_match, extract_boxed, extract_predictio
                                  parse_number)
 from procrl.core.choices import gold_answer, predict
 from procrl.core.config import ConfigError, field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 
 __all__ = [
     "AccuracyReward",

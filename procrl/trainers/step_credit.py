@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from procrl.rewards.base import RewardMix
+from procrl.rewards.mix import RewardMix
 from procrl.trainers.credit import combine_step_scores, step_last_tokens, token_char_ends
 
 __all__ = ["SINGLE_STEP_WARNING_FRACTION", "SingleStepWarning", "local_step_credit", "process_component_names"]

@@ -123,12 +123,6 @@ class NLIScorer:
         self._model = model.to(self.device).eval()
         self._indices = indices
 
-    @property
-    def label_indices(self) -> tuple[int, int]:
-        self._load()
-        assert self._indices is not None
-        return self._indices
-
     # -- scoring --
 
     def _forward(self, encodings: list[dict[str, list[int]]]) -> list[tuple[float, float]]:
