@@ -125,7 +125,7 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
 def _run_cli(tmp_path, args, launcher=None, timeout=900, env_extra: dict | None = None):
     env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false",
            "OMP_NUM_THREADS": "1", **(env_extra or {})}
-    command = (launcher or [sys.executable, "-m", "procrl.cli", "train"]) + args
+    command = (launcher or [sys.executable, "-m", "procrl", "train"]) + args
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
     return result

@@ -38,7 +38,7 @@ def procrl_run(argv: list, tmp_path: Path, limit_bytes: int | None = None, pytho
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
     path = os.pathsep.join([*map(str, pythonpath), str(REPO)])
-    return subprocess.run([sys.executable, "-m", "procrl.cli", *map(str, argv)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "procrl", *map(str, argv)], capture_output=True, text=True,
                           timeout=timeout, preexec_fn=small_disk if limit_bytes else None, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", **env})
 
@@ -122,7 +122,7 @@ def test_score_to_this_process_stdout_prints_the_rows(tmp_path, name, stdout_is)
     """The rows go to the process's stdout (a pipe, or the file the shell redirected it to), the
     summary to stderr; nothing is renamed onto the descriptor's name."""
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    argv = [sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
+    argv = [sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
             "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if stdout_is == "pipe":

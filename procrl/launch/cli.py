@@ -66,7 +66,7 @@ def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     passes_on = {command.NAME for command in COMMANDS if getattr(command, "PASSES_UNKNOWN_FLAGS", False)}
-    if extra and args.command not in passes_on:  # only train passes unknown flags on (to accelerate launch)
+    if extra and args.command not in passes_on:  # the other commands refuse them
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.launch_args = extra
     from procrl.core import interrupts
