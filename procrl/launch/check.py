@@ -26,7 +26,8 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
     from procrl.launch.run import check_batch_layout, check_training_data
     from procrl.recipe import load_recipe
     from procrl.recipe.checks import check_recipe_data
-    from procrl.rewards.base import RewardBatch, RewardMix
+    from procrl.rewards.mix import RewardMix
+    from procrl.rewards.protocol import RewardBatch
     from procrl.rewards.registry import component_info
 
     recipe = load_recipe(path, overrides)

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from procrl.core.jsonl import readable_twice
     from procrl.evaluation.score import check_paths, count_rows, score_file
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards.mix import RewardMix
 
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
     with readable_twice(args.input) as source:  # stdin or a pipe: copied first (read twice below)
