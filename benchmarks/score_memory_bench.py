@@ -80,7 +80,7 @@ def main() -> None:
         load_everything(*args.baseline_worker, batch_size=args.batch_size)
         return
 
-    procrl = [sys.executable, "-m", "procrl.cli", "score", "--recipe", args.recipe, "--quiet", "--batch-size", str(args.batch_size)]
+    procrl = [sys.executable, "-m", "procrl", "score", "--recipe", args.recipe, "--quiet", "--batch-size", str(args.batch_size)]
     print(f"{'rows':>8}{'input MiB':>11}{'streaming MiB':>15}{'s':>8}{'load-everything MiB':>21}{'s':>8}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for count in args.rows:

@@ -2,7 +2,7 @@
 (max RSS), against ``python -c "import trl"`` / ``from trl import GRPOConfig`` and, with
 ``--baseline REV``, against the same commands of an older procrl commit in the same run.
 
-Each arm is a fresh interpreter (``python -m procrl.cli ...``), runs are interleaved, medians are
+Each arm is a fresh interpreter (``python -m procrl ...``), runs are interleaved, medians are
 reported; peak memory is the child's own ``ru_maxrss`` (``os.wait4``). The baseline is extracted
 with ``git archive REV`` into a temporary directory that goes first on ``PYTHONPATH`` (same venv,
 same dependencies, same recipe and input); every arm runs in a scratch directory, since
@@ -82,9 +82,9 @@ def main() -> None:
         def procrl_args(tag: str) -> dict[str, list[str]]:
             out = tmp_path / f"{tag}.jsonl"
             return {
-                f"score 1 row{tag}": [python, "-m", "procrl.cli", "score", "--recipe", str(RECIPE), "--input", str(row),
+                f"score 1 row{tag}": [python, "-m", "procrl", "score", "--recipe", str(RECIPE), "--input", str(row),
                                       "--output", str(out), "--quiet"],
-                f"check{tag}": [python, "-m", "procrl.cli", "check", str(RECIPE)],
+                f"check{tag}": [python, "-m", "procrl", "check", str(RECIPE)],
             }
 
         arms: dict[str, tuple[list[str], dict[str, str]]] = {}

@@ -271,7 +271,7 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     command = [
-        sys.executable, "-m", "procrl.cli", "train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+        sys.executable, "-m", "procrl", "train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
         "--output-dir", str(tmp_path / "run"), "--set", "trainer.max_steps=2", "--set", "trainer.report_to=wandb",
         "--set", "trainer.save_steps=100",
         # the tiny reasoner writes checkable steps (the random tiny model's output never is)

@@ -316,7 +316,7 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
         out = tmp_path / backend
         env = {**os.environ, "PYTHONPATH": f"{fakes}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(tmp_path / "engine.jsonl")}
         done = subprocess.run([
-            sys.executable, "-m", "procrl.cli", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
+            sys.executable, "-m", "procrl", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
             "--split", "test", "--limit", "6", "--output-dir", str(out), "--max-new-tokens", "12", "--backend", backend,
             "--set", "rewards.trace=false",
         ], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

@@ -111,7 +111,7 @@ def test_grpo_logs_held_out_accuracy_to_trainer_state_and_wandb(tmp_path):
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO),
            "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "procrl.cli", "train", str(TINY), "--output-dir", str(tmp_path / "run"),
+    command = [sys.executable, "-m", "procrl", "train", str(TINY), "--output-dir", str(tmp_path / "run"),
                "--set", "trainer.report_to=wandb", *COMMON]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -83,7 +83,7 @@ def test_a_full_disk_during_a_checkpoint_is_a_one_line_error(tmp_path):
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
+    done = subprocess.run([sys.executable, "-m", "procrl", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
                           capture_output=True, text=True, timeout=600, preexec_fn=small_disk,
                           env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
     assert done.returncode == 2, done.stderr[-3000:]
@@ -252,7 +252,7 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                            "--output", output, "--quiet", "--batch-size", "2",
                            "--set", "rewards.killer={type: 'kill_third:killer', weight: 0.0}"],
                           capture_output=True, text=True, env=env, timeout=300)
@@ -271,7 +271,7 @@ def test_score_on_a_full_disk_is_a_one_line_error_and_keeps_the_previous_output(
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                            "--output", output, "--quiet", "--batch-size", "8"],
                           capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
                           env={**os.environ, "PYTHONPATH": str(REPO)})

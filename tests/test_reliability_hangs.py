@@ -119,7 +119,7 @@ def test_score_and_the_process_end_when_a_reward_never_returns(tmp_path):
                                               "    time.sleep(10**6)\n    return [1.0] * len(completions)\n")
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
     output = tmp_path / "out.jsonl"
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", str(TINY_RECIPE), "--input", str(source),
+    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", str(TINY_RECIPE), "--input", str(source),
                            "--output", str(output), "--quiet", "--set", "rewards.trace=false",
                            "--set", "rewards.stuck={type: 'stuck_reward:stuck', deadline_s: 1, fallback: -1.0}"],
                           capture_output=True, text=True, timeout=240, cwd=tmp_path,
@@ -148,7 +148,7 @@ def test_score_says_it_waits_for_a_reader_of_a_fifo(tmp_path):
     fifo = tmp_path / "scores.fifo"
     os.mkfifo(fifo)
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    process = subprocess.Popen([sys.executable, "-m", "procrl.cli", "score", "--recipe", str(TINY_RECIPE), "--input",
+    process = subprocess.Popen([sys.executable, "-m", "procrl", "score", "--recipe", str(TINY_RECIPE), "--input",
                                 str(source), "--output", str(fifo), "--quiet", "--set", "rewards.trace=false"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})

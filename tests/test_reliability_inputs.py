@@ -154,13 +154,13 @@ def test_score_reads_standard_input_from_a_pipe(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     for source in ("/dev/stdin", "-"):
         output = tmp_path / f"scored{len(source)}.jsonl"
-        done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+        done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                                "--output", output, "--quiet"], input=rows, capture_output=True, text=True, timeout=300,
                               env=env)
         assert done.returncode == 0, done.stderr[-3000:]
         scored = [json.loads(line) for line in output.read_text().splitlines()]
         assert [row["rewards"]["accuracy"] for row in scored] == [1.0] * 4
-    bad = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", "-",
+    bad = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", "-",
                           "--output", tmp_path / "bad.jsonl"], input=rows + '{"question": 1\n', capture_output=True,
                          text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-3000:]

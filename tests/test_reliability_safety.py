@@ -107,7 +107,7 @@ def test_score_to_this_process_stdout_prints_the_rows(tmp_path, name, stdout_is)
     """The rows go to the process's stdout (a pipe, or the file the shell redirected it to), the
     summary to stderr; nothing is renamed onto the descriptor's name."""
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    argv = [sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
+    argv = [sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
             "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if stdout_is == "pipe":

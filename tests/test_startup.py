@@ -87,7 +87,7 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
                                 "completion": "Tom starts with 3 apples.\nHe buys 4 more, so 3 + 4 = 7.\n#### 7",
                                 "answer": "7"}) + "\n")
     out = tmp_path / "out.jsonl"
-    code = (f"from procrl import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
+    code = (f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
             f"'--output', {str(out)!r}, '--quiet']) == 0")
     status, heavy, stderr = _imported_after(code)
     assert status == 0, stderr[-3000:]
@@ -98,7 +98,7 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
 
 def test_check_imports_no_trainer_stack():
     for recipe in (TINY_RECIPE, str(REPO / "recipes" / "gsm8k_trace.yaml")):
-        status, heavy, stderr = _imported_after(f"from procrl import cli\nassert cli.main(['check', {recipe!r}]) == 0")
+        status, heavy, stderr = _imported_after(f"from procrl.launch import cli\nassert cli.main(['check', {recipe!r}]) == 0")
         assert status == 0, stderr[-3000:]
         assert not set(heavy) & {"torch", "transformers", "peft", "datasets"}, (recipe, heavy)
 

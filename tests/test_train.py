@@ -63,7 +63,7 @@ def test_wandb_offline_gets_resolved_recipe_without_secrets(tmp_path, tiny_recip
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
     result = subprocess.run(
-        [sys.executable, "-m", "procrl.cli", "train", str(recipe_path), "--output-dir", str(tmp_path / "run"),
+        [sys.executable, "-m", "procrl", "train", str(recipe_path), "--output-dir", str(tmp_path / "run"),
          "--set", "trainer.max_steps=1", "--set", "trainer.report_to=wandb", "--set", "logging.wandb_project=procrl-test"],
         env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600,
     )

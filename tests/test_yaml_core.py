@@ -97,7 +97,7 @@ def test_alias_bomb_is_refused_in_one_line_before_anything_else(tmp_path):
     assert len(path.read_bytes()) < 1200
     code = (
         "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-        "from procrl import cli; sys.exit(cli.main(['check', sys.argv[1]]))"
+        "from procrl.launch import cli; sys.exit(cli.main(['check', sys.argv[1]]))"
     )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]

@@ -74,7 +74,7 @@ def accelerate() -> list[str]:
 
 def procrl() -> list[str]:
     script = BIN / "procrl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "procrl.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "procrl"]
 
 
 def read_run_info(output_dir: str | Path) -> dict:
