@@ -3,6 +3,9 @@ each step's quantities against the question's numbers and the gold solution's va
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from procrl.core.config import ConfigError
@@ -11,6 +14,8 @@ from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges import JudgeItem, build_judge
 from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, judge_steps, read_reference
 from procrl.rewards.judges.settings import ReferenceSettings
+
+DATA = Path(__file__).parent / "data"
 
 # GSM8K test problems with their gold solutions (openai/gsm8k, MIT)
 JANET = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
@@ -461,3 +466,17 @@ def test_real_decomposition_then_a_wrong_operation_is_blamed_on_the_wrong_one():
     row, steps = _mr_gsm8k_row("b0ee94ed-8f2b-4adb-8265-d44570a944c2")
     assert int(row["model_output_solution_first_error_step"]) - 1 == 1
     assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == 1
+
+
+def test_the_tiny_reasoners_flaws_are_caught_at_their_step():
+    """Hand-labelled first wrong steps of the tiny reasoner's own greedy completions (30 of the
+    shipped model's, 20 after 60 steps of process GRPO on this judge): a misread operand, a wrong
+    result carried on, a wrong result written beside a right calculation, a right answer reached
+    through a wrong step. The reference judge names the labelled step of each."""
+    rows = [json.loads(line) for line in (DATA / "tiny_reasoner_first_errors.jsonl").read_text().splitlines()]
+    (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
+    batch = RewardBatch.from_texts([r["completion"] for r in rows], [r["question"] for r in rows],
+                                   [r["answer"] for r in rows])
+    details = RewardMix([spec]).score_all(batch)["first_error"].details
+    assert len(rows) == 50 and any(r["first_error_step"] == 2 for r in rows)
+    assert [d["index"] for d in details] == [r["first_error_step"] for r in rows]
