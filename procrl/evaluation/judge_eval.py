@@ -113,7 +113,8 @@ def format_report(report: dict[str, Any]) -> str:
 
 def cmd_eval_judge(args) -> int:
     from procrl.evaluation.score import _jsonable
-    from procrl.evaluation.validate import choose_output_dir, plot_validation, quiet_stdout, run_validation, write_outputs
+    from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
+    from procrl.evaluation.validate_plot import plot_validation
 
     directory = (choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite, command=EVAL_JUDGE)
                  if args.output_dir else None)

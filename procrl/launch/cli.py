@@ -267,9 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_evaluate_command(commands)
 
-    from procrl.evaluation.validate import add_validate_command  # light import: components load in the handler
+    from procrl.launch.commands import validate  # light import: components load in its run()
 
-    add_validate_command(commands)
+    validate_parser = commands.add_parser(validate.NAME, help=validate.HELP)
+    validate.add_arguments(validate_parser)
+    validate_parser.set_defaults(handler=validate.run)
 
     from procrl.evaluation.judge_eval import add_eval_judge_command  # light import: judges load in the handler
 
