@@ -10,7 +10,7 @@ The data's first-error label is moved onto procrl's steps by character offsets
 
 * AUROC sound vs flawed (ties count half) with a seeded stratified bootstrap 95% interval, and
   among right-answer solutions (sound vs right answer but flawed: the case process rewards exist
-  for) when each of the two has at least :data:`MIN_CLASS` scored solutions;
+  for) when each of the two has at least :data:`~procrl.evaluation.validate_report.MIN_CLASS` scored solutions;
 * per class (sound / right answer but flawed / wrong answer / flawed, answer unlabelled): mean,
   the no-opinion share (the component gave None or failed), the fallback share (rows whose total
   took the fallback policy instead: with ``group_mean`` and one row per group that is "left out
@@ -34,6 +34,13 @@ Writes ``report.json``, ``report.md``, ``rows.jsonl`` (per solution: class, labe
 verdicts) and ``validate.png`` (score distributions per class, ROC curves) to the output dir,
 all computed before anything is written; prints a short table. ``procrl eval-judge`` is this
 command restricted to one first-error judge (:mod:`procrl.evaluation.judge_eval`).
+
+Here: a run (:func:`run_validation`), its output folder and files. The jobs it calls, one a
+module: scoring (:mod:`~procrl.evaluation.validate_scoring`), peer files
+(:mod:`~procrl.evaluation.validate_peers`), report.json's numbers
+(:mod:`~procrl.evaluation.validate_report`, on :mod:`~procrl.evaluation.validate_metrics`),
+the table and report.md (:mod:`~procrl.evaluation.validate_text`), validate.png
+(:mod:`~procrl.evaluation.validate_plot`); the command line: :mod:`procrl.launch.commands.validate`.
 """
 
 from __future__ import annotations
@@ -127,7 +134,7 @@ def write_outputs(directory: Path, report: dict[str, Any], items: list[Scored], 
 # --- the command -------------------------------------------------------------------------------
 
 
-def select_specs(specs: list, names: list[str] | None, first_error_only: bool = False) -> list:
+def select_specs(specs: list, names: list[str] | None) -> list:
     """The recipe's components restricted to ``names`` (plus the ones their gates read)."""
     if not names:
         return list(specs)
