@@ -150,7 +150,7 @@ def reward_plan(recipe_path: str, receval: bool, extra: list[str]) -> dict[str, 
     ``receval_informativeness`` (replaced by the reference model); ``added``: the ReCEval
     components ``--receval`` adds. Refuses what it cannot run: PPO recipes, judge servers."""
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
 
     recipe = load_recipe(recipe_path, extra)
     if recipe.trainer.algorithm != "grpo":
@@ -277,7 +277,7 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
 
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
     from procrl.launch.run import build_trainer
 
     hf_logging.disable_progress_bar()

@@ -55,14 +55,14 @@ start = time.perf_counter(); nlp(text); print(time.perf_counter() - start)
 
 
 def build_mix():
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     return RewardMix(parse_rewards(COMPONENTS))
 
 
 def score_once(mix, text: str) -> tuple[float, dict[str, float], bool]:
     """Seconds to score one completion (a fresh batch: segmentation included), per component."""
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     batch = RewardBatch.from_texts([text], questions=["How many apples?"], golds=[GOLD])
     started = time.perf_counter()

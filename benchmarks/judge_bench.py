@@ -15,7 +15,7 @@ import math
 import multiprocessing
 import time
 
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
 

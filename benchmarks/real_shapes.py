@@ -38,7 +38,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Sequence
 
-from procrl.launch.plan import KNOWN_ARCHITECTURES
+from procrl.models.parameters import KNOWN_ARCHITECTURES
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -42,7 +42,7 @@ CORPORA = {
     "BIG-Bench-Mistake": ("WHGTyen+BIG-Bench-Mistake", ["multistep_arithmetic.jsonl"]),
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
-# (paths under procrl/; a baseline revision from before the layered layout (issue #22) cannot take them)
+# (paths under procrl/; a baseline revision without the layered layout (procrl/evaluation/) cannot take them)
 INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_scoring.py", "evaluation/validate_peers.py",
               "evaluation/validate_report.py", "evaluation/validate_metrics.py", "evaluation/validate_text.py",
               "evaluation/validate_plot.py", "evaluation/corpora.py")

@@ -1,5 +1,5 @@
-"""Build the labelled real corpora that docs/first-error.md "The reference judge" measures with ``procrl validate``
-(issue #21), from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is shipped.
+"""Build the labelled real corpora that docs/first-error.md "The reference judge" measures with ``procrl validate``,
+from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is shipped.
 
 * ``mr_gsm8k/*.json``: MR-GSM8K's grading files as they are (dvlab-research/MR-GSM8K,
   ``eval_results/gpt4-grading/``, MIT): ~590 distinct flawed real GSM8K solutions of several models

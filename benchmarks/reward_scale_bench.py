@@ -172,7 +172,7 @@ def typical(rows: list[dict], units: list[int], count: int) -> list[dict]:
 
 
 def make_batch(rows: list[dict]):
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     return RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
 
@@ -180,7 +180,7 @@ def make_batch(rows: list[dict]):
 def build_component(name: str, settings: dict, device: str):
     """The component exactly as a recipe's ``rewards:`` section builds it (registry, settings
     validation), bound to ``device``."""
-    from procrl.rewards.base import RewardMix, RuntimeContext
+    from procrl.rewards import RewardMix, RuntimeContext
 
     mix = RewardMix.from_recipe_rewards({name: settings})
     component = mix.components[name]

@@ -40,7 +40,7 @@ def write_rows(path: Path, count: int) -> None:
 def load_everything(recipe_path: str, source: str, output: str, batch_size: int) -> None:
     """The baseline: all rows in a list, all scored rows kept, the summary and the output at the end."""
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.evaluation.score import RunningSummary, score_batch
 
     rows = [json.loads(line) for line in Path(source).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -80,7 +80,7 @@ def main() -> None:
         load_everything(*args.baseline_worker, batch_size=args.batch_size)
         return
 
-    procrl = [sys.executable, "-m", "procrl.cli", "score", "--recipe", args.recipe, "--quiet", "--batch-size", str(args.batch_size)]
+    procrl = [sys.executable, "-m", "procrl", "score", "--recipe", args.recipe, "--quiet", "--batch-size", str(args.batch_size)]
     print(f"{'rows':>8}{'input MiB':>11}{'streaming MiB':>15}{'s':>8}{'load-everything MiB':>21}{'s':>8}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for count in args.rows:

@@ -2,17 +2,17 @@
 (max RSS), against ``python -c "import trl"`` / ``from trl import GRPOConfig`` and, with
 ``--baseline REV``, against the same commands of an older procrl commit in the same run.
 
-Each arm is a fresh interpreter (``python -m procrl.cli ...``), runs are interleaved, medians are
+Each arm is a fresh interpreter (``python -m procrl ...``), runs are interleaved, medians are
 reported; peak memory is the child's own ``ru_maxrss`` (``os.wait4``). The baseline is extracted
 with ``git archive REV`` into a temporary directory that goes first on ``PYTHONPATH`` (same venv,
 same dependencies, same recipe and input); every arm runs in a scratch directory, since
 ``python -m`` puts the working directory first on the path. Threads are pinned
 (``OMP_NUM_THREADS=1``).
 
-    python benchmarks/startup_bench.py [--runs 7] [--baseline b814b67]
+    python benchmarks/startup_bench.py [--runs 7] [--baseline REV]
 
-Prints each arm's median wall time and peak memory, and with a baseline the ratios
-baseline / now (the target for ``score``: at least 2x on both).
+Prints each arm's median wall time and peak memory, and with a baseline revision the ratios
+baseline / this checkout (the target for ``score``: at least 2x on both).
 """
 
 from __future__ import annotations
@@ -82,9 +82,9 @@ def main() -> None:
         def procrl_args(tag: str) -> dict[str, list[str]]:
             out = tmp_path / f"{tag}.jsonl"
             return {
-                f"score 1 row{tag}": [python, "-m", "procrl.cli", "score", "--recipe", str(RECIPE), "--input", str(row),
+                f"score 1 row{tag}": [python, "-m", "procrl", "score", "--recipe", str(RECIPE), "--input", str(row),
                                       "--output", str(out), "--quiet"],
-                f"check{tag}": [python, "-m", "procrl.cli", "check", str(RECIPE)],
+                f"check{tag}": [python, "-m", "procrl", "check", str(RECIPE)],
             }
 
         arms: dict[str, tuple[list[str], dict[str, str]]] = {}
@@ -114,9 +114,10 @@ def main() -> None:
     if args.baseline:
         print()
         for command in ("score 1 row", "check"):
-            now_wall, now_memory = medians[command]
-            old_wall, old_memory = medians[f"{command} @{args.baseline}"]
-            print(f"{command}: {args.baseline} / now = {old_wall / now_wall:.2f}x wall, {old_memory / now_memory:.2f}x peak memory")
+            wall, memory = medians[command]
+            base_wall, base_memory = medians[f"{command} @{args.baseline}"]
+            print(f"{command}: {args.baseline} / this checkout = {base_wall / wall:.2f}x wall, "
+                  f"{base_memory / memory:.2f}x peak memory")
 
 
 if __name__ == "__main__":

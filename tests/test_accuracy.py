@@ -9,7 +9,7 @@ import pytest
 from procrl.launch import cli
 from procrl.core.answers import extract_prediction, parse_gold, parse_number
 from procrl.rewards.accuracy import AccuracyReward
-from procrl.rewards.base import RewardBatch
+from procrl.rewards import RewardBatch
 from procrl.rewards.format import FormatReward, has_answer_line, partial_format_score
 
 # (completion, gold, expected score)

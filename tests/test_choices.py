@@ -17,7 +17,7 @@ from procrl.core.choices import (
 )
 from procrl.core.text import segment_batch
 from procrl.rewards.accuracy import AccuracyReward
-from procrl.rewards.base import RewardBatch
+from procrl.rewards import RewardBatch
 from procrl.rewards.format import FormatReward
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}

@@ -56,7 +56,7 @@ rewards:
 def test_score_rows_with_options_in_either_schema(tmp_path, server):
     from procrl.evaluation.score import score_file
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
 
     rows = [{"question": "Where would you put a book?", "completion": "You read in bed.\nThe answer is (B).",
              "choices": {"label": ["A", "B"], "text": ["ocean", "nightstand"]}, "answer": "B"},
@@ -80,7 +80,7 @@ def test_score_rows_with_options_in_either_schema(tmp_path, server):
 
 def test_score_refuses_a_number_judge_on_choice_rows(tmp_path):
     from procrl.evaluation.score import score_file
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     data = tmp_path / "in.jsonl"
     data.write_text(json.dumps({"completion": "x\nThe answer is (A).", "answer": "A", "answer_kind": "choice",
@@ -132,7 +132,10 @@ def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
     assert report["classes"] == {"sound": 4, "right_answer_flawed": 2, "wrong_answer": 4}
     agreement = report["components"]["accuracy"]["agreement"]
     assert (agreement["agree"], agreement["scored"]) == (10, 10)
-    for name in ("accuracy", "format", "trace", "first_error", "reward"):
+    # accuracy is 1 on the 6 right answers (4 sound, 2 flawed) and 0 on the 4 wrong ones: of the 4 x 6
+    # sound-flawed pairs, 16 are ordered and 8 tied, so AUROC = (16 + 8 / 2) / 24
+    assert report["components"]["accuracy"]["auroc"] == pytest.approx(20 / 24)
+    for name in ("format", "trace", "reward"):
         entry = report["components"].get(name, report["reward"])
         assert 0.0 <= entry["auroc"] <= 1.0, name
     assert report["components"]["first_error"]["auroc"] == 1.0  # the scripted judge finds every labelled flaw

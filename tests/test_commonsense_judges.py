@@ -9,7 +9,7 @@ import re
 import pytest
 
 from procrl.observe import stats as diag
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges.prompt import build_prompt
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
@@ -116,8 +116,9 @@ def test_the_hf_judge_builds_the_same_prompt():
     from procrl.models.loading import ensure_tiny_model
     from procrl.rewards.judges.hf import HFJudge
     from procrl.rewards.judges.protocol import JudgeItem
+    from procrl.rewards.judges.settings import HFSettings
 
-    judge = HFJudge(str(ensure_tiny_model()), reference=True, categories=True)
+    judge = HFJudge(HFSettings(model=str(ensure_tiny_model()), reference=True, categories=True))
     from transformers import AutoTokenizer
 
     judge._tokenizer = AutoTokenizer.from_pretrained(str(ensure_tiny_model()))

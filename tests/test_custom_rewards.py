@@ -15,7 +15,7 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from tests.launch_utils import REPO, accelerate, procrl, read_run_info, read_trainer_state, run_command
+from tests.helpers.launch import REPO, accelerate, procrl, read_run_info, read_trainer_state, run_command
 
 EXAMPLE = REPO / "examples" / "custom_reward"
 QUESTION = "Tom has 3 apples and buys 4 more. How many apples does he have?"

@@ -1,6 +1,6 @@
 """Learning test of dense process credit (fixed seed, CPU, about a minute per trainer).
 
-Task: a per-step reward, the share of digits in each step (tests.step_rewards.StepDigitShare),
+Task: a per-step reward, the share of digits in each step (tests.helpers.rewards.StepDigitShare),
 which the embedded tiny random-weight model can learn within a few dozen updates. Both
 process-supervised GRPO and PPO (token-level step rewards, both with the default min-form
 aggregation) must raise the mean reward of the last 5 logged rollouts clearly above that of the
@@ -16,7 +16,7 @@ import pytest
 from procrl.recipe import load_recipe
 
 REPO = Path(__file__).resolve().parent.parent
-TASK = "rewards={steps: {type: 'tests.step_rewards:StepDigitShare'}}"
+TASK = "rewards={steps: {type: 'tests.helpers.rewards:StepDigitShare'}}"
 COMMON = ["trainer.max_completion_length=8", "trainer.save_steps=1000", "trainer.beta=0.0",
           "trainer.num_generations=8", "trainer.per_device_train_batch_size=8", "trainer.seed=0", TASK]
 SETTINGS = {

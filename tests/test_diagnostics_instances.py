@@ -1,7 +1,7 @@
 """Two first-error components (two judges, or two penalties) are each described: the unsuffixed
 ``diagnostics/first_error/*`` and top-level process keys keep describing the first one (recipe
 order), and every one gets ``diagnostics/first_error/<name>/*``, its own completions column, W&B
-histograms and plot. Before, the second was dropped silently."""
+histograms and plot: the second is not dropped."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from procrl.observe import stats as diag
 from procrl.observe.callback import DiagnosticsCallback
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput
 
 
 class FlagsFirstStep(RewardComponent):

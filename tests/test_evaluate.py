@@ -17,7 +17,7 @@ from procrl.launch.cli import main as cli_main
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardOutput
+from procrl.rewards import RewardOutput
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
@@ -204,7 +204,12 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "n"):
         assert key in report
     assert report["n"] == 8 and report["generation"]["backend"] == "transformers"
-    assert 0.0 <= report["reasoning_aware_accuracy"] <= report["answer_accuracy"] <= 1.0
+    # by hand from the completions written: right answers, and right answers the judge found no error in
+    rows = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
+    right = [row["correct"] is not None and row["correct"] >= 1.0 for row in rows]
+    assert report["answer_accuracy"] == pytest.approx(sum(right) / 8)
+    assert report["reasoning_aware_accuracy"] == pytest.approx(sum(r and row["first_error"] == -1
+                                                                   for r, row in zip(right, rows)) / 8)
     assert report["inflation"] == pytest.approx(report["answer_accuracy"] - report["reasoning_aware_accuracy"])
     assert set(report["components"]) == {"accuracy", "format", "judge", "trace"}
     assert len(report["trace"]["trace"]["transition_counts"]) == 8
@@ -251,7 +256,7 @@ def test_local_training_file_is_not_evaluated_as_test(tmp_path):
 
 
 def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
-    from tests.wandb_records import read_records, run_file
+    from tests.helpers.wandb_records import read_records, run_file
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.delenv("WANDB_DIR", raising=False)
@@ -311,7 +316,7 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
         out = tmp_path / backend
         env = {**os.environ, "PYTHONPATH": f"{fakes}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(tmp_path / "engine.jsonl")}
         done = subprocess.run([
-            sys.executable, "-m", "procrl.cli", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
+            sys.executable, "-m", "procrl", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
             "--split", "test", "--limit", "6", "--output-dir", str(out), "--max-new-tokens", "12", "--backend", backend,
             "--set", "rewards.trace=false",
         ], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)

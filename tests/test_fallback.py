@@ -12,7 +12,7 @@ import torch
 
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.fallback import GROUP_MEAN, consecutive_groups, fill_group_mean, resolve_fallback
 
 REPO = Path(__file__).resolve().parent.parent
@@ -52,7 +52,7 @@ def test_fallback_setting_defaults_to_group_mean_and_is_validated():
 
 
 def test_a_failure_never_gets_the_best_penalty():
-    """The bug this guards: TRL's nansum turned a failed judge call into 0, the best penalty."""
+    """What this guards against: TRL's nansum turns a failed judge call into 0, the best penalty."""
     mix = RewardMix(parse_rewards({"judge": {"type": "tests.test_fallback:PenaltyWithFailures"}}))
     texts = ["a long completion here", "x", "short", "y"]
     outputs = mix.score_all(RewardBatch.from_texts(texts))
@@ -93,12 +93,12 @@ def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
 
 
 def test_ppo_rollout_resolves_failures_per_prompt_group(tmp_path):
-    from tests.test_ppo import build, generate_fixed, ppo_recipe
+    from tests.helpers.training import build_ppo, generate_fixed, ppo_recipe
 
     recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
                         "trainer.credit=outcome", "trainer.max_completion_length=32",
                         "rewards={judge: {type: 'tests.test_fallback:PenaltyWithFailures'}}")
-    trainer = build(recipe)
+    trainer = build_ppo(recipe)
     completions = ["a long completion here", "x", "short", "y"]
     trainer._generate_transformers = generate_fixed(trainer, completions)
     rows = [{"prompt": "P1", "question": "Q1", "answer": "#### 1"}] * 2 + [{"prompt": "P2", "question": "Q2", "answer": "#### 1"}] * 2

@@ -15,7 +15,7 @@ from procrl.rewards.quantities import NotArithmeticError, check_step, evaluate, 
 from procrl.launch.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.evaluation.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.first_error import (
     FirstErrorReward,
     build_prompt,
@@ -25,6 +25,7 @@ from procrl.rewards.first_error import (
 )
 from procrl.rewards.judges import FAILURE_KINDS, JudgeItem
 from procrl.rewards.judges.arithmetic import ArithmeticJudge
+from procrl.rewards.judges.settings import OpenAISettings, PRMSettings
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO.parent / "shared" / "data" / "gsm8k" / "train.jsonl"
@@ -334,7 +335,7 @@ def test_reference_shows_the_gold_final_answer_by_default():
     assert reference_text(gold, True) == reference_text(gold, "answer") == "72"
     assert reference_text(gold, "solution") == gold
     assert reference_text("72", "answer") == "72" and reference_text(None, "answer") is None
-    component = FirstErrorReward(FirstErrorReward.Settings(reference="answer"))
+    component = FirstErrorReward(OpenAISettings(model="judge", reference="answer"))
     assert component.make_item("q", ("a",), gold).gold == "72"
     prompt = build_prompt("q", ["a"], component.make_item("q", ("a",), gold).gold)
     assert "Correct final answer (for your reference): 72" in prompt and "<<" not in prompt
@@ -377,8 +378,8 @@ def test_settings_validation_and_needs_model():
         parse_rewards({"first_error": {"backend": "openai", "model": "m", "api_key_env": "sk-abc123-secret"}})
     with pytest.raises(ConfigError, match="threshold"):
         parse_rewards({"first_error": {"backend": "prm", "model": "m", "threshold": 1.5}})
-    assert FirstErrorReward(FirstErrorReward.Settings(backend="prm", model="Qwen/Qwen2.5-Math-PRM-7B")).needs_model() == "Qwen/Qwen2.5-Math-PRM-7B"
-    assert FirstErrorReward(FirstErrorReward.Settings(backend="openai", model="judge")).needs_model() is None
+    assert FirstErrorReward(PRMSettings(model="Qwen/Qwen2.5-Math-PRM-7B")).needs_model() == "Qwen/Qwen2.5-Math-PRM-7B"
+    assert FirstErrorReward(OpenAISettings(model="judge")).needs_model() is None
     assert FirstErrorReward().needs_model() is None
 
 

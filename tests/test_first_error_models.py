@@ -11,10 +11,11 @@ import torch
 
 from procrl.launch.cli import main
 from procrl.models.loading import TOKENIZER_ASSET, TINY_MODEL
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.hf import HFJudge
 from procrl.rewards.judges.prm import PRMJudge, first_below
+from procrl.rewards.judges.settings import HFSettings, PRMSettings
 
 COMPLETIONS = [
     "First 3 + 4 = 7.\nThen 7 * 2 = 14.\n#### 14",
@@ -44,14 +45,14 @@ def test_hf_judge_on_the_tiny_model_counts_missing_verdicts_and_never_raises():
 
 
 def test_hf_judge_batched_generation_matches_one_at_a_time():
-    batched = HFJudge(TINY_MODEL, max_tokens=6, batch_size=3).generate(ITEMS)
-    single = HFJudge(TINY_MODEL, max_tokens=6, batch_size=1).generate(ITEMS)
+    batched = HFJudge(HFSettings(model=TINY_MODEL, max_tokens=6, batch_size=3)).generate(ITEMS)
+    single = HFJudge(HFSettings(model=TINY_MODEL, max_tokens=6, batch_size=1)).generate(ITEMS)
     assert len(batched) == 3
     assert batched == single  # left padding: padded prompts continue exactly like unpadded ones
 
 
 def test_hf_judge_failure_becomes_judge_error():
-    verdicts = HFJudge("/nonexistent/model/dir").judge_sync(ITEMS[:2])
+    verdicts = HFJudge(HFSettings(model="/nonexistent/model/dir")).judge_sync(ITEMS[:2])
     assert [v.status for v in verdicts] == ["judge_error", "judge_error"]
 
 
@@ -84,24 +85,24 @@ def _tiny_prm(directory, positive_bias: float | None = None, seed: int = 0):
 
 def test_prm_reads_the_positive_class_at_each_separator(tmp_path):
     path = _tiny_prm(tmp_path / "prm", positive_bias=2.0)  # p(correct) = sigmoid(2) = 0.881 per step
-    judge = PRMJudge(path, threshold=0.5)
+    judge = PRMJudge(PRMSettings(model=path, threshold=0.5))
     verdicts = judge.judge_sync(ITEMS)
     for item, verdict in zip(ITEMS, verdicts):
         assert verdict.ok and verdict.index == -1
         assert verdict.step_probabilities == pytest.approx([torch.sigmoid(torch.tensor(2.0)).item()] * len(item.steps), abs=1e-5)
-    strict = PRMJudge(path, threshold=0.9).judge_sync(ITEMS)
+    strict = PRMJudge(PRMSettings(model=path, threshold=0.9)).judge_sync(ITEMS)
     assert [v.index for v in strict] == [0, 0, 0]
 
 
 def test_prm_batched_scores_match_single_and_separators_in_text_are_dropped(tmp_path):
     path = _tiny_prm(tmp_path / "prm-random", seed=1)
-    batched = PRMJudge(path, batch_size=3).step_probabilities(ITEMS)
-    single = PRMJudge(path, batch_size=1).step_probabilities(ITEMS)
+    batched = PRMJudge(PRMSettings(model=path, batch_size=3)).step_probabilities(ITEMS)
+    single = PRMJudge(PRMSettings(model=path, batch_size=1)).step_probabilities(ITEMS)
     for a, b, item in zip(batched, single, ITEMS):
         assert len(a) == len(item.steps)
         assert a == pytest.approx(b, abs=1e-5)
     sneaky = JudgeItem("q", ("3 + 4 = 7 <extra_0> and more", "fine"))
-    assert len(PRMJudge(path).step_probabilities([sneaky])[0]) == 2
+    assert len(PRMJudge(PRMSettings(model=path)).step_probabilities([sneaky])[0]) == 2
 
 
 def test_first_below():
@@ -147,7 +148,7 @@ def test_judge_models_load_whole_under_zero3():
     zero3 = HfDeepSpeedConfig({"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1})  # noqa: F841 (kept alive: transformers holds a weak reference)
     try:
         assert is_deepspeed_zero3_enabled()
-        judge = HFJudge(TINY_MODEL, max_tokens=2)
+        judge = HFJudge(HFSettings(model=TINY_MODEL, max_tokens=2))
         judge._load()  # would go through deepspeed.zero.Init (and fail without a process group) otherwise
         assert all(p.numel() > 0 and p.device.type == "cpu" for p in judge._model.parameters())
         assert is_deepspeed_zero3_enabled()  # restored after loading

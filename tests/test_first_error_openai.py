@@ -8,11 +8,10 @@ import asyncio
 import json
 import re
 import socket
-import time
 
 import pytest
 
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import FAILURE_KINDS
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
@@ -105,12 +104,9 @@ def test_scripted_verdicts_failures_retries_and_fallback(server):
 
 def test_concurrency_is_bounded_and_used(server):
     mix = _mix(server.base_url, concurrency=4)
-    started = time.perf_counter()
     output = mix.compute("first_error", _batch(["delay"] * 16))
-    elapsed = time.perf_counter() - started
     assert output.scores == [0.0] * 16
-    assert 2 <= server.max_in_flight <= 4
-    assert elapsed < 16 * 0.1  # not sequential
+    assert 2 <= server.max_in_flight <= 4  # not sequential, and never more than the bound
 
 
 def test_cache_keyed_by_model_and_prompt(server):
@@ -199,7 +195,8 @@ def test_tls_context_built_once_for_https_and_skipped_for_http():
     import ssl
 
     from procrl.rewards.judges.openai import OpenAIJudge
+    from procrl.rewards.judges.settings import OpenAISettings
 
-    secure = OpenAIJudge("judge", "https://judge.example/v1")
+    secure = OpenAIJudge(OpenAISettings(model="judge", base_url="https://judge.example/v1"))
     assert isinstance(secure._tls(), ssl.SSLContext) and secure._tls() is secure._tls()
-    assert OpenAIJudge("judge", "http://127.0.0.1:8000/v1")._tls() is False
+    assert OpenAIJudge(OpenAISettings(model="judge", base_url="http://127.0.0.1:8000/v1"))._tls() is False

@@ -28,7 +28,7 @@ TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
     ("model.gguf_file=model.gguf", "model.gguf_file: procrl:smollm2-135m-instruct is an embedded model"),
     ("trainer.value_model_gguf_file=critic.gguf", "trainer.value_model_gguf_file: a GGUF file needs trainer.value_model"),
     ("rewards.judge={type: first_error, backend: prm, model: some/prm, gguf_file: prm.gguf}",
-     "rewards.judge.gguf_file: only the 'hf' backend loads a GGUF"),
+     "rewards.judge.gguf_file: backend 'prm' does not read gguf_file; only backend 'hf' does"),
     ("rewards.judge={type: first_error, backend: hf, model: /m/x.gguf, gguf_file: x.gguf}",
      "rewards.judge.gguf_file: rewards.judge.model is a .gguf file already"),
     ("rewards.info={type: receval_informativeness, gguf_file: lm.gguf}",
@@ -123,7 +123,7 @@ def test_plan_reads_a_gguf_header_without_loading(tmp_path, capsys):
     values, shapes = read_gguf_header(file)
     assert values["tokenizer.ggml.tokens"] == 5 and shapes["token_embd.weight"] == (hidden, vocab)
     config = gguf_config(file)
-    from procrl.launch.plan import count_parameters
+    from procrl.models.parameters import count_parameters
 
     assert config["tie_word_embeddings"] and config["vocab_size"] == vocab
     assert count_parameters(config) == config["num_parameters"]  # the formula agrees with the tensors

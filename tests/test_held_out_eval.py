@@ -18,9 +18,9 @@ from procrl.launch import cli
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardBatch, RewardMix
+from procrl.rewards import RewardBatch, RewardMix
 from procrl.trainers.held_out import OutcomeCollector, held_out_metrics
-from tests.test_process_grpo import STEP_REWARD
+from tests.helpers.training import STEP_REWARD
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
@@ -107,11 +107,11 @@ COMMON = ["--set", "trainer.max_steps=2", "--set", "trainer.eval_steps=2", "--se
 
 
 def test_grpo_logs_held_out_accuracy_to_trainer_state_and_wandb(tmp_path):
-    from tests.wandb_records import read_records
+    from tests.helpers.wandb_records import read_records
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO),
            "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "procrl.cli", "train", str(TINY), "--output-dir", str(tmp_path / "run"),
+    command = [sys.executable, "-m", "procrl", "train", str(TINY), "--output-dir", str(tmp_path / "run"),
                "--set", "trainer.report_to=wandb", *COMMON]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -11,7 +11,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from tests.launch_utils import REPO, TINY_RECIPE, launch_env, write_recipe
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, write_recipe
 
 import procrl_recipe_hook
 from procrl.core.config import ConfigError
@@ -308,7 +308,8 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
         assert args.training_script_args == [
             "recipes/gsm8k_trace.yaml", "--set", "trainer.vllm_mode=server",
             "--set", "trainer.vllm_server_base_url=http://n3:8000",
-            "--set", "rewards.first_error.base_url=http://n4:8000/v1", "--set", "trainer.max_steps=3",
+            "--set", "rewards.first_error.backend=openai", "--set", "rewards.first_error.base_url=http://n4:8000/v1",
+            "--set", "trainer.max_steps=3",
         ]
     too_few = subprocess.run(["bash", str(script), "recipes/gsm8k_trace.yaml"], capture_output=True, text=True,
                              env={**env, "PROCRL_NODES": "n1 n2"}, cwd=REPO, timeout=60)

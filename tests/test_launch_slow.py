@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_utils import (
+from tests.helpers.launch import (
     REPO,
     TINY_RECIPE,
     accelerate,

@@ -8,10 +8,10 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "procrl"
 LAYERS = ["core", "data", "models", "rewards", "recipe", "observe", "trainers", "evaluation", "launch"]
 LAYER_OF_MODULE = {"procrl": 0, "procrl.testing": 0, "procrl.testing.openai_server": 0}  # test double: imports no procrl
-# Thin re-exports at public paths (``python -m procrl.cli``, custom rewards' ``procrl.config.field``):
-# they may import any layer, and nothing in procrl imports them. (procrl.rewards.base, the custom
-# rewards' import path, re-exports its own layer only: an ordinary rewards module here.)
-SHIMS = {"procrl.cli", "procrl.run", "procrl.trl_schema", "procrl.config", "procrl.data.integrity"}
+# Thin entry points at public paths (``python -m procrl``, ``python -m procrl.run``): they may import
+# any layer, and nothing in procrl imports them. (procrl.rewards, the custom rewards' import, re-exports
+# its own layer and core only: an ordinary rewards module here.)
+SHIMS = {"procrl.__main__", "procrl.run"}
 
 
 def _modules() -> dict[str, Path]:

@@ -10,15 +10,11 @@ from dataclasses import dataclass
 import pytest
 
 from procrl.core.config import field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.registry import REWARDS
 
 
 # --- components used as recipe types in these tests (importable as tests.test_mix:...) ---
-
-def count_words(prompts, completions, answer=None, bonus=0.0, **kwargs):
-    """A plain TRL-contract reward function; `bonus` arrives from the recipe settings."""
-    return [len(c.split()) + bonus for c in completions]
 
 
 class Exploding(RewardComponent):
@@ -36,16 +32,26 @@ class WrongLength(RewardComponent):
         return RewardOutput(scores=[1.0])
 
 
-class SlowAsync(RewardComponent):
+class Rendezvous(RewardComponent):
+    """Returns once ``peers`` calls have started, and raises TimeoutError after ``wait_s`` seconds
+    without them: calls run one after another never meet, so the mix gives them no 0.5."""
+
     is_async = True
+    started = 0
 
     @dataclass
     class Settings:
-        delay: float = field(0.2, help="Seconds to sleep.")
+        peers: int = field(2, help="Calls that must have started before any returns.")
+        wait_s: float = field(30.0, help="Seconds a call waits for the others.")
 
     async def ascore(self, batch):
-        await asyncio.sleep(self.settings.delay)
+        Rendezvous.started += 1
+        await asyncio.wait_for(self._peers_started(), self.settings.wait_s)
         return RewardOutput(scores=[0.5] * len(batch))
+
+    async def _peers_started(self):
+        while Rendezvous.started < self.settings.peers:
+            await asyncio.sleep(0.005)
 
 
 class Counting(RewardComponent):
@@ -98,7 +104,7 @@ def test_gate_closes_on_wrong_answers():
 
 
 def test_custom_function_type_with_settings():
-    mix = mix_of({"words": {"type": "tests.test_mix:count_words", "bonus": 0.5, "weight": 2.0}})
+    mix = mix_of({"words": {"type": "tests.helpers.rewards:count_words", "bonus": 0.5, "weight": 2.0}})
     results, _ = trl_call(mix, ["one two three", ""], ["1", "1"])
     assert results["words"] == [3.5, 0.5]
 
@@ -106,8 +112,8 @@ def test_custom_function_type_with_settings():
 def test_custom_component_class_type_validates_settings():
     from procrl.core.config import ConfigError
 
-    with pytest.raises(ConfigError, match=r"rewards.slow.delya: unknown key \(did you mean 'delay'\?\)"):
-        parse_rewards({"slow": {"type": "tests.test_mix:SlowAsync", "delya": 1}})
+    with pytest.raises(ConfigError, match=r"rewards.meet.peer: unknown key \(did you mean 'peers'\?\)"):
+        parse_rewards({"meet": {"type": "tests.test_mix:Rendezvous", "peer": 2}})
 
 
 def test_failures_get_fallback_and_are_counted():
@@ -125,9 +131,9 @@ def test_failures_get_fallback_and_are_counted():
     assert metrics["rewards/short/failures/wrong_length"] == 4
 
 
-def test_async_components_run_concurrently():
-    mix = mix_of({"a": {"type": "tests.test_mix:SlowAsync", "delay": 0.3},
-                  "b": {"type": "tests.test_mix:SlowAsync", "delay": 0.3}})
+def test_async_components_run_concurrently(monkeypatch):
+    monkeypatch.setattr(Rendezvous, "started", 0)
+    mix = mix_of({"a": {"type": "tests.test_mix:Rendezvous"}, "b": {"type": "tests.test_mix:Rendezvous"}})
     functions = mix.reward_functions()
     assert all(asyncio.iscoroutinefunction(f) for f in functions)
     completions = ["x", "y"]
@@ -136,12 +142,9 @@ def test_async_components_run_concurrently():
         kwargs = dict(answer=["1", "1"], log_metric=None)
         return await asyncio.gather(*(f(["p", "p"], completions, None, **kwargs) for f in functions))
 
-    import time
-
-    started = time.perf_counter()
+    # each call returns only once both have started: run one after another, the first would time out
     assert asyncio.run(both()) == [[0.5, 0.5], [0.5, 0.5]]
-    elapsed = time.perf_counter() - started
-    assert elapsed < 0.55  # two 0.3 s sleeps overlapped (sequential would be >= 0.6 s)
+    assert Rendezvous.started == 2
 
 
 def test_outputs_are_cached_per_batch_and_step_scores_kept():

@@ -21,7 +21,7 @@ from procrl.observe import stats as diag
 from procrl.core.config import field
 from procrl.observe.hacking import process_totals
 from procrl.rewards.accuracy import extract_prediction, parse_gold
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.registry import REWARDS, component_info
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,36 +12,9 @@ import pytest
 import torch
 from transformers import AutoModelForTokenClassification, AutoTokenizer, TrainerCallback
 
-from procrl.recipe import load_recipe
-from tests.test_process_grpo import STEP_REWARD, _run_cli, launcher, zero2_config
+from tests.helpers.training import build_ppo, generate_fixed, launcher, ppo_recipe, run_train, zero2_config
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def ppo_recipe(output_dir, *extra):
-    return load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
-        "trainer.algorithm=ppo", "trainer.credit=process", "trainer.max_completion_length=12", "trainer.beta=0.05",
-        "trainer.num_iterations=2", "trainer.save_steps=2", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
-        *extra,
-    ], output_dir=str(output_dir))
-
-
-def build(recipe, callbacks=()):
-    """What procrl.launch.run.train builds, with extra callbacks (to observe the resumed model)."""
-    from transformers import set_seed
-
-    from procrl.data import build_prompt_dataset
-    from procrl.models.loading import load_tokenizer
-    from procrl.rewards.base import RewardMix
-    from procrl.launch.run import build_training_args
-    from procrl.trainers.ppo import build_ppo_trainer
-
-    mix = RewardMix(recipe.rewards)
-    args = build_training_args(recipe, mix.weights)
-    set_seed(args.seed)
-    tokenizer = load_tokenizer(recipe.model)
-    dataset = build_prompt_dataset(recipe.data, tokenizer)
-    return build_ppo_trainer(recipe, mix, args, tokenizer, dataset, callbacks=list(callbacks))
 
 
 def fixed_batch(tokenizer):
@@ -70,7 +43,7 @@ class ValueProbe(TrainerCallback):
 
 def test_ppo_trains_logs_and_checkpoints_policy_and_value(tmp_path):
     output = tmp_path / "run"
-    trainer = build(ppo_recipe(output, "trainer.max_steps=4"))
+    trainer = build_ppo(ppo_recipe(output, "trainer.max_steps=4"))
     trainer.train()
     trainer.save_model(str(output))
     history = trainer.state.log_history
@@ -98,7 +71,7 @@ def test_ppo_trains_logs_and_checkpoints_policy_and_value(tmp_path):
 @pytest.mark.slow
 def test_ppo_resume_restores_the_value_model(tmp_path):
     output = tmp_path / "run"
-    first = build(ppo_recipe(output, "trainer.max_steps=2"))
+    first = build_ppo(ppo_recipe(output, "trainer.max_steps=2"))
     first.train()
     checkpoint = output / "checkpoint-2"
     assert checkpoint.is_dir()
@@ -110,7 +83,7 @@ def test_ppo_resume_restores_the_value_model(tmp_path):
     del first
 
     probe = ValueProbe(batch)
-    resumed = build(ppo_recipe(output, "trainer.max_steps=4"), callbacks=[probe])
+    resumed = build_ppo(ppo_recipe(output, "trainer.max_steps=4"), callbacks=[probe])
     fresh = value_predictions(resumed.accelerator.unwrap_model(resumed.model).value, batch)
     assert not torch.allclose(fresh, saved, atol=1e-4)  # a new trainer starts from other weights
     resumed.train(resume_from_checkpoint=str(checkpoint))
@@ -124,7 +97,7 @@ def test_ppo_refuses_bad_group_sizes(tmp_path):
     from procrl.core.config import ConfigError
 
     with pytest.raises(ConfigError, match="num_generations"):
-        build(ppo_recipe(tmp_path, "trainer.num_generations=3"))
+        build_ppo(ppo_recipe(tmp_path, "trainer.num_generations=3"))
 
 
 CLI_OVERRIDES = [
@@ -138,7 +111,7 @@ CLI_OVERRIDES = [
 def test_cli_ppo_one_process(tmp_path):
     """The CPU recipe under PPO with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
                         "--set", "trainer.process_aggregation=min"])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h for h in history)
@@ -165,7 +138,7 @@ def test_cli_ppo_two_processes(tmp_path, mode):
         extra = ["--config_file", str(zero2_config(tmp_path))]
     else:  # policy, value model and reference sharded; generation gathers the weights
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
+    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
                         "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
                         "--set", f"trainer.value_head_on_policy={str(head_on_policy).lower()}"],
              launcher=launcher(extra), timeout=900)
@@ -186,7 +159,7 @@ def test_cli_ppo_two_processes(tmp_path, mode):
 
 def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
     output = tmp_path / "lora"
-    trainer = build(ppo_recipe(output, "trainer.max_steps=2", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"))
+    trainer = build_ppo(ppo_recipe(output, "trainer.max_steps=2", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"))
     trainer.train()
     trainer.save_model(str(output))
     assert trainer.ref_model is None  # the reference is the policy with its adapters disabled
@@ -225,8 +198,8 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
     recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.outcome_weight=0.0", "trainer.lam=1.0",
                         "trainer.whiten_advantages=false", "trainer.max_completion_length=24",
                         "trainer.process_aggregation=sum",  # the raw step rewards, to check where they land
-                        "rewards={steps: {type: 'tests.step_rewards:StepDigitShare'}}")
-    trainer = build(recipe)
+                        "rewards={steps: {type: 'tests.helpers.rewards:StepDigitShare'}}")
+    trainer = build_ppo(recipe)
     rows = [trainer.train_dataset[i] for i in range(4)]
     rollout = trainer._rollout(rows)
     tokenizer = trainer.processing_class
@@ -250,25 +223,6 @@ FIXED_COMPLETIONS = [
 ]
 
 
-def generate_fixed(trainer, texts):
-    """Stands in for the policy's sampling only (what is under test is what the rollout does with
-    the completions): the prompts as the trainer tokenizes them, ``texts`` + EOS as completions."""
-    tokenizer = trainer.processing_class
-
-    def generate(prompt_texts):
-        prompts = tokenizer(prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
-        ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
-        width = max(map(len, ids))
-        completion_ids = torch.full((len(ids), width), tokenizer.pad_token_id)
-        completion_mask = torch.zeros_like(completion_ids)
-        for row, sequence in enumerate(ids):
-            completion_ids[row, : len(sequence)] = torch.tensor(sequence)
-            completion_mask[row, : len(sequence)] = 1
-        return prompts["input_ids"], prompts["attention_mask"], completion_ids, completion_mask, None
-
-    return generate
-
-
 @pytest.mark.parametrize("aggregation", ["min", "sum"])
 def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, aggregation):
     """No component counts twice, none is lost. `steps` (1.0 per step starting with "Ava") and
@@ -283,8 +237,8 @@ def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, ag
     recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
                         "trainer.max_completion_length=32", f"trainer.process_aggregation={aggregation}",
                         "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, first_error: {weight: 0.5}, "
-                        "steps: {type: 'tests.step_rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}")
-    trainer = build(recipe)
+                        "steps: {type: 'tests.helpers.rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}")
+    trainer = build_ppo(recipe)
     trainer._generate_transformers = generate_fixed(trainer, FIXED_COMPLETIONS)
     rows = [{"prompt": "How many apples?", "question": "How many apples?", "answer": "#### 17"} for _ in range(4)]
     rollout = trainer._rollout(rows)
@@ -320,7 +274,7 @@ def test_ppo_value_head_on_policy_under_lora_shares_the_trunk_and_resumes(tmp_pa
 
     lora = "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"
     output = tmp_path / "run"
-    first = build(ppo_recipe(output, "trainer.max_steps=2", "trainer.value_head_on_policy=true", lora))
+    first = build_ppo(ppo_recipe(output, "trainer.max_steps=2", "trainer.value_head_on_policy=true", lora))
     unwrapped = first.accelerator.unwrap_model(first.model)
     assert isinstance(unwrapped.value, torch.nn.Linear) and first.ref_model is None  # one model in memory
     first.train()
@@ -336,7 +290,7 @@ def test_ppo_value_head_on_policy_under_lora_shares_the_trunk_and_resumes(tmp_pa
     del first
 
     probe = HeadProbe()
-    resumed = build(ppo_recipe(output, "trainer.max_steps=4", "trainer.value_head_on_policy=true", lora), callbacks=[probe])
+    resumed = build_ppo(ppo_recipe(output, "trainer.max_steps=4", "trainer.value_head_on_policy=true", lora), callbacks=[probe])
     assert resumed.accelerator.unwrap_model(resumed.model).value.weight.abs().sum() == 0  # fresh head: V = 0
     resumed.train(resume_from_checkpoint=str(output / "checkpoint-2"))
     assert probe.start_step == 2 and torch.equal(probe.at_start, saved["weight"])
@@ -378,7 +332,7 @@ def test_sampler_importance_weights_hand_computed():
 def test_sampler_weights_scale_the_policy_loss(tmp_path):
     """The rollout's vLLM correction multiplies the per-token policy loss: zero weights give a
     zero policy loss, unit weights the uncorrected one (the second PPO epoch reuses the rollout)."""
-    trainer = build(ppo_recipe(tmp_path, "trainer.num_iterations=2", "trainer.max_completion_length=8"))
+    trainer = build_ppo(ppo_recipe(tmp_path, "trainer.num_iterations=2", "trainer.max_completion_length=8"))
     trainer.current_gradient_accumulation_steps = 1  # set by the training loop, which is not run here
     rows = [trainer.train_dataset[i] for i in range(4)]
     rollout = trainer._rollout(rows)
@@ -420,10 +374,10 @@ def test_cli_ppo_resume_under_zero3_restores_the_value_model(tmp_path, value_hea
             "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
             "--set", "trainer.save_steps=2", "--set", f"trainer.value_head_on_policy={str(value_head_on_policy).lower()}"]
     zero3 = launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")])
-    _run_cli(tmp_path, args, launcher=zero3)
+    run_train(tmp_path, args, launcher=zero3)
     first = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert [h["val/mean"] for h in first if "val/mean" in h][0] == 0.0  # a fresh value model: V = 0
-    _run_cli(tmp_path, [*args, "--set", "trainer.max_steps=4", "--resume"], launcher=zero3)
+    run_train(tmp_path, [*args, "--set", "trainer.max_steps=4", "--resume"], launcher=zero3)
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     updates = [h for h in history if "loss/policy" in h]
     assert [h["step"] for h in updates] == [1, 2, 3, 4]
@@ -434,7 +388,7 @@ def test_ppo_with_lora_all_linear_keeps_the_value_head_whole(tmp_path):
     """LoRA's default target_modules, 'all-linear', must not adapt the value model's 1-output
     head: PEFT trains it whole (modules_to_save) and refused the LoRA-wrapped one."""
     output = tmp_path / "lora"
-    trainer = build(ppo_recipe(output, "trainer.max_steps=1", "model.lora={r: 4, lora_alpha: 8}"))
+    trainer = build_ppo(ppo_recipe(output, "trainer.max_steps=1", "model.lora={r: 4, lora_alpha: 8}"))
     trainer.train()
     trainer.save_model(str(output))
     from safetensors.torch import load_file

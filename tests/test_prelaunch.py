@@ -18,7 +18,7 @@ import pytest
 from procrl.launch import cli
 from procrl.launch.prelaunch import Hub, PrelaunchError, check_before_launch, prelaunch_problems
 from procrl.recipe import load_recipe
-from tests.launch_utils import REPO, TINY_RECIPE, accelerate, procrl, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, accelerate, procrl, run_command
 
 TRACE_RECIPE = REPO / "recipes" / "gsm8k_trace.yaml"
 

@@ -5,24 +5,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from procrl.models.loading import TOKENIZER_ASSET, resolve_model_path
+from procrl.models.loading import TOKENIZER_ASSET, model_source
 from procrl.recipe import TRL_CHOICES, load_recipe
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.trainers.credit import process_advantages
 from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages
 from procrl.trainers.step_credit import local_step_credit
+from tests.helpers.training import STEP_REWARD, launcher, run_train, zero2_config
 
 REPO = Path(__file__).resolve().parent.parent
-STEP_REWARD = "tests.step_rewards:StepStartsWith"
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +101,7 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
     extra = ["trainer.importance_sampling_level=sequence"] if loss_type == "luspo" else []  # as TRL asks
     # the digit-share steps differ within a group from the first step on: non-zero token advantages
     recipe = _tiny_process_recipe(tmp_path, f"trainer.loss_type={loss_type}", "trainer.outcome_weight=0.0", *extra,
-                                  step_reward="tests.step_rewards:StepDigitShare")
+                                  step_reward="tests.helpers.rewards:StepDigitShare")
     trainer = train(recipe)
     assert isinstance(trainer, ProcessGRPOTrainer)
     assert seen and all(adv == ids for adv, ids, _, _ in seen)  # (B, T) advantages reached the loss
@@ -117,18 +114,9 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
     assert len(steps) == 2
     assert all(h["process/steps_per_completion"] >= 1 for h in steps)
     assert all(math.isfinite(h["loss"]) for h in steps)
-    initial = AutoModelForCausalLM.from_pretrained(resolve_model_path("procrl:tiny-qwen2"))
+    initial = AutoModelForCausalLM.from_pretrained(model_source("procrl:tiny-qwen2").path)
     trained = trainer.accelerator.unwrap_model(trainer.model).state_dict()
     assert any(not torch.equal(p, trained[name]) for name, p in initial.state_dict().items()), "no weight changed"
-
-
-def _run_cli(tmp_path, args, launcher=None, timeout=900, env_extra: dict | None = None):
-    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "1", **(env_extra or {})}
-    command = (launcher or [sys.executable, "-m", "procrl.cli", "train"]) + args
-    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
-    assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
-    return result
 
 
 CLI_OVERRIDES = [
@@ -141,7 +129,7 @@ CLI_OVERRIDES = [
 def test_cli_process_credit_one_process(tmp_path):
     """The CPU recipe with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    result = _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+    result = run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
                                  "--set", "trainer.process_aggregation=min", *CLI_OVERRIDES])
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     logged = [h for h in history if "process/advantage_abs_mean" in h]
@@ -168,25 +156,6 @@ def test_single_step_warning_once(caplog):
     assert len(messages) == 1 and "75%" in messages[0]
 
 
-def zero2_config(tmp_path) -> Path:
-    shipped = REPO / "launch" / "accelerate" / "zero2.yaml"
-    if shipped.is_file():
-        return shipped
-    path = tmp_path / "zero2.yaml"
-    path.write_text(
-        "compute_environment: LOCAL_MACHINE\ndistributed_type: DEEPSPEED\n"
-        "deepspeed_config:\n  zero_stage: 2\n  offload_optimizer_device: none\n  offload_param_device: none\n"
-        "  gradient_accumulation_steps: 1\n  zero3_init_flag: false\nmixed_precision: 'no'\nnum_machines: 1\n"
-        "num_processes: 2\nmachine_rank: 0\nrdzv_backend: static\nsame_network: true\nuse_cpu: false\n"
-    )
-    return path
-
-
-def launcher(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", *extra, "--num_processes", "2",
-            "--main_process_port", str(29500 + os.getpid() % 1000), "-m", "procrl.run"]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["ddp", "zero2", "zero3"])
 def test_cli_process_credit_two_processes(tmp_path, mode):
@@ -198,7 +167,7 @@ def test_cli_process_credit_two_processes(tmp_path, mode):
     else:
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     # 2 prompts x 4 generations over 2 ranks of 4: groups are split across ranks
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
+    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
                         "--set", "trainer.per_device_train_batch_size=2", *CLI_OVERRIDES],
              launcher=launcher(extra), timeout=900)
     info = json.loads((out / "run_info.json").read_text())

@@ -1,8 +1,8 @@
 """The one prompt renderer (procrl/data/prompts.py) and the one HF generation routine
-(procrl/models/generation.py) reproduce what each caller did before they were shared: the
-``old_*`` functions below are the callers' former code, verbatim (PPO's ``_prompt_texts`` and
+(procrl/models/generation.py) give what each caller's job gives written out directly: the
+``direct_*`` functions below do each caller's job on its own (PPO's ``_prompt_texts`` and
 ``_generate_transformers``, evaluate's ``_prompt_texts`` and transformers loop, the reasoner
-build's ``_prompt_text``), run side by side with the callers as they are now."""
+build's ``_prompt_text``), run side by side with the callers."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ DATA_SECTIONS = [
 ]
 
 
-# --- the callers' former code, verbatim --------------------------------------------------------
+# --- each caller's job, written out directly ----------------------------------------------------
 
 
-def old_ppo_prompt_texts(processing_class, rows):
+def direct_ppo_prompt_texts(processing_class, rows):
     texts = []
     for row in rows:
         prompt = row["prompt"]
@@ -42,7 +42,7 @@ def old_ppo_prompt_texts(processing_class, rows):
     return texts
 
 
-def old_evaluate_prompt_texts(recipe, questions, tokenizer):
+def direct_evaluate_prompt_texts(recipe, questions, tokenizer):
     chat = uses_chat_template(recipe.data, tokenizer)
     texts = []
     for question in questions:
@@ -51,12 +51,12 @@ def old_evaluate_prompt_texts(recipe, questions, tokenizer):
     return texts
 
 
-def old_reasoner_prompt_text(tokenizer, question):
+def direct_reasoner_prompt_text(tokenizer, question):
     messages = format_prompt(DataSection(dataset="synthetic"), question, chat=True)
     return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
-def old_evaluate_generate(model, prompts, tokenizer, max_new_tokens, batch_size, options, device="cpu"):
+def direct_evaluate_generate(model, prompts, tokenizer, max_new_tokens, batch_size, options, device="cpu"):
     tokenizer.padding_side = "left"
     completions = []
     for start in range(0, len(prompts), batch_size):
@@ -71,7 +71,7 @@ def old_evaluate_generate(model, prompts, tokenizer, max_new_tokens, batch_size,
 
 
 @torch.no_grad()
-def old_ppo_generate(policy, tokenizer, settings, generation_kwargs, prompt_texts):
+def direct_ppo_generate(policy, tokenizer, settings, generation_kwargs, prompt_texts):
     encoded = tokenizer(prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
     prompt_ids, prompt_mask = encoded["input_ids"], encoded["attention_mask"]
     eos_id = tokenizer.eos_token_id
@@ -144,7 +144,7 @@ def noisy_model_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("which", list(TOKENIZERS))
 @pytest.mark.parametrize("data", DATA_SECTIONS, ids=lambda d: f"{d.chat_template}-{bool(d.system_prompt)}-{d.prompt_template[:2]}")
-def test_every_caller_renders_its_old_prompts(which, data):
+def test_every_caller_renders_the_direct_prompts(which, data):
     from procrl.evaluation import evaluate
     from procrl.trainers.ppo import PPOTrainer
 
@@ -154,15 +154,16 @@ def test_every_caller_renders_its_old_prompts(which, data):
     recipe = SimpleNamespace(data=data)
     if chat and tokenizer.chat_template is None:  # chat_template: on without a template: all refuse alike
         for render in (lambda: PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows),
-                       lambda: old_ppo_prompt_texts(tokenizer, rows),
+                       lambda: direct_ppo_prompt_texts(tokenizer, rows),
                        lambda: evaluate._prompt_texts(recipe, QUESTIONS, tokenizer),
-                       lambda: old_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)):
+                       lambda: direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)):
             with pytest.raises(ValueError, match="chat_template is not set"):
                 render()
         return
     ppo_prompts = PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows)
-    assert ppo_prompts == old_ppo_prompt_texts(tokenizer, rows)
-    assert evaluate._prompt_texts(recipe, QUESTIONS, tokenizer) == old_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)
+    assert ppo_prompts == direct_ppo_prompt_texts(tokenizer, rows)
+    direct_prompts = direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)
+    assert evaluate._prompt_texts(recipe, QUESTIONS, tokenizer) == direct_prompts
     # one behaviour: what PPO trains on is what evaluate grades
     assert ppo_prompts == [prompt_text(data, tokenizer, q) for q in QUESTIONS]
     if chat:
@@ -178,7 +179,7 @@ def test_reasoner_build_prompts_are_unchanged_and_those_of_the_cpu_recipe(which)
 
     tokenizer = TOKENIZERS[which]()
     for question in QUESTIONS:
-        assert _prompt_text(tokenizer, question) == old_reasoner_prompt_text(tokenizer, question)
+        assert _prompt_text(tokenizer, question) == direct_reasoner_prompt_text(tokenizer, question)
         assert _prompt_text(tokenizer, question) == prompt_text(DataSection(dataset="synthetic"), tokenizer, question)
 
 
@@ -186,19 +187,20 @@ def test_reasoner_build_prompts_are_unchanged_and_those_of_the_cpu_recipe(which)
 
 
 def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
-    """``procrl evaluate``'s transformers backend (the shared routine) against its former loop:
+    """``procrl evaluate``'s transformers backend (the shared routine) against the loop written out directly:
     the same greedy completions, batch by batch, prompts of different lengths in a batch."""
     from procrl.evaluation.evaluate import Sampling, generate_completions
 
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
     prompts = [prompt_text(recipe.data, tokenizer, q) for q in QUESTIONS * 2] + ["Hi", "A much longer prompt " * 5]
-    new, backend = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=16,
-                                        batch_size=3, backend="transformers", sampling=Sampling())
+    shared, backend = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=16,
+                                           batch_size=3, backend="transformers", sampling=Sampling())
     model = AutoModelForCausalLM.from_pretrained(noisy_model_dir).eval()
-    old = old_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 16, 3, {"do_sample": False})
-    assert backend == "transformers" and new == old
-    assert len(set(new)) > 2 and all(new)  # the comparison is not vacuous
+    direct = direct_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 16, 3,
+                                      {"do_sample": False})
+    assert backend == "transformers" and shared == direct
+    assert len(set(shared)) > 2 and all(shared)  # the comparison is not vacuous
 
 
 def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
@@ -208,25 +210,26 @@ def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
     prompts = [prompt_text(recipe.data, tokenizer, q) for q in QUESTIONS]
     sampling = Sampling(temperature=0.9, top_p=0.95, num_samples=2, seed=3)
-    new, _ = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=12,
-                                  batch_size=2, backend="transformers", sampling=sampling)
+    shared, _ = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=12,
+                                     batch_size=2, backend="transformers", sampling=sampling)
     from transformers import set_seed
 
     set_seed(3)
     model = AutoModelForCausalLM.from_pretrained(noisy_model_dir).eval()
-    old = old_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 12, 2,
-                                {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0, "num_return_sequences": 2})
-    assert new == old and len(new) == 6
+    direct = direct_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 12, 2,
+                                      {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0,
+                                       "num_return_sequences": 2})
+    assert shared == direct and len(shared) == 6
 
 
 @pytest.mark.parametrize("stop_early", [False, True])
 def test_ppo_rollout_generation_is_token_identical(tmp_path, stop_early):
-    """PPO's ``_generate_transformers`` (the shared routine) against its former code, same seed:
+    """PPO's ``_generate_transformers`` (the shared routine) against the same job written out directly, same seed:
     the same prompt ids, completion ids and masks; with ``stop_early`` the EOS is a token the
     policy samples mid-completion, so that the cut after the first EOS is exercised."""
-    from tests.test_ppo import build, ppo_recipe
+    from tests.helpers.training import build_ppo, ppo_recipe
 
-    trainer = build(ppo_recipe(tmp_path, "trainer.max_completion_length=10", "trainer.temperature=1.0"))
+    trainer = build_ppo(ppo_recipe(tmp_path, "trainer.max_completion_length=10", "trainer.temperature=1.0"))
     tokenizer, policy = trainer.processing_class, trainer.model.policy
     with torch.no_grad():  # a policy whose samples vary (the random tiny model repeats one token)
         noise = torch.Generator().manual_seed(1)
@@ -241,16 +244,16 @@ def test_ppo_rollout_generation_is_token_identical(tmp_path, stop_early):
         tokenizer.eos_token = tokenizer.convert_ids_to_tokens(token)
         assert tokenizer.eos_token_id == token
     torch.manual_seed(0)
-    new = trainer._generate_transformers(prompts)
+    shared = trainer._generate_transformers(prompts)
     torch.manual_seed(0)
-    old = old_ppo_generate(policy, tokenizer, trainer.settings, trainer.args.generation_kwargs, prompts)
-    assert new[4] is None
-    for a, b in zip(new[:4], old):
+    direct = direct_ppo_generate(policy, tokenizer, trainer.settings, trainer.args.generation_kwargs, prompts)
+    assert shared[4] is None
+    for a, b in zip(shared[:4], direct):
         assert torch.equal(a.cpu(), b.cpu())
     if stop_early:
-        assert new[3][0].sum() == 3 and int(new[2][0, 2]) == tokenizer.eos_token_id
-        assert new[2][0, 3:].eq(tokenizer.pad_token_id).all()
-    assert len({tuple(row.tolist()) for row in new[2]}) > 1  # the comparison is not vacuous
+        assert shared[3][0].sum() == 3 and int(shared[2][0, 2]) == tokenizer.eos_token_id
+        assert shared[2][0, 3:].eq(tokenizer.pad_token_id).all()
+    assert len({tuple(row.tolist()) for row in shared[2]}) > 1  # the comparison is not vacuous
 
 
 def test_vllm_available_is_trls_check_plus_a_gpu(monkeypatch):

@@ -2,9 +2,11 @@
 answer. Both papers call their method domain-agnostic; here they must score such chains without
 a failure, and never give an answer alone (or hedging, or padding) the score of worked reasoning."""
 
+import math
+
 import pytest
 
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}
 QUESTION = ("Where would you put a book you want to read later tonight?\n"
@@ -70,8 +72,10 @@ def test_trace_model_tagger_on_prose(tmp_path):
     mix = RewardMix(parse_rewards({"trace": {"tagger": str(tagger)}}))
     scores, output, batch = _scores(mix, "trace", CHAINS)
     assert scores["answer_alone"] == scores["bold_alone"] == 0.0
-    for name in ("worked", "slip", "hedging", "padding"):
-        assert 0.0 <= scores[name] <= 1.0
+    from procrl.rewards.trace import trace_score
+
+    for name in ("worked", "slip", "hedging", "padding"):  # the tagger's labels, scored by the TRACE formula
+        assert scores[name] == pytest.approx(trace_score(output.details[list(CHAINS).index(name)]["labels"]).score)
     assert len(output.details[0]["labels"]) == len(batch.segmentations[0].sentences)
 
 
@@ -96,8 +100,10 @@ def test_receval_informativeness_targets_the_option(tmp_path):
     assert output.details[0]["target"] == " The answer is (B) nightstand."
     assert output.details[1]["target"] == " The answer is (C) freezer."
     assert scores["answer_alone"] == scores["bold_alone"] == -1.0  # no steps: the bottom of [-1, 1]
-    for name in ("worked", "slip", "hedging", "padding"):
-        assert -1.0 <= scores[name] <= 1.0
+    for name in ("worked", "slip", "hedging", "padding"):  # the chain's weakest step: tanh of its information gain
+        details = output.details[list(CHAINS).index(name)]
+        assert details["step_values"] == pytest.approx([math.tanh(g) for g in details["ig"]])
+        assert scores[name] == min(details["step_values"])
     yes_no, output, _ = _scores(mix, "receval_informativeness", YES_NO, "yes_no")
     assert output.details[0]["target"] == " The answer is no." and yes_no["answer_alone"] == -1.0
 
@@ -109,7 +115,8 @@ def test_the_csqa_mix_pays_nothing_for_skipping_hedging_or_padding():
     hedging then the answer (H)."""
     from procrl.evaluation.score import score_rows
     from procrl.recipe import load_recipe
-    from tests.test_reward_integrity import REPO, offline_overrides
+    from tests.helpers.launch import REPO
+    from tests.helpers.rewards import offline_overrides
 
     path = REPO / "recipes" / "csqa_trace.yaml"
     mix = RewardMix(load_recipe(path, offline_overrides(path)).rewards)

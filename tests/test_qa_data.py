@@ -106,7 +106,7 @@ def test_a_local_folder_whose_kind_shows_only_once_loaded_is_refused_by_check():
 
 @pytest.mark.parametrize("recipe", ["csqa_trace", "strategyqa_trace"])
 def test_the_commonsense_recipes_pass_check_and_refuse_the_arithmetic_judge(capsys, recipe):
-    from tests.test_reliability import assert_one_line_error, cli
+    from tests.helpers.cli import assert_one_line_error, cli
 
     path = Path(__file__).parents[1] / "recipes" / f"{recipe}.yaml"
     result = cli(capsys, "check", path)

@@ -1,4 +1,4 @@
-"""The model-free rewards on text as real instruct models write it (issue #19 items 2-3): the
+"""The model-free rewards on text as real instruct models write it: the
 arithmetic first-error verifier on LaTeX, unicode, markdown, bullets, units and currency, without
 false alarms on algebra, conversions, rounding or fragments; answer extraction on real endings;
 a chat model repeating ``#### N`` until its token limit.
@@ -16,7 +16,7 @@ import pytest
 from procrl.rewards.quantities import check_step, find_claims, first_wrong_step
 from procrl.core.answers import extract_prediction
 from procrl.rewards.accuracy import AccuracyReward
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.format import FormatReward, has_answer_line
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.arithmetic import ArithmeticJudge
@@ -331,7 +331,7 @@ def test_a_looping_answer_line_is_not_the_format():
     assert [has_answer_line(c) for c in loops] == [False] * 3
     assert [has_answer_line(c) for c in ended] == [True] * 3
     partial = FormatReward(FormatReward.Settings(partial=True))
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     scores = partial.score(RewardBatch.from_texts(loops + ended, ["q"] * 6, ["#### 3"] * 6)).scores
     assert scores[:3] == [0.5] * 3 and scores[3:] == [1.0] * 3  # a marker, not an ended answer

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext
+from procrl.rewards import RewardBatch, RewardMix, RuntimeContext
 from procrl.rewards.scorers.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
 from procrl.rewards.scorers.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
 from procrl.rewards.receval import (
@@ -182,8 +182,8 @@ def _fragment_share(rows) -> tuple[int, float]:
 
 
 def test_conclusions_are_clauses_on_gsm8k_reference_steps(gsm8k_train):
-    """Fewer than two words of letters ('$40', '80 sheep', '1.5 hours') is a fragment; the old
-    split (the result of the last equation) gave 48% on these steps."""
+    """Fewer than two words of letters ('$40', '80 sheep', '1.5 hours') is a fragment; taking
+    the result of the last equation as the conclusion gives 48% on these steps."""
     count, share = _fragment_share(_gsm8k_rows(gsm8k_train, 1000))
     assert count > 3000 and share <= 0.10, share
 
@@ -291,7 +291,6 @@ def test_batched_deduplicated_scorer_matches_one_pair_per_pass(forced_models):
     naive = NLIScorer(str(forced_models["random"])).score_one_by_one(pairs)
     for pair, expected in zip(pairs, naive):
         assert results[pair] == pytest.approx(expected, abs=1e-5)
-        assert 0.0 <= results[pair][0] <= 1.0
     assert len({results[p] for p in pairs}) > 1  # a random model: not constant
     assert len(scorer._cache) == 5  # bounded
     again = scorer.score(pairs)
@@ -384,7 +383,6 @@ def test_informativeness_component(tiny_lm, gsm8k_train):
     assert output.details[3]["unscored"] == "no_answer"
     for i in range(3):
         details = output.details[i]
-        assert -1.0 <= output.scores[i] <= 1.0
         assert len(details["step_values"]) == len(batch.segmentations[i].steps) == len(details["ig"])
         assert details["step_values"] == pytest.approx([math.tanh(g / 0.5) for g in details["ig"]])
         assert output.scores[i] == min(details["step_values"]) == details["step_values"][details["min_step"]]
@@ -398,7 +396,9 @@ def test_informativeness_component(tiny_lm, gsm8k_train):
     both.bind(RuntimeContext(device="cpu", tokenizer=tokenizer, trainer=SimpleNamespace(ref_model=model)))
     output = both.score(RewardBatch.from_texts([rows[0]["answer"]], [rows[0]["question"]]))
     assert output.details[0]["target"] == " " + rows[0]["question"].strip() + " The answer is 72."
-    assert -1.0 <= output.scores[0] <= 1.0
+    details = output.details[0]
+    assert details["step_values"] == pytest.approx([math.tanh(g / both.settings.tau) for g in details["ig"]])
+    assert output.scores[0] == min(details["step_values"])
 
 
 def test_settings_are_validated():

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.first_error import FirstErrorReward
 from procrl.rewards.judges import JudgeItem, build_judge
 from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, judge_steps, read_reference
+from procrl.rewards.judges.settings import ReferenceSettings
 
 # GSM8K test problems with their gold solutions (openai/gsm8k, MIT)
 JANET = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
@@ -203,13 +204,16 @@ def test_component_scores_through_the_reference_backend():
 
 
 def test_the_judge_always_sees_the_whole_gold_solution():
-    component = FirstErrorReward(FirstErrorReward.Settings(backend="reference", reference="answer"))
+    component = FirstErrorReward(ReferenceSettings())
     assert component.make_item(JANET, ("x",), JANET_GOLD).gold == JANET_GOLD
+    with pytest.raises(ConfigError, match=r"^rewards\.first_error\.reference: backend 'reference' does not read "
+                       r"reference; only backends 'openai', 'hf' do$"):
+        parse_rewards({"first_error": {"backend": "reference", "reference": "answer"}})
 
 
 def test_settings_reach_the_judge_and_are_validated_with_did_you_mean():
-    settings = FirstErrorReward.Settings(backend="reference", max_depth=2, transformations=["units"], off_path="flag",
-                                         leap="flag", check_arithmetic=False)
+    settings = ReferenceSettings(max_depth=2, transformations=["units"], off_path="flag", leap="flag",
+                                 check_arithmetic=False)
     judge = build_judge(settings)
     assert isinstance(judge, ReferenceJudge)
     assert judge.rules == ReferenceRules(max_depth=2, transformations=("units",), off_path="flag", leap="flag",
@@ -226,13 +230,22 @@ def test_settings_reach_the_judge_and_are_validated_with_did_you_mean():
         parse_rewards({"first_error": {"backend": "reference", "max_depth": 3}})
 
 
-def test_cost_is_small_and_the_gold_is_read_once():
+def test_the_gold_is_read_once_and_each_item_costs_the_same(monkeypatch):
+    """Fifty items on one gold solution: the gold is read once, and the judge's work (values inserted
+    into its sets, counted) is fifty times one item's once the gold is read."""
+    calls = _count_adds(monkeypatch)
     read_reference.cache_clear()
     judge = ReferenceJudge()
-    steps = ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18.")
-    verdicts = judge.judge_sync([JudgeItem(JANET, steps, JANET_GOLD)] * 50)
+    item = JudgeItem(JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."),
+                     JANET_GOLD)
+    assert judge.judge_sync([item])[0].index == -1  # reads the gold
+    with_gold, calls["n"] = calls["n"], 0
+    assert judge.judge_sync([item])[0].index == -1
+    one, calls["n"] = calls["n"], 0
+    verdicts = judge.judge_sync([item] * 50)
     assert all(v.index == -1 for v in verdicts)
     assert read_reference.cache_info().misses == 1
+    assert 0 < one < with_gold and calls["n"] == 50 * one, (with_gold, one, calls["n"])
 
 
 def test_validate_prints_the_reference_judge_next_to_the_arithmetic_one(tmp_path, capsys):

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing hangs (issue 13): checkpoints complete or absent, one run per output dir,
+"""Nothing lost, nothing hangs: checkpoints complete or absent, one run per output dir,
 atomic and streaming ``procrl score``, bounded cost on hostile text, the openai judge's deadline
 and retries, one-line errors instead of tracebacks, ``check`` refusing what ``train`` refuses,
 redaction. The kill -9 resume runs (GRPO, PPO, ZeRO-2 x 2): tests/test_reliability_resume.py."""
@@ -10,69 +10,14 @@ import os
 import socket
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-
-ONE_STEP = ["--set", "trainer.max_steps=1", "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8"]
-
-
-@dataclass
-class CliResult:
-    code: int
-    out: str
-    err: str
-
-    @property
-    def errors(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line.startswith("procrl: error:")]
-
-
-def cli(capsys, *argv) -> CliResult:
-    """``procrl ARGV`` in this process: exit status, stdout, stderr."""
-    from procrl.launch.cli import main
-
-    capsys.readouterr()
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exit_:  # argparse
-        code = exit_.code
-    captured = capsys.readouterr()
-    return CliResult(code, captured.out, captured.err)
-
-
-def assert_one_line_error(result: CliResult, *words: str) -> str:
-    """Exit status 2, exactly one ``procrl: error:`` line naming ``words``, no traceback."""
-    assert result.code == 2, (result.code, result.err[-2000:])
-    assert len(result.errors) == 1 and "Traceback" not in result.err, result.err[-2000:]
-    for word in words:
-        assert word in result.errors[0], (word, result.errors[0])
-    return result.errors[0]
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(folder.rglob("*"))}
-
-
-def fake_checkpoint(folder: Path, step: int) -> Path:
-    """A complete-looking checkpoint: trainer state with its step, and weights."""
-    path = folder / f"checkpoint-{step}"
-    path.mkdir(parents=True)
-    (path / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
-    (path / "model.safetensors").write_bytes(safetensors_bytes())
-    return path
-
-
-def safetensors_bytes() -> bytes:
-    """A small real safetensors file (a checkpoint's weights are checked against their header)."""
-    import numpy
-    from safetensors.numpy import save
-
-    return save({"weight": numpy.arange(4, dtype=numpy.float32)})
+from tests.helpers.cli import (GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, fake_checkpoint, reward_module, score,
+                               snapshot, write_rows)
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 
 # --- 1. resume takes the newest complete checkpoint; saves are atomic -----------------------------
@@ -138,7 +83,7 @@ def test_a_full_disk_during_a_checkpoint_is_a_one_line_error(tmp_path):
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
+    done = subprocess.run([sys.executable, "-m", "procrl", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
                           capture_output=True, text=True, timeout=600, preexec_fn=small_disk,
                           env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
     assert done.returncode == 2, done.stderr[-3000:]
@@ -248,34 +193,12 @@ def test_the_lock_is_exclusive_and_released(tmp_path):
 # --- 3. procrl score: atomic, streaming, row failures named -----------------------------------------
 
 
-def write_rows(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
-GOOD_ROWS = [
-    {"question": "Ava has 3 bags of 4 apples. How many apples?", "completion": "3 x 4 = 12 apples.\n#### 12", "answer": "#### 12"},
-    {"question": "Ben has 5 pens and buys 2. How many?", "completion": "5 + 2 = 7 pens.\n#### 7", "answer": "#### 7"},
-    {"question": "Cy has 10 cards and gives 4 away. How many?", "completion": "10 - 4 = 6.\n#### 6", "answer": "#### 6"},
-]
-
-
-def score(capsys, source: Path, output: Path, *extra) -> CliResult:
-    return cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet", *extra)
-
-
 def test_score_refuses_to_write_over_its_input(tmp_path, capsys):
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
     before = source.read_bytes()
     for same in (source, tmp_path / "." / "rows.jsonl"):
         assert_one_line_error(score(capsys, source, same), "--output", "is the input file")
     assert source.read_bytes() == before
-
-
-def reward_module(tmp_path: Path, monkeypatch, name: str, body: str) -> str:
-    (tmp_path / f"{name}.py").write_text(body)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    return name
 
 
 def test_score_names_a_failing_row_and_scores_the_others(tmp_path, capsys, monkeypatch):
@@ -303,7 +226,7 @@ def test_score_streams_rows(monkeypatch):
     import itertools
 
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards import RewardMix
     from procrl.evaluation.score import score_rows
 
     mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
@@ -329,7 +252,7 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                            "--output", output, "--quiet", "--batch-size", "2",
                            "--set", "rewards.killer={type: 'kill_third:killer', weight: 0.0}"],
                           capture_output=True, text=True, env=env, timeout=300)
@@ -348,7 +271,7 @@ def test_score_on_a_full_disk_is_a_one_line_error_and_keeps_the_previous_output(
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                            "--output", output, "--quiet", "--batch-size", "8"],
                           capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -497,7 +420,7 @@ def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
 
 
 def test_a_line_over_spacys_limit_is_segmented():
-    """Over 1M characters in one line spaCy raises E088; under the cap it is now chunked."""
+    """Over 1M characters in one line spaCy raises E088; under the cap it is chunked."""
     from procrl.core.text import MAX_CHARS, segment
 
     line = ("each box holds twelve apples and " * 40_000)[:1_040_000]
@@ -523,7 +446,7 @@ def test_completions_over_the_caps_are_too_long():
 
 
 def test_the_mix_gives_too_long_completions_the_fallback_and_counts_them():
-    from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+    from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
     mix = RewardMix(parse_rewards({"accuracy": {}, "first_error": {"fallback": -1.0}, "trace": {"tagger": "cues"}}))
     huge = "(" * (1 << 20) + "\n#### 12"
@@ -549,7 +472,7 @@ def test_score_gives_a_too_long_row_the_failure_policy(tmp_path, capsys):
 
 def test_arithmetic_scans_a_bounded_side_per_equation(monkeypatch):
     """Each '=' looks at most MAX_SIDE_SCAN characters to each side (a 64 KB '2 x 2 x ...' chain
-    used to be walked whole, copying the text before every 'x')."""
+    is not walked whole, copying the text before every 'x')."""
     import procrl.rewards.quantities.scanner as scanner
     from procrl.rewards.quantities import find_claims
 
@@ -611,14 +534,14 @@ def test_cue_tagger_reads_a_bounded_prefix_of_a_sentence():
 
 
 def judge_mix(base_url: str, **settings):
-    from procrl.rewards.base import RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
 
     spec = {"backend": "openai", "model": "judge", "base_url": base_url, "backoff_s": 0.01, **settings}
     return RewardMix(parse_rewards({"first_error": spec}))
 
 
 def judged_batch(count: int):
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     completion = "First 3 + 4 = 7.\nThen 7 * 2 = 14.\nFinally 14 - 1 = 13.\n#### 13"
     return RewardBatch.from_texts([completion] * count, [f"Question ITEM {i}" for i in range(count)])

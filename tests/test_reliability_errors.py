@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
 
 MR_GSM8K = REPO / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"
 NO_TRACE = ["--set", "rewards.trace=false"]
@@ -37,7 +37,7 @@ def test_validate_refuses_a_steps_repr_too_deep_to_parse_in_one_line(tmp_path, c
 def test_validate_reads_its_data_from_a_pipe(tmp_path):
     lines = "".join(json.dumps(record) + "\n" for record in mr_gsm8k_records(3))
     out = tmp_path / "v"
-    done = subprocess.run([sys.executable, "-m", "procrl.cli", "validate", "--recipe", str(TINY_RECIPE), *NO_TRACE,
+    done = subprocess.run([sys.executable, "-m", "procrl", "validate", "--recipe", str(TINY_RECIPE), *NO_TRACE,
                            "--data", "/dev/stdin", "--output-dir", str(out), "--quiet"], input=lines,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})

@@ -14,8 +14,8 @@ import pytest
 from procrl.core.config import ConfigError
 from procrl.core.folders import MARKER, check_folder, claim_folder, write_file
 from procrl.evaluation import evaluate as ev
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, snapshot
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, snapshot
 
 VALIDATE_DATA = REPO / "tests" / "data" / "validate" / "processbench_format.jsonl"
 VALIDATE = ["--recipe", REPO / "recipes" / "gsm8k_trace.yaml", "--set", "rewards.trace.tagger=cues", "--set",

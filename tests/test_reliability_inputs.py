@@ -1,8 +1,8 @@
-"""Hostile inputs, second round (issue 23, part B): nothing hangs (gate cycles, prompts longer than
+"""Hostile inputs: nothing hangs (gate cycles, prompts longer than
 the model's context), one-line errors instead of tracebacks (deep YAML, stdin, a reward that
 empties its inputs, dataset directories, TRL fields out of range, evaluate's and train-tagger's
 flags), and no misleading result (duplicate YAML keys, check passing what cannot train, gold
-answers without a number, 10-digit answers off by one). Each test failed on the code before."""
+answers without a number, 10-digit answers off by one)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.launch_utils import REPO, TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli, reward_module
+from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, reward_module
 
 GOOD_ROWS = [
     {"question": "Ava has 3 apples and buys 4 more. How many does she have?", "answer": "3 + 4 = 7\n#### 7"},
@@ -69,7 +69,8 @@ def test_gate_cycles_are_refused_naming_the_cycle(tmp_path, capsys, gates, cycle
         assert_one_line_error(cli(capsys, *argv, *override), f"rewards.{first}.gate.on", f"gate cycle {cycle}")
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "run").exists()
 
-    from procrl.rewards.base import ComponentSpec, GateSettings, RewardMix, parse_rewards
+    from procrl.rewards import RewardMix, parse_rewards
+    from procrl.rewards.spec import ComponentSpec, GateSettings
 
     specs = parse_rewards({"accuracy": {}, "format": {}})  # a mix built from specs directly is guarded too
     looped = [ComponentSpec(s.name, s.type, s.weight, GateSettings(on="format" if s.name == "accuracy" else "accuracy"),
@@ -153,13 +154,13 @@ def test_score_reads_standard_input_from_a_pipe(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     for source in ("/dev/stdin", "-"):
         output = tmp_path / f"scored{len(source)}.jsonl"
-        done = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source,
+        done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
                                "--output", output, "--quiet"], input=rows, capture_output=True, text=True, timeout=300,
                               env=env)
         assert done.returncode == 0, done.stderr[-3000:]
         scored = [json.loads(line) for line in output.read_text().splitlines()]
         assert [row["rewards"]["accuracy"] for row in scored] == [1.0] * 4
-    bad = subprocess.run([sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", "-",
+    bad = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", "-",
                           "--output", tmp_path / "bad.jsonl"], input=rows + '{"question": 1\n', capture_output=True,
                          text=True, timeout=300, env=env)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-3000:]
@@ -483,7 +484,7 @@ def test_ten_digit_answers_off_by_one_do_not_match():
     from procrl.observe.eval_metrics import SampleOutcome, summarize
     from procrl.core.answers import answers_match
     from procrl.rewards.accuracy import AccuracyReward
-    from procrl.rewards.base import RewardBatch
+    from procrl.rewards import RewardBatch
 
     assert not answers_match(1234567891.0, 1234567890.0)
     assert answers_match(1234567890.0, 1234567890.0) and answers_match(72.0, 72)

@@ -11,9 +11,9 @@ import pytest
 
 from procrl.core.answers import answers_match, extract_prediction, parse_gold, parse_number
 from procrl.rewards.accuracy import AccuracyReward
-from procrl.rewards.base import RewardBatch
-from tests.launch_utils import TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli
+from procrl.rewards import RewardBatch
+from tests.helpers.launch import TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli
 
 TWENTY_DIGITS = "12345678901234567890"
 FOUR_HUNDRED_ONE = "7" * 401

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from procrl.evaluation import evaluate as ev
-from tests.launch_utils import TINY_RECIPE
-from tests.test_reliability import ONE_STEP, assert_one_line_error, cli
-from tests.test_reliability_safety import procrl_run
+from tests.helpers.launch import TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli
+from tests.helpers.cli import procrl_run
 
 REWARDS = '''
 def short(completions, **kwargs):
@@ -40,7 +40,7 @@ def rewards(tmp_path, monkeypatch):
 def test_a_wrong_length_reward_is_counted_by_score_as_by_training(tmp_path, capsys, rewards):
     from procrl.evaluation.score import score_file
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardBatch, RewardMix
+    from procrl.rewards import RewardBatch, RewardMix
 
     overrides = ["rewards.short={type: odd_rewards:short, weight: 0.5, fallback: 0.0}"]
     recipe = load_recipe(TINY_RECIPE, overrides, scoring=True)

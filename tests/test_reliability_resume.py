@@ -1,4 +1,4 @@
-"""kill -9 in the middle of writing a checkpoint, then ``procrl train --resume`` (issue 13, item 1):
+"""kill -9 in the middle of writing a checkpoint, then ``procrl train --resume``:
 GRPO in one process, PPO in one process, GRPO under DeepSpeed ZeRO-2 with 2 ranks.
 
 The crash is real: a ``sitecustomize`` on the run's PYTHONPATH (tests/reliability_crash) makes
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_utils import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,5 @@
-"""Nothing outside the run is touched, no secret is written, interruptions lose nothing (issue 23,
-part A): writes through symlinks and straight to devices and pipes, never a rename onto them;
-build-tiny-reasoner never deletes what procrl did not create; the final model complete or absent
+"""Nothing outside the run is touched, no secret is written, interruptions lose nothing: writes through
+symlinks and straight to devices and pipes, never a rename onto them; build-tiny-reasoner never deletes what procrl did not create; the final model complete or absent
 (SIGTERM and a full disk during the final save); a full disk while writing optimizer.pt; secrets
 out of training_args.bin, W&B's run files, errors and the plan; resuming a finished or changed
 run; Ctrl-C and SIGTERM in score and train. Each secret test greps every file under the output
@@ -20,28 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch_utils import REPO, TINY_RECIPE, procrl, run_command
-from tests.test_reliability import GOOD_ROWS, assert_one_line_error, cli, score, snapshot, write_rows
+from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.cli import (GOOD_ROWS, assert_one_line_error, cli, grep_secrets, procrl_run, score, snapshot,
+                               write_rows)
 
 ONE_STEP = ["--set", "trainer.max_steps=1", "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8"]
 TWO_STEPS = ["--set", "trainer.max_steps=2", "--set", "trainer.save_steps=1", "--set", "trainer.save_total_limit=2",
              "--set", "trainer.max_completion_length=8"]
 CRASH_HOOK = REPO / "tests" / "reliability_crash"
-
-
-def procrl_run(argv: list, tmp_path: Path, limit_bytes: int | None = None, pythonpath: list[str] = (), timeout=600,
-               **env: str) -> subprocess.CompletedProcess:
-    """``procrl ARGV`` as a process (optionally with every file capped at ``limit_bytes``, as a
-    full disk would stop it: RLIMIT_FSIZE, EFBIG; Python ignores SIGXFSZ)."""
-    import resource
-
-    def small_disk():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
-
-    path = os.pathsep.join([*map(str, pythonpath), str(REPO)])
-    return subprocess.run([sys.executable, "-m", "procrl.cli", *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=small_disk if limit_bytes else None, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", **env})
 
 
 def error_lines(stderr: str) -> list[str]:
@@ -123,7 +108,7 @@ def test_score_to_this_process_stdout_prints_the_rows(tmp_path, name, stdout_is)
     """The rows go to the process's stdout (a pipe, or the file the shell redirected it to), the
     summary to stderr; nothing is renamed onto the descriptor's name."""
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    argv = [sys.executable, "-m", "procrl.cli", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
+    argv = [sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
             "--quiet"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if stdout_is == "pipe":
@@ -323,16 +308,6 @@ def test_a_full_disk_while_writing_optimizer_pt_is_one_line_without_resume_advic
 
 
 # --- 4. secrets -------------------------------------------------------------------------------------
-
-
-def grep_secrets(folder: Path, secrets: list[str]) -> list[str]:
-    """Every file under ``folder`` holding one of ``secrets`` (raw bytes: pickles, W&B's log)."""
-    found = []
-    for path in sorted(folder.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            found += [f"{path.relative_to(folder)}: {s}" for s in secrets if s.encode() in data]
-    return found
 
 
 def test_no_secret_in_any_file_of_a_run_with_wandb_or_in_what_it_prints(tmp_path):

@@ -13,9 +13,9 @@ import pytest
 
 from procrl.core.redaction import REDACTED, is_secret_key, redact, redact_argv, redact_url
 from procrl.evaluation import evaluate as ev
-from tests.launch_utils import REPO, TINY_RECIPE, procrl, run_command
-from tests.test_reliability import cli
-from tests.test_reliability_safety import grep_secrets
+from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.cli import cli
+from tests.helpers.cli import grep_secrets
 
 # a custom reward whose settings hold secrets (and that prints them: the console must not show them)
 REWARD_MODULE = '''

@@ -33,9 +33,10 @@ import pytest
 
 from procrl.evaluation.integrity import KINDS, build_cases, orderings
 from procrl.recipe import load_recipe
-from procrl.rewards.base import RewardMix
+from procrl.rewards import RewardMix
 from procrl.rewards.registry import component_info
 from procrl.evaluation.score import score_rows
+from tests.helpers.rewards import offline_overrides
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPES = sorted((REPO / "recipes").glob("*.yaml"))
@@ -53,24 +54,6 @@ def cases(gsm8k_train):
     verified = sum(c["w_verified"] for c in built) // len(KINDS)
     assert verified >= 0.97 * NUM_PROBLEMS  # the verifier accepts nearly every reference
     return built
-
-
-def offline_overrides(path: Path) -> list[str]:
-    """Judges with a model on the arithmetic backend (the model-free ones as they are), TRACE on
-    the embedded cue tagger. A recipe whose answers are not numbers (csqa, strategyqa) refuses the
-    arithmetic judge: its LLM judge is left out, the rest of its mix scored on these cases (its
-    own kind's cases: tests/test_prose_steps.py)."""
-    from procrl.data.qa import declared_answer_kind
-
-    recipe = load_recipe(path)
-    numbers = declared_answer_kind(recipe.data) in (None, "number")
-    overrides = []
-    for spec in recipe.rewards:
-        if spec.type == "first_error" and spec.settings.backend not in ("arithmetic", "reference"):
-            overrides.append(f"rewards.{spec.name}.backend=arithmetic" if numbers else f"rewards.{spec.name}=false")
-        elif spec.type == "trace":
-            overrides.append(f"rewards.{spec.name}.tagger=cues")
-    return overrides
 
 
 def weak_orderings(scored: list[dict]) -> dict[str, float]:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from procrl.rewards.base import RewardBatch
+from procrl.rewards import RewardBatch
 from procrl.rewards.registry import REWARDS, builtin_class, component_info
 
 

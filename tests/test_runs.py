@@ -11,7 +11,7 @@ import pytest
 
 from procrl.core.known_warnings import filter_known_warnings
 from procrl.recipe import load_recipe
-from tests.launch_utils import REPO, TINY_RECIPE, procrl, read_trainer_state, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, procrl, read_trainer_state, run_command
 
 RENAMED = ["gradient_checkpointing", "gradient_checkpointing_enable", "gradient_checkpointing_disable",
            "is_gradient_checkpointing"]

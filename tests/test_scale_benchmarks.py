@@ -18,7 +18,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import real_shapes  # noqa: E402
 
-from procrl.launch.plan import KNOWN_ARCHITECTURES, count_parameters  # noqa: E402
+from procrl.models.parameters import KNOWN_ARCHITECTURES, count_parameters  # noqa: E402
 
 
 def _meta_parameters(build) -> int:

@@ -140,7 +140,7 @@ def _labelled_rows() -> list[dict]:
 
 
 def test_hf_judge_with_smollm2_parses_or_counts_every_verdict(smollm2):
-    from procrl.rewards.base import RewardBatch, RewardMix, parse_rewards
+    from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
     labelled = _labelled_rows()
     assert sorted(r["label"] for r in labelled)[:2] == [-1, -1] and len(labelled) == 4

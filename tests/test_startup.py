@@ -17,18 +17,38 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.recipe import load_recipe
-from procrl.recipe.trl_schema import GRPO_CONFIG_FIELDS, grpo_config_fields, type_source
-from tests.launch_utils import REPO, TINY_RECIPE, launch_env
+from procrl.recipe.trl_schema import (
+    GRPO_CONFIG_CHOICES,
+    GRPO_CONFIG_FIELDS,
+    field_choices,
+    grpo_config_choices,
+    grpo_config_fields,
+    type_source,
+)
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env
 
 HEAVY = ("torch", "transformers", "trl", "peft", "accelerate", "datasets")
 
 
 def test_field_table_matches_the_installed_trl():
-    """Regenerate with `python -m procrl.trl_schema --write` when this fails after a TRL upgrade."""
+    """Regenerate with `python -m procrl.recipe.trl_schema --write` when this fails after a TRL upgrade."""
     installed = grpo_config_fields()
     table = {name: type_source(tp) for name, tp in GRPO_CONFIG_FIELDS.items()}
     assert list(table) == list(installed), set(table) ^ set(installed)
     assert table == installed
+    assert GRPO_CONFIG_CHOICES == grpo_config_choices()
+
+
+def test_field_choices_reads_an_enum_annotation_or_the_metadata():
+    import enum
+
+    class Strategy(enum.Enum):
+        NO = "no"
+        STEPS = "steps"
+
+    assert field_choices(typing.Union[Strategy, str], {}) == ("no", "steps")
+    assert field_choices(str, {"choices": ["fork", "spawn"]}) == ("fork", "spawn")
+    assert field_choices(typing.Optional[str], {"help": "any text"}) is None
 
 
 def test_type_source_keeps_what_check_value_checks():
@@ -67,7 +87,7 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
                                 "completion": "Tom starts with 3 apples.\nHe buys 4 more, so 3 + 4 = 7.\n#### 7",
                                 "answer": "7"}) + "\n")
     out = tmp_path / "out.jsonl"
-    code = (f"from procrl import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
+    code = (f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
             f"'--output', {str(out)!r}, '--quiet']) == 0")
     status, heavy, stderr = _imported_after(code)
     assert status == 0, stderr[-3000:]
@@ -78,7 +98,7 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
 
 def test_check_imports_no_trainer_stack():
     for recipe in (TINY_RECIPE, str(REPO / "recipes" / "gsm8k_trace.yaml")):
-        status, heavy, stderr = _imported_after(f"from procrl import cli\nassert cli.main(['check', {recipe!r}]) == 0")
+        status, heavy, stderr = _imported_after(f"from procrl.launch import cli\nassert cli.main(['check', {recipe!r}]) == 0")
         assert status == 0, stderr[-3000:]
         assert not set(heavy) & {"torch", "transformers", "peft", "datasets"}, (recipe, heavy)
 

@@ -34,7 +34,7 @@ def test_test_split_has_its_own_size_and_no_training_question():
 
 
 def test_held_out_stream_is_no_training_seed():
-    """The test stream is not an integer seed's stream (the old scheme, seed + 1_000_003, was the
+    """The test stream is not an integer seed's stream (seed + 1_000_003, for one, would be the
     training data of seed 1_000_003)."""
     test = [p["question"] for p in generate_split("test", 50, seed=0, train_examples=1)]
     assert test != [p["question"] for p in generate_problems(50, seed=1_000_003)]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from procrl.rewards.base import RewardBatch, RewardMix, RuntimeContext, parse_rewards
+from procrl.rewards import RewardBatch, RewardMix, RuntimeContext, parse_rewards
 from procrl.rewards.trace import LABELS, TraceReward, sentence_validity, trace_score
 from procrl.trainers.tagger import write_tiny_tagger
 
@@ -71,7 +71,11 @@ def test_cue_component_scores_steps_and_diagnostics():
             for j, value in enumerate(row):
                 expected[i][j] += value
     assert matrix == expected and sum(map(sum, matrix)) > 0
-    assert 0 <= output.metrics["state_validity"] <= 1 and -1 <= output.metrics["transition_coherence"] <= 1
+    # the batch means are over the completions with sentences: the empty and answer-only ones are left out
+    labelled = [d for d in details if d["labels"]]
+    assert len(labelled) == 2
+    for key in ("state_validity", "transition_coherence"):
+        assert output.metrics[key] == pytest.approx(sum(d[key] for d in labelled) / 2)
 
 
 def test_settings_are_validated_with_one_line_errors():

@@ -14,8 +14,8 @@ from safetensors.torch import load_file
 
 from procrl.launch import cli
 from procrl.models.loading import ensure_tiny_model
-from tests.wandb_records import config as wandb_config
-from tests.wandb_records import history, run_file
+from tests.helpers.wandb_records import config as wandb_config
+from tests.helpers.wandb_records import history, run_file
 
 
 def log_history(output_dir: Path) -> list[dict]:
@@ -59,11 +59,11 @@ def test_wandb_offline_gets_resolved_recipe_without_secrets(tmp_path, tiny_recip
     env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_API_KEY="wandb-secret-key-123",
                OPENAI_API_KEY="sk-very-secret-456")
     recipe = yaml.safe_load(tiny_recipe.read_text())
-    recipe["rewards"]["words"] = {"type": "tests.test_mix:count_words", "weight": 0.0, "api_token": "inline-secret-789"}
+    recipe["rewards"]["words"] = {"type": "tests.helpers.rewards:count_words", "weight": 0.0, "api_token": "inline-secret-789"}
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
     result = subprocess.run(
-        [sys.executable, "-m", "procrl.cli", "train", str(recipe_path), "--output-dir", str(tmp_path / "run"),
+        [sys.executable, "-m", "procrl", "train", str(recipe_path), "--output-dir", str(tmp_path / "run"),
          "--set", "trainer.max_steps=1", "--set", "trainer.report_to=wandb", "--set", "logging.wandb_project=procrl-test"],
         env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600,
     )

@@ -343,11 +343,34 @@ def test_eval_judge_is_validate_restricted_to_the_judge(tmp_path, capsys):
     assert report["components"]["first_error"]["localisation"]["acc_err"] == judge["acc_err"]
 
 
+# appended to procrl/rewards/accuracy.py in the baseline commit: the accuracy reward inverted
+INVERTED_ACCURACY = """
+
+import dataclasses as _dataclasses
+
+_score = AccuracyReward.score
+
+
+def _inverted(self, batch):
+    output = _score(self, batch)
+    return _dataclasses.replace(output, scores=[None if s is None else 1.0 - s for s in output.scores])
+
+
+AccuracyReward.score = _inverted
+"""
+
+
 def test_real_text_bench_runs_this_checkout_and_a_baseline(tmp_path):
     """The benchmark end to end on a stand-in for the MR-GSM8K checkout (the fixture's rows in its
-    six files), against HEAD as the baseline: the two arms print the same figures."""
+    six files), in a copy of this checkout whose parent commit inverts the accuracy reward: the
+    baseline arm runs that commit's code (every labelled answer flips from agreeing to disagreeing),
+    the other components score the same in both arms."""
+    import shutil
     import subprocess
     import sys
+
+    def git(directory, *args):
+        subprocess.run(["git", "-C", str(directory), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True)
 
     rows = json.loads(MR_GSM8K.read_text(encoding="utf-8"))[:60]
     repo = tmp_path / "mirror" / "dvlab-research+MR-GSM8K" / "repo"
@@ -355,17 +378,34 @@ def test_real_text_bench_runs_this_checkout_and_a_baseline(tmp_path):
     folder.mkdir(parents=True)
     for i, model in enumerate(("Claude", "GPT3_5", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")):
         (folder / f"{model}_eval_results.json").write_text(json.dumps(rows[i * 10 : (i + 1) * 10]))
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-qm", "rows"], check=True)
-    bench = REPO / "benchmarks" / "real_text_bench.py"
-    result = subprocess.run([sys.executable, str(bench), "--corpus", "MR-GSM8K", "--mirror", str(tmp_path / "mirror"),
-                             "--baseline", "HEAD", "--resamples", "50", "--json", str(tmp_path / "bench.json")],
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "rows")
+
+    checkout = tmp_path / "checkout"
+    shutil.copytree(REPO / "procrl", checkout / "procrl", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(REPO / "procrl_recipe_hook.py", checkout / "procrl_recipe_hook.py")
+    (checkout / "benchmarks").mkdir()
+    shutil.copy2(REPO / "benchmarks" / "real_text_bench.py", checkout / "benchmarks" / "real_text_bench.py")
+    accuracy = checkout / "procrl" / "rewards" / "accuracy.py"
+    real = accuracy.read_text()
+    accuracy.write_text(real + INVERTED_ACCURACY)
+    git(checkout, "init", "-q")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-qm", "baseline: the accuracy reward inverted")
+    accuracy.write_text(real)
+    git(checkout, "commit", "-qam", "this checkout")
+
+    result = subprocess.run([sys.executable, str(checkout / "benchmarks" / "real_text_bench.py"), "--corpus", "MR-GSM8K",
+                             "--mirror", str(tmp_path / "mirror"), "--recipe", RECIPE, "--baseline", "HEAD~1",
+                             "--resamples", "50", "--json", str(tmp_path / "bench.json")],
                             capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "MR-GSM8K: 60 solutions" in result.stdout and "each cell: now | @HEAD" in result.stdout
+    assert "MR-GSM8K: 60 solutions" in result.stdout and "each cell: now | @HEAD~1" in result.stdout
     reports = json.loads((tmp_path / "bench.json").read_text())["MR-GSM8K"]
-    now, base = reports["now"], reports["@HEAD"]
+    now, base = reports["now"], reports["@HEAD~1"]
     assert now["n"] == base["n"] == 60
+    agree_now, agree_base = now["components"]["accuracy"]["agreement"], base["components"]["accuracy"]["agreement"]
+    assert agree_now["labelled"] and agree_now["scored"] == agree_base["scored"] > 0
+    assert agree_base["agree"] == agree_now["scored"] - agree_now["agree"]
     assert now["components"]["first_error"]["localisation"]["acc_err"] == base["components"]["first_error"]["localisation"]["acc_err"]

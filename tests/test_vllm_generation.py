@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from procrl.recipe import load_recipe
-from tests.test_process_grpo import _run_cli, launcher
-from tests.weights_digest import weights_digest
+from tests.helpers.training import launcher, run_train
+from tests.helpers.weights_digest import weights_digest
 
 REPO = Path(__file__).resolve().parent.parent
 FAKES = REPO / "tests" / "fakes"
@@ -56,7 +56,7 @@ def run_with_engine(tmp_path, args, launcher_args=None):
     out = tmp_path / "run"
     log = tmp_path / "engine.jsonl"
     env = {"PYTHONPATH": f"{FAKES}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(log)}
-    _run_cli(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *COMMON, *args],
+    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *COMMON, *args],
              launcher=launcher_args, env_extra=env)
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     return out, engine_events(log), [h for h in history if "loss" in h]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.test_process_grpo import _run_cli
+from tests.helpers.training import run_train
 
 REPO = Path(__file__).resolve().parent.parent
 FAKES = REPO / "tests" / "fakes"
@@ -46,7 +46,7 @@ def test_real_vllm_colocate(tmp_path, algorithm):
 
     model = ensure_tiny_model(hidden_size=256)
     out = tmp_path / "run"
-    _run_cli(tmp_path, [
+    run_train(tmp_path, [
         "recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *ALGORITHMS[algorithm],
         "--set", f"model.name_or_path={model}", "--set", "trainer.max_steps=4", "--set", "trainer.save_steps=100",
         "--set", "trainer.max_completion_length=24", "--set", "rewards.first_error={weight: 0.5}",

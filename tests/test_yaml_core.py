@@ -1,6 +1,6 @@
 """One YAML loader for recipes and --set values (procrl/core/yaml_core.py): YAML 1.2 core-schema
 scalars through a file and through --set, output that reads back the same, and the alias-bomb
-guard (issue 13 item 6) refusing a tiny recipe that would expand to gigabytes."""
+guard refusing a tiny recipe that would expand to gigabytes."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_alias_bomb_is_refused_in_one_line_before_anything_else(tmp_path):
     assert len(path.read_bytes()) < 1200
     code = (
         "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "
-        "from procrl import cli; sys.exit(cli.main(['check', sys.argv[1]]))"
+        "from procrl.launch import cli; sys.exit(cli.main(['check', sys.argv[1]]))"
     )
     done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]

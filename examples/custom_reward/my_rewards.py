@@ -4,8 +4,7 @@ PYTHONPATH, under ``procrl train`` and on every rank of ``accelerate launch``.""
 
 from dataclasses import dataclass
 
-from procrl.config import field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards import RewardBatch, RewardComponent, RewardOutput, field
 
 
 class RepeatedSteps(RewardComponent):

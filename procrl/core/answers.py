@@ -336,7 +336,7 @@ _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=deci
 
 def answers_match(predicted: float | None, gold: float | None, tolerance: float = 1e-6) -> bool:
     """Equal within an absolute ``tolerance`` (docs/spec.md: 1e-6), with no relative slack (a
-    relative 1e-9 let 1234567891 match 1234567890), in exact decimal arithmetic: integers compare
+    relative 1e-9 would let 1234567891 match 1234567890), in exact decimal arithmetic: integers compare
     exactly whatever their length (``2**53 + 1`` is not ``2**53``)."""
     predicted_value, gold_value = exact_value(predicted), exact_value(gold)
     if predicted_value is None or gold_value is None:

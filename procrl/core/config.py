@@ -15,7 +15,7 @@ import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
 
-__all__ = ["ConfigError", "field", "from_dict", "check_value", "suggest", "describe_fields"]
+__all__ = ["ConfigError", "field", "from_dict", "check_value", "suggest"]
 
 
 class ConfigError(ValueError):
@@ -30,7 +30,7 @@ class ConfigError(ValueError):
 
 
 def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):
-    """A dataclass field with a help string (shown by ``procrl check --explain`` and in errors)."""
+    """A dataclass field with a help string (the recipes reference, docs/recipes.md, is generated from them)."""
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={"help": help})
     return dataclasses.field(default=default, metadata={"help": help})
@@ -161,15 +161,3 @@ def from_dict(cls: type, data: Any, path: str, *, extra: dict[str, Any] | None =
     if callable(validate):
         validate(path)
     return instance
-
-
-def describe_fields(cls: type) -> list[tuple[str, str, Any, str]]:
-    """(name, type, default, help) for each field, for ``procrl check --explain``."""
-    hints = typing.get_type_hints(cls)
-    rows = []
-    for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else "<required>"
-        )
-        rows.append((f.name, _type_name(hints[f.name]), default, f.metadata.get("help", "")))
-    return rows

@@ -41,7 +41,6 @@ __all__ = [
     "segment",
     "segment_batch",
     "split_sentences",
-    "split_steps",
 ]
 
 
@@ -55,7 +54,7 @@ class Span:
     end: int
 
 
-# Caps of segmentation (documented in the README's reliability section): a longer completion is
+# Caps of segmentation (documented in docs/reliability.md, "Bounded"): a longer completion is
 # ``too_long``. Generous for real reasoning (a 32k-token trace is ~130k characters, a few hundred
 # lines), small enough that the whole pipeline stays within seconds per completion.
 MAX_CHARS = 1 << 20  # characters of a completion (1 MiB)
@@ -193,7 +192,7 @@ def _import_spacy():
     thinc (spaCy's ML library) imports torch at import time only to record whether it is
     available; the pipelines used here (``en_core_web_sm``, the rule-based sentencizer) never
     use it. Where torch is not loaded yet (``procrl score`` with rewards that need no model),
-    that probe alone costs ~1.5 s and ~250 MB, the larger part of scoring one row. So torch is
+    that probe alone is the larger part of the time and memory of scoring one row. So torch is
     hidden for the duration of the import (thinc then records it as absent; torch imports
     normally afterwards). Training imports torch first, so there nothing changes."""
     import sys
@@ -384,11 +383,6 @@ def _steps_from_pieces(text: str, end: int) -> list[tuple[int, int]] | None:
         if len(pieces) >= 2:
             return pieces
     return None
-
-
-def split_steps(completion: str) -> list[Span]:
-    """Steps of a completion's reasoning, offsets into ``completion``."""
-    return list(segment(completion).steps)
 
 
 def segment(completion: str) -> Segmentation:

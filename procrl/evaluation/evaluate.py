@@ -35,10 +35,11 @@ from procrl.core.redaction import redact
 from procrl.observe import plots
 from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput, RuntimeContext
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RewardBatch, RewardOutput, RuntimeContext
 
-__all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir", "evaluate", "generate_completions",
-           "sample_outcomes", "write_report"]
+__all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir", "evaluate", "format_summary",
+           "generate_completions", "judge_overrides", "sample_outcomes", "write_report"]
 
 
 # Samples per problem: generated in one call per batch of prompts, so memory grows with it (a
@@ -704,44 +705,6 @@ def _log_wandb(report, outputs, types, directory: Path, recipe, completions, que
     run.finish()
 
 
-def add_evaluate_command(commands) -> None:
-    """The ``procrl evaluate`` subcommand (registered by procrl.launch.cli)."""
-    p = commands.add_parser("evaluate", help="Generate on a test split, score with the recipe's mix, report "
-                                             "answer vs reasoning-aware accuracy.")
-    p.add_argument("--recipe", required=True, help="Path to a recipe YAML file (its rewards, data and prompt are used).")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    p.add_argument("--model", default=None, help="Model directory (a checkpoint; a LoRA adapter is applied to the recipe's "
-                   "policy), Hub id, .gguf file, or an embedded model: procrl:tiny-qwen2, procrl:tiny-reasoner, "
-                   "procrl:smollm2-135m-instruct (default: the recipe's policy).")
-    p.add_argument("--gguf-file", default=None, help="A GGUF checkpoint inside --model (a Hub repository or directory).")
-    p.add_argument("--split", default="test", help="Dataset split to evaluate on.")
-    p.add_argument("--limit", type=int, default=None, help="Evaluate only the first N problems.")
-    p.add_argument("--output-dir", default=None, help="Where report.json, report.md and the PNGs go "
-                                                      "(default: named after --model: a procrl run's own <dir>/eval-<split>, else "
-                                                      "<recipe output_dir>/eval-<split>-<model name>).")
-    p.add_argument("--overwrite", action="store_true",
-                   help="Write into an --output-dir that procrl evaluate did not write (its other files are kept).")
-    p.add_argument("--batch-size", type=int, default=8, help="Prompts generated together (transformers backend).")
-    p.add_argument("--max-new-tokens", type=int, default=None,
-                   help="Generation length (default: the recipe's trainer.max_completion_length, else 256).")
-    p.add_argument("--backend", choices=["auto", "vllm", "transformers"], default="auto",
-                   help="'auto': vLLM when installed and a GPU is present, else transformers.")
-    p.add_argument("--temperature", type=float, default=0.0,
-                   help="Sampling temperature; 0 (default) is greedy decoding, one completion per problem.")
-    p.add_argument("--top-p", type=float, default=1.0, help="Nucleus sampling threshold (with --temperature > 0).")
-    p.add_argument("--num-samples", type=int, default=1, metavar="K",
-                   help="Completions sampled per problem (needs --temperature > 0): pass@k and maj@k are reported.")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the sampler (same seed, same samples).")
-    p.add_argument("--wandb", action="store_true", help="Also log the report, plots and completions to W&B.")
-    p.add_argument("--judge", default=None, metavar="NAME|BACKEND",
-                   help="The first-error judge of reasoning-aware accuracy: a first_error component of the recipe, or a "
-                        "backend (reference, arithmetic, openai, hf, prm) added as the weight-0 component 'eval_judge' "
-                        "(settings: --set rewards.eval_judge.KEY=VALUE). Default: data.eval_judge, else the first "
-                        "first_error component.")
-    p.set_defaults(handler=_cmd_evaluate)
-
-
 JUDGE_COMPONENT = "eval_judge"
 
 
@@ -749,41 +712,31 @@ def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
     """``--judge`` as recipe overrides: a backend name adds the evaluation-only component
     ``eval_judge`` (weight 0) before the user's ``--set`` (which may configure it); a component
     name sets ``data.eval_judge``."""
-    import typing
-
-    from procrl.rewards.first_error import FirstErrorReward
+    from procrl.rewards.judges.registry import BACKENDS
 
     if judge is None:
         return list(overrides)
-    if judge in typing.get_args(typing.get_type_hints(FirstErrorReward.Settings)["backend"]):
+    if judge in BACKENDS:
         component = f"rewards.{JUDGE_COMPONENT}={{type: first_error, backend: {judge}, weight: 0.0}}"
         return [component, *overrides, f"data.eval_judge={JUDGE_COMPONENT}"]
     return [*overrides, f"data.eval_judge={judge}"]
 
 
-def _cmd_evaluate(args) -> int:
-    from procrl.recipe import load_recipe
-
-    recipe = load_recipe(args.recipe, judge_overrides(args.judge, args.overrides))
-    sampling = Sampling(temperature=args.temperature, top_p=args.top_p, num_samples=args.num_samples, seed=args.seed)
-    report = evaluate(recipe, model=args.model, split=args.split, limit=args.limit, output_dir=args.output_dir,
-                      batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, backend=args.backend,
-                      log_wandb=args.wandb, sampling=sampling, gguf_file=args.gguf_file, overwrite=args.overwrite)
-    directory = Path(args.output_dir) if args.output_dir else default_output_dir(recipe, args.model, args.split,
-                                                                                  args.gguf_file)
+def format_summary(report: dict[str, Any], sampling: Sampling, directory: Path) -> str:
+    """The lines ``procrl evaluate`` prints: the accuracies with their standard errors, the judge,
+    the notes and the files written into ``directory``."""
     how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
                                             f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
-    print(f"{report['n']} problems, {how} (value ± standard error)")
+    lines = [f"{report['n']} problems, {how} (value ± standard error)"]
     judge = report.get("evaluation_judge")
     if judge:
-        print(f"reasoning-aware accuracy judged by {judge['component']!r}"
-              + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)"))
+        lines.append(f"reasoning-aware accuracy judged by {judge['component']!r}"
+                     + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)"))
     for key in ACCURACY_KEYS:
-        print(f"{key:<28} {_with_error(report, key)}")
+        lines.append(f"{key:<28} {_with_error(report, key)}")
     for key in report["sampled"] if sampling.num_samples > 1 else ():  # greedy: pass@1 = maj@1 = accuracy
         if not key.endswith("_stderr"):
-            print(f"{key:<28} {_with_error(report, key, report['sampled'])}")
-    for note in report["notes"]:
-        print(f"note: {note}")
-    print(f"wrote {directory / 'report.json'}, {directory / 'report.md'} and {', '.join(report['plots'])}")
-    return 0
+            lines.append(f"{key:<28} {_with_error(report, key, report['sampled'])}")
+    lines += [f"note: {note}" for note in report["notes"]]
+    lines.append(f"wrote {directory / 'report.json'}, {directory / 'report.md'} and {', '.join(report['plots'])}")
+    return "\n".join(lines)

@@ -17,7 +17,6 @@ judge's table (or ``--json``); writes validate's report files only with ``--outp
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from procrl.evaluation.validate_metrics import SWEEP, processbench_metrics, swee
 
 __all__ = [
     "SWEEP",
-    "cmd_eval_judge",
+    "evaluate_judge",
     "format_report",
     "judge_report",
     "processbench_metrics",
@@ -111,45 +110,27 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_eval_judge(args) -> int:
-    from procrl.evaluation.score import _jsonable
+def evaluate_judge(recipe: str, overrides: list[str], data: str, component: str | None = None,
+                   limit: int | None = None, device: str | None = None, output_dir: str | None = None,
+                   overwrite: bool = False, quiet: bool = False) -> dict[str, Any]:
+    """The judge's report (:func:`judge_report`) on the labelled solutions in ``data``; validate's
+    report files written into ``output_dir`` when given (refused before any work by the folder
+    rule). ``quiet``: no progress bar, and what libraries print goes to stderr."""
     from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
     from procrl.evaluation.validate_plot import plot_validation
 
-    directory = (choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite, command=EVAL_JUDGE)
-                 if args.output_dir else None)
-    with quiet_stdout(args.json):
-        result = run_validation(args.recipe, args.overrides, args.data, limit=args.limit, device=args.device,
-                                progress=not args.json, specs_filter=lambda specs: _pick_specs(specs, args.component))
+    directory = (choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE)
+                 if output_dir else None)
+    with quiet_stdout(quiet):
+        result = run_validation(recipe, overrides, data, limit=limit, device=device,
+                                progress=not quiet, specs_filter=lambda specs: _pick_specs(specs, component))
     name = next(n for n, c in result.report["components"].items() if "localisation" in c and
-                (args.component is None or n == args.component))
+                (component is None or n == component))
     report = judge_report(result.report, name)
     if directory is not None:
         write_outputs(directory, result.report, result.items, plot_validation(result.items, result.report, {}),
                       command=EVAL_JUDGE)
-    print(json.dumps(_jsonable(report)) if args.json else format_report(report))
-    return 0
+    return report
 
 
 EVAL_JUDGE = "eval-judge"  # the command named in the folder marker (procrl/core/folders.py)
-
-
-def add_eval_judge_command(commands) -> None:
-    """Register ``procrl eval-judge`` on the CLI's subparsers."""
-    parser = commands.add_parser(
-        "eval-judge", help="Meta-evaluate a first-error judge on labelled solutions (acc_err, acc_cor, F1): "
-                           "procrl validate restricted to one judge."
-    )
-    parser.add_argument("--recipe", required=True, help="Path to a recipe YAML file with a first_error component.")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
-    parser.add_argument("--data", required=True,
-                        help="Labelled solutions in any format procrl validate reads, e.g. {problem, steps, label[, answer]}.")
-    parser.add_argument("--component", default=None, help="Name of the first_error component (needed when the recipe has several).")
-    parser.add_argument("--limit", type=int, default=None, help="Evaluate only the first N records.")
-    parser.add_argument("--device", default=None, help="Device of hf/prm judges (default: cuda when available, else cpu).")
-    parser.add_argument("--output-dir", default=None, help="Also write validate's report files there.")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="Write into an --output-dir that procrl did not write (its other files are kept).")
-    parser.add_argument("--json", action="store_true", help="Print one JSON object instead of the table.")
-    parser.set_defaults(handler=cmd_eval_judge)

@@ -34,7 +34,8 @@ from typing import Any, Iterable, Iterator
 from procrl.core.atomic import AtomicOutput, output_target
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
-from procrl.rewards.base import RewardBatch, RewardMix, RewardOutput
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RewardBatch, RewardOutput
 
 __all__ = ["AtomicOutput", "RunningSummary", "check_paths", "iter_rows", "score_file", "score_rows"]
 

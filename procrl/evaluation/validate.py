@@ -168,7 +168,8 @@ def run_validation(recipe_path: str, overrides: list[str], data: str | list[str]
                    batch_size: int = 64, progress: bool = False, specs_filter=None) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
     from procrl.recipe import load_recipe
-    from procrl.rewards.base import RewardMix, RuntimeContext
+    from procrl.rewards.mix import RewardMix
+    from procrl.rewards.protocol import RuntimeContext
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be at least 1, got {limit}")

@@ -252,7 +252,7 @@ def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int
         entry["failures"] = counted
         if is_judge:
             entry["backend"] = backend
-            entry["model"] = component.settings.model
+            entry["model"] = getattr(component.settings, "model", None)  # None: a model-free backend
             if backend == "prm":
                 entry["threshold"] = component.settings.threshold
         entry.update(_component_stats(items, name, lambda i, n=name: i.rewards.get(n), is_judge, backend in ("arithmetic", "reference"),

@@ -1,6 +1,6 @@
 """The command-line helpers of the launch layer: ``accelerate launch`` flags (read, checked) and
 the recipe's ``launch.config_file`` located. Pure functions, imported by :mod:`procrl.launch.prelaunch`,
-:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.plan` and :mod:`procrl.launch.cli` (here so that
+:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.plan` and :mod:`procrl.launch.check` (here so that
 none of them imports another just for these)."""
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ def preflight(recipe: Recipe, processes: int | None = None):
     ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
     :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
     check_training_data(recipe)
-    from procrl.rewards.base import RewardMix
+    from procrl.rewards.mix import RewardMix
 
     # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
     check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))

@@ -3,10 +3,10 @@
 A GGUF file starts with key-value metadata (architecture, layer count, widths, the tokenizer's
 vocabulary) and a table of tensor names and shapes; the weights follow. Planning needs a dozen
 scalars and the shapes, so this reads only the header, with the standard library: the gguf
-package's ``GGUFReader`` parses every tokenizer string into arrays first (~7 s for the 135M
-SmolLM2 file on 2 busy cores, against ~0.1 s here), and transformers' own reader needs torch,
-which ``procrl check`` does not import. Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md
-(versions 2 and 3; little-endian).
+package's ``GGUFReader`` parses every tokenizer string into arrays first (seconds for the 135M
+SmolLM2 file, where reading the header alone takes a fraction of one), and transformers' own
+reader needs torch, which ``procrl check`` does not import.
+Format: https://github.com/ggml-org/ggml/blob/master/docs/gguf.md (versions 2 and 3; little-endian).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def read_gguf_header(path: str | Path) -> tuple[dict[str, Any], dict[str, tuple[
 
 
 def gguf_config(path: str | Path) -> dict[str, Any]:
-    """config.json-style values of a GGUF decoder LM (what :func:`procrl.launch.plan.count_parameters`
+    """config.json-style values of a GGUF decoder LM (what :func:`procrl.models.parameters.count_parameters`
     reads), plus ``num_parameters`` counted from the tensor shapes. transformers dequantizes a
     GGUF to float32 by default (``dtype: auto``), which ``dtype`` records."""
     metadata, shapes = read_gguf_header(path)

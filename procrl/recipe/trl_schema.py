@@ -1,25 +1,31 @@
-"""TRL's ``GRPOConfig`` fields and their types, as a table, so that validating a recipe's
-``trainer`` section does not import TRL (which imports torch, transformers and peft: seconds and
-hundreds of MiB before ``procrl check`` or ``score`` do any work).
+"""TRL's ``GRPOConfig`` fields, their types and their closed sets of values, as tables, so that
+validating a recipe's ``trainer`` section does not import TRL (which imports torch, transformers
+and peft: seconds and hundreds of MiB before ``procrl check`` or ``score`` do any work).
 
-The table below is generated from the installed TRL by ``python -m procrl.trl_schema --write``;
-``tests/test_startup.py`` checks it against the installed TRL, field by field and type by
-type, so a TRL upgrade that adds, drops or retypes a field fails the tests until the table is
-regenerated. Types that procrl does not check themselves (TRL's and transformers' enums,
-accelerate's ParallelismConfig) are ``Any``, as :func:`procrl.core.config.check_value` passes such
-values through unchanged anyway; TRL checks them when the trainer starts.
+The tables below are generated from the installed TRL by
+``python -m procrl.recipe.trl_schema --write``; ``tests/test_startup.py`` checks them against the installed TRL, field by field and type by
+type, so a TRL upgrade that adds, drops or retypes a field, or changes a set of values, fails the
+tests until the tables are regenerated. A field's values are a closed set where TRL's dataclass
+states one: an Enum in its annotation (``IntervalStrategy | str``: the Enum's values) or
+``metadata["choices"]`` (what transformers' argument parser offers); the recipe layer checks a
+value against that set. Types that procrl does not check themselves (TRL's and transformers'
+enums, accelerate's ParallelismConfig) are ``Any`` in the field table, as
+:func:`procrl.core.config.check_value` passes such values through unchanged.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import enum
+import textwrap
 import types
 import typing
 from pathlib import Path
 from typing import Any, Literal, Union
 
-__all__ = ["GRPO_CONFIG_FIELDS", "TRL_VERSION", "grpo_config_fields", "type_source"]
+__all__ = ["GRPO_CONFIG_CHOICES", "GRPO_CONFIG_FIELDS", "TRL_VERSION", "grpo_config_choices", "grpo_config_fields",
+           "type_source"]
 
 
 def type_source(tp: Any) -> str:
@@ -55,20 +61,54 @@ def grpo_config_fields() -> dict[str, str]:
     return {f.name: type_source(hints.get(f.name, Any)) for f in dataclasses.fields(GRPOConfig) if f.init}
 
 
+def field_choices(tp: Any, metadata: Any) -> tuple[str, ...] | None:
+    """The closed set of values a field's annotation or metadata states: an Enum's values, else
+    ``metadata["choices"]``; None when the field states none."""
+    members = typing.get_args(tp) if typing.get_origin(tp) in (Union, types.UnionType) else (tp,)
+    for member in members:
+        if isinstance(member, type) and issubclass(member, enum.Enum):
+            return tuple(str(item.value) for item in member)
+    choices = metadata.get("choices")
+    return tuple(str(choice) for choice in choices) if choices else None
+
+
+def grpo_config_choices() -> dict[str, tuple[str, ...]]:
+    """Field name -> the values TRL's GRPOConfig (and its parents) state for it (imports TRL)."""
+    from trl import GRPOConfig
+
+    hints = typing.get_type_hints(GRPOConfig)
+    fields = [f for f in dataclasses.fields(GRPOConfig) if f.init]
+    found = {f.name: field_choices(hints.get(f.name, Any), f.metadata) for f in fields}
+    return {name: choices for name, choices in found.items() if choices}
+
+
 _GENERATED = "# --- generated"
+
+
+def _choices_entry(name: str, values: tuple[str, ...], width: int = 120) -> str:
+    """One entry of the generated choices table, wrapped at ``width`` characters."""
+    line = f"    {name!r}: {values!r},"
+    if len(line) <= width:
+        return line
+    wrapped = textwrap.wrap(", ".join(map(repr, values)) + ",", width - 8, break_long_words=False)
+    return "\n".join([f"    {name!r}: (", *(f"        {part}" for part in wrapped), "    ),"])
 
 
 def _write(path: Path) -> None:
     import trl
 
     fields = grpo_config_fields()
+    choices = grpo_config_choices()
     text = path.read_text()
     start = text.rindex("\n" + _GENERATED) + 1  # the table's header line, the last one
     body = [
-        f"{_GENERATED} by `python -m procrl.trl_schema --write` from TRL {trl.__version__}; do not edit ---",
+        f"{_GENERATED} by `python -m procrl.recipe.trl_schema --write` from TRL {trl.__version__}; do not edit ---",
         f"TRL_VERSION = {trl.__version__!r}",
         "GRPO_CONFIG_FIELDS: dict[str, Any] = {",
         *(f"    {name!r}: {source}," for name, source in fields.items()),
+        "}",
+        "GRPO_CONFIG_CHOICES: dict[str, tuple[str, ...]] = {",
+        *(_choices_entry(name, values) for name, values in choices.items()),
         "}",
         "",
     ]
@@ -76,21 +116,23 @@ def _write(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Regenerate procrl's table of TRL GRPOConfig fields.")
-    parser.add_argument("--write", action="store_true", help="Rewrite the table in this file from the installed TRL.")
+    parser = argparse.ArgumentParser(description="Regenerate procrl's tables of TRL GRPOConfig fields and choices.")
+    parser.add_argument("--write", action="store_true", help="Rewrite the tables in this file from the installed TRL.")
     args = parser.parse_args(argv)
     if args.write:
         _write(Path(__file__))
     else:
         for name, source in grpo_config_fields().items():
             print(f"{name}: {source}")
+        for name, values in grpo_config_choices().items():
+            print(f"{name} choices: {', '.join(values)}")
 
 
 if __name__ == "__main__":
     main()
 
 
-# --- generated by `python -m procrl.trl_schema --write` from TRL 1.16.0; do not edit ---
+# --- generated by `python -m procrl.recipe.trl_schema --write` from TRL 1.16.0; do not edit ---
 TRL_VERSION = '1.16.0'
 GRPO_CONFIG_FIELDS: dict[str, Any] = {
     'output_dir': str | None,
@@ -284,4 +326,29 @@ GRPO_CONFIG_FIELDS: dict[str, Any] = {
     'transformers_continuous_batching_config': dict | str | None,
     'use_transformers_paged': bool,
     'vllm_importance_sampling_cap': float | None,
+}
+GRPO_CONFIG_CHOICES: dict[str, tuple[str, ...]] = {
+    'lr_scheduler_type': (
+        'linear', 'cosine', 'cosine_with_restarts', 'polynomial', 'constant', 'constant_with_warmup', 'inverse_sqrt',
+        'reduce_lr_on_plateau', 'cosine_with_min_lr', 'cosine_warmup_with_min_lr', 'warmup_stable_decay', 'greedy',
+    ),
+    'optim': (
+        'adamw_torch', 'adamw_torch_fused', 'adamw_torch_xla', 'adamw_torch_npu_fused', 'adafactor',
+        'adamw_anyprecision', 'adamw_torch_4bit', 'adamw_torch_8bit', 'ademamix', 'sgd', 'adagrad', 'adamw_bnb_8bit',
+        'adamw_8bit', 'ademamix_8bit', 'lion_8bit', 'lion_32bit', 'paged_adamw_32bit', 'paged_adamw_8bit',
+        'paged_ademamix_32bit', 'paged_ademamix_8bit', 'paged_lion_32bit', 'paged_lion_8bit', 'rmsprop', 'rmsprop_bnb',
+        'rmsprop_bnb_8bit', 'rmsprop_bnb_32bit', 'galore_adamw', 'galore_adamw_8bit', 'galore_adafactor',
+        'galore_adamw_layerwise', 'galore_adamw_8bit_layerwise', 'galore_adafactor_layerwise', 'lomo', 'adalomo',
+        'grokadamw', 'schedule_free_radam', 'schedule_free_adamw', 'schedule_free_sgd', 'apollo_adamw',
+        'apollo_adamw_layerwise', 'stable_adamw',
+    ),
+    'logging_strategy': ('no', 'steps', 'epoch'),
+    'log_level': ('detail', 'debug', 'info', 'warning', 'error', 'critical', 'passive'),
+    'log_level_replica': ('detail', 'debug', 'info', 'warning', 'error', 'critical', 'passive'),
+    'eval_strategy': ('no', 'steps', 'epoch'),
+    'save_strategy': ('no', 'steps', 'epoch', 'best'),
+    'hub_strategy': ('end', 'every_save', 'checkpoint', 'all_checkpoints'),
+    'dataloader_multiprocessing_context': ('fork', 'spawn', 'forkserver'),
+    'train_sampling_strategy': ('random', 'sequential', 'group_by_length', 'batch_rebalance'),
+    'ddp_backend': ('nccl', 'gloo', 'mpi', 'xccl', 'hccl', 'cncl', 'mccl'),
 }

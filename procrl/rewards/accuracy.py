@@ -13,7 +13,7 @@ from procrl.core.answers import (answers_match, extract_boxed, extract_predictio
                                  parse_number)
 from procrl.core.choices import gold_answer, predict
 from procrl.core.config import ConfigError, field
-from procrl.rewards.base import RewardBatch, RewardComponent, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 
 __all__ = [
     "AccuracyReward",
@@ -34,7 +34,10 @@ class AccuracyReward(RewardComponent):
 
     @dataclass
     class Settings:
-        tolerance: float = field(1e-6, help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly).")
+        tolerance: float = field(
+            1e-6, help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly), compared in exact "
+            "decimal arithmetic, so integers of any length compare exactly. A negative one is refused (it would match "
+            "nothing, not even 7 = 7).")
 
         def validate(self, path: str) -> None:
             if not math.isfinite(self.tolerance) or self.tolerance < 0:  # a negative one matches nothing, not even 7 = 7

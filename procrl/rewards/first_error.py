@@ -28,29 +28,30 @@ and found correct, 0):
 The judge sees the shared segmentation's steps (``batch.segmentations[i].steps``), so its k
 indexes the same steps as every other component and as dense credit; reference-based LLM
 judges see the gold *final answer* (``reference: answer``, as ReTraceQA), or the whole gold
-solution (``reference: solution``). Backends: :mod:`procrl.rewards.judges`. Every failure kind
+solution (``reference: solution``). Backends: :mod:`procrl.rewards.judges` (one line each in
+:data:`procrl.rewards.judges.registry.BACKENDS`; each reads only its own settings class,
+:mod:`procrl.rewards.judges.settings`). Every failure kind
 is reported each batch, zeros included, so the logged curves exist from step one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
-import re
 import threading
-from dataclasses import dataclass
 from typing import Literal
 
-from procrl.core.config import ConfigError, field
-from procrl.core.redaction import redact_url
 from procrl.core.choices import NUMBER, AnswerSpec, answer_correct, gold_text
+from procrl.core.config import ConfigError, check_value
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
+from procrl.rewards.judges.prompt import CATEGORIES, build_prompt, parse_verdict
+from procrl.rewards.judges.registry import BACKENDS, DEFAULT_BACKEND, backend_settings, options_by_backend
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
 
 # judge failures where no verdict came back at all (not a reply without a verdict): the sample's
 # details carry what failed
 REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
-from procrl.rewards.judges.prompt import CATEGORIES, build_prompt, parse_verdict
 
 __all__ = [
     "FirstErrorReward",
@@ -60,9 +61,6 @@ __all__ = [
     "parse_verdict",
 ]
 
-Penalty = Literal["flat", "position", "correct_only"]
-Reference = Literal["answer", "solution"]
-Transformation = Literal["regroup", "units", "percent", "rounding"]
 # Backends without a model: they report how many steps they could check (``checked_steps``).
 MODEL_FREE = ("arithmetic", "reference")
 
@@ -119,6 +117,12 @@ def reference_text(gold: str | None, reference: bool | str) -> str | None:
     return text.rsplit("####", 1)[-1].strip() if "####" in text else text
 
 
+def _only(backends: list[str]) -> str:
+    if len(backends) == 1:
+        return f"only backend {backends[0]!r} does"
+    return f"only backends {', '.join(map(repr, backends))} do"
+
+
 class FirstErrorReward(RewardComponent):
     """Penalise the earliest wrong step found by a judge (LLM, PRM or arithmetic verifier)."""
 
@@ -128,127 +132,29 @@ class FirstErrorReward(RewardComponent):
     uses_network = True  # backend openai
     diagnostics = ("first_error",)
 
-    @dataclass
-    class Settings:
-        backend: Literal["openai", "hf", "prm", "arithmetic", "reference"] = field(
-            "arithmetic",
-            help="Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), "
-            "'prm' (process reward model, Qwen2.5-Math-PRM convention), 'arithmetic' (no model: checks calculations) "
-            "or 'reference' (no model: checks each step's quantities against the question and the gold solution's "
-            "intermediate values; needs gold solutions, not only final answers). 'arithmetic' and 'reference' check "
-            "numbers: refused for choice and yes/no answers (data.answer_kind).",
-        )
-        model: str | None = field(None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path or an embedded model such as procrl:smollm2-135m-instruct).")
-        gguf_file: str | None = field(None, help="hf: a GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype.")
-        base_url: str = field("http://localhost:8000/v1", help="openai: base URL of the endpoint (…/v1).")
-        api_key_env: str | None = field(
-            None, help="openai: name of the environment variable holding the API key (the key itself never goes in a recipe)."
-        )
-        concurrency: int = field(16, help="openai: most requests in flight at once.")
-        timeout_s: float = field(
-            60.0, help="openai: seconds allowed for one request attempt in all (connect, send, the whole reply)."
-        )
-        max_retries: int = field(
-            3, help="openai: retries after a 429, 5xx, timeout, connection error or a 200 that is not a chat completion."
-        )
-        backoff_s: float = field(0.5, help="openai: first retry delay; doubles each retry (a Retry-After header wins).")
-        cache_size: int = field(100_000, help="openai: replies cached by (model, prompt); 0 disables the cache.")
-        reference: bool | Reference = field(
-            False,
-            help="LLM judges, reference-based mode: 'answer' (or true) shows the gold final answer (the number after "
-            "'####'; a choice's letter and text, '(B) reading', or yes/no: ReTraceQA's protocol); 'solution' shows the "
-            "whole gold solution; false: reference-free.",
-        )
-        categories: bool = field(False, help="LLM judges: also ask for the error category (Misinterpretation/Hallucination/"
-                                 "Reasoning, ReTraceQA's), logged per category (rewards/<name>/category/...).")
-        penalty: Penalty = field(
-            "flat",
-            help="'flat': -1 when an error is found; 'position': -(n-k)/n when step k is the first error (padding "
-            "the chain with steps before the error shrinks it); 'correct_only': the flat penalty only when the "
-            "final answer is right.",
-        )
-        no_steps_score: float = field(
-            -1.0, help="Score of a completion without reasoning steps (an answer alone): never better than checked and correct (0)."
-        )
-        unverified_score: float = field(
-            -1.0,
-            help="arithmetic, reference: score of a chain in which the judge checked nothing: no step holds a "
-            "checkable calculation (arithmetic: hedging, prose without numbers, pure algebra) or works out a quantity "
-            "of the gold's path (reference: hedging, the question's numbers copied, the gold answer stated without "
-            "working): not 'no error'; the default -1 equals a found error, so leaving a wrong calculation out of the "
-            "text never pays.",
-        )
-        max_depth: int = field(
-            1,
-            help="reference: operations (+ - * / over pairs) by which a stated gold value may be from what is known "
-            "before it (the question's numbers, what earlier steps established) to count as worked out, and by "
-            "which a later quantity may use an off-path value to reach a gold value (lookahead); 0, 1 or 2.",
-        )
-        transformations: list[Transformation] = field(
-            default_factory=lambda: ["units", "percent", "rounding"],
-            help="reference: what else reaches a gold or known value: 'units' (a quantity converted into the unit "
-            "written after it from another unit its step names: 150 minutes for 2.5 hours; conversion factors of "
-            "named units are known), 'percent' (20% also stands for 0.2; 100%-30% and 1-1/3 of a share of the "
-            "question are on the path), 'rounding' (as written: to the decimals shown, a whole number for a non-whole "
-            "value), 'regroup' (partial results of the gold's calculations regrouped: 16-3-4 also gives 3+4=7; off by "
-            "default: on real solutions it lets more errors through than the lookahead needs).",
-        )
-        off_path: Literal["lookahead", "derivable", "flag"] = field(
-            "lookahead",
-            help="reference: a value off the gold's path is accepted when a later quantity uses it to reach a gold "
-            "value ('lookahead': alternative decompositions pass, a wrong operation on right numbers does not), "
-            "when it is within max_depth operations of known and gold values ('derivable': lets wrong operations "
-            "through), or never ('flag').",
-        )
-        leap: Literal["accept", "flag"] = field(
-            "accept",
-            help="reference: a gold value stated before it can be worked out from what is known (e.g. the answer "
-            "first): accepted without counting as checked ('accept'), or the first error ('flag').",
-        )
-        check_arithmetic: bool = field(
-            True, help="reference: a calculation shown false is an error too (what the arithmetic judge flags)."
-        )
-        threshold: float = field(0.5, help="prm: a step whose probability of being correct is below this is an error.")
-        max_tokens: int = field(1024, help="LLM judges: most tokens the judge may write.")
-        temperature: float = field(0.0, help="LLM judges: sampling temperature (0: greedy).")
-        batch_size: int = field(8, help="hf, prm: items per forward pass / generate call.")
-        step_separator: str = field("<extra_0>", help="prm: the token that ends each step.")
-        dtype: str = field("auto", help="hf, prm: torch dtype of the judge model (e.g. bfloat16).")
-        trust_remote_code: bool = field(False, help="hf, prm: allow the model's own code (Qwen2.5-Math-PRM needs it).")
+    Settings = backend_settings(DEFAULT_BACKEND)  # a recipe's ``backend:`` picks its own (settings_class)
 
-        def validate(self, path: str) -> None:
-            if self.backend in ("openai", "hf", "prm") and not self.model:
-                raise ConfigError(f"{path}.model: the {self.backend!r} backend needs a model")
-            if self.gguf_file is not None and self.backend != "hf":
-                raise ConfigError(f"{path}.gguf_file: only the 'hf' backend loads a GGUF checkpoint (backend is {self.backend!r})")
-            from procrl.models.loading import check_gguf_file
+    @classmethod
+    def settings_class(cls, own: dict, path: str) -> type:
+        """The settings of the backend ``own`` names (:mod:`procrl.rewards.judges.settings`); an option
+        that backend does not read is refused, naming the backends that do."""
+        backend = check_value(f"{path}.backend", own.get("backend", DEFAULT_BACKEND), Literal[tuple(BACKENDS)])
+        settings_class = backend_settings(backend)
+        own_options = {f.name for f in dataclasses.fields(settings_class)}
+        for key in (key for key in own if key not in own_options):  # the other backends load only here
+            readers = [name for name, options in options_by_backend().items() if key in options]
+            if readers:
+                raise ConfigError(f"{path}.{key}: backend {backend!r} does not read {key}; {_only(readers)}")
+        return settings_class  # a key no backend reads is refused as unknown, with a suggestion
 
-            check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.model, f"{path}.model")
-            if self.api_key_env is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.api_key_env):
-                raise ConfigError(
-                    f"{path}.api_key_env: expected the NAME of an environment variable (e.g. JUDGE_API_KEY), "
-                    "not a key; keys never go in a recipe"
-                )
-            if self.backend == "openai" and not self.base_url.startswith(("http://", "https://")):
-                raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {redact_url(self.base_url)!r}")
-            for name in ("concurrency", "batch_size", "max_tokens"):
-                if getattr(self, name) < 1:
-                    raise ConfigError(f"{path}.{name}: must be at least 1, got {getattr(self, name)}")
-            if self.max_retries < 0 or self.cache_size < 0:
-                raise ConfigError(f"{path}: max_retries and cache_size must be >= 0")
-            if self.timeout_s <= 0 or self.backoff_s < 0:
-                raise ConfigError(f"{path}.timeout_s: must be positive (and backoff_s >= 0)")
-            if not 0.0 <= self.threshold <= 1.0:
-                raise ConfigError(f"{path}.threshold: must be in [0, 1], got {self.threshold}")
-            if self.temperature < 0:
-                raise ConfigError(f"{path}.temperature: must be >= 0, got {self.temperature}")
-            if not 0 <= self.max_depth <= 2:
-                raise ConfigError(f"{path}.max_depth: must be 0, 1 or 2, got {self.max_depth}")
-            for name in ("no_steps_score", "unverified_score"):
-                if getattr(self, name) > 0:
-                    raise ConfigError(
-                        f"{path}.{name}: must be <= 0 (0 is what a checked, error-free chain gets), got {getattr(self, name)}"
-                    )
+    @classmethod
+    def unread_after_override(cls, own: dict, key: str) -> list[str]:
+        """A backend chosen by ``--set`` drops the recipe's options of other backends."""
+        backend = own.get("backend", DEFAULT_BACKEND)
+        if key != "backend" or backend not in BACKENDS:
+            return []
+        options = options_by_backend()
+        return [k for k in own if k not in options[backend] and any(k in read for read in options.values())]
 
     is_async = True
 
@@ -260,7 +166,8 @@ class FirstErrorReward(RewardComponent):
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
         local = settings.backend in ("hf", "prm") and settings.model
-        return {"model": ModelRef(settings.model, settings.dtype, settings.gguf_file)} if local else {}
+        gguf_file = settings.gguf_file if settings.backend == "hf" else None
+        return {"model": ModelRef(settings.model, settings.dtype, gguf_file)} if local else {}
 
     def needs_model(self) -> str | None:
         return self.settings.model if self.settings.backend in ("hf", "prm") else None
@@ -304,11 +211,12 @@ class FirstErrorReward(RewardComponent):
         sees the whole gold solution: it checks against its intermediate values, and the final
         answer the completion states); a choice gold as its letter and text (``(B) reading``), a
         yes/no gold as ``yes`` / ``no``."""
+        reference = getattr(self.settings, "reference", False)  # only the LLM judges are shown a gold
         if spec.kind != "number":
-            shown = gold_text(gold, spec) if self.settings.reference else None
+            shown = gold_text(gold, spec) if reference else None
             return JudgeItem(question, tuple(steps), shown, kind=spec.kind)
         if self.settings.backend != "reference":
-            return JudgeItem(question, tuple(steps), reference_text(gold, self.settings.reference))
+            return JudgeItem(question, tuple(steps), reference_text(gold, reference))
         from procrl.rewards.judges.reference import stated_final_answer
 
         return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), answer=stated_final_answer(completion))
@@ -404,7 +312,7 @@ class FirstErrorReward(RewardComponent):
         }
         if settings.backend in MODEL_FREE:
             metrics["unverified_fraction"] = unverified / total
-        if settings.categories and settings.backend in ("openai", "hf"):
+        if settings.backend in ("openai", "hf") and settings.categories:
             # ReTraceQA's error categories: share of the errors found, and of those the judge left uncategorised
             for category, count in categories.items():
                 metrics[f"category/{category}"] = count / found if found else math.nan

@@ -12,7 +12,7 @@ counted and logged as ``rewards/<name>/failures/<kind>``, and every None is reso
 component's ``fallback`` before it reaches a total (:mod:`procrl.rewards.fallback`): by default
 ``group_mean``, the mean of the component's scores in the sample's generation group (where the
 groups are known: the trainers, ``procrl score``); a number is substituted at once; ``null``
-leaves TRL's None. A completion over the segmentation caps (:mod:`procrl.text`: characters,
+leaves TRL's None. A completion over the segmentation caps (:mod:`procrl.core.text`: characters,
 lines, steps) is never given to a component: it is such a failure, of kind ``too_long``, so
 that every component's cost per completion is bounded.
 
@@ -167,7 +167,7 @@ class RewardMix:
 
     @staticmethod
     def _within_caps(batch: RewardBatch) -> tuple[RewardBatch | None, list[int]]:
-        """The batch without its ``too_long`` completions (:mod:`procrl.text`'s caps; None when
+        """The batch without its ``too_long`` completions (:mod:`procrl.core.text`'s caps; None when
         none is left) and their indices: no component is given text over the caps, so every
         component's cost per completion is bounded."""
         too_long = [i for i, segmentation in enumerate(batch.segmentations) if segmentation.too_long]

@@ -304,6 +304,19 @@ class RewardComponent:
         self.name = name or type(self).__name__
         self.context = RuntimeContext()
 
+    @classmethod
+    def settings_class(cls, own: dict[str, Any], path: str) -> type:
+        """The dataclass its recipe keys ``own`` (the common keys removed) are read into:
+        :attr:`Settings`. A component whose options depend on one of its keys (first_error's
+        ``backend``) overrides it, refusing keys there with errors naming ``path``."""
+        return cls.Settings
+
+    @classmethod
+    def unread_after_override(cls, own: dict[str, Any], key: str) -> list[str]:
+        """The keys of ``own`` (its recipe options) it no longer reads once ``--set`` changed
+        ``key`` (first_error: a new ``backend``); they are dropped, not refused. Nothing by default."""
+        return []
+
     def bind(self, context: RuntimeContext) -> None:
         """Called once the trainer exists; components holding models move them here."""
         self.context = context

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +21,10 @@ from procrl.core.config import ConfigError, field, from_dict, suggest
 from procrl.rewards.fallback import GROUP_MEAN
 from procrl.rewards.protocol import RewardComponent, _one_line, describe_component
 
+logger = logging.getLogger(__name__)
+
 __all__ = ["COMMON_KEYS", "ComponentSpec", "GateSettings", "check_answer_kind", "check_gate_cycles", "number_judges",
-           "parse_component", "parse_rewards", "resolve_type"]
+           "drop_unread_after_override", "parse_component", "parse_rewards", "resolve_type", "settings_from"]
 
 
 @dataclass
@@ -108,18 +111,44 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
     deadline_s = _deadline(raw, type_name, path)
     own = {k: v for k, v in raw.items() if k not in COMMON_KEYS}
     if inspect.isclass(target) and issubclass(target, RewardComponent):
-        known = [f.name for f in dataclasses.fields(target.Settings) if f.init]
-        for key in own:
-            if key not in known:  # the suggestion looks at the common keys too: 'wieght' -> 'weight'
-                raise ConfigError(
-                    f"{path}.{key}: unknown key{suggest(key, [*known, *sorted(COMMON_KEYS)])}; "
-                    f"known keys: {', '.join(sorted(known)) or 'none'}; common keys: {', '.join(sorted(COMMON_KEYS))}"
-                )
-        settings = from_dict(target.Settings, own, path)
+        settings = settings_from(target.settings_class(own, path), own, path)
     else:
         _check_function_settings(target, own, path)
         settings = own
     return ComponentSpec(name, type_name, float(weight), gate, fallback, settings, target, deadline_s)
+
+
+def settings_from(settings_class: type, own: dict[str, Any], path: str) -> Any:
+    """A component's settings from its recipe keys (the common keys removed): an unknown key is
+    refused with a suggestion among the known and the common keys."""
+    known = [f.name for f in dataclasses.fields(settings_class) if f.init]
+    for key in own:
+        if key not in known:  # the suggestion looks at the common keys too: 'wieght' -> 'weight'
+            raise ConfigError(
+                f"{path}.{key}: unknown key{suggest(key, [*known, *sorted(COMMON_KEYS)])}; "
+                f"known keys: {', '.join(sorted(known)) or 'none'}; common keys: {', '.join(sorted(COMMON_KEYS))}"
+            )
+    return from_dict(settings_class, own, path)
+
+
+def drop_unread_after_override(name: str, component: dict[str, Any], key: str, keep: set[str]) -> list[str]:
+    """After ``--set rewards.<name>.<key>=...``, which may choose other options (first_error's
+    ``backend``): the options the component no longer reads are dropped from ``component`` (its
+    recipe mapping, changed in place), except those in ``keep`` (set by an earlier ``--set``, so
+    still refused if unread). Built-in components only; returns the dropped keys."""
+    from procrl.rewards.registry import REWARDS, builtin_class
+
+    type_name = component.get("type", name)
+    if not isinstance(type_name, str) or type_name not in REWARDS:
+        return []
+    own = {k: v for k, v in component.items() if k not in COMMON_KEYS}
+    dropped = [k for k in builtin_class(type_name).unread_after_override(own, key) if k not in keep]
+    for k in dropped:
+        del component[k]
+    if dropped:
+        logger.info("rewards.%s.%s set by --set: dropped the recipe's %s (not read any more)", name, key,
+                    ", ".join(dropped))
+    return dropped
 
 
 def _deadline(raw: dict, type_name: str, path: str) -> float | None:

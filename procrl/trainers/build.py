@@ -13,7 +13,8 @@ from typing import Any
 
 from procrl.trainers.checkpoints import atomic_checkpoints
 from procrl.models.loading import load_policy, lora_config, policy_source
-from procrl.rewards.base import RewardMix, RuntimeContext
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RuntimeContext
 from procrl.trainers.grpo import ProcrlGRPOTrainer
 from procrl.trainers.process_grpo import ProcessGRPOTrainer
 

@@ -1,8 +1,8 @@
 """Checkpoints that are complete or absent, and resuming from the newest complete one.
 
 transformers writes ``checkpoint-N/`` file by file (weights, optimizer, scheduler, RNG states,
-``trainer_state.json`` last); a run killed during that write used to leave a directory that
-``--resume`` then picked and failed on. procrl's trainers (:func:`atomic_checkpoints`) run
+``trainer_state.json`` last); a run killed during that write would leave a directory that
+``--resume`` picks and fails on. procrl's trainers (:func:`atomic_checkpoints`) run
 transformers' / TRL's own save path unchanged but point it at ``<output_dir>/.partial/``;
 once every rank has written its part, the main process renames
 ``.partial/checkpoint-N`` to ``checkpoint-N`` (one ``rename``, atomic on a POSIX file system)

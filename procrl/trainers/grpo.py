@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from procrl.rewards.base import RewardMix
+from procrl.rewards.mix import RewardMix
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
 from procrl.trainers.held_out import HeldOutEvaluation
 

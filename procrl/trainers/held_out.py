@@ -24,7 +24,7 @@ from typing import Any
 
 from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
-from procrl.rewards.base import RewardBatch, RewardOutput
+from procrl.rewards.protocol import RewardBatch, RewardOutput
 
 __all__ = ["HeldOutEvaluation", "OutcomeCollector", "held_out_metrics"]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import torch
 
-from procrl.rewards.base import RewardMix
+from procrl.rewards.mix import RewardMix
 from procrl.trainers.credit import process_advantages
 from procrl.trainers.grpo import ProcrlGRPOTrainer
 from procrl.trainers.step_credit import SingleStepWarning, local_step_credit

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from procrl.rewards.base import RewardMix
+from procrl.rewards.mix import RewardMix
 from procrl.trainers.credit import combine_step_scores, step_last_tokens, token_char_ends
 
 __all__ = ["SINGLE_STEP_WARNING_FRACTION", "SingleStepWarning", "local_step_credit", "process_component_names"]
@@ -36,7 +36,7 @@ class SingleStepWarning:
             logger.warning(
                 "process credit: %.0f%% of the completions of this batch have a single step, so their process "
                 "credit is outcome credit (logged as process/single_step_fraction). Ask the policy for one step "
-                "per line, or check how procrl.text segments its completions.", 100 * fraction,
+                "per line, or check how procrl.core.text segments its completions.", 100 * fraction,
             )
             self.warned = True
 

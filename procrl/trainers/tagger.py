@@ -20,7 +20,6 @@ with a locally trained WordPiece tokenizer, for tests and benchmarks that cannot
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 from dataclasses import dataclass
@@ -33,7 +32,6 @@ from procrl.rewards.trace import LABELS
 
 __all__ = [
     "TaggerTrainingResult",
-    "add_train_tagger_command",
     "f1_per_label",
     "read_labelled",
     "train_tagger",
@@ -335,32 +333,3 @@ def write_tiny_encoder(directory: str | Path, *, model_type: str = "deberta-v2",
     AutoModel.from_config(config).save_pretrained(directory)
     tokenizer.save_pretrained(directory)
     return directory
-
-
-# --- the CLI command ----------------------------------------------------------------------------
-
-
-def add_train_tagger_command(commands) -> None:
-    """Register ``procrl train-tagger`` on the CLI's subparsers."""
-    p = commands.add_parser("train-tagger", help="Fine-tune a TRACE sentence tagger; save it in the published format.")
-    p.add_argument("--data", required=True, help='Labelled JSONL rows {"sentence": ..., "labels": [...]}.')
-    p.add_argument("--base", required=True, help="Base encoder: local dir or Hub id (e.g. microsoft/deberta-v3-base).")
-    p.add_argument("--output-dir", required=True, help="Where to save the tagger (config, tokenizer, model.safetensors).")
-    p.add_argument("--overwrite", action="store_true",
-                   help="Write into an --output-dir that procrl train-tagger did not write (its other files are kept).")
-    p.add_argument("--epochs", type=int, default=3, help="Passes over the training rows.")
-    p.add_argument("--batch-size", type=int, default=16, help="Sentences per optimisation step.")
-    p.add_argument("--learning-rate", type=float, default=3e-5, help="AdamW peak learning rate (linear decay).")
-    p.add_argument("--eval-fraction", type=float, default=0.2, help="Share of rows held out for per-label F1.")
-    p.add_argument("--max-length", type=int, default=512, help="Tokens per sentence (longer ones are truncated).")
-    p.add_argument("--seed", type=int, default=0, help="Seed of the split, the head init and the shuffling.")
-    p.set_defaults(handler=_cmd_train_tagger)
-
-
-def _cmd_train_tagger(args: argparse.Namespace) -> int:
-    train_tagger(
-        args.data, args.base, args.output_dir, epochs=args.epochs, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, eval_fraction=args.eval_fraction, seed=args.seed, max_length=args.max_length,
-        overwrite=args.overwrite,
-    )
-    return 0

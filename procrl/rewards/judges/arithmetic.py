@@ -12,21 +12,26 @@ What ``unverified`` should score (``unverified_score``, default -1, the score of
 a policy choosing how to write a chain compares "write the calculation" (0 if right, -1 if
 wrong) with "leave it out" (``unverified_score``). Any value above -1 pays leaving a wrong
 calculation out; any value from 0 up pays leaving every calculation out. At -1 neither pays.
-What -1 costs is sound chains with nothing checkable: measured on 4,551 right-answer GSM8K
-solutions of three instruct models, 2.7% (mostly pure algebra: ``4x + 2 = 30``), where reading
-only procrl's own notation it was 48%, LaTeX and units above all; so writing LaTeX no longer
-lands a sound chain there.
+What -1 costs is sound chains with nothing checkable (mostly pure algebra: ``4x + 2 = 30``);
+how many that is on real solutions of instruct models is measured in docs/validation.md.
 """
 
 from __future__ import annotations
 
 from procrl.rewards.quantities import find_claims
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.settings import ArithmeticSettings
 
 __all__ = ["ArithmeticJudge"]
 
 
 class ArithmeticJudge(Judge):
+    Settings = ArithmeticSettings
+
+    @classmethod
+    def from_settings(cls, settings: ArithmeticSettings, device=None) -> ArithmeticJudge:
+        return cls()  # the component reads every option: the judge has none
+
     def judge_one(self, item: JudgeItem) -> Verdict:
         index, note, checked = -1, None, 0
         for position, step in enumerate(item.steps):

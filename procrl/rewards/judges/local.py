@@ -8,6 +8,7 @@ import threading
 from typing import Any
 
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.settings import LocalModelSettings
 from procrl.models.standalone import load_scoring_model
 
 __all__ = ["LocalModelJudge"]
@@ -21,16 +22,19 @@ class LocalModelJudge(Judge):
 
     backend = "local"
 
-    def __init__(self, model: str, device: Any, batch_size: int, dtype: str, trust_remote_code: bool,
-                 gguf_file: str | None = None):
-        if not model:
+    @classmethod
+    def from_settings(cls, settings: LocalModelSettings, device: Any = "cpu") -> LocalModelJudge:
+        return cls(settings, device)
+
+    def __init__(self, settings: LocalModelSettings, device: Any = "cpu"):
+        if not settings.model:
             raise ValueError(f"the {self.backend} judge needs a model")
-        self.model_name = model
-        self.gguf_file = gguf_file
+        self.model_name = settings.model
+        self.gguf_file: str | None = None
         self.device = device
-        self.batch_size = max(1, batch_size)
-        self.dtype = dtype
-        self.trust_remote_code = trust_remote_code
+        self.batch_size = max(1, settings.batch_size)
+        self.dtype = settings.dtype
+        self.trust_remote_code = settings.trust_remote_code
         self._model = None
         self._tokenizer = None
         self._lock = threading.Lock()

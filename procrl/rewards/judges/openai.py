@@ -23,6 +23,7 @@ import httpx
 from procrl.core.redaction import redact_url
 from procrl.rewards.judges.prompt import build_prompt, parse_verdict
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.settings import OpenAISettings
 
 __all__ = ["OpenAIJudge"]
 
@@ -43,35 +44,27 @@ def _reply_text(response: httpx.Response) -> str | None:
 
 
 class OpenAIJudge(Judge):
-    def __init__(
-        self,
-        model: str,
-        base_url: str,
-        api_key_env: str | None = None,
-        concurrency: int = 16,
-        timeout_s: float = 60.0,
-        max_retries: int = 3,
-        backoff_s: float = 0.5,
-        max_tokens: int = 1024,
-        temperature: float = 0.0,
-        reference: bool = False,
-        categories: bool = False,
-        cache_size: int = 100_000,
-    ):
-        if not model:
+    Settings = OpenAISettings
+
+    @classmethod
+    def from_settings(cls, settings: OpenAISettings, device=None) -> OpenAIJudge:
+        return cls(settings)
+
+    def __init__(self, settings: OpenAISettings):
+        if not settings.model:
             raise ValueError("the openai judge needs a model name")
-        self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.api_key_env = api_key_env
-        self.concurrency = max(1, concurrency)
-        self.timeout_s = timeout_s
-        self.max_retries = max(0, max_retries)
-        self.backoff_s = backoff_s
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.reference = reference
-        self.categories = categories
-        self.cache_size = cache_size
+        self.model = settings.model
+        self.url = settings.base_url.rstrip("/") + "/chat/completions"
+        self.api_key_env = settings.api_key_env
+        self.concurrency = max(1, settings.concurrency)
+        self.timeout_s = settings.timeout_s
+        self.max_retries = max(0, settings.max_retries)
+        self.backoff_s = settings.backoff_s
+        self.max_tokens = settings.max_tokens
+        self.temperature = settings.temperature
+        self.reference = settings.reference
+        self.categories = settings.categories
+        self.cache_size = settings.cache_size
         self._cache: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._stats = {"requests": 0, "retries": 0, "cache_hits": 0}
         self._warned_missing_key = False
@@ -106,7 +99,7 @@ class OpenAIJudge(Judge):
 
     def _tls(self):
         """TLS settings for a client: none for plain http, else one context built once (loading
-        the CA bundle takes ~80 ms, too much to repeat for every batch)."""
+        the CA bundle takes tens of milliseconds, too much to repeat for every batch)."""
         if not self.url.startswith("https://"):
             return False
         if self._ssl_context is None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from procrl.rewards.judges.local import LocalModelJudge
 from procrl.rewards.judges.protocol import JudgeItem, Verdict
+from procrl.rewards.judges.settings import PRMSettings
 
 __all__ = ["PRMJudge", "first_below"]
 
@@ -35,20 +36,12 @@ def first_below(probabilities: list[float], threshold: float) -> int:
 class PRMJudge(LocalModelJudge):
     backend = "prm"
     has_threshold = True
+    Settings = PRMSettings
 
-    def __init__(
-        self,
-        model: str,
-        device: Any = "cpu",
-        threshold: float = 0.5,
-        batch_size: int = 8,
-        step_separator: str = "<extra_0>",
-        dtype: str = "auto",
-        trust_remote_code: bool = False,
-    ):
-        super().__init__(model, device, batch_size, dtype, trust_remote_code)
-        self.threshold = threshold
-        self.step_separator = step_separator
+    def __init__(self, settings: PRMSettings, device: Any = "cpu"):
+        super().__init__(settings, device)
+        self.threshold = settings.threshold
+        self.step_separator = settings.step_separator
         self._separator_id: int | None = None
 
     def _auto_class(self, path: str) -> Any:

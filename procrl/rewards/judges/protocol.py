@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["FAILURE_KINDS", "Judge", "JudgeItem", "Verdict"]
 
@@ -60,6 +61,14 @@ class Judge:
 
     #: Judges with a threshold over per-step probabilities (meta-evaluation sweeps it).
     has_threshold = False
+
+    #: The backend's options: a dataclass of :mod:`procrl.rewards.judges.settings`.
+    Settings: type
+
+    @classmethod
+    def from_settings(cls, settings: Any, device: Any = "cpu") -> "Judge":
+        """The judge ``settings`` (a :attr:`Settings`) make; ``device``: where an in-process model runs."""
+        raise NotImplementedError
 
     def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
         raise NotImplementedError

@@ -120,16 +120,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
+from procrl.rewards.judges.settings import TRANSFORMATIONS, ReferenceRules, ReferenceSettings
 from procrl.rewards.quantities import (NotArithmeticError, decimals, evaluate, find_claims, normalize_expression,
                                      stated_numbers, values_match)
 from procrl.rewards.quantities.units import canonical_unit, conversion_factors, own_factors, units_named
 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
 
-TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
-DEFAULT_TRANSFORMATIONS = ("units", "percent", "rounding")  # regroup: measured worse (README)
-OFF_PATH = ("lookahead", "derivable", "flag")
-LEAP = ("accept", "flag")
 CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
 
 
@@ -159,24 +156,6 @@ _OTHER_WORDS = {
     "week": (7,), "weekly": (7,), "fortnight": (14,), "percent": (100,),
 }
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
-
-
-@dataclass(frozen=True)
-class ReferenceRules:
-    """The options of the rule (module docstring); the first-error settings carry them."""
-
-    max_depth: int = 1
-    transformations: tuple[str, ...] = DEFAULT_TRANSFORMATIONS
-    off_path: str = "lookahead"
-    leap: str = "accept"
-    check_arithmetic: bool = True
-
-    def __post_init__(self):
-        if self.max_depth not in (0, 1, 2):
-            raise ValueError(f"max_depth must be 0, 1 or 2, got {self.max_depth}")
-        unknown = set(self.transformations) - set(TRANSFORMATIONS)
-        if unknown or self.off_path not in OFF_PATH or self.leap not in LEAP:
-            raise ValueError(f"invalid reference rules {self}")
 
 
 # --- values with tolerance ---------------------------------------------------------------------
@@ -379,24 +358,25 @@ def _combine(kind: str, chosen: tuple[tuple[int, float], ...]) -> float | None:
 
 class _Gold:
     """The gold's values being collected: results, regrouped partial results and, for each, the
-    operand values it is computed from (its recipes)."""
+    operand values it is computed from (its derivations)."""
 
     def __init__(self):
         self.regrouped = _Values()
-        self.recipes: list[Recipe] = []
+        self.derivations: list[Derivation] = []
 
     def add(self, value: float, operands, regrouped: bool) -> None:
         """``operands``: ``(value, leaves)`` pairs (leaves: the numbers of the question or the gold
         an operand is computed from; one for a plain number)."""
         if regrouped:
             self.regrouped.add(value)
-        if len(self.recipes) < _MAX_PARTIALS:
-            self.recipes.append(Recipe(abs(value), tuple(abs(v) for v, _ in operands), tuple(n > 1 for _, n in operands)))
+        if len(self.derivations) < _MAX_PARTIALS:
+            self.derivations.append(Derivation(abs(value), tuple(abs(v) for v, _ in operands),
+                                               tuple(n > 1 for _, n in operands)))
 
     def walk(self, node: ast.AST) -> None:
         """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
         from its items and from any split of them in two), then the items' own chains."""
-        if not isinstance(node, ast.BinOp) or len(self.recipes) >= _MAX_PARTIALS:
+        if not isinstance(node, ast.BinOp) or len(self.derivations) >= _MAX_PARTIALS:
             return
         kind = "sum" if isinstance(node.op, (ast.Add, ast.Sub)) else "product"
         items = _flatten(node, kind)
@@ -447,7 +427,7 @@ def _leaves(node: ast.AST) -> int:
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Derivation:
     """One way the gold (or a regrouping of it) computes ``value``: from ``operands``; an operand
     that is ``composite`` is itself a result (a completion must have established it)."""
 
@@ -474,12 +454,12 @@ class _Substitute(ast.NodeTransformer):
 class Reference:
     """What the gold solution gives: the question's numbers, the gold's values (``gold``: stated
     by it; ``regrouped``: partial results of its calculations regrouped), for each how the gold
-    computes it (``recipes``: value, operand values), and its answer."""
+    computes it (``derivations``: value, operand values), and its answer."""
 
     question: _Values
     gold: _Values
     regrouped: _Values
-    recipes: list[Recipe]
+    derivations: list[Derivation]
     answer: float | None
     shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
     capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
@@ -499,15 +479,16 @@ class Reference:
             return False
         rounding = "rounding" in rules.transformations
         regroup = "regroup" in rules.transformations
-        for recipe in self.recipes:
-            if len(recipe.operands) - 1 > depth or (not regroup and not self.gold.has(recipe.value)):
+        for derivation in self.derivations:
+            if len(derivation.operands) - 1 > depth or (not regroup and not self.gold.has(derivation.value)):
                 continue
-            if not any(established.has(o) for o in recipe.operands):
+            if not any(established.has(o) for o in derivation.operands):
                 continue  # from the question's numbers alone: a leap (the answer of a one-step problem)
-            if not any(_close_written(recipe.value, reading, quantity.text, rounding) for reading in _readings(quantity, rules)):
+            if not any(_close_written(derivation.value, reading, quantity.text, rounding)
+                       for reading in _readings(quantity, rules)):
                 continue
             if all(self._operand_known(o, composite, base, established, depth)
-                   for o, composite in zip(recipe.operands, recipe.composite)):
+                   for o, composite in zip(derivation.operands, derivation.composite)):
                 return True
         return False
 
@@ -517,7 +498,7 @@ class Reference:
         return depth >= 2 and composite and any(
             math.isclose(r.value, operand, rel_tol=1e-6) and len(r.operands) == 2
             and all(established.has(o) or (not c and base.has(o)) for o, c in zip(r.operands, r.composite))
-            for r in self.recipes)
+            for r in self.derivations)
 
 
 def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:
@@ -573,7 +554,7 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
-    return Reference(asked, values, collected.regrouped, collected.recipes, answer, shares,
+    return Reference(asked, values, collected.regrouped, collected.derivations, answer, shares,
                      capped or bool(question and len(question) > MAX_READ_CHARS))
 
 
@@ -841,6 +822,12 @@ def _towards_answer(quantity: _Quantity, reference: Reference) -> bool:
 class ReferenceJudge(Judge):
     """First error = the first step stating a quantity unreachable from the question and the gold
     solution (module docstring). Needs the gold *solution* (``JudgeItem.gold``)."""
+
+    Settings = ReferenceSettings
+
+    @classmethod
+    def from_settings(cls, settings: ReferenceSettings, device=None) -> ReferenceJudge:
+        return cls(settings.rules())
 
     def __init__(self, rules: ReferenceRules = ReferenceRules()):
         self.rules = rules

@@ -6,9 +6,8 @@ model whose labels cannot be mapped is refused). All pairs of a whole batch of c
 through one call: identical pairs are computed once, pairs already seen come from a bounded
 LRU cache keyed by text, and the rest run in length-sorted batches of at most ``batch_size``
 pairs and ``max_batch_tokens`` padded tokens (default ``64 * batch_size``: long pairs go in
-smaller batches, so that padding stays small and memory bounded: on the benchmark's GSM8K
-chains, whose longest pairs are 5x the median length, 1.2-1.4x faster than fixed batches of 64
-at one CPU thread, medians of 5 rounds). The model is loaded lazily on first use, once.
+smaller batches, so that padding stays small and memory bounded; benchmarks/receval_bench.py
+measures the gain, docs/receval.md gives it). The model is loaded lazily on first use, once.
 
 Truncation keeps the END of a long premise: ReCEval's premise is the step's premises followed by
 all earlier conclusions, so the most recent conclusions (the ones a step builds on) sit at its
@@ -123,12 +122,6 @@ class NLIScorer:
         self._tokenizer.truncation_side = "left"  # keep the end of a long premise (module docstring)
         self._model = model.to(self.device).eval()
         self._indices = indices
-
-    @property
-    def label_indices(self) -> tuple[int, int]:
-        self._load()
-        assert self._indices is not None
-        return self._indices
 
     # -- scoring --
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from torch import nn
 
-from procrl.rewards.base import RewardBatch, RewardMix
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RewardBatch
 from procrl.trainers.credit import gives_step_credit, outcome_rewards
 from procrl.trainers.ppo.ops import pad_completions
 from procrl.trainers.step_credit import process_component_names

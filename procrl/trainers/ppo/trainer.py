@@ -19,7 +19,8 @@ from transformers import Trainer
 from procrl.core.config import ConfigError
 from procrl.data.prompts import render_prompt
 from procrl.models.generation import generate
-from procrl.rewards.base import RewardMix, RewardOutput, RuntimeContext
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RewardOutput, RuntimeContext
 from procrl.trainers.credit import aggregate_step_rewards, gae, masked_whiten, scatter_step_rewards, token_rewards
 from procrl.trainers.held_out import HeldOutEvaluation
 import procrl.trainers.ppo.ops as ops

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 import torch
 
-from tests.weights_digest import weights_digest  # the repository is on PYTHONPATH next to tests/fakes
+from tests.helpers.weights_digest import weights_digest  # the repository is on PYTHONPATH next to tests/fakes
 from vllm.sampling_params import SamplingParams, StructuredOutputsParams
 
 __version__ = "0.30.0"

@@ -2,7 +2,7 @@
 
 The file is W&B's transaction log: a 7-byte header (``:W&B``, magic, version) followed by
 LevelDB-log-style 32 KiB blocks of records (crc32 u32, length u16, type u8: full/first/middle/
-last) whose payloads are ``wandb_internal_pb2.Record`` protobufs. wandb 0.31 no longer ships a
+last) whose payloads are ``wandb_internal_pb2.Record`` protobufs. wandb 0.31 ships no
 Python reader, so tests use this one.
 """
 

@@ -1,7 +1,7 @@
 """Helpers for tests that start training the way users do (``accelerate launch``, ``procrl
 train``, ``python RECIPE.yaml``) and read what the run recorded. Reusable by any test module:
 
-    from tests.launch_utils import REPO, TINY_RECIPE, read_run_info, run_command, accelerate
+    from tests.helpers.launch import REPO, TINY_RECIPE, read_run_info, run_command, accelerate
 
     result = run_command([*accelerate(), "launch", "--config_file", "launch/accelerate/zero2.yaml",
                           "--num_processes", "2", TINY_RECIPE, "--output-dir", out,
@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TINY_RECIPE = str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml")
 BIN = Path(sys.executable).parent
 
@@ -74,7 +74,7 @@ def accelerate() -> list[str]:
 
 def procrl() -> list[str]:
     script = BIN / "procrl"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "procrl.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "procrl"]
 
 
 def read_run_info(output_dir: str | Path) -> dict:

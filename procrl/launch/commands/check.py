@@ -1,0 +1,31 @@
+"""``procrl check``: validate a recipe, print it resolved with the plan, score two examples (the
+work: :mod:`procrl.launch.check`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from procrl.launch.commands._options import add_recipe
+
+NAME = "check"
+HELP = "Validate a recipe, print it resolved with the plan, score 2 examples."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_recipe(parser)
+    parser.add_argument("--load-models", action="store_true",
+                        help="Also load the policy (show its first prompt as the model sees it) and score components "
+                        "that load a model.")
+    parser.add_argument("--probe-judge", action="store_true",
+                        help="Also score components that send requests (the openai judge): check needs no network "
+                        "otherwise.")
+
+
+def run(args: argparse.Namespace) -> int:
+    from procrl.launch.check import check_recipe
+
+    broken = check_recipe(args.recipe, args.overrides, load_models=args.load_models, probe_judge=args.probe_judge)
+    for line in broken:
+        print(f"procrl: error: {line}", file=sys.stderr)
+    return 2 if broken else 0
