@@ -11,8 +11,8 @@ downloads a model) is the one of this checkout in both arms.
 
 Each arm is a fresh interpreter with its source first on ``PYTHONPATH`` (same venv). The
 baseline is ``git archive REV`` extracted into a temporary directory, as
-``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/evaluation/validate.py``,
-``validate_metrics.py``, ``corpora.py``) copied over it: the measuring code is the same in both
+``benchmarks/startup_bench.py`` does, with this checkout's instrument (``procrl/evaluation/validate*.py``
+and ``corpora.py``) copied over it: the measuring code is the same in both
 arms, the rewards, segmentation and scoring are the baseline's.
 
     python benchmarks/real_text_bench.py [--baseline main] [--recipe R] [--set K=V ...]
@@ -43,7 +43,9 @@ CORPORA = {
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
 # (paths under procrl/; a baseline revision without the layered layout (procrl/evaluation/) cannot take them)
-INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_metrics.py", "evaluation/corpora.py")
+INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_scoring.py", "evaluation/validate_peers.py",
+              "evaluation/validate_report.py", "evaluation/validate_metrics.py", "evaluation/validate_text.py",
+              "evaluation/validate_plot.py", "evaluation/corpora.py")
 RUN = """
 import json, sys
 from procrl.evaluation.score import _jsonable

@@ -206,3 +206,56 @@ def test_train_tagger_refuses_a_users_folder_before_training(tmp_path, capsys, m
                  "--epochs", "1")
     assert_one_line_error(result, f"--output-dir: {mine} holds README.md, config.json, which procrl did not write")
     assert (mine / "config.json").read_text() == '{"mine": true}'
+
+
+# --- one rule, every command that writes a folder ------------------------------------------------------
+
+
+def _command_args(command: str, tmp_path: Path) -> list:
+    """Arguments that take ``command`` to its folder check (the folder is given after them)."""
+    if command == "train":
+        return ["train", TINY_RECIPE, *ONE_STEP, "--output-dir"]
+    if command == "evaluate":
+        return [*EVALUATE, "--output-dir"]
+    if command in ("validate", "eval-judge"):
+        return [command, *(VALIDATE if command == "validate" else VALIDATE[:-3]), "--output-dir"]
+    from procrl.trainers.tagger import write_tiny_encoder
+
+    write_tiny_encoder(tmp_path / "encoder")
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []})
+                            + "\n" for i in range(6)))
+    return ["train-tagger", "--data", data, "--base", tmp_path / "encoder", "--epochs", "1", "--output-dir"]
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate", "validate", "eval-judge", "train-tagger"])
+def test_every_command_refuses_another_commands_folder_and_a_link_out(tmp_path, capsys, command):
+    """The same two refusals, before any model loads: a folder another procrl command wrote (without
+    --overwrite), and a link out of the folder (--overwrite included); nothing is written."""
+    args = _command_args(command, tmp_path)
+    other = "evaluate" if command in ("validate", "eval-judge") else "validate"
+    theirs = claim_folder(tmp_path / "theirs", other)
+    (theirs / "report.json").write_text("{}")
+    before = snapshot(theirs)
+    option = "output_dir" if command == "train" else "--output-dir"
+    result = cli(capsys, *args, theirs)
+    assert_one_line_error(result, f"{option}: {theirs} was written by procrl {other} (report.json), not by procrl {command}")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("the user's")
+    (theirs / "notes.md").symlink_to(outside)
+    result = cli(capsys, *args, theirs, "--overwrite")
+    assert_one_line_error(result, f"{theirs / 'notes.md'} is a symlink to {outside}, outside {theirs}")
+    (theirs / "notes.md").unlink()
+    assert snapshot(theirs) == before and outside.read_text() == "the user's"
+
+
+def test_eval_judge_writes_into_validates_folder_and_keeps_what_overwrite_names(tmp_path, capsys):
+    """validate and eval-judge write the same files: each one's folder is the other's; a user's
+    folder named by --overwrite is written into, its other files kept."""
+    folder = tmp_path / "report"
+    assert cli(capsys, "validate", *VALIDATE, "--output-dir", folder).code == 0
+    assert cli(capsys, "eval-judge", *VALIDATE[:-3], "--output-dir", folder).code == 0
+    assert json.loads((folder / MARKER).read_text())["commands"] == ["validate", "eval-judge"]
+    mine = users_folder(tmp_path / "mine")
+    assert cli(capsys, "eval-judge", *VALIDATE[:-3], "--output-dir", mine, "--overwrite").code == 0
+    assert (mine / "README.md").read_text() == "my notes" and (mine / "report.json").is_file()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -232,7 +233,7 @@ def test_build_tiny_reasoner_replaces_only_its_own_builds(tmp_path):
     assert sorted(first["files"]) == sorted(p.name for p in out.iterdir())
     killed = tmp_path / "reasoner.partial999999"  # no such process
     killed.mkdir()
-    (killed / BUILD_MARKER).write_text("999999\n")
+    (killed / BUILD_MARKER).write_text(json.dumps({"pid": 999999, "host": socket.gethostname(), "start_time": None}))
     (killed / "config.json").write_text("{}")
     stamp = (out / "model.safetensors").stat().st_ino
     build_tiny_reasoner(out, small, progress=False)  # over its own build: replaced by a new folder

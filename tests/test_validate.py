@@ -13,7 +13,7 @@ import pytest
 from procrl.launch.cli import main
 from procrl.core.config import ConfigError
 from procrl.evaluation.corpora import RIGHT_FLAWED, SOUND, WRONG, read_solutions
-from procrl.evaluation.validate import read_peer
+from procrl.evaluation.validate_peers import read_peer
 from procrl.evaluation.validate_metrics import (
     auroc,
     bootstrap_auroc,

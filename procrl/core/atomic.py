@@ -18,9 +18,15 @@ directories).
   descriptor, whatever it is open on (a file the shell redirected to keeps the shell's offset).
 * anything else (a directory, a socket, a block device): refused with one line.
 
+:func:`write_bytes` is the one temporary-file-and-rename of procrl, under a name it has already
+checked (the files of a folder a command writes, procrl/core/folders.py): the name itself is
+replaced, so a link that appeared under it is replaced too, never written through.
+
 :func:`replace_directory` puts a finished directory in place of an older one of procrl's
 (rename the old one aside, rename the new one in, delete the old one): a kill at any moment
-leaves the old directory or the new one under the name.
+leaves the old directory or the new one under the name. :func:`publish_directory` puts a
+finished directory under a name no other process has published first (a model cache, a rank's
+copy).
 """
 
 from __future__ import annotations
@@ -37,7 +43,10 @@ from pathlib import Path
 
 from procrl.core.config import ConfigError
 
-__all__ = ["AtomicOutput", "OutputTarget", "output_target", "replace_directory", "replace_file"]
+__all__ = [
+    "AtomicOutput", "OutputTarget", "output_target", "publish_directory", "replace_directory", "replace_file",
+    "write_bytes",
+]
 
 # this process's open descriptors, by the names Linux gives them
 _DESCRIPTOR = re.compile(r"^/(?:proc/(self|thread-self|\d+)/fd|dev/fd)/(\d+)$")
@@ -133,6 +142,42 @@ def _umask() -> int:
     return mask
 
 
+def _temporary_beside(path: Path) -> tuple[int, Path]:
+    """A new hidden ``.NAME.*.partial`` file in ``path``'s folder (open descriptor, path)."""
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    return descriptor, Path(temporary)
+
+
+def _rename_into_place(temporary: Path, path: Path) -> None:
+    """``temporary`` renamed over ``path``, with the mode of the regular file it replaces (else the
+    umask's default: mkstemp makes it 0600)."""
+    try:
+        replaced = os.lstat(path).st_mode
+    except FileNotFoundError:
+        replaced = None
+    mode = stat.S_IMODE(replaced) if replaced is not None and stat.S_ISREG(replaced) else 0o666 & ~_umask()
+    os.chmod(temporary, mode)
+    os.replace(temporary, path)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``path`` completely or not at all: a temporary file beside it, flushed to disk, renamed
+    over the name (a symlink under the name is replaced, never followed). OSError is left to the
+    caller, and the temporary file is removed on any failure."""
+    path = Path(path)
+    descriptor, temporary = _temporary_beside(path)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        _rename_into_place(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return path
+
+
 class AtomicOutput:
     """Text written to ``path`` under :func:`output_target`'s rule: for a file, into a temporary
     file beside it, renamed over it by :meth:`commit` (:meth:`abort` removes the temporary file
@@ -148,9 +193,7 @@ class AtomicOutput:
         try:
             if self.target.kind == "file":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial",
-                                                         dir=self.path.parent)
-                self.temporary = Path(temporary)
+                descriptor, self.temporary = _temporary_beside(self.path)
             elif self.target.kind == "descriptor":
                 descriptor = os.dup(self.target.fd)
             else:
@@ -193,9 +236,7 @@ class AtomicOutput:
                 os.fsync(self.handle.fileno())
             self.handle.close()
             if self.temporary is not None:
-                mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o666 & ~_umask()
-                os.chmod(self.temporary, mode)  # mkstemp makes it 0600
-                os.replace(self.temporary, self.path)
+                _rename_into_place(self.temporary, self.path)
         except OSError as error:
             self.abort()
             raise self._failed(error) from None
@@ -228,13 +269,15 @@ def replace_file(staged: str | os.PathLike, destination: str | os.PathLike, opti
         except OSError as error:
             if error.errno != 18:  # EXDEV: the link points to another file system
                 raise
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{target.path.name}.", suffix=".partial", dir=target.path.parent)
-        os.close(descriptor)
+        descriptor, temporary = _temporary_beside(target.path)
         try:
-            shutil.copyfile(staged, temporary)
-            os.replace(temporary, target.path)
+            with open(staged, "rb") as source, os.fdopen(descriptor, "wb") as sink:
+                shutil.copyfileobj(source, sink)
+                sink.flush()
+                os.fsync(sink.fileno())
+            _rename_into_place(temporary, target.path)
         except BaseException:
-            Path(temporary).unlink(missing_ok=True)
+            temporary.unlink(missing_ok=True)
             raise
         os.unlink(staged)
         return
@@ -260,3 +303,14 @@ def replace_directory(staged: str | os.PathLike, final: str | os.PathLike, aside
         shutil.rmtree(aside, ignore_errors=True)
     else:
         os.rename(staged, final)
+
+
+def publish_directory(staged: str | os.PathLike, final: str | os.PathLike) -> bool:
+    """Rename the finished directory ``staged`` to ``final``; when another process published
+    ``final`` first (the rename fails), ``staged`` is deleted and its copy kept: False."""
+    try:
+        os.rename(staged, final)
+    except OSError:
+        shutil.rmtree(staged, ignore_errors=True)
+        return False
+    return True

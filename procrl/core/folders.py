@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
+from procrl.core.atomic import write_bytes
 from procrl.core.config import ConfigError
 from procrl.core.paths import check_output_dir_option
 
@@ -114,24 +114,8 @@ def claim_folder(folder: str | os.PathLike, command: str) -> Path:
     return path
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_file(folder: str | os.PathLike, name: str, data: str | bytes) -> Path:
-    """Write ``folder/name`` completely or not at all: a temporary file beside it, renamed over the
-    name (a link under the name is replaced, never followed). OSError is left to the caller."""
-    directory = Path(folder)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=directory)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(payload)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it 0600
-        os.replace(temporary, directory / name)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return directory / name
+    """Write ``folder/name`` completely or not at all (:func:`procrl.core.atomic.write_bytes`: a
+    temporary file beside it, renamed over the name; a link under the name is replaced, never
+    followed). OSError is left to the caller."""
+    return write_bytes(Path(folder) / name, data.encode("utf-8") if isinstance(data, str) else data)

@@ -56,10 +56,12 @@ from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
 from procrl.evaluation.validate_metrics import step_spans
 
-__all__ = ["CLASSES", "FORMATS", "Solution", "detect_format", "read_solutions"]
+__all__ = ["CLASSES", "CLASS_LABELS", "FORMATS", "Solution", "detect_format", "read_solutions"]
 
 SOUND, RIGHT_FLAWED, WRONG, FLAWED_UNLABELLED = "sound", "right_answer_flawed", "wrong_answer", "flawed_answer_unlabelled"
 CLASSES = (SOUND, RIGHT_FLAWED, WRONG, FLAWED_UNLABELLED)
+CLASS_LABELS = {SOUND: "sound", RIGHT_FLAWED: "right answer but flawed", WRONG: "wrong answer",
+                FLAWED_UNLABELLED: "flawed, answer unlabelled"}  # as reports name the classes
 
 
 @dataclass(frozen=True)

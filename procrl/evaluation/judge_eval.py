@@ -17,7 +17,6 @@ judge's table (or ``--json``); writes validate's report files only with ``--outp
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -117,7 +116,8 @@ def evaluate_judge(recipe: str, overrides: list[str], data: str, component: str 
     """The judge's report (:func:`judge_report`) on the labelled solutions in ``data``; validate's
     report files written into ``output_dir`` when given (refused before any work by the folder
     rule). ``quiet``: no progress bar, and what libraries print goes to stderr."""
-    from procrl.evaluation.validate import choose_output_dir, plot_validation, quiet_stdout, run_validation, write_outputs
+    from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
+    from procrl.evaluation.validate_plot import plot_validation
 
     directory = (choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE)
                  if output_dir else None)

@@ -12,12 +12,14 @@ import argparse
 import sys
 
 from procrl.core.config import ConfigError
-from procrl.launch.commands import build_tiny_reasoner, check, eval_judge, evaluate, score, train, train_tagger
+from procrl.launch.commands import (
+    build_tiny_reasoner, check, eval_judge, evaluate, score, train, train_tagger, validate,
+)
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # the order of `procrl --help`; each module's imports are light (models and components load in its run)
-COMMANDS = [train, check, score, train_tagger, build_tiny_reasoner, evaluate, eval_judge]
+COMMANDS = [train, check, score, train_tagger, build_tiny_reasoner, evaluate, validate, eval_judge]
 
 
 class _CommandList(argparse.HelpFormatter):
@@ -44,10 +46,6 @@ def build_parser() -> argparse.ArgumentParser:
         subparser = commands.add_parser(command.NAME, help=command.HELP)
         command.add_arguments(subparser)
         subparser.set_defaults(handler=command.run)
-
-    from procrl.evaluation.validate import add_validate_command  # light import: components load in the handler
-
-    add_validate_command(commands)
     return parser
 
 

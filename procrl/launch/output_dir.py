@@ -28,7 +28,7 @@ from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_che
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder
 from procrl.core.paths import writable_dir_problem
-from procrl.core.processes import process_alive, process_start_time
+from procrl.core.processes import holder_gone, holder_record
 from procrl.core.redaction import redact_argv
 
 __all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
@@ -113,9 +113,7 @@ class RunLock:
 
     def _record(self) -> dict:
         return {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "start_time": process_start_time(os.getpid()),
+            **holder_record(),
             "since": time.strftime("%Y-%m-%d %H:%M:%S"),
             "command": " ".join(redact_argv(sys.argv[:6])),
         }
@@ -136,10 +134,7 @@ class RunLock:
 
     def stale(self, record: dict) -> bool:
         """Whether the lock's process is gone (only decidable on the same host)."""
-        pid = record.get("pid")
-        if not isinstance(pid, int) or record.get("host") != socket.gethostname():
-            return False
-        return not process_alive(pid, record.get("start_time"))
+        return holder_gone(record)
 
     def check(self) -> None:
         """ConfigError when a live process holds the lock (read-only)."""

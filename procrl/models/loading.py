@@ -166,6 +166,8 @@ def _convert_gguf(source: "ModelSource", directory: Path) -> None:
 
     import torch
 
+    from procrl.core.atomic import publish_directory
+
     print(f"procrl: converting {source.describe()} to safetensors (once, cached in {directory})",
           file=sys.stderr, flush=True)
     started = time.monotonic()
@@ -184,10 +186,7 @@ def _convert_gguf(source: "ModelSource", directory: Path) -> None:
             "parameters": sum(p.numel() for p in model.parameters()),
             "convert_seconds": round(time.monotonic() - started, 1)}
     (temporary / "procrl_card.json").write_text(json.dumps(card, indent=2) + "\n")
-    try:
-        temporary.rename(directory)
-    except OSError:  # another process converted it first
-        shutil.rmtree(temporary, ignore_errors=True)
+    publish_directory(temporary, directory)  # False: another process converted it first, and its copy stays
 
 
 # --- naming a model: Hub id / directory, optionally a GGUF file in it ---------------------------

@@ -166,15 +166,22 @@ def check_build_dir(output_dir: str | os.PathLike) -> Path:
     return output
 
 
+def _build_holder(folder: Path) -> Any:
+    """The build marker's holder record (procrl/core/processes.py), None when unreadable."""
+    try:
+        return json.loads((folder / BUILD_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def _remove_stale_builds(output: Path) -> list[str]:
     """Temporary folders of killed builds into ``output`` (``NAME.partialPID`` with the build
-    marker, their process gone); returns their names."""
-    from procrl.core.processes import process_alive
+    marker, the process it names gone); returns their names."""
+    from procrl.core.processes import holder_gone
 
     removed = []
     for folder in output.parent.glob(output.name + ".partial*"):
-        pid = folder.name[len(output.name) + len(".partial"):]
-        if pid.isdigit() and folder.is_dir() and _is_unfinished_build(folder) and not process_alive(int(pid)):
+        if folder.is_dir() and _is_unfinished_build(folder) and holder_gone(_build_holder(folder)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder.name)
     return removed
@@ -188,6 +195,7 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     from procrl.core.atomic import replace_directory
     from procrl.core.config import ConfigError
     from procrl.core.interrupts import deferred
+    from procrl.core.processes import holder_record
 
     output = check_build_dir(output_dir)
     for name in _remove_stale_builds(output):
@@ -200,7 +208,7 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     except OSError as error:
         raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None
     try:
-        (temporary / BUILD_MARKER).write_text(f"{os.getpid()}\n")
+        (temporary / BUILD_MARKER).write_text(json.dumps(holder_record()) + "\n")
     except OSError as error:
         shutil.rmtree(temporary, ignore_errors=True)
         raise ConfigError(f"--output-dir: cannot write in {output.parent} ({error.strerror or error})") from None

@@ -107,8 +107,7 @@ def ensure_tiny_model(seed: int = 0, hidden_size: int = 64, num_layers: int = 2)
                 raise RuntimeError(f"timed out waiting for rank 0 to write the tiny model to {directory}")
             time.sleep(0.2)
         return directory
-    try:
-        temporary.rename(directory)
-    except OSError:  # another rank wrote it first
-        shutil.rmtree(temporary, ignore_errors=True)
+    from procrl.core.atomic import publish_directory
+
+    publish_directory(temporary, directory)  # False: another rank wrote it first, and its copy stays
     return directory

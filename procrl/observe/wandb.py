@@ -8,6 +8,8 @@ import os
 import uuid
 from pathlib import Path
 
+from procrl.core.atomic import write_bytes
+
 __all__ = ["WANDB_RUN_ID_FILE", "set_wandb_run_id", "wandb_dir"]
 
 WANDB_RUN_ID_FILE = "wandb_run_id"
@@ -43,5 +45,5 @@ def set_wandb_run_id(output_dir: str, resume: bool, is_main: bool = True) -> str
     os.environ["WANDB_RUN_ID"] = run_id
     if is_main:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(run_id + "\n")
+        write_bytes(path, (run_id + "\n").encode())  # a kill never leaves half an id for --resume to read
     return run_id
