@@ -39,7 +39,7 @@ def has_marker(path: str) -> bool:
         with open(path, encoding="utf-8", errors="replace") as handle:
             for line in handle:
                 if line.startswith("recipe:"):
-                    value = line[len("recipe:"):].split("#", 1)[0].strip().strip("'\"")
+                    value = line[len("recipe:") :].split("#", 1)[0].strip().strip("'\"")
                     if value == MARKER:
                         return True
     except OSError:

@@ -45,8 +45,15 @@ def measure(path: Path) -> dict:
     from procrl.evaluation.corpora import read_solutions
 
     _, solutions = read_solutions(str(path))
-    out = {"solutions": len(solutions), "labelled": 0, "agree": 0, "naive_agree": 0, "rules": {}, "disagreements": [],
-           "naive_disagreements": []}
+    out = {
+        "solutions": len(solutions),
+        "labelled": 0,
+        "agree": 0,
+        "naive_agree": 0,
+        "rules": {},
+        "disagreements": [],
+        "naive_disagreements": [],
+    }
     for solution in solutions:
         spec = answer_spec(solution.answer_kind, list(solution.choices or []), solution.gold)
         predicted, rule = predict_choice(solution.completion, spec)
@@ -61,13 +68,22 @@ def measure(path: Path) -> dict:
         if right == solution.answer_correct:
             out["agree"] += 1
         else:
-            out["disagreements"].append({"id": solution.id, "labelled": solution.answer_correct, "read": predicted,
-                                         "rule": rule, "gold": gold, "ending": last})
+            out["disagreements"].append(
+                {
+                    "id": solution.id,
+                    "labelled": solution.answer_correct,
+                    "read": predicted,
+                    "rule": rule,
+                    "gold": gold,
+                    "ending": last,
+                }
+            )
         if (naive == gold) == solution.answer_correct:
             out["naive_agree"] += 1
         else:
-            out["naive_disagreements"].append({"id": solution.id, "labelled": solution.answer_correct, "read": naive,
-                                               "gold": gold, "ending": last})
+            out["naive_disagreements"].append(
+                {"id": solution.id, "labelled": solution.answer_correct, "read": naive, "gold": gold, "ending": last}
+            )
     return out
 
 
@@ -77,9 +93,14 @@ def validate(paths: list[Path], directory: Path) -> dict:
     recipe = directory / "recipe.yaml"
     recipe.write_text(RECIPE)
     report = run_validation(str(recipe), [], [str(p) for p in paths]).report
-    return {name: {"auroc": entry.get("auroc"), "auroc_ci": entry.get("auroc_ci"),
-                   "right_answer_auroc": entry.get("right_answer_auroc")}
-            for name, entry in [*report["components"].items(), ("reward", report["reward"])]} | {"classes": report["classes"]}
+    return {
+        name: {
+            "auroc": entry.get("auroc"),
+            "auroc_ci": entry.get("auroc_ci"),
+            "right_answer_auroc": entry.get("right_answer_auroc"),
+        }
+        for name, entry in [*report["components"].items(), ("reward", report["reward"])]
+    } | {"classes": report["classes"]}
 
 
 def main() -> int:
@@ -91,17 +112,23 @@ def main() -> int:
         directory = Path(temporary)
         paths = []
         for task in TASKS:
-            text = subprocess.run(["git", "-C", args.big_bench_mistake, "show", f"HEAD:{task}.jsonl"], check=True,
-                                  capture_output=True, text=True).stdout
+            text = subprocess.run(
+                ["git", "-C", args.big_bench_mistake, "show", f"HEAD:{task}.jsonl"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             path = directory / f"{task}.jsonl"
             path.write_text(text)
             paths.append(path)
             result = measure(path)
             share = result["agree"] / result["labelled"]
             naive = result["naive_agree"] / result["labelled"]
-            print(f"{task}: {result['solutions']} traces, {result['labelled']} with a labelled answer; accuracy agreement "
-                  f"{result['agree']}/{result['labelled']} = {share:.2%} (naive last-(X) reader: {naive:.2%}); "
-                  f"rules {result['rules']}")
+            print(
+                f"{task}: {result['solutions']} traces, {result['labelled']} with a labelled answer; accuracy agreement "
+                f"{result['agree']}/{result['labelled']} = {share:.2%} (naive last-(X) reader: {naive:.2%}); "
+                f"rules {result['rules']}"
+            )
             for item in result["disagreements"]:
                 print(f"  disagreement: {json.dumps(item)}")
             for item in result["naive_disagreements"]:

@@ -87,18 +87,29 @@ def digest_mix(recipe_path: Path, rows_by_corpus: dict[str, list[Row]]) -> list[
         hashers = {name: hashlib.sha256() for name in mix.specs}
         sums = {name: [0.0, 0] for name in mix.specs}
         for start in range(0, len(rows), BATCH):
-            chunk = rows[start:start + BATCH]
+            chunk = rows[start : start + BATCH]
             batch = RewardBatch([r.completion for r in chunk], [r.question for r in chunk], [r.gold for r in chunk])
             for name, output in mix.score_all(batch).items():
-                hashers[name].update(json.dumps(_plain([output.scores, output.step_scores, output.details,
-                                                        output.failures]), sort_keys=True).encode())
+                hashers[name].update(
+                    json.dumps(
+                        _plain([output.scores, output.step_scores, output.details, output.failures]), sort_keys=True
+                    ).encode()
+                )
                 present = [s for s in output.scores if s is not None]
                 sums[name][0] += sum(present)
                 sums[name][1] += len(present)
         for name in mix.specs:
             total, count = sums[name]
-            lines.append((recipe_path.name, corpus, name, len(rows), total / count if count else None,
-                          hashers[name].hexdigest()[:16]))
+            lines.append(
+                (
+                    recipe_path.name,
+                    corpus,
+                    name,
+                    len(rows),
+                    total / count if count else None,
+                    hashers[name].hexdigest()[:16],
+                )
+            )
     return lines
 
 

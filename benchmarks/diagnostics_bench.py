@@ -39,8 +39,12 @@ PROCESS_REWARDS = [
 
 def run(diagnostics: bool, steps: int, use_wandb: bool, recipe_only: bool, workdir: Path, tag: str) -> dict:
     output = workdir / tag
-    overrides = [f"logging.diagnostics={'true' if diagnostics else 'false'}", f"trainer.max_steps={steps}",
-                 f"trainer.save_steps={steps * 10}", f"trainer.report_to={'wandb' if use_wandb else 'none'}"]
+    overrides = [
+        f"logging.diagnostics={'true' if diagnostics else 'false'}",
+        f"trainer.max_steps={steps}",
+        f"trainer.save_steps={steps * 10}",
+        f"trainer.report_to={'wandb' if use_wandb else 'none'}",
+    ]
     if not recipe_only:
         overrides += PROCESS_REWARDS
     command = [sys.executable, "-m", "procrl.run", str(RECIPE), "--output-dir", str(output)]
@@ -53,11 +57,16 @@ def run(diagnostics: bool, steps: int, use_wandb: bool, recipe_only: bool, workd
     history = json.loads((output / "trainer_state.json").read_text())["log_history"]
     step_times = [h["step_time"] for h in history if "step_time" in h][1:]
     runtime = next(h["train_runtime"] for h in history if "train_runtime" in h)
-    shares = [sum(v for k, v in h.items() if k.startswith("diagnostics/time_share/")) for h in history if "step_time" in h]
+    shares = [
+        sum(v for k, v in h.items() if k.startswith("diagnostics/time_share/")) for h in history if "step_time" in h
+    ]
     overhead = [h["diagnostics/overhead_share"] for h in history if "diagnostics/overhead_share" in h][1:]
-    return {"step_time": statistics.mean(step_times), "wall_per_step": runtime / steps,
-            "reward_share": statistics.mean(shares) if shares and diagnostics else None,
-            "overhead_share": statistics.mean(overhead) if overhead else None}
+    return {
+        "step_time": statistics.mean(step_times),
+        "wall_per_step": runtime / steps,
+        "reward_share": statistics.mean(shares) if shares and diagnostics else None,
+        "overhead_share": statistics.mean(overhead) if overhead else None,
+    }
 
 
 def main() -> None:
@@ -80,14 +89,22 @@ def main() -> None:
     shares = [r["reward_share"] for r in results[True] if r["reward_share"] is not None]
     overhead = [r["overhead_share"] for r in results[True] if r["overhead_share"] is not None]
     rewards = "accuracy, format" + ("" if args.recipe_only else ", first_error (arithmetic), trace (cues)")
-    print(f"tiny recipe, {args.steps} steps x {args.repeats} runs per arm, rewards: {rewards}, W&B: {'offline' if args.wandb else 'off'}")
-    print(f"mean step_time      off {off['step_time']:.4f} s  on {on['step_time']:.4f} s  ratio on/off {on['step_time'] / off['step_time']:.3f}")
-    print(f"mean wall per step  off {off['wall_per_step']:.4f} s  on {on['wall_per_step']:.4f} s  ratio on/off {on['wall_per_step'] / off['wall_per_step']:.3f}")
+    print(
+        f"tiny recipe, {args.steps} steps x {args.repeats} runs per arm, rewards: {rewards}, W&B: {'offline' if args.wandb else 'off'}"
+    )
+    print(
+        f"mean step_time      off {off['step_time']:.4f} s  on {on['step_time']:.4f} s  ratio on/off {on['step_time'] / off['step_time']:.3f}"
+    )
+    print(
+        f"mean wall per step  off {off['wall_per_step']:.4f} s  on {on['wall_per_step']:.4f} s  ratio on/off {on['wall_per_step'] / off['wall_per_step']:.3f}"
+    )
     if shares:
         print(f"reward components' share of step time (diagnostics/time_share, summed): {statistics.mean(shares):.3f}")
     if overhead:
-        print(f"diagnostics' own time over step time, measured in-process (diagnostics/overhead_share): "
-              f"{statistics.mean(overhead):.2e}  (the ratio the diagnostics account for: 1 + this)")
+        print(
+            f"diagnostics' own time over step time, measured in-process (diagnostics/overhead_share): "
+            f"{statistics.mean(overhead):.2e}  (the ratio the diagnostics account for: 1 + this)"
+        )
 
 
 if __name__ == "__main__":

@@ -60,8 +60,10 @@ REPO = real_shapes.REPO
 # tiny: procrl's CPU model (512-token vocabulary, the shipped tokenizer); micro: hidden 32 with Qwen2.5's
 # 151,936-token vocabulary and the stand-in Qwen tokenizer (the real shapes' path, on CPU).
 SHAPES = {"tiny": real_shapes.TINY_QWEN2, "micro": real_shapes.TINY_QWEN25_LM, **real_shapes.QWEN25}
-POLICY_NAMES = {"tiny": "tiny Qwen2 (hidden 64, 2 layers, 512-token vocabulary)",
-                "micro": "micro Qwen2 (hidden 32, 2 layers, Qwen2.5's 151,936-token vocabulary)"}
+POLICY_NAMES = {
+    "tiny": "tiny Qwen2 (hidden 64, 2 layers, 512-token vocabulary)",
+    "micro": "micro Qwen2 (hidden 32, 2 layers, Qwen2.5's 151,936-token vocabulary)",
+}
 ARMS = {"grpo": "outcome", "process": "process"}
 GIB = 1024**3
 
@@ -77,7 +79,9 @@ def build_models(shape: str, reward_models: str, nli_needed: bool, device: str, 
     dtype = "float32" if (device == "cpu" and shape in ("tiny", "micro")) else "bfloat16"
     out = {"tokenizer": str(tokenizer), "dtype": dtype}
     started = time.perf_counter()
-    out["policy"] = str(real_shapes.write_causal_lm(SHAPES[shape], tokenizer, dtype=dtype, device=device, name=f"policy-{shape}"))
+    out["policy"] = str(
+        real_shapes.write_causal_lm(SHAPES[shape], tokenizer, dtype=dtype, device=device, name=f"policy-{shape}")
+    )
     out["policy_seconds"] = f"{time.perf_counter() - started:.1f}"
     if reward_models == "real":
         deberta = real_shapes.local_tokenizer("deberta-v3")
@@ -154,13 +158,17 @@ def reward_plan(recipe_path: str, receval: bool, extra: list[str]) -> dict[str, 
 
     recipe = load_recipe(recipe_path, extra)
     if recipe.trainer.algorithm != "grpo":
-        raise SystemExit(f"gpu_step_bench: {recipe_path} trains with {recipe.trainer.algorithm}; this benchmark times "
-                         "GRPO steps (trainer.algorithm: grpo)")
+        raise SystemExit(
+            f"gpu_step_bench: {recipe_path} trains with {recipe.trainer.algorithm}; this benchmark times "
+            "GRPO steps (trainer.algorithm: grpo)"
+        )
     mix = RewardMix(recipe.rewards)
     remote = {name: c.needs_network() for name, c in mix.components.items() if c.needs_network()}
     if remote:
-        raise SystemExit(f"gpu_step_bench: {recipe_path}: {', '.join(f'{k} ({v})' for k, v in remote.items())} needs a "
-                         "server; drop it with --set rewards.<name>=false or use a model-free backend")
+        raise SystemExit(
+            f"gpu_step_bench: {recipe_path}: {', '.join(f'{k} ({v})' for k, v in remote.items())} needs a "
+            "server; drop it with --set rewards.<name>=false or use a model-free backend"
+        )
     plan: dict[str, list[str]] = {"taggers": [], "nli": [], "named_lm": [], "added": []}
     for spec in recipe.rewards:
         settings = spec.settings
@@ -216,8 +224,11 @@ class Timers:
         setattr(owner, attribute, timed)
 
     def snapshot(self) -> dict[str, Any]:
-        return {"totals": dict(self.totals), "generated_tokens": self.generated_tokens,
-                "reward_seconds": dict(self.reward_seconds)}
+        return {
+            "totals": dict(self.totals),
+            "generated_tokens": self.generated_tokens,
+            "reward_seconds": dict(self.reward_seconds),
+        }
 
 
 def _tensor_bytes(tensors) -> int:
@@ -266,9 +277,16 @@ def estimated_memory(recipe) -> dict[str, Any]:
     if estimate is None:
         return {}
     memory = estimate.memory
-    return {"weights": memory.weights, "gradients": memory.gradients, "optimizer_states": memory.optimizer_states,
-            "reference_model": memory.reference_model, "total": memory.total, "parameters": estimate.parameters,
-            "trainable_parameters": estimate.trainable, "weight_bytes": estimate.weight_bytes}
+    return {
+        "weights": memory.weights,
+        "gradients": memory.gradients,
+        "optimizer_states": memory.optimizer_states,
+        "reference_model": memory.reference_model,
+        "total": memory.total,
+        "parameters": estimate.parameters,
+        "trainable_parameters": estimate.trainable,
+        "weight_bytes": estimate.weight_bytes,
+    }
 
 
 def run_arm(spec: dict, arm: str) -> dict[str, Any]:
@@ -276,9 +294,9 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
     from transformers import TrainerCallback
     from transformers.utils import logging as hf_logging
 
+    from procrl.launch.run import build_trainer
     from procrl.recipe import load_recipe
     from procrl.rewards import RewardBatch
-    from procrl.launch.run import build_trainer
 
     hf_logging.disable_progress_bar()
     cuda = spec["device"] == "cuda"
@@ -290,18 +308,26 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
     generation_kwargs = _generation_kwargs(tokenizer, vocab, spec["generation"])
     shown = list(overrides)
     if generation_kwargs:  # set on the loaded recipe: a --set value of 100k+ ids is refused as an alias bomb
-        (key, ids), = generation_kwargs.items()
+        ((key, ids),) = generation_kwargs.items()
         shown.append(f"trainer.generation_kwargs={{{key}: [ids {ids[0]}..{ids[-1]}]}}")
     with tempfile.TemporaryDirectory() as output_dir:
         recipe = load_recipe(spec["recipe"], overrides, output_dir)
         if generation_kwargs:
-            recipe = dataclasses.replace(recipe, trainer_args={**recipe.trainer_args, "generation_kwargs": generation_kwargs})
+            recipe = dataclasses.replace(
+                recipe, trainer_args={**recipe.trainer_args, "generation_kwargs": generation_kwargs}
+            )
         started = time.perf_counter()
         trainer, mix = build_trainer(recipe)
         build_seconds = time.perf_counter() - started
         timers = Timers(cuda)
-        timers.wrap(trainer, "_generate_single_turn", "generation",
-                    after=lambda value: setattr(timers, "generated_tokens", timers.generated_tokens + sum(len(ids) for ids in value[0])))
+        timers.wrap(
+            trainer,
+            "_generate_single_turn",
+            "generation",
+            after=lambda value: setattr(
+                timers, "generated_tokens", timers.generated_tokens + sum(len(ids) for ids in value[0])
+            ),
+        )
 
         policy_text: dict[str, float] = {}
 
@@ -311,9 +337,11 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
             scored = mix.last_batch  # what the rewards read: the policy's completions as text
             if scored is not None and len(scored):
                 n = len(scored)
-                policy_text.update(chars=sum(len(c) for c in scored.completions) / n,
-                                   steps=sum(len(s.steps) for s in scored.segmentations) / n,
-                                   sentences=sum(len(s.sentences) for s in scored.segmentations) / n)
+                policy_text.update(
+                    chars=sum(len(c) for c in scored.completions) / n,
+                    steps=sum(len(s.steps) for s in scored.segmentations) / n,
+                    sentences=sum(len(s.sentences) for s in scored.segmentations) / n,
+                )
 
         timers.wrap(trainer, "_calculate_rewards", "rewards", after=after_rewards)
         timers.wrap(trainer, "_generate_and_score_completions", "generate_and_score")
@@ -343,14 +371,20 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
                     "generation": phase.get("generation", 0.0),
                     "rewards": phase.get("rewards", 0.0),
                     "reward_components": rewards,
-                    "logprobs_advantages": phase.get("generate_and_score", 0.0) - phase.get("generation", 0.0) - phase.get("rewards", 0.0),
+                    "logprobs_advantages": phase.get("generate_and_score", 0.0)
+                    - phase.get("generation", 0.0)
+                    - phase.get("rewards", 0.0),
                     "training": seconds - phase.get("generate_and_score", 0.0),
                     "generated_tokens": after["generated_tokens"] - self.before["generated_tokens"],
                 }
                 if cuda:
                     free, total = torch.cuda.mem_get_info()
-                    record.update(peak_allocated=torch.cuda.max_memory_allocated(), peak_reserved=torch.cuda.max_memory_reserved(),
-                                  device_used=total - free, device_total=total)
+                    record.update(
+                        peak_allocated=torch.cuda.max_memory_allocated(),
+                        peak_reserved=torch.cuda.max_memory_reserved(),
+                        device_used=total - free,
+                        device_total=total,
+                    )
                 steps.append(record)
 
         trainer.add_callback(StepClock())
@@ -360,21 +394,34 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
         logged = [h for h in trainer.state.log_history if "loss" in h]
         # the same mix, models and device, on realistic text: 32 GSM8K reference solutions
         rows = _reference_rows(spec, recipe)
-        batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+        batch = RewardBatch.from_texts(
+            [r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+        )
         timers.sync()
         started = time.perf_counter()
         segmentations = batch.segmentations
         segmentation_seconds = time.perf_counter() - started
         outputs = mix.score_all(batch)
         timers.sync()
-        reference = {"completions": len(rows), "segmentation": segmentation_seconds,
-                     "components": {name: output.seconds for name, output in outputs.items()},
-                     "sentences_per_completion": sum(len(s.sentences) for s in segmentations) / max(len(rows), 1),
-                     "steps_per_completion": sum(len(s.steps) for s in segmentations) / max(len(rows), 1)}
+        reference = {
+            "completions": len(rows),
+            "segmentation": segmentation_seconds,
+            "components": {name: output.seconds for name, output in outputs.items()},
+            "sentences_per_completion": sum(len(s.sentences) for s in segmentations) / max(len(rows), 1),
+            "steps_per_completion": sum(len(s.steps) for s in segmentations) / max(len(rows), 1),
+        }
         return {
-            "arm": arm, "credit": ARMS[arm], "overrides": shown, "build_seconds": build_seconds, "steps": steps,
-            "memory_measured": memory, "memory_estimated": estimate, "logged": logged,
-            "reference_rewards": reference, "policy_text": policy_text, "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+            "arm": arm,
+            "credit": ARMS[arm],
+            "overrides": shown,
+            "build_seconds": build_seconds,
+            "steps": steps,
+            "memory_measured": memory,
+            "memory_estimated": estimate,
+            "logged": logged,
+            "reference_rewards": reference,
+            "policy_text": policy_text,
+            "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
             "completions_per_step": trainer.args.per_device_train_batch_size * trainer.args.gradient_accumulation_steps,
             "max_completion_length": trainer.args.max_completion_length,
             "generation": "vLLM colocate" if trainer.args.use_vllm else "transformers generate",
@@ -382,7 +429,9 @@ def run_arm(spec: dict, arm: str) -> dict[str, Any]:
 
 
 def _reference_rows(spec: dict, recipe) -> list[dict]:
-    per_step = int(recipe.trainer_args.get("per_device_train_batch_size", 8)) * int(recipe.trainer_args.get("gradient_accumulation_steps", 1))
+    per_step = int(recipe.trainer_args.get("per_device_train_batch_size", 8)) * int(
+        recipe.trainer_args.get("gradient_accumulation_steps", 1)
+    )
     try:
         return real_shapes.gsm8k_rows(count=per_step)
     except FileNotFoundError:
@@ -396,13 +445,23 @@ def _reference_rows(spec: dict, recipe) -> list[dict]:
 
 def _child(command: list[str], timeout: float, cpu: bool, log: Path, keep: bool) -> None:
     """Run this script as a child (its output goes to ``log``; the tail is shown if it fails)."""
-    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": "offline", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    env = {
+        **os.environ,
+        "TOKENIZERS_PARALLELISM": "false",
+        "WANDB_MODE": "offline",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    }
     if cpu:  # tiny CPU ops: a second thread costs more in synchronisation than it computes
         env.setdefault("OMP_NUM_THREADS", "1")
     started = time.perf_counter()
     with log.open("w") as handle:
-        result = subprocess.run([sys.executable, str(Path(__file__).resolve()), *command], env=env, timeout=timeout,
-                                stdout=handle, stderr=subprocess.STDOUT)
+        result = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), *command],
+            env=env,
+            timeout=timeout,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
     if result.returncode != 0:
         tail = log.read_text(errors="replace").splitlines()[-60:]
         print("\n".join(line[:2000] for line in tail), file=sys.stderr)
@@ -456,87 +515,137 @@ def report(spec: dict, arms: list[dict]) -> str:
     header = f"{'':<34}" + "".join(f"{a['arm'] + ' (' + a['credit'] + ')':>26}" for a in arms)
     lines.append(header)
     timed = [a["steps"][-1] for a in arms]  # the last step (the first one also warms up kernels and caches)
-    lines.append(f"{'step time, step ' + str(timed[0]['step']) + ' (s)':<34}" + "".join(f"{t['seconds']:>26.2f}" for t in timed))
+    lines.append(
+        f"{'step time, step ' + str(timed[0]['step']) + ' (s)':<34}" + "".join(f"{t['seconds']:>26.2f}" for t in timed)
+    )
     rows = [("generation", "generation"), ("rewards", "rewards")]
     for label, key in rows:
         lines.append(f"{'  ' + label:<34}" + "".join(f"{t[key]:>18.2f} {_pct(t[key], t['seconds'])}" for t in timed))
     names = list(timed[0]["reward_components"])
     for name in names:
-        lines.append(f"{'    ' + name:<34}" + "".join(
-            f"{t['reward_components'].get(name, 0.0):>18.3f} {_pct(t['reward_components'].get(name, 0.0), t['seconds'])}" for t in timed))
-    for label, key in (("log-probs, advantages (+credit)", "logprobs_advantages"), ("training (fwd/bwd/optimizer)", "training")):
+        lines.append(
+            f"{'    ' + name:<34}"
+            + "".join(
+                f"{t['reward_components'].get(name, 0.0):>18.3f} {_pct(t['reward_components'].get(name, 0.0), t['seconds'])}"
+                for t in timed
+            )
+        )
+    for label, key in (
+        ("log-probs, advantages (+credit)", "logprobs_advantages"),
+        ("training (fwd/bwd/optimizer)", "training"),
+    ):
         lines.append(f"{'  ' + label:<34}" + "".join(f"{t[key]:>18.2f} {_pct(t[key], t['seconds'])}" for t in timed))
-    lines.append(f"{'generated tokens/s':<34}" + "".join(
-        f"{t['generated_tokens'] / t['generation'] if t['generation'] else 0:>26,.0f}" for t in timed))
+    lines.append(
+        f"{'generated tokens/s':<34}"
+        + "".join(f"{t['generated_tokens'] / t['generation'] if t['generation'] else 0:>26,.0f}" for t in timed)
+    )
     lines.append(f"{'generated tokens':<34}" + "".join(f"{t['generated_tokens']:>26,}" for t in timed))
     if "peak_allocated" in timed[0]:
-        lines.append(f"{'peak GPU memory (torch allocated)':<34}" + "".join(f"{_gib(t['peak_allocated']):>26}" for t in timed))
-        lines.append(f"{'peak GPU memory (torch reserved)':<34}" + "".join(f"{_gib(t['peak_reserved']):>26}" for t in timed))
+        lines.append(
+            f"{'peak GPU memory (torch allocated)':<34}" + "".join(f"{_gib(t['peak_allocated']):>26}" for t in timed)
+        )
+        lines.append(
+            f"{'peak GPU memory (torch reserved)':<34}" + "".join(f"{_gib(t['peak_reserved']):>26}" for t in timed)
+        )
         lines.append(f"{'GPU memory in use at step end':<34}" + "".join(f"{_gib(t['device_used']):>26}" for t in timed))
     else:
         lines.append(f"{'peak GPU memory':<34}" + "".join(f"{'not measured (no GPU)':>26}" for _ in timed))
     if len(timed) == 2:
-        lines.append(f"{'step time ' + arms[1]['arm'] + ' / ' + arms[0]['arm']:<34}{timed[1]['seconds'] / timed[0]['seconds']:>26.2f}x"
-                     "  (the process credit's cost: same policy, data and seed)")
+        lines.append(
+            f"{'step time ' + arms[1]['arm'] + ' / ' + arms[0]['arm']:<34}{timed[1]['seconds'] / timed[0]['seconds']:>26.2f}x"
+            "  (the process credit's cost: same policy, data and seed)"
+        )
     all_steps = [", ".join(f"{s['seconds']:.1f}" for s in a["steps"]) for a in arms]
     lines.append(f"{'all steps (s)':<34}" + "".join(f"{text:>26}" for text in all_steps))
     text = first.get("policy_text") or {}
     if text:
-        lines.append(f"the policy's completions (random weights: word salad) as the rewards read them: {text['chars']:.0f} "
-                     f"characters, {text['steps']:.1f} steps, {text['sentences']:.1f} sentences each (last batch)")
+        lines.append(
+            f"the policy's completions (random weights: word salad) as the rewards read them: {text['chars']:.0f} "
+            f"characters, {text['steps']:.1f} steps, {text['sentences']:.1f} sentences each (last batch)"
+        )
     lines.append("")
-    lines.append("memory that procrl check estimates (procrl/launch/plan.py, this recipe on 1 process), measured in the run "
-                 "(weights and optimizer states after the last step, gradients before its optimizer step):")
+    lines.append(
+        "memory that procrl check estimates (procrl/launch/plan.py, this recipe on 1 process), measured in the run "
+        "(weights and optimizer states after the last step, gradients before its optimizer step):"
+    )
     for a in arms:
         m, e = a["memory_measured"], a["memory_estimated"]
         weights = m["weights_frozen"] + m["weights_trainable"]
-        items = [("weights", weights, e.get("weights")), ("gradients", m["gradients"], e.get("gradients")),
-                 ("optimizer states", m["optimizer_states"], e.get("optimizer_states")),
-                 ("reference model", m["reference_model"], e.get("reference_model"))]
+        items = [
+            ("weights", weights, e.get("weights")),
+            ("gradients", m["gradients"], e.get("gradients")),
+            ("optimizer states", m["optimizer_states"], e.get("optimizer_states")),
+            ("reference model", m["reference_model"], e.get("reference_model")),
+        ]
         total = sum(x for _, x, _ in items)
         items.append(("total", total, e.get("total")))
         text = "; ".join(f"{label} {_gib(x)} vs {_gib(y)} ({_diff(x, y)})" for label, x, y in items)
         lines.append(f"  {a['arm']}: {text}")
-        lines.append(f"  {a['arm']}: base parameters {m['base_parameters']:,} vs {e.get('parameters', 0):,}, trained "
-                     f"{m['trainable_parameters']:,} vs {e.get('trainable_parameters', 0):,}")
+        lines.append(
+            f"  {a['arm']}: base parameters {m['base_parameters']:,} vs {e.get('parameters', 0):,}, trained "
+            f"{m['trainable_parameters']:,} vs {e.get('trainable_parameters', 0):,}"
+        )
         if "peak_allocated" in a["steps"][-1]:
             peak = a["steps"][-1]["peak_allocated"]
-            lines.append(f"  {a['arm']}: peak allocated {_gib(peak)} = the estimate's {_gib(e.get('total'))} + "
-                         f"{_gib(peak - e.get('total', 0))} not in it (activations, logits, KV cache, vLLM's share, reward models)")
+            lines.append(
+                f"  {a['arm']}: peak allocated {_gib(peak)} = the estimate's {_gib(e.get('total'))} + "
+                f"{_gib(peak - e.get('total', 0))} not in it (activations, logits, KV cache, vLLM's share, reward models)"
+            )
         else:
-            lines.append(f"  {a['arm']}: peak GPU memory not measured (no GPU): activations, logits, KV cache and vLLM's "
-                         "share, which the estimate leaves out, are unmeasured here")
+            lines.append(
+                f"  {a['arm']}: peak GPU memory not measured (no GPU): activations, logits, KV cache and vLLM's "
+                "share, which the estimate leaves out, are unmeasured here"
+            )
     reference = arms[0]["reference_rewards"]
     total = reference["segmentation"] + sum(reference["components"].values())
     step = timed[0]["seconds"]
     lines.append("")
-    lines.append(f"the same reward mix on {reference['completions']} GSM8K reference solutions (realistic text: "
-                 f"{reference['steps_per_completion']:.1f} steps, {reference['sentences_per_completion']:.1f} sentences each): "
-                 f"{total:.2f} s = {_pct(total, step).strip()} of the {arms[0]['arm']} step "
-                 f"(segmentation {reference['segmentation']:.2f} s; "
-                 + ", ".join(f"{k} {v:.2f} s" for k, v in reference["components"].items()) + ")")
+    lines.append(
+        f"the same reward mix on {reference['completions']} GSM8K reference solutions (realistic text: "
+        f"{reference['steps_per_completion']:.1f} steps, {reference['sentences_per_completion']:.1f} sentences each): "
+        f"{total:.2f} s = {_pct(total, step).strip()} of the {arms[0]['arm']} step "
+        f"(segmentation {reference['segmentation']:.2f} s; "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in reference["components"].items())
+        + ")"
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", choices=list(SHAPES), default="7b",
-                        help="Policy shape: Qwen2.5 0.5b / 1.5b / 7b; tiny (procrl's CPU model) or micro (hidden 32 with "
-                             "Qwen's vocabulary and the stand-in tokenizer) for CPU.")
+    parser.add_argument(
+        "--shape",
+        choices=list(SHAPES),
+        default="7b",
+        help="Policy shape: Qwen2.5 0.5b / 1.5b / 7b; tiny (procrl's CPU model) or micro (hidden 32 with "
+        "Qwen's vocabulary and the stand-in tokenizer) for CPU.",
+    )
     parser.add_argument("--recipe", default=str(REPO / "recipes" / "gsm8k_grpo_process.yaml"))
-    parser.add_argument("--generation", choices=("auto", "transformers", "vllm"), default="auto",
-                        help="auto: vLLM (colocated, as the recipe) when installed on a CUDA machine, else transformers.")
+    parser.add_argument(
+        "--generation",
+        choices=("auto", "transformers", "vllm"),
+        default="auto",
+        help="auto: vLLM (colocated, as the recipe) when installed on a CUDA machine, else transformers.",
+    )
     parser.add_argument("--steps", type=int, default=2, help="Optimizer steps per arm (the last one is reported).")
     parser.add_argument("--arms", default="grpo,process", help="grpo (credit: outcome), process (credit: process).")
-    parser.add_argument("--reward-models", choices=("real", "tiny", "auto"), default="auto",
-                        help="Reward model sizes (auto: tiny for --shape tiny, else real architectures).")
+    parser.add_argument(
+        "--reward-models",
+        choices=("real", "tiny", "auto"),
+        default="auto",
+        help="Reward model sizes (auto: tiny for --shape tiny, else real architectures).",
+    )
     parser.add_argument("--receval", action="store_true", help="Add both ReCEval components to the mix.")
     parser.add_argument("--full", action="store_true", help="Train all weights instead of LoRA.")
-    parser.add_argument("--max-completion-length", type=int, default=None, help="Override the recipe's (default: keep it).")
+    parser.add_argument(
+        "--max-completion-length", type=int, default=None, help="Override the recipe's (default: keep it)."
+    )
     parser.add_argument("--set", dest="extra", action="append", default=[], help="More recipe overrides (KEY=VALUE).")
     parser.add_argument("--timeout", type=float, default=3600, help="Seconds per child process.")
     parser.add_argument("--json", type=Path, default=None, help="Write every number here.")
-    parser.add_argument("--logs", type=Path, default=None, help="Keep the children's logs (build, each arm) in this folder.")
+    parser.add_argument(
+        "--logs", type=Path, default=None, help="Keep the children's logs (build, each arm) in this folder."
+    )
     parser.add_argument("--_build", help=argparse.SUPPRESS)
     parser.add_argument("--_arm", help=argparse.SUPPRESS)
     parser.add_argument("--_spec", help=argparse.SUPPRESS)
@@ -547,7 +656,9 @@ def main(argv: list[str] | None = None) -> int:
         spec = json.loads(Path(args._spec).read_text())
         rewards = spec["rewards"]
         nli_needed = bool(rewards["nli"] or "receval_correctness" in rewards["added"])
-        models = build_models(spec["shape"], spec["reward_models"], nli_needed, spec["device"], bool(rewards["taggers"]))
+        models = build_models(
+            spec["shape"], spec["reward_models"], nli_needed, spec["device"], bool(rewards["taggers"])
+        )
         Path(args._out).write_text(json.dumps(models))
         return 0
     if args._arm:  # child: one training arm
@@ -567,8 +678,10 @@ def main(argv: list[str] | None = None) -> int:
     if generation == "vllm" and not vllm:
         parser.error("--generation vllm: vLLM is not installed (pip install 'procrl[vllm]' on a CUDA machine)")
     if not cuda and args.shape not in ("tiny", "micro"):
-        print(f"gpu_step_bench: no CUDA GPU here; --shape {args.shape} runs on CPU (slowly) and no GPU memory is measured",
-              flush=True)
+        print(
+            f"gpu_step_bench: no CUDA GPU here; --shape {args.shape} runs on CPU (slowly) and no GPU memory is measured",
+            flush=True,
+        )
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
     if not arms or set(arms) - set(ARMS):
         parser.error(f"--arms: choose from {', '.join(ARMS)}")
@@ -579,33 +692,60 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         data = "synthetic"
     rewards = reward_plan(args.recipe, args.receval, args.extra)
-    spec = {"shape": args.shape, "recipe": args.recipe, "rewards": rewards, "device": "cuda" if cuda else "cpu", "generation": generation,
-            "steps": args.steps, "receval": args.receval, "full": args.full, "reward_models": reward_models,
-            "max_completion_length": args.max_completion_length, "data": data, "extra_overrides": args.extra}
+    spec = {
+        "shape": args.shape,
+        "recipe": args.recipe,
+        "rewards": rewards,
+        "device": "cuda" if cuda else "cpu",
+        "generation": generation,
+        "steps": args.steps,
+        "receval": args.receval,
+        "full": args.full,
+        "reward_models": reward_models,
+        "max_completion_length": args.max_completion_length,
+        "data": data,
+        "extra_overrides": args.extra,
+    }
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         work = Path(work)
         logs = args.logs or work
         logs.mkdir(parents=True, exist_ok=True)
         (work / "spec.json").write_text(json.dumps(spec))
-        print(f"building the {args.shape} policy and the {reward_models} reward models (cached in {real_shapes.cache_dir()}) ...", flush=True)
-        _child(["--_build", "1", "--_spec", str(work / "spec.json"), "--_out", str(work / "models.json")], args.timeout, not cuda,
-               logs / "build.log", args.logs is not None)
+        print(
+            f"building the {args.shape} policy and the {reward_models} reward models (cached in {real_shapes.cache_dir()}) ...",
+            flush=True,
+        )
+        _child(
+            ["--_build", "1", "--_spec", str(work / "spec.json"), "--_out", str(work / "models.json")],
+            args.timeout,
+            not cuda,
+            logs / "build.log",
+            args.logs is not None,
+        )
         spec["models"] = json.loads((work / "models.json").read_text())
         (work / "spec.json").write_text(json.dumps(spec))
         results = []
         for arm in arms:
             print(f"arm {arm} (trainer.credit: {ARMS[arm]}): {args.steps} step(s) ...", flush=True)
-            _child(["--_arm", arm, "--_spec", str(work / "spec.json"), "--_out", str(work / f"{arm}.json")], args.timeout,
-                   not cuda, logs / f"{arm}.log", args.logs is not None)
+            _child(
+                ["--_arm", arm, "--_spec", str(work / "spec.json"), "--_out", str(work / f"{arm}.json")],
+                args.timeout,
+                not cuda,
+                logs / f"{arm}.log",
+                args.logs is not None,
+            )
             results.append(json.loads((work / f"{arm}.json").read_text()))
             if args.json:  # after every arm: a command stopped at its time limit keeps what it measured
                 args.json.parent.mkdir(parents=True, exist_ok=True)
                 args.json.write_text(json.dumps({"spec": spec, "arms": results}, indent=2) + "\n")
             if arm != arms[-1]:
                 step = results[-1]["steps"][-1]
-                print(f"  step {step['step']}: {step['seconds']:.1f} s, generation {step['generation']:.1f} s, rewards "
-                      f"{step['rewards']:.2f} s ({time.perf_counter() - started:.0f} s so far)", flush=True)
+                print(
+                    f"  step {step['step']}: {step['seconds']:.1f} s, generation {step['generation']:.1f} s, rewards "
+                    f"{step['rewards']:.2f} s ({time.perf_counter() - started:.0f} s so far)",
+                    flush=True,
+                )
     print()
     print(f"overrides of {Path(args.recipe).name} ({results[0]['arm']} arm): " + " ".join(results[0]["overrides"]))
     print(report(spec, results))

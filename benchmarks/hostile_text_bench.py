@@ -35,8 +35,12 @@ KINDS = {
     "one long line": lambda n: ("Each box holds 12 apples and 3 boxes hold 36 apples so she has " * (n // 60 + 1))[:n],
     "no spaces": lambda n: ("3*4=12;(5+7)=12,$9.50x2=19" * (n // 26 + 1))[:n],
     # real notation: LaTeX with units and currency on one line, and an answer line repeated to the end
-    "latex units": lambda n: ("\\[ 3 \\text{ boxes} \\times \\$2/\\text{box} = \\frac{12}{2} = \\$6 \\] " * (n // 60 + 1))[:n],
-    "#### repeats": lambda n: "Each box holds 12 apples, so 3 boxes hold 3 * 12 = 36.\n" + ("#### 36\n" * (n // 8 + 1))[: n - 60],
+    "latex units": lambda n: (
+        "\\[ 3 \\text{ boxes} \\times \\$2/\\text{box} = \\frac{12}{2} = \\$6 \\] " * (n // 60 + 1)
+    )[:n],
+    "#### repeats": lambda n: (
+        "Each box holds 12 apples, so 3 boxes hold 3 * 12 = 36.\n" + ("#### 36\n" * (n // 8 + 1))[: n - 60]
+    ),
 }
 COMPONENTS = {
     "accuracy": {"weight": 1.0},
@@ -80,8 +84,12 @@ def naive_spacy(text: str, timeout: float) -> str:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as handle:
         handle.write(text)
     try:
-        done = subprocess.run([sys.executable, "-c", NAIVE, handle.name], capture_output=True, text=True, timeout=timeout)
-        return f"{float(done.stdout.strip()):.2f} s" if done.returncode == 0 else done.stderr.strip().splitlines()[-1][:40]
+        done = subprocess.run(
+            [sys.executable, "-c", NAIVE, handle.name], capture_output=True, text=True, timeout=timeout
+        )
+        return (
+            f"{float(done.stdout.strip()):.2f} s" if done.returncode == 0 else done.stderr.strip().splitlines()[-1][:40]
+        )
     except subprocess.TimeoutExpired:
         return f"> {timeout:g} s"
     finally:
@@ -111,15 +119,23 @@ def main() -> None:
             growth = f"{(total / base) / (kb / reference):.2f}" if base and kb > reference else ""
             slowest = max(parts, key=parts.get)
             note = "  (too_long)" if too_long else ""
-            print(f"{kind:<15}{kb:>6} KB{total:>10.3f}{total / (kb / 1024):>10.2f}{growth:>13}   "
-                  f"{slowest} {parts[slowest]:.3f} s{note}", flush=True)
+            print(
+                f"{kind:<15}{kb:>6} KB{total:>10.3f}{total / (kb / 1024):>10.2f}{growth:>13}   "
+                f"{slowest} {parts[slowest]:.3f} s{note}",
+                flush=True,
+            )
     from procrl.rewards.judges.reference import judge_steps
 
-    huge_gold = GOLD.split("####")[0] + "".join(f"Then {i} + 1 = <<{i}+1={i + 1}>>{i + 1} apples.\n"
-                                                 for i in range((1 << 20) // 40)) + "#### 36"
+    huge_gold = (
+        GOLD.split("####")[0]
+        + "".join(f"Then {i} + 1 = <<{i}+1={i + 1}>>{i + 1} apples.\n" for i in range((1 << 20) // 40))
+        + "#### 36"
+    )
     started = time.perf_counter()
     verdict = judge_steps("How many apples?", ("3 boxes hold 3 * 12 = 36 apples.",), huge_gold)
-    print(f"{f'reference: {len(huge_gold) // 1024} KB gold':<23}{time.perf_counter() - started:>10.3f}   verdict {verdict.index}: {verdict.note}")
+    print(
+        f"{f'reference: {len(huge_gold) // 1024} KB gold':<23}{time.perf_counter() - started:>10.3f}   verdict {verdict.index}: {verdict.note}"
+    )
     over = KINDS["one long line"](MAX_CHARS + 1)
     total, _, too_long = score_once(mix, over)
     print(f"{'over the cap':<15}{'>1024 KB':>9}{total:>10.3f}{'':>10}{'':>13}   too_long: {too_long}")

@@ -20,9 +20,21 @@ from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
 
 def run(base_url: str, calls: int, concurrency: int, tag: str) -> float:
-    mix = RewardMix(parse_rewards({"first_error": {
-        "backend": "openai", "model": "judge", "base_url": base_url, "concurrency": concurrency,
-        "cache_size": 0, "timeout_s": 30.0, "max_retries": 0}}))
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "first_error": {
+                    "backend": "openai",
+                    "model": "judge",
+                    "base_url": base_url,
+                    "concurrency": concurrency,
+                    "cache_size": 0,
+                    "timeout_s": 30.0,
+                    "max_retries": 0,
+                }
+            }
+        )
+    )
     completions = [f"{i} + 1 = {i + 1}.\nThen {i + 1} * 2 = {2 * i + 2}.\n#### {2 * i + 2}" for i in range(calls)]
     batch = RewardBatch.from_texts(completions, [f"{tag} question {i}" for i in range(calls)])
     batch.segmentations  # segment outside the timed region: only judge calls are measured
@@ -78,7 +90,9 @@ def main() -> None:
     ideal = math.ceil(args.calls / args.concurrency) * args.latency
     print(f"{args.calls} judge calls, {args.latency * 1000:.0f} ms server latency")
     print(f"  sequential (concurrency 1):   {sequential:6.2f} s   (ideal {args.calls * args.latency:.2f} s)")
-    print(f"  concurrency {args.concurrency:<3}:              {concurrent:6.2f} s   (ideal {ideal:.2f} s = {args.calls}/{args.concurrency} x {args.latency} s)")
+    print(
+        f"  concurrency {args.concurrency:<3}:              {concurrent:6.2f} s   (ideal {ideal:.2f} s = {args.calls}/{args.concurrency} x {args.latency} s)"
+    )
     print(f"  most requests in flight: {in_flight}")
     print(f"  speed-up vs sequential: {sequential / concurrent:.1f}x (ideal {args.concurrency}x)")
 

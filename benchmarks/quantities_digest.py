@@ -39,13 +39,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-FIXTURES = ["procrl_format.jsonl", "big_bench_mistake_format.jsonl", "mr_gsm8k_sample.json",
-            "reasoneval_perturbation_format.json", "processbench_format.jsonl"]
-MR_GSM8K = [f"eval_results/gpt4-grading/{name}_eval_results.json" for name in
-            ("Claude", "GPT3_5", "GPT4", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")]
-BIG_BENCH_MISTAKE = [f"{task}.jsonl" for task in
-                     ("multistep_arithmetic", "word_sorting", "logical_deduction", "tracking_shuffled_objects",
-                      "dyck_languages")]
+FIXTURES = [
+    "procrl_format.jsonl",
+    "big_bench_mistake_format.jsonl",
+    "mr_gsm8k_sample.json",
+    "reasoneval_perturbation_format.json",
+    "processbench_format.jsonl",
+]
+MR_GSM8K = [
+    f"eval_results/gpt4-grading/{name}_eval_results.json"
+    for name in ("Claude", "GPT3_5", "GPT4", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")
+]
+BIG_BENCH_MISTAKE = [
+    f"{task}.jsonl"
+    for task in (
+        "multistep_arithmetic",
+        "word_sorting",
+        "logical_deduction",
+        "tracking_shuffled_objects",
+        "dyck_languages",
+    )
+]
 REASONEVAL = ["dataset/perturbation.json", "dataset/mr-gsm8k.json"]  # the MR-MATH files: no format procrl reads
 REFERENCE_RULES = {
     "default": {},
@@ -163,7 +177,6 @@ def _step_sets(row: Row, segmented) -> list[tuple[str, list[str]]]:
 def _arithmetic(row: Row, step_sets) -> tuple[dict, int]:
     from procrl.rewards.judges.arithmetic import ArithmeticJudge
     from procrl.rewards.judges.protocol import JudgeItem
-
     from procrl.rewards.quantities import find_claims
 
     out, claims = {}, 0
@@ -176,9 +189,9 @@ def _arithmetic(row: Row, step_sets) -> tuple[dict, int]:
 
 
 def _reference(row: Row, step_sets) -> tuple[dict, int]:
-    from procrl.rewards.quantities import stated_numbers
     from procrl.rewards.judges.protocol import JudgeItem
     from procrl.rewards.judges.reference import ReferenceJudge, ReferenceRules, stated_final_answer
+    from procrl.rewards.quantities import stated_numbers
 
     out, flags = {}, 0
     answer = stated_final_answer(row.completion)
@@ -186,8 +199,9 @@ def _reference(row: Row, step_sets) -> tuple[dict, int]:
         numbers = [_plain(stated_numbers(step)) for step in steps]
         verdicts = {}
         for rule, options in REFERENCE_RULES.items():
-            verdict = ReferenceJudge(ReferenceRules(**options)).judge_one(JudgeItem(row.question, tuple(steps), row.gold,
-                                                                                    answer))
+            verdict = ReferenceJudge(ReferenceRules(**options)).judge_one(
+                JudgeItem(row.question, tuple(steps), row.gold, answer)
+            )
             verdicts[rule] = _plain(verdict)
             flags += bool(verdict.index is not None and verdict.index >= 0)
         out[name] = {"numbers": numbers, "verdicts": verdicts}
@@ -226,8 +240,13 @@ def _scores(rows: list[Row]) -> list[dict]:
         batch = [{"question": r.question, "completion": r.completion, "answer": r.gold} for r in chunk]
         scored, _, failures = score_batch(mix, list(range(start, start + len(chunk))), batch)
         for row in scored:
-            out.append({"rewards": _plain(row["rewards"]), "steps": _plain([s.get("scores") for s in row["steps"]]),
-                        "diagnostics": _plain(row.get("diagnostics") or {})})
+            out.append(
+                {
+                    "rewards": _plain(row["rewards"]),
+                    "steps": _plain([s.get("scores") for s in row["steps"]]),
+                    "diagnostics": _plain(row.get("diagnostics") or {}),
+                }
+            )
     return out
 
 
@@ -248,8 +267,11 @@ def digest(rows: list[Row]) -> dict[str, tuple[int, int, str]]:
         reference["scores"] = {k: v for k, v in score["rewards"].items() if k == "reference"}
         arithmetic["step_scores"] = reference["step_scores"] = score["steps"]
         arithmetic["diagnostics"] = reference["diagnostics"] = score["diagnostics"]
-        for user, value, count in (("arithmetic", arithmetic, claims), ("reference", reference, flags),
-                                   ("receval", receval, premises)):
+        for user, value, count in (
+            ("arithmetic", arithmetic, claims),
+            ("reference", reference, flags),
+            ("receval", receval, premises),
+        ):
             hashes[user].update((json.dumps(value, sort_keys=True, ensure_ascii=False) + "\n").encode())
             counts[user] += count
     return {user: (steps, counts[user], hashes[user].hexdigest()) for user in USERS}

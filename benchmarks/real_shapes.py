@@ -35,8 +35,9 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from procrl.models.parameters import KNOWN_ARCHITECTURES
 
@@ -61,33 +62,84 @@ TRACE_LABELS = ("Claim", "Data/Evidence", "Warrant", "Backing", "Qualifier", "Re
 # --- configurations -----------------------------------------------------------------------------
 
 _DEBERTA_V3 = {
-    "model_type": "deberta-v2", "attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
-    "initializer_range": 0.02, "layer_norm_eps": 1e-7, "max_position_embeddings": 512, "max_relative_positions": -1,
-    "norm_rel_ebd": "layer_norm", "pad_token_id": 0, "pos_att_type": ["p2c", "c2p"], "position_biased_input": False,
-    "position_buckets": 256, "relative_attention": True, "share_att_key": True, "type_vocab_size": 0, "vocab_size": 128100,
+    "model_type": "deberta-v2",
+    "attention_probs_dropout_prob": 0.1,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "initializer_range": 0.02,
+    "layer_norm_eps": 1e-7,
+    "max_position_embeddings": 512,
+    "max_relative_positions": -1,
+    "norm_rel_ebd": "layer_norm",
+    "pad_token_id": 0,
+    "pos_att_type": ["p2c", "c2p"],
+    "position_biased_input": False,
+    "position_buckets": 256,
+    "relative_attention": True,
+    "share_att_key": True,
+    "type_vocab_size": 0,
+    "vocab_size": 128100,
 }
-DEBERTA_V3_LARGE = {**_DEBERTA_V3, "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 16,
-                    "num_hidden_layers": 24}
-DEBERTA_V3_BASE = {**_DEBERTA_V3, "hidden_size": 768, "intermediate_size": 3072, "num_attention_heads": 12,
-                   "num_hidden_layers": 12}
+DEBERTA_V3_LARGE = {
+    **_DEBERTA_V3,
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_attention_heads": 16,
+    "num_hidden_layers": 24,
+}
+DEBERTA_V3_BASE = {
+    **_DEBERTA_V3,
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+}
 # Hidden-32 versions of the same architectures: the benchmarks' code paths in seconds (tests).
-TINY_DEBERTA_V3 = {**_DEBERTA_V3, "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 2,
-                   "num_hidden_layers": 2}
+TINY_DEBERTA_V3 = {
+    **_DEBERTA_V3,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_attention_heads": 2,
+    "num_hidden_layers": 2,
+}
 NLI_LABELS = {0: "entailment", 1: "neutral", 2: "contradiction"}  # MoritzLaurer/...-wanli's id2label
 
 _QWEN25 = {
-    "model_type": "qwen2", "hidden_act": "silu", "max_position_embeddings": 32768, "rms_norm_eps": 1e-6,
-    "rope_theta": 1000000.0, "use_sliding_window": False, "attention_dropout": 0.0, "initializer_range": 0.02,
-    "bos_token_id": 151643, "eos_token_id": 151645,
+    "model_type": "qwen2",
+    "hidden_act": "silu",
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000.0,
+    "use_sliding_window": False,
+    "attention_dropout": 0.0,
+    "initializer_range": 0.02,
+    "bos_token_id": 151643,
+    "eos_token_id": 151645,
 }
 # the shapes procrl check plans with (procrl/launch/plan.py), completed to a loadable config
 QWEN25 = {size: {**_QWEN25, **KNOWN_ARCHITECTURES[f"qwen2.5-{size}"]} for size in ("0.5b", "1.5b", "7b")}
-TINY_QWEN25_LM = {**_QWEN25, "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
-                  "num_attention_heads": 2, "num_key_value_heads": 1, "tie_word_embeddings": True}
+TINY_QWEN25_LM = {
+    **_QWEN25,
+    "vocab_size": 151936,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "tie_word_embeddings": True,
+}
 # The tiny policy of --shape tiny: procrl's embedded CPU model (hidden 64, 2 layers, 512-token vocab).
-TINY_QWEN2 = {**_QWEN25, "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "tie_word_embeddings": True,
-              "max_position_embeddings": 2048}
+TINY_QWEN2 = {
+    **_QWEN25,
+    "vocab_size": 512,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "tie_word_embeddings": True,
+    "max_position_embeddings": 2048,
+}
 
 
 def cache_dir() -> Path:
@@ -122,8 +174,10 @@ def _tokenizer_corpus(skip: int) -> list[str]:
 # --- tokenizers ---------------------------------------------------------------------------------
 
 # Qwen2's pre-tokenizer pattern (tokenizer.json of Qwen2.5): single digits, letter runs, punctuation runs.
-QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 # SentencePiece-style pieces after the whitespace marker: letter runs, digit runs, punctuation runs.
 SPM_PATTERN = r"▁?[^\W\d_]+|▁?\d+|▁?[^\w\s▁]+|▁"
 
@@ -134,11 +188,15 @@ def _build_deberta_like(directory: Path, corpus: Sequence[str], vocab_size: int)
 
     special = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]  # DeBERTa-v3's ids 0..3 (+ mask)
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.Sequence([normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()])
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False),
-        pre_tokenizers.Split(Regex(SPM_PATTERN), behavior="isolated"),
-    ])
+    tokenizer.normalizer = normalizers.Sequence(
+        [normalizers.NFKC(), normalizers.Replace(Regex(r"\s+"), " "), normalizers.Strip()]
+    )
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False),
+            pre_tokenizers.Split(Regex(SPM_PATTERN), behavior="isolated"),
+        ]
+    )
     tokenizer.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always")
     tokenizer.train_from_iterator(list(corpus), trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special))
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
@@ -146,8 +204,13 @@ def _build_deberta_like(directory: Path, corpus: Sequence[str], vocab_size: int)
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
     )
     PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-        mask_token="[MASK]", model_max_length=512,
+        tokenizer_object=tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
     ).save_pretrained(directory)
 
 
@@ -158,17 +221,27 @@ def _build_qwen_like(directory: Path, corpus: Sequence[str], vocab_size: int) ->
     from procrl.models.loading import CHAT_TEMPLATE
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_PATTERN), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tokenizer.decoder = decoders.ByteLevel()
     special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    tokenizer.train_from_iterator(list(corpus), trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer.train_from_iterator(
+        list(corpus),
+        trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=special, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, bos_token=None, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        additional_special_tokens=["<|im_start|>"], model_max_length=32768,
+        tokenizer_object=tokenizer,
+        bos_token=None,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+        model_max_length=32768,
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(directory)
@@ -212,8 +285,12 @@ def token_stats(tokenizer: Any, kind: str, texts: Sequence[str]) -> dict[str, fl
     words = sum(len(t.split()) for t in texts)
     bound = sum(pretokenized_pieces(kind, t) for t in texts)
     n = max(len(texts), 1)
-    return {"tokens_per_text": tokens / n, "tokens_per_word": tokens / max(words, 1),
-            "lower_bound_per_text": bound / n, "above_lower_bound": tokens / max(bound, 1) - 1.0}
+    return {
+        "tokens_per_text": tokens / n,
+        "tokens_per_word": tokens / max(words, 1),
+        "lower_bound_per_text": bound / n,
+        "above_lower_bound": tokens / max(bound, 1) - 1.0,
+    }
 
 
 # --- models -------------------------------------------------------------------------------------
@@ -266,8 +343,9 @@ def write_nli_model(tokenizer_dir: str | Path, *, config: dict | None = None, se
         from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
         _seeded(seed)
-        model = DebertaV2ForSequenceClassification(DebertaV2Config(
-            **config, num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()}))
+        model = DebertaV2ForSequenceClassification(
+            DebertaV2Config(**config, num_labels=3, id2label=NLI_LABELS, label2id={v: k for k, v in NLI_LABELS.items()})
+        )
         model.save_pretrained(path)
 
     return _write(directory, build, tokenizer_dir)
@@ -285,15 +363,25 @@ def write_trace_tagger(tokenizer_dir: str | Path, *, config: dict | None = None,
 
         _seeded(seed)
         labels = dict(enumerate(TRACE_LABELS))
-        model = DebertaV2ForSequenceClassification(DebertaV2Config(
-            **config, num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()}))
+        model = DebertaV2ForSequenceClassification(
+            DebertaV2Config(
+                **config, num_labels=len(labels), id2label=labels, label2id={v: k for k, v in labels.items()}
+            )
+        )
         model.save_pretrained(path)
 
     return _write(directory, build, tokenizer_dir)
 
 
-def write_causal_lm(config: dict, tokenizer_dir: str | Path, *, dtype: str = "bfloat16", seed: int = 0,
-                    device: str = "cpu", name: str = "lm") -> Path:
+def write_causal_lm(
+    config: dict,
+    tokenizer_dir: str | Path,
+    *,
+    dtype: str = "bfloat16",
+    seed: int = 0,
+    device: str = "cpu",
+    name: str = "lm",
+) -> Path:
     """A Qwen2-architecture causal LM with random weights in ``dtype`` (Qwen2.5 checkpoints are
     bf16), built on ``device`` (a GPU builds a 7B in seconds) and saved with ``save_pretrained``."""
     config = dict(config)

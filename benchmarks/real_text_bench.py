@@ -37,15 +37,27 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path("/work/.mirror")
 CORPORA = {
-    "MR-GSM8K": ("dvlab-research+MR-GSM8K", [f"eval_results/gpt4-grading/{m}_eval_results.json" for m in
-                                             ("Claude", "GPT3_5", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")]),
+    "MR-GSM8K": (
+        "dvlab-research+MR-GSM8K",
+        [
+            f"eval_results/gpt4-grading/{m}_eval_results.json"
+            for m in ("Claude", "GPT3_5", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")
+        ],
+    ),
     "BIG-Bench-Mistake": ("WHGTyen+BIG-Bench-Mistake", ["multistep_arithmetic.jsonl"]),
     "ReasonEval": ("GAIR-NLP+ReasonEval", ["dataset/perturbation.json"]),
 }
 # (paths under procrl/; a baseline revision without the layered layout (procrl/evaluation/) cannot take them)
-INSTRUMENT = ("evaluation/validate.py", "evaluation/validate_scoring.py", "evaluation/validate_peers.py",
-              "evaluation/validate_report.py", "evaluation/validate_metrics.py", "evaluation/validate_text.py",
-              "evaluation/validate_plot.py", "evaluation/corpora.py")
+INSTRUMENT = (
+    "evaluation/validate.py",
+    "evaluation/validate_scoring.py",
+    "evaluation/validate_peers.py",
+    "evaluation/validate_report.py",
+    "evaluation/validate_metrics.py",
+    "evaluation/validate_text.py",
+    "evaluation/validate_plot.py",
+    "evaluation/corpora.py",
+)
 RUN = """
 import json, sys
 from procrl.evaluation.score import _jsonable
@@ -81,8 +93,9 @@ def export_corpora(mirror: Path, directory: Path, only: list[str] | None) -> dic
 
 
 def baseline_source(revision: str, directory: Path) -> Path:
-    archive = subprocess.run(["git", "archive", revision, "procrl", "procrl_recipe_hook.py"], cwd=REPO,
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", revision, "procrl", "procrl_recipe_hook.py"], cwd=REPO, check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
     for name in INSTRUMENT:
         (directory / "procrl" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -90,11 +103,27 @@ def baseline_source(revision: str, directory: Path) -> Path:
     return directory
 
 
-def run_arm(source: Path, recipe: str, overrides: list[str], data: list[Path], resamples: int, out: Path,
-            cwd: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(source), OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
-               HF_HUB_OFFLINE="1", WANDB_MODE="offline")
-    argv = [sys.executable, "-c", RUN, recipe, json.dumps(overrides), json.dumps([str(p) for p in data]), str(resamples), str(out)]
+def run_arm(
+    source: Path, recipe: str, overrides: list[str], data: list[Path], resamples: int, out: Path, cwd: Path
+) -> dict:
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(source),
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        HF_HUB_OFFLINE="1",
+        WANDB_MODE="offline",
+    )
+    argv = [
+        sys.executable,
+        "-c",
+        RUN,
+        recipe,
+        json.dumps(overrides),
+        json.dumps([str(p) for p in data]),
+        str(resamples),
+        str(out),
+    ]
     started = time.perf_counter()
     process = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
     if process.returncode != 0:
@@ -126,8 +155,11 @@ def rows_of(report: dict) -> dict[str, dict[str, str]]:
         sound = stats["by_class"].get("sound", {})
         flawed = [c for k, c in stats["by_class"].items() if k != "sound"]
         n_flawed = sum(c["n"] for c in flawed)
-        unverified_flawed = (sum(c.get("unverified", 0) * c["n"] for c in flawed) / n_flawed
-                             if n_flawed and all("unverified" in c for c in flawed) else None)
+        unverified_flawed = (
+            sum(c.get("unverified", 0) * c["n"] for c in flawed) / n_flawed
+            if n_flawed and all("unverified" in c for c in flawed)
+            else None
+        )
         agreement = stats.get("agreement") or {}
         out[name] = {
             "AUROC": _f(stats.get("auroc")),
@@ -144,13 +176,25 @@ def rows_of(report: dict) -> dict[str, dict[str, str]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default=None, help="Git revision to compare with (e.g. main before the new verifier).")
+    parser.add_argument(
+        "--baseline", default=None, help="Git revision to compare with (e.g. main before the new verifier)."
+    )
     parser.add_argument("--recipe", default=str(REPO / "recipes" / "gsm8k_trace.yaml"))
-    parser.add_argument("--set", dest="overrides", action="append", default=None, metavar="KEY=VALUE",
-                        help="Recipe overrides (default: rewards.trace.tagger=cues).")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="Recipe overrides (default: rewards.trace.tagger=cues).",
+    )
     parser.add_argument("--corpus", action="append", choices=list(CORPORA), default=None, help="Only these corpora.")
-    parser.add_argument("--mirror", default=str(MIRROR), help="Where the corpora's bare git dirs are (owner+name/repo).")
-    parser.add_argument("--resamples", type=int, default=1000, help="Bootstrap resamples (the intervals go to report.json).")
+    parser.add_argument(
+        "--mirror", default=str(MIRROR), help="Where the corpora's bare git dirs are (owner+name/repo)."
+    )
+    parser.add_argument(
+        "--resamples", type=int, default=1000, help="Bootstrap resamples (the intervals go to report.json)."
+    )
     parser.add_argument("--json", default=None, help="Also write every arm's report here (one JSON object).")
     args = parser.parse_args()
     overrides = args.overrides if args.overrides is not None else ["rewards.trace.tagger=cues"]
@@ -165,19 +209,32 @@ def main() -> None:
         for corpus, data in files.items():
             for arm, source in arms.items():
                 out = tmp_path / f"{corpus}-{arm.strip('@')}.json"
-                reports.setdefault(corpus, {})[arm] = run_arm(source, args.recipe, overrides, data, args.resamples, out, tmp_path)
+                reports.setdefault(corpus, {})[arm] = run_arm(
+                    source, args.recipe, overrides, data, args.resamples, out, tmp_path
+                )
                 print(f"scored {corpus} with {arm} in {reports[corpus][arm]['_seconds']:.0f} s", file=sys.stderr)
 
-    columns = ["AUROC", "AUROC right-ans", "acc_err", "acc_cor", "none", "unverified sound", "unverified flawed",
-               "answer agrees"]
+    columns = [
+        "AUROC",
+        "AUROC right-ans",
+        "acc_err",
+        "acc_cor",
+        "none",
+        "unverified sound",
+        "unverified flawed",
+        "answer agrees",
+    ]
     names = list(arms)
-    print(f"recipe {Path(args.recipe).name} {' '.join('--set ' + o for o in overrides)}; "
-          + (f"each cell: now | {names[1]}" if len(names) > 1 else "this checkout"))
+    print(
+        f"recipe {Path(args.recipe).name} {' '.join('--set ' + o for o in overrides)}; "
+        + (f"each cell: now | {names[1]}" if len(names) > 1 else "this checkout")
+    )
     for corpus, by_arm in reports.items():
         report = by_arm["now"]
         classes = ", ".join(f"{n} {k}" for k, n in report["classes"].items())
         print(f"\n{corpus}: {report['n']} solutions ({classes})")
         tables = {arm: rows_of(r) for arm, r in by_arm.items()}
+
         def cell(name: str, column: str) -> str:
             values = [tables[a].get(name, {}).get(column, "-") for a in names]
             return "" if not any(values) else " | ".join(values)

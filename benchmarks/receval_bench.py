@@ -52,13 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chains", type=int, default=64, help="Number of reasoning chains.")
     parser.add_argument("--batch-size", type=int, default=64, help="Pairs per forward pass of the batched scorer.")
     parser.add_argument("--hidden", type=int, default=32, help="Hidden size of the tiny NLI model.")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="Timed rounds (naive then batched, back to back); medians are reported.")
-    parser.add_argument("--min-ratio", type=float, default=None,
-                        help="Fail when the median speed ratio is below this (default: 4 with one torch thread, "
-                             "else 5).")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads for both (default: torch's default, what a run gets).")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="Timed rounds (naive then batched, back to back); medians are reported."
+    )
+    parser.add_argument(
+        "--min-ratio",
+        type=float,
+        default=None,
+        help="Fail when the median speed ratio is below this (default: 4 with one torch thread, else 5).",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads for both (default: torch's default, what a run gets)."
+    )
     args = parser.parse_args(argv)
 
     import os
@@ -73,15 +78,21 @@ def main(argv: list[str] | None = None) -> int:
         args.min_ratio = 4.0 if args.threads == 1 else 5.0
 
     from procrl.rewards import RewardBatch
-    from procrl.rewards.scorers.nli import NLIScorer, write_tiny_nli_model
     from procrl.rewards.receval import ReCEvalCorrectness, chain_minimum, score_correctness_plan
+    from procrl.rewards.scorers.nli import NLIScorer, write_tiny_nli_model
 
     rows, source = load_chains(args.chains)
-    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    batch = RewardBatch.from_texts(
+        [r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+    )
     naive_times, batched_times, fixed_times, ratios, passes, fixed_passes = [], [], [], [], 0, 0
     with tempfile.TemporaryDirectory() as directory:
-        model_dir = write_tiny_nli_model(Path(directory) / "nli", id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
-                                         seed=0, hidden_size=args.hidden)
+        model_dir = write_tiny_nli_model(
+            Path(directory) / "nli",
+            id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
+            seed=0,
+            hidden_size=args.hidden,
+        )
         component = ReCEvalCorrectness(ReCEvalCorrectness.Settings(nli_model=str(model_dir)))
         plans, _ = component.plan(batch)
         plans = [p for p in plans if p is not None]
@@ -111,23 +122,35 @@ def main(argv: list[str] | None = None) -> int:
     naive_map = dict(zip(pairs, naive_values))
     probability_diff = max(abs(a - b) for pair in pairs for a, b in zip(naive_map[pair], batched_values[pair]))
     chain_diff = max(
-        abs(chain_minimum(score_correctness_plan(plan, naive_map)[0])[0] - chain_minimum(score_correctness_plan(plan, batched_values)[0])[0])
+        abs(
+            chain_minimum(score_correctness_plan(plan, naive_map)[0])[0]
+            - chain_minimum(score_correctness_plan(plan, batched_values)[0])[0]
+        )
         for plan in plans
     )
     ratio = statistics.median(ratios)
     print(f"chains: {len(plans)} from {source}")
-    print(f"pairs: {len(pairs)} ({len(set(pairs))} unique); tiny DeBERTa-v2 NLI, hidden {args.hidden}, 2 layers, "
-          f"{args.threads} torch thread(s); {args.repeats} rounds, medians (min-max)")
+    print(
+        f"pairs: {len(pairs)} ({len(set(pairs))} unique); tiny DeBERTa-v2 NLI, hidden {args.hidden}, 2 layers, "
+        f"{args.threads} torch thread(s); {args.repeats} rounds, medians (min-max)"
+    )
     for name, times, detail in (
         ("naive (1 pair per forward pass)", naive_times, f"{len(pairs)} passes"),
-        ("batched + de-duplicated", batched_times,
-         f"{passes} passes of <= {args.batch_size} pairs, <= {64 * args.batch_size} tokens"),
+        (
+            "batched + de-duplicated",
+            batched_times,
+            f"{passes} passes of <= {args.batch_size} pairs, <= {64 * args.batch_size} tokens",
+        ),
         ("  same, fixed batches (reference)", fixed_times, f"{fixed_passes} passes of {args.batch_size} pairs"),
     ):
         median = statistics.median(times)
-        print(f"{name:<32} {len(pairs) / median:8.1f} pairs/s  ({median:.3f} s, {min(times):.3f}-{max(times):.3f}; {detail})")
-    print(f"speed ratio: median {ratio:.1f}x ({min(ratios):.1f}-{max(ratios):.1f}x over rounds; load average "
-          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        print(
+            f"{name:<32} {len(pairs) / median:8.1f} pairs/s  ({median:.3f} s, {min(times):.3f}-{max(times):.3f}; {detail})"
+        )
+    print(
+        f"speed ratio: median {ratio:.1f}x ({min(ratios):.1f}-{max(ratios):.1f}x over rounds; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)"
+    )
     print(f"max |difference|: probabilities {probability_diff:.2e}, chain scores {chain_diff:.2e}")
     ok = ratio >= args.min_ratio and probability_diff <= 1e-4 and chain_diff <= 1e-4
     print("PASS" if ok else f"FAIL (need a median >= {args.min_ratio}x and differences <= 1e-4)")

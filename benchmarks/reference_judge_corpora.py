@@ -46,11 +46,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-MR_GSM8K_FILES = [f"eval_results/gpt4-grading/{name}_eval_results.json" for name in
-                  ("Claude", "GPT3_5", "GPT4", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")]
-PEERS = {"math_shepherd": "eval_results/mr-gsm8k/math-shepherd_mistral-7b_eval_results.json",
-         "roscoe_sa": "eval_results/mr-gsm8k/roscoe-sa_eval_results.json",
-         "roscoe_ss": "eval_results/mr-gsm8k/roscoe-ss_eval_results.json"}
+MR_GSM8K_FILES = [
+    f"eval_results/gpt4-grading/{name}_eval_results.json"
+    for name in ("Claude", "GPT3_5", "GPT4", "llama2_70b", "mammoth_70B", "metamath_70B", "wizardmath_70B")
+]
+PEERS = {
+    "math_shepherd": "eval_results/mr-gsm8k/math-shepherd_mistral-7b_eval_results.json",
+    "roscoe_sa": "eval_results/mr-gsm8k/roscoe-sa_eval_results.json",
+    "roscoe_ss": "eval_results/mr-gsm8k/roscoe-ss_eval_results.json",
+}
 LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
 LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
 
@@ -99,8 +103,8 @@ def records(text: str) -> list[dict]:
 def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """The grading files and the procrl-format rows; per kept id: (label on the data's steps,
     procrl's step count)."""
-    from procrl.evaluation.corpora import read_solutions
     from procrl.core.text import segment
+    from procrl.evaluation.corpora import read_solutions
     from procrl.evaluation.validate_metrics import map_label
 
     folder = output / "mr_gsm8k"
@@ -118,18 +122,35 @@ def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[i
     rows, kept = [], {}
     for solution in solutions:
         steps = segment(solution.completion).steps
-        label = None if solution.label is None else map_label(solution.label, solution.data_spans,
-                                                               [(step.start, step.end) for step in steps])
+        label = (
+            None
+            if solution.label is None
+            else map_label(solution.label, solution.data_spans, [(step.start, step.end) for step in steps])
+        )
         if label is None or label < 0:
             continue  # no labelled error on procrl's steps (procrl's steps are the data's, minus a "#### N" line)
         common = {"question": solution.question, "answer": solution.reference, "kind": solution.kind}
-        rows.append({"id": solution.id, **common, "completion": solution.completion, "first_error": label,
-                     "answer_correct": solution.answer_correct})
+        rows.append(
+            {
+                "id": solution.id,
+                **common,
+                "completion": solution.completion,
+                "first_error": label,
+                "answer_correct": solution.answer_correct,
+            }
+        )
         kept[solution.id] = (solution.label, len(steps))
         if solution.label >= 1:
             prefix = solution.completion[: solution.data_spans[solution.label][0]].rstrip()
-            rows.append({"id": f"{solution.id}-prefix", **common, "completion": prefix, "first_error": -1,
-                         "answer_correct": None})
+            rows.append(
+                {
+                    "id": f"{solution.id}-prefix",
+                    **common,
+                    "completion": prefix,
+                    "first_error": -1,
+                    "answer_correct": None,
+                }
+            )
     (output / "mr_gsm8k_with_prefixes.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return [str(output / "mr_gsm8k_with_prefixes.jsonl"), *files], kept
 
@@ -164,8 +185,11 @@ def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
         print(f"llm-reasoning: {LLAMA} is not in the snapshot; skipped", file=sys.stderr)
         return None
     solutions = json.loads(text)
-    golds = {json.loads(line)["question"].strip(): json.loads(line)["answer"]
-             for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines() if line.strip()}
+    golds = {
+        json.loads(line)["question"].strip(): json.loads(line)["answer"]
+        for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
     labels = {}
     for line in LABELS.read_text(encoding="utf-8").splitlines():
         if line.startswith("#") or line.startswith("index") or not line.strip():
@@ -177,9 +201,16 @@ def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
         right = solution["predicted"] is not None and abs(solution["predicted"] - solution["correct"]) < 1e-6
         if right and index not in labels:
             continue  # not hand-labelled
-        rows.append({"id": f"llama31-8b-{index}", "question": solution["question"], "completion": solution["response"],
-                     "answer": golds[solution["question"].strip()], "first_error": labels[index] if right else None,
-                     "answer_correct": right})
+        rows.append(
+            {
+                "id": f"llama31-8b-{index}",
+                "question": solution["question"],
+                "completion": solution["response"],
+                "answer": golds[solution["question"].strip()],
+                "first_error": labels[index] if right else None,
+                "answer_correct": right,
+            }
+        )
     path = output / "llama31_8b_gsm8k.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return str(path)
@@ -201,8 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         (prefixes, *files), labels = mr_gsm8k(args.mr_gsm8k, output)
         commands.append(f"procrl validate --recipe {recipe} " + " ".join(f"--data {f}" for f in files))
         peer_files = peers(args.reasoneval, output, labels) if args.reasoneval else {}
-        commands.append(f"procrl validate --recipe {recipe} --data {prefixes} "
-                        + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
+        commands.append(
+            f"procrl validate --recipe {recipe} --data {prefixes} "
+            + " ".join(f"--peer {n}={p}" for n, p in peer_files.items())
+        )
     if args.llm_reasoning:
         path = llama(args.llm_reasoning, args.gsm8k_test, output)
         if path:
@@ -213,8 +246,10 @@ def main(argv: list[str] | None = None) -> int:
             rows += [r for r in flawed if r["kind"] == "original" and r["first_error"] != -1]
             combined = output / "gsm8k_real.jsonl"
             combined.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-            commands.append(f"procrl validate --recipe {recipe} --data {combined} "
-                            + " ".join(f"--peer {n}={p}" for n, p in peer_files.items()))
+            commands.append(
+                f"procrl validate --recipe {recipe} --data {combined} "
+                + " ".join(f"--peer {n}={p}" for n, p in peer_files.items())
+            )
     for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl"):
         if (output / name).exists():
             dev, heldout = split_file(output / name, output)

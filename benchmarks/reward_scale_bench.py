@@ -50,9 +50,10 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -118,10 +119,15 @@ class Result:
             "ratio_naive_over_batched": statistics.median(ratios) if ratios else None,
             "batched_cpu_seconds_measured": self.batched_cpu,
             "naive_cpu_seconds_measured": self.naive_cpu,
-            "batched_cpu_seconds_per_batch": statistics.median(self.batched_cpu) * self.scale if self.batched_cpu else None,
+            "batched_cpu_seconds_per_batch": statistics.median(self.batched_cpu) * self.scale
+            if self.batched_cpu
+            else None,
             "naive_cpu_seconds_per_batch": statistics.median(self.naive_cpu) * self.scale if self.naive_cpu else None,
             "cpu_ratio_naive_over_batched": statistics.median(
-                [n / b for n, b in zip(self.naive_cpu, self.batched_cpu) if b > 0]) if self.batched_cpu else None,
+                [n / b for n, b in zip(self.naive_cpu, self.batched_cpu) if b > 0]
+            )
+            if self.batched_cpu
+            else None,
             "batched_ms_per_completion": batched * self.scale / batch * 1000 if batched is not None else None,
             "batched_seconds_per_rank": batched * self.scale * per_rank / batch if batched is not None else None,
             "max_difference": self.max_difference,
@@ -156,8 +162,12 @@ def recipe_geometry(path: Path) -> dict[str, int]:
 
     values = plan(load_recipe(str(path)))
     per_rank = values["per_device_train_batch_size"] * values["gradient_accumulation_steps"]
-    return {"batch": int(values["effective_batch_completions"]), "per_rank": int(per_rank),
-            "processes": int(values["num_processes"]), "num_generations": int(values["num_generations"])}
+    return {
+        "batch": int(values["effective_batch_completions"]),
+        "per_rank": int(per_rank),
+        "processes": int(values["num_processes"]),
+        "num_generations": int(values["num_generations"]),
+    }
 
 
 def typical(rows: list[dict], units: list[int], count: int) -> list[dict]:
@@ -174,7 +184,9 @@ def typical(rows: list[dict], units: list[int], count: int) -> list[dict]:
 def make_batch(rows: list[dict]):
     from procrl.rewards import RewardBatch
 
-    return RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    return RewardBatch.from_texts(
+        [r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+    )
 
 
 def build_component(name: str, settings: dict, device: str):
@@ -203,8 +215,16 @@ def bench_nli(model_dir: Path, rows: list[dict], measure: int, repeats: int, dev
         all_plans = component.plan(batch)[0]
         plans = [p for p in all_plans if p is not None]
         pairs = [pair for plan in plans for pair in plan.pairs()]
-        lengths = [len(ids) for ids in tokenizer([p for p, _ in pairs], [h for _, h in pairs], truncation=True,
-                                                 max_length=scorer.max_length)["input_ids"]] if pairs else []
+        lengths = (
+            [
+                len(ids)
+                for ids in tokenizer(
+                    [p for p, _ in pairs], [h for _, h in pairs], truncation=True, max_length=scorer.max_length
+                )["input_ids"]
+            ]
+            if pairs
+            else []
+        )
         per_row = [len(p.pairs()) if p is not None else 0 for p in all_plans]
         return Workload(len(pairs), sum(lengths), len(set(pairs))), plans, pairs, per_row
 
@@ -266,7 +286,9 @@ def bench_trace(model_dir: Path, rows: list[dict], measure: int, repeats: int, d
 
     def workload(batch) -> tuple[Workload, list[str], list[int]]:
         sentences = [s.text for seg in batch.segmentations for s in seg.sentences]
-        lengths = [len(ids) for ids in tagger.tokenizer(sentences, truncation=True, max_length=tagger.max_length)["input_ids"]]
+        lengths = [
+            len(ids) for ids in tagger.tokenizer(sentences, truncation=True, max_length=tagger.max_length)["input_ids"]
+        ]
         per_row = [len(seg.sentences) for seg in batch.segmentations]
         return Workload(len(sentences), sum(lengths), len(set(sentences))), sentences, per_row
 
@@ -284,7 +306,9 @@ def bench_trace(model_dir: Path, rows: list[dict], measure: int, repeats: int, d
         result.naive_seconds.append(seconds)
         result.naive_cpu.append(cpu)
     batched_rows = tagger.predict_proba(sentences)  # once more, untimed, for the comparison
-    result.max_difference = max((abs(a - b) for x, y in zip(batched_rows, naive_rows) for a, b in zip(x, y)), default=0.0)
+    result.max_difference = max(
+        (abs(a - b) for x, y in zip(batched_rows, naive_rows) for a, b in zip(x, y)), default=0.0
+    )
     result.difference_of = "label probabilities"
     result.forward_passes_batched = math.ceil(len(sentences) / tagger.batch_size)
     result.load_seconds = load
@@ -307,7 +331,9 @@ def informativeness_requests(component, batch) -> list[tuple[int, int, list[tupl
         if not steps or len(steps) > s.max_steps or predicted is None:
             continue
         target = s.target_template.format(answer=format_answer(predicted))
-        out.append((i, len(steps), [(c, target) for c in informativeness_contexts(steps, question, s.condition_on_question)]))
+        out.append(
+            (i, len(steps), [(c, target) for c in informativeness_contexts(steps, question, s.condition_on_question)])
+        )
     return out
 
 
@@ -348,7 +374,9 @@ def bench_lm(model_dir: Path, rows: list[dict], measure: int, repeats: int, devi
     measured, chains, pairs, _ = workload(batch)
     one_sequence_at_a_time(scorer, pairs[:1])
     dtype_name = str(next(scorer._model.parameters()).dtype).replace("torch.", "")
-    result = Result("receval_informativeness", f"Qwen2.5-0.5B-shaped LM (494M, {dtype_name})", full, measured, len(batch))
+    result = Result(
+        "receval_informativeness", f"Qwen2.5-0.5B-shaped LM (494M, {dtype_name})", full, measured, len(batch)
+    )
     output = naive_values = None
     for _ in range(repeats):
         passes = scorer.stats["forward_passes"]
@@ -381,15 +409,25 @@ def bench_cheap(rows: list[dict], repeats: int) -> list[dict[str, Any]]:
         batch = make_batch(rows)
         elapsed, _, _ = _timed(lambda: batch.segmentations, "cpu")
         seconds.append(elapsed)
-    out.append({"component": "segmentation (shared)", "model": "procrl.core.text (spaCy sentencizer), once per batch",
-                "seconds_per_batch": statistics.median(seconds)})
+    out.append(
+        {
+            "component": "segmentation (shared)",
+            "model": "procrl.core.text (spaCy sentencizer), once per batch",
+            "seconds_per_batch": statistics.median(seconds),
+        }
+    )
     batch = make_batch(rows)
     batch.segmentations  # noqa: B018
     for name, settings in (("accuracy", {}), ("format", {}), ("first_error", {"backend": "arithmetic"})):
         component = build_component(name, settings, "cpu")
         times = [_timed(lambda: component.score(batch), "cpu")[0] for _ in range(repeats)]  # wall seconds
-        out.append({"component": name, "model": "none" if name != "first_error" else "arithmetic judge (no model)",
-                    "seconds_per_batch": statistics.median(times)})
+        out.append(
+            {
+                "component": name,
+                "model": "none" if name != "first_error" else "arithmetic judge (no model)",
+                "seconds_per_batch": statistics.median(times),
+            }
+        )
     return out
 
 
@@ -410,8 +448,10 @@ def machine_text(device: str) -> str:
     if device.startswith("cuda"):
         return f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"CPU ({platform.processor() or platform.machine()}), {os.cpu_count()} cores, {torch.get_num_threads()} torch "
-            f"threads, load average {load:.1f} at the start, torch {torch.__version__}")
+    return (
+        f"CPU ({platform.processor() or platform.machine()}), {os.cpu_count()} cores, {torch.get_num_threads()} torch "
+        f"threads, load average {load:.1f} at the start, torch {torch.__version__}"
+    )
 
 
 def table(header: list[str], rows: list[list[str]], numeric_from: int) -> list[str]:
@@ -419,7 +459,9 @@ def table(header: list[str], rows: list[list[str]], numeric_from: int) -> list[s
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < numeric_from else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(
+            c.ljust(w) if i < numeric_from else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))
+        ).rstrip()
 
     return [line(header)] + [line(r) for r in rows]
 
@@ -431,86 +473,168 @@ def _threads_text() -> str:
     return f"{threads} torch thread" + ("s" if threads != 1 else "")
 
 
-def report(summaries: list[dict], cheap: list[dict], geometry: dict, args, tokens: dict, machine: str, loads: list[float]) -> str:
+def report(
+    summaries: list[dict], cheap: list[dict], geometry: dict, args, tokens: dict, machine: str, loads: list[float]
+) -> str:
     batch, per_rank = geometry["batch"], geometry["per_rank"]
     lines = [
         f"reward cost per GRPO batch of {args.recipe.name}: {batch} completions per optimizer step "
         f"({per_rank} per rank x {geometry['processes']} ranks), GSM8K train reference solutions as completions",
         f"machine: {machine}; load average during the run {min(loads):.1f}-{max(loads):.1f}",
-        "tokens per solution (stand-in tokenizers, real_shapes.py): " + "; ".join(
+        "tokens per solution (stand-in tokenizers, real_shapes.py): "
+        + "; ".join(
             f"{k} {v['tokens_per_text']:.0f} ({v['above_lower_bound']:+.1%} vs the pre-tokenizer lower bound)"
-            for k, v in tokens.items()),
+            for k, v in tokens.items()
+        ),
         "",
     ]
-    header = ["component", "model (random weights)", "work per batch", "timed", "batched s/batch", "naive s/batch",
-              "naive/batched", "ms/completion", "s/rank"]
+    header = [
+        "component",
+        "model (random weights)",
+        "work per batch",
+        "timed",
+        "batched s/batch",
+        "naive s/batch",
+        "naive/batched",
+        "ms/completion",
+        "s/rank",
+    ]
     rows = []
     for s in summaries:
         work = s["work_full_batch"]
-        unit = {"receval_correctness": "pairs", "trace": "sentences", "receval_informativeness": "sequences"}[s["component"]]
-        timed = (f"{s['measured_completions']} of {batch} x {s['runs']}" if s["extrapolated"]
-                 else f"all {batch} x {s['runs']}")
+        unit = {"receval_correctness": "pairs", "trace": "sentences", "receval_informativeness": "sequences"}[
+            s["component"]
+        ]
+        timed = (
+            f"{s['measured_completions']} of {batch} x {s['runs']}"
+            if s["extrapolated"]
+            else f"all {batch} x {s['runs']}"
+        )
         mark = "*" if s["extrapolated"] else ""
-        rows.append([s["component"], s["model"], f"{work['units']:,} {unit}, {work['tokens'] / 1000:,.0f}k tokens", timed,
-                     _fmt(s["batched_seconds_per_batch"]) + mark, _fmt(s["naive_seconds_per_batch"]) + mark,
-                     _fmt(s["ratio_naive_over_batched"], 1) + "x", _fmt(s["batched_ms_per_completion"], 0) + mark,
-                     _fmt(s["batched_seconds_per_rank"]) + mark])
+        rows.append(
+            [
+                s["component"],
+                s["model"],
+                f"{work['units']:,} {unit}, {work['tokens'] / 1000:,.0f}k tokens",
+                timed,
+                _fmt(s["batched_seconds_per_batch"]) + mark,
+                _fmt(s["naive_seconds_per_batch"]) + mark,
+                _fmt(s["ratio_naive_over_batched"], 1) + "x",
+                _fmt(s["batched_ms_per_completion"], 0) + mark,
+                _fmt(s["batched_seconds_per_rank"]) + mark,
+            ]
+        )
     for c in cheap:
         seconds = c["seconds_per_batch"]
-        rows.append([c["component"], c["model"], "", f"all {batch} x {args.repeats}", _fmt(seconds, 3), "-", "-",
-                     _fmt(seconds / batch * 1000, 2), _fmt(seconds * per_rank / batch, 3)])
+        rows.append(
+            [
+                c["component"],
+                c["model"],
+                "",
+                f"all {batch} x {args.repeats}",
+                _fmt(seconds, 3),
+                "-",
+                "-",
+                _fmt(seconds / batch * 1000, 2),
+                _fmt(seconds * per_rank / batch, 3),
+            ]
+        )
     lines += table(header, rows, numeric_from=4)
     lines.append("")
     if summaries and summaries[0]["batched_cpu_seconds_measured"] and not args.device.startswith("cuda"):
-        lines.append(f"the same, in CPU seconds of this process ({_threads_text()}: the wall time on a core of its own, "
-                     "little affected by other load):")
+        lines.append(
+            f"the same, in CPU seconds of this process ({_threads_text()}: the wall time on a core of its own, "
+            "little affected by other load):"
+        )
         cpu_rows = []
         for s in summaries:
             mark = "*" if s["extrapolated"] else ""
             batched = s["batched_cpu_seconds_per_batch"]
-            cpu_rows.append([s["component"], _fmt(batched) + mark, _fmt(s["naive_cpu_seconds_per_batch"]) + mark,
-                             _fmt(s["cpu_ratio_naive_over_batched"], 1) + "x", _fmt(batched / batch * 1000, 0) + mark,
-                             _fmt(batched * per_rank / batch) + mark])
-        lines += table(["component", "batched cpu-s/batch", "naive cpu-s/batch", "naive/batched", "ms/completion", "s/rank"],
-                       cpu_rows, numeric_from=1)
+            cpu_rows.append(
+                [
+                    s["component"],
+                    _fmt(batched) + mark,
+                    _fmt(s["naive_cpu_seconds_per_batch"]) + mark,
+                    _fmt(s["cpu_ratio_naive_over_batched"], 1) + "x",
+                    _fmt(batched / batch * 1000, 0) + mark,
+                    _fmt(batched * per_rank / batch) + mark,
+                ]
+            )
+        lines += table(
+            ["component", "batched cpu-s/batch", "naive cpu-s/batch", "naive/batched", "ms/completion", "s/rank"],
+            cpu_rows,
+            numeric_from=1,
+        )
         lines.append("")
     if any(s["extrapolated"] for s in summaries):
-        lines.append("* extrapolated: median time of the timed completions x (tokens of the whole batch / tokens timed). "
-                     "The naive/batched ratios are measured (same completions, both arms, median of the runs).")
+        lines.append(
+            "* extrapolated: median time of the timed completions x (tokens of the whole batch / tokens timed). "
+            "The naive/batched ratios are measured (same completions, both arms, median of the runs)."
+        )
     for s in summaries:
         lines.append(
             f"{s['component']}: timed {s['measured_completions']} completions ({s['work_measured']['units']:,} units, "
             f"{s['work_measured']['tokens']:,} tokens; x{s['scale_by_tokens']:.1f} to the batch); batched "
             f"{', '.join(_fmt(x) for x in s['batched_seconds_measured'])} s ({s['forward_passes_batched']} forward passes); "
             f"naive {', '.join(_fmt(x) for x in s['naive_seconds_measured'])} s ({s['work_measured']['units']:,} passes); "
-            f"max |difference| of {s['difference_of']} {s['max_difference']:.1e}; model load {_fmt(s['load_seconds'])} s")
-    lines.append(f"s/rank: the {per_rank} completions one rank scores per optimizer step (each of the "
-                 f"{geometry['processes']} ranks runs its own copy of the reward models).")
+            f"max |difference| of {s['difference_of']} {s['max_difference']:.1e}; model load {_fmt(s['load_seconds'])} s"
+        )
+    lines.append(
+        f"s/rank: the {per_rank} completions one rank scores per optimizer step (each of the "
+        f"{geometry['processes']} ranks runs its own copy of the reward models)."
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", help="cpu or cuda (cuda:N).")
-    parser.add_argument("--recipe", type=Path, default=REPO / "recipes" / "gsm8k_grpo_process.yaml",
-                        help="Recipe whose geometry gives the batch (completions per optimizer step).")
+    parser.add_argument(
+        "--recipe",
+        type=Path,
+        default=REPO / "recipes" / "gsm8k_grpo_process.yaml",
+        help="Recipe whose geometry gives the batch (completions per optimizer step).",
+    )
     parser.add_argument("--batch", type=int, default=None, help="Completions per batch (default: the recipe's).")
-    parser.add_argument("--measure", type=int, default=None,
-                        help="Completions timed per model component, the rest extrapolated by tokens; 0 = the whole batch "
-                             f"(default: {GPU_MEASURE} on a GPU, {CPU_MEASURE} on CPU).")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="Alternating runs of both arms, medians reported (default: 3 on a GPU, 2 on CPU).")
-    parser.add_argument("--components", default=",".join(MODEL_COMPONENTS + ("cheap",)),
-                        help="Comma-separated subset of " + ", ".join(MODEL_COMPONENTS + ("cheap",)) + ".")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch threads (default: 1 on CPU, where on a shared machine more threads lose more to "
-                             "contention than they gain; torch's default on a GPU machine).")
-    parser.add_argument("--lm-dtype", default="auto", help="dtype of the informativeness LM (the component's setting; "
-                                                          "'auto' = the checkpoint's, bf16 like Qwen2.5's).")
+    parser.add_argument(
+        "--measure",
+        type=int,
+        default=None,
+        help="Completions timed per model component, the rest extrapolated by tokens; 0 = the whole batch "
+        f"(default: {GPU_MEASURE} on a GPU, {CPU_MEASURE} on CPU).",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="Alternating runs of both arms, medians reported (default: 3 on a GPU, 2 on CPU).",
+    )
+    parser.add_argument(
+        "--components",
+        default=",".join(MODEL_COMPONENTS + ("cheap",)),
+        help="Comma-separated subset of " + ", ".join(MODEL_COMPONENTS + ("cheap",)) + ".",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads (default: 1 on CPU, where on a shared machine more threads lose more to "
+        "contention than they gain; torch's default on a GPU machine).",
+    )
+    parser.add_argument(
+        "--lm-dtype",
+        default="auto",
+        help="dtype of the informativeness LM (the component's setting; "
+        "'auto' = the checkpoint's, bf16 like Qwen2.5's).",
+    )
     parser.add_argument("--deberta-tokenizer", default=None, help="Real DeBERTa-v3 tokenizer (Hub id or directory).")
     parser.add_argument("--qwen-tokenizer", default=None, help="Real Qwen2.5 tokenizer (Hub id or directory).")
-    parser.add_argument("--models", choices=("real", "tiny"), default="real",
-                        help="tiny: hidden-32 models of the same architectures, to test this script (not real sizes).")
+    parser.add_argument(
+        "--models",
+        choices=("real", "tiny"),
+        default="real",
+        help="tiny: hidden-32 models of the same architectures, to test this script (not real sizes).",
+    )
     parser.add_argument("--json", type=Path, default=None, help="Write all numbers here.")
     args = parser.parse_args(argv)
 
@@ -542,7 +666,9 @@ def main(argv: list[str] | None = None) -> int:
 
     solutions = [r["answer"] for r in rows]
     tokens = {
-        "DeBERTa-v3": real_shapes.token_stats(AutoTokenizer.from_pretrained(str(deberta_tokenizer)), "deberta-v3", solutions),
+        "DeBERTa-v3": real_shapes.token_stats(
+            AutoTokenizer.from_pretrained(str(deberta_tokenizer)), "deberta-v3", solutions
+        ),
         "Qwen2.5": real_shapes.token_stats(AutoTokenizer.from_pretrained(str(qwen_tokenizer)), "qwen2.5", solutions),
     }
 
@@ -560,13 +686,19 @@ def main(argv: list[str] | None = None) -> int:
         tiny = args.models == "tiny"
         deberta = {"config": real_shapes.TINY_DEBERTA_V3} if tiny else {}
         if name == "receval_correctness":
-            result = bench_nli(real_shapes.write_nli_model(deberta_tokenizer, **deberta), rows, count, args.repeats, args.device)
+            result = bench_nli(
+                real_shapes.write_nli_model(deberta_tokenizer, **deberta), rows, count, args.repeats, args.device
+            )
         elif name == "trace":
-            result = bench_trace(real_shapes.write_trace_tagger(deberta_tokenizer, **deberta), rows, count, args.repeats,
-                                 args.device)
+            result = bench_trace(
+                real_shapes.write_trace_tagger(deberta_tokenizer, **deberta), rows, count, args.repeats, args.device
+            )
         else:
-            lm = (real_shapes.write_causal_lm(real_shapes.TINY_QWEN25_LM, qwen_tokenizer, dtype="float32", name="tiny-lm")
-                  if tiny else real_shapes.write_causal_lm(real_shapes.QWEN25["0.5b"], qwen_tokenizer, name="qwen2.5-0.5b"))
+            lm = (
+                real_shapes.write_causal_lm(real_shapes.TINY_QWEN25_LM, qwen_tokenizer, dtype="float32", name="tiny-lm")
+                if tiny
+                else real_shapes.write_causal_lm(real_shapes.QWEN25["0.5b"], qwen_tokenizer, name="qwen2.5-0.5b")
+            )
             result = bench_lm(lm, rows, count, args.repeats, args.device, args.lm_dtype)
         if tiny:
             result.model = "tiny " + result.model.split(" (")[0] + " (hidden 32, 2 layers: NOT the real size)"
@@ -581,8 +713,20 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"geometry": geometry, "machine": machine, "load_averages": loads,
-                                         "tokens": tokens, "components": summaries, "model_free": cheap}, indent=2) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "geometry": geometry,
+                    "machine": machine,
+                    "load_averages": loads,
+                    "tokens": tokens,
+                    "components": summaries,
+                    "model_free": cheap,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 0
 
 

@@ -33,15 +33,24 @@ def write_rows(path: Path, count: int) -> None:
     with path.open("w", encoding="utf-8") as handle:
         for i in range(count):
             problem = problems[i % len(problems)]
-            handle.write(json.dumps({"id": i, "question": problem["question"], "completion": problem["answer"],
-                                     "answer": problem["answer"]}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": i,
+                        "question": problem["question"],
+                        "completion": problem["answer"],
+                        "answer": problem["answer"],
+                    }
+                )
+                + "\n"
+            )
 
 
 def load_everything(recipe_path: str, source: str, output: str, batch_size: int) -> None:
     """The baseline: all rows in a list, all scored rows kept, the summary and the output at the end."""
+    from procrl.evaluation.score import RunningSummary, score_batch
     from procrl.recipe import load_recipe
     from procrl.rewards import RewardMix
-    from procrl.evaluation.score import RunningSummary, score_batch
 
     rows = [json.loads(line) for line in Path(source).read_text(encoding="utf-8").splitlines() if line.strip()]
     mix = RewardMix(load_recipe(recipe_path, scoring=True).rewards)
@@ -80,19 +89,44 @@ def main() -> None:
         load_everything(*args.baseline_worker, batch_size=args.batch_size)
         return
 
-    procrl = [sys.executable, "-m", "procrl", "score", "--recipe", args.recipe, "--quiet", "--batch-size", str(args.batch_size)]
+    procrl = [
+        sys.executable,
+        "-m",
+        "procrl",
+        "score",
+        "--recipe",
+        args.recipe,
+        "--quiet",
+        "--batch-size",
+        str(args.batch_size),
+    ]
     print(f"{'rows':>8}{'input MiB':>11}{'streaming MiB':>15}{'s':>8}{'load-everything MiB':>21}{'s':>8}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as folder:
         for count in args.rows:
             source = Path(folder) / f"rows_{count}.jsonl"
             write_rows(source, count)
-            streaming, streaming_s = measure([*procrl, "--input", str(source), "--output", str(Path(folder) / "streamed.jsonl")])
-            baseline, baseline_s = measure([sys.executable, __file__, "--batch-size", str(args.batch_size), "--baseline-worker",
-                                            args.recipe, str(source), str(Path(folder) / "loaded.jsonl")])
+            streaming, streaming_s = measure(
+                [*procrl, "--input", str(source), "--output", str(Path(folder) / "streamed.jsonl")]
+            )
+            baseline, baseline_s = measure(
+                [
+                    sys.executable,
+                    __file__,
+                    "--batch-size",
+                    str(args.batch_size),
+                    "--baseline-worker",
+                    args.recipe,
+                    str(source),
+                    str(Path(folder) / "loaded.jsonl"),
+                ]
+            )
             same = (Path(folder) / "streamed.jsonl").read_bytes() == (Path(folder) / "loaded.jsonl").read_bytes()
             size = source.stat().st_size / 2**20
-            print(f"{count:>8}{size:>11.1f}{streaming:>15.0f}{streaming_s:>8.0f}{baseline:>21.0f}{baseline_s:>8.0f}"
-                  f"{baseline / streaming:>8.2f}{'' if same else '  OUTPUTS DIFFER'}", flush=True)
+            print(
+                f"{count:>8}{size:>11.1f}{streaming:>15.0f}{streaming_s:>8.0f}{baseline:>21.0f}{baseline_s:>8.0f}"
+                f"{baseline / streaming:>8.2f}{'' if same else '  OUTPUTS DIFFER'}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

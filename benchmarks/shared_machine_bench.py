@@ -36,9 +36,23 @@ PROCRL = "import sys; from procrl.launch.cli import main; sys.argv[0] = 'procrl'
 
 def command(setting: str, output_dir: Path, steps: int) -> list[str]:
     code = TORCH_FIRST if setting == "openmp-default" else PROCRL
-    return [sys.executable, "-c", code, "train", str(RECIPE), "--output-dir", str(output_dir),
-            "--set", f"trainer.max_steps={steps}", "--set", "trainer.save_steps=100000",
-            "--set", "trainer.logging_steps=100000", "--set", "logging.diagnostics=false"]
+    return [
+        sys.executable,
+        "-c",
+        code,
+        "train",
+        str(RECIPE),
+        "--output-dir",
+        str(output_dir),
+        "--set",
+        f"trainer.max_steps={steps}",
+        "--set",
+        "trainer.save_steps=100000",
+        "--set",
+        "trainer.logging_steps=100000",
+        "--set",
+        "logging.diagnostics=false",
+    ]
 
 
 def environment() -> dict[str, str]:
@@ -54,8 +68,16 @@ def run_together(setting: str, count: int, steps: int, scratch: Path) -> list[fl
     for index in range(count):
         out = scratch / f"{setting}-{count}-{index}"
         started.append(time.monotonic())
-        processes.append(subprocess.Popen(command(setting, out, steps), cwd=REPO, env=environment(),
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        processes.append(
+            subprocess.Popen(
+                command(setting, out, steps),
+                cwd=REPO,
+                env=environment(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     walls = [0.0] * count
     for index, process in enumerate(processes):
         _, err = process.communicate()
@@ -68,8 +90,9 @@ def run_together(setting: str, count: int, steps: int, scratch: Path) -> list[fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=8, help="GRPO steps per run")
-    parser.add_argument("--settings", nargs="+", default=["openmp-default", "procrl"],
-                        choices=["openmp-default", "procrl"])
+    parser.add_argument(
+        "--settings", nargs="+", default=["openmp-default", "procrl"], choices=["openmp-default", "procrl"]
+    )
     parser.add_argument("--json", default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     results = {"steps": args.steps, "cores": os.cpu_count(), "settings": {}}
@@ -78,10 +101,16 @@ def main(argv: list[str] | None = None) -> int:
             alone = run_together(setting, 1, args.steps, Path(scratch))[0]
             together = run_together(setting, 2, args.steps, Path(scratch))
             slowdown = [wall / alone for wall in together]
-            results["settings"][setting] = {"alone_s": round(alone, 1), "together_s": [round(w, 1) for w in together],
-                                            "slowdown": [round(s, 2) for s in slowdown]}
-            print(f"{setting:>15}: alone {alone:6.1f} s; two at once {together[0]:6.1f} s and {together[1]:6.1f} s; "
-                  f"slowdown {slowdown[0]:.2f}x and {slowdown[1]:.2f}x", flush=True)
+            results["settings"][setting] = {
+                "alone_s": round(alone, 1),
+                "together_s": [round(w, 1) for w in together],
+                "slowdown": [round(s, 2) for s in slowdown],
+            }
+            print(
+                f"{setting:>15}: alone {alone:6.1f} s; two at once {together[0]:6.1f} s and {together[1]:6.1f} s; "
+                f"slowdown {slowdown[0]:.2f}x and {slowdown[1]:.2f}x",
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

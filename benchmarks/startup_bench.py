@@ -39,7 +39,9 @@ FALLBACK_ROW = {
 def one_row(path: Path) -> Path:
     """The first GSM8K train problem with its reference solution as the completion."""
     row = json.loads(GSM8K.read_text().splitlines()[0]) if GSM8K.is_file() else FALLBACK_ROW
-    path.write_text(json.dumps({"question": row["question"], "completion": row["answer"], "answer": row["answer"]}) + "\n")
+    path.write_text(
+        json.dumps({"question": row["question"], "completion": row["answer"], "answer": row["answer"]}) + "\n"
+    )
     return path
 
 
@@ -59,8 +61,9 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, flo
 
 
 def extract(revision: str, directory: Path) -> Path:
-    archive = subprocess.run(["git", "archive", revision, "procrl", "procrl_recipe_hook.py"], cwd=REPO,
-                             check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", revision, "procrl", "procrl_recipe_hook.py"], cwd=REPO, check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(directory)], input=archive, check=True)
     return directory
 
@@ -68,22 +71,41 @@ def extract(revision: str, directory: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="Runs per arm (interleaved); medians are reported.")
-    parser.add_argument("--baseline", default=None, help="Git revision to compare with (e.g. the commit before the change).")
+    parser.add_argument(
+        "--baseline", default=None, help="Git revision to compare with (e.g. the commit before the change)."
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         row = one_row(tmp_path / "row.jsonl")
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
-                   HF_HUB_OFFLINE="1", WANDB_MODE="offline")
+        env = dict(
+            os.environ,
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            TOKENIZERS_PARALLELISM="false",
+            HF_HUB_OFFLINE="1",
+            WANDB_MODE="offline",
+        )
         env.pop("PYTHONPATH", None)
         python = sys.executable
 
         def procrl_args(tag: str) -> dict[str, list[str]]:
             out = tmp_path / f"{tag}.jsonl"
             return {
-                f"score 1 row{tag}": [python, "-m", "procrl", "score", "--recipe", str(RECIPE), "--input", str(row),
-                                      "--output", str(out), "--quiet"],
+                f"score 1 row{tag}": [
+                    python,
+                    "-m",
+                    "procrl",
+                    "score",
+                    "--recipe",
+                    str(RECIPE),
+                    "--input",
+                    str(row),
+                    "--output",
+                    str(out),
+                    "--quiet",
+                ],
                 f"check{tag}": [python, "-m", "procrl", "check", str(RECIPE)],
             }
 
@@ -105,8 +127,10 @@ def main() -> None:
             for name, (argv, arm_env) in arms.items():
                 results[name].append(measure(argv, arm_env, tmp_path))
 
-    medians = {name: (statistics.median(w for w, _ in rows), statistics.median(m for _, m in rows))
-               for name, rows in results.items()}
+    medians = {
+        name: (statistics.median(w for w, _ in rows), statistics.median(m for _, m in rows))
+        for name, rows in results.items()
+    }
     width = max(map(len, medians))
     print(f"{'command':<{width}}  {'wall (s)':>9}  {'peak RSS (MiB)':>14}   medians of {args.runs} interleaved runs")
     for name, (wall, memory) in medians.items():
@@ -116,8 +140,10 @@ def main() -> None:
         for command in ("score 1 row", "check"):
             wall, memory = medians[command]
             base_wall, base_memory = medians[f"{command} @{args.baseline}"]
-            print(f"{command}: {args.baseline} / this checkout = {base_wall / wall:.2f}x wall, "
-                  f"{base_memory / memory:.2f}x peak memory")
+            print(
+                f"{command}: {args.baseline} / this checkout = {base_wall / wall:.2f}x wall, "
+                f"{base_memory / memory:.2f}x peak memory"
+            )
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def sentences(count: int) -> list[str]:
     from procrl.core.text import segment_batch
 
     if GSM8K_TRAIN.is_file():
-        rows = [json.loads(line) for line in GSM8K_TRAIN.read_text().splitlines()[: count]]
+        rows = [json.loads(line) for line in GSM8K_TRAIN.read_text().splitlines()[:count]]
         answers = [r["answer"] for r in rows]
     else:
         from procrl.data.synthetic import generate_problems
@@ -81,8 +81,10 @@ def main() -> None:
     difference = (torch.tensor(batched) - torch.tensor(naive)).abs().max().item()
     batched_rate = len(texts) / min(batched_times)
     naive_rate = len(texts) / min(naive_times)
-    print(f"tiny DeBERTa-v2 tagger (hidden {args.hidden}, {args.layers} layers), {len(texts)} sentences, "
-          f"torch threads {torch.get_num_threads()}")
+    print(
+        f"tiny DeBERTa-v2 tagger (hidden {args.hidden}, {args.layers} layers), {len(texts)} sentences, "
+        f"torch threads {torch.get_num_threads()}"
+    )
     print(f"  batched (batch_size {args.batch_size}, length-sorted): {batched_rate:10.1f} sentences/s")
     print(f"  one sentence at a time:                     {naive_rate:10.1f} sentences/s")
     print(f"  max |difference| of probabilities: {difference:.2e}")

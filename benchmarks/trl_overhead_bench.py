@@ -35,8 +35,13 @@ sys.path.insert(0, str(REPO))
 RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
 CREDITS = {
     "outcome": ["rewards.format=false", "rewards.trace=false", "rewards.first_error=false", "trainer.credit=outcome"],
-    "process": ["rewards.format=false", "rewards.trace=false", "trainer.credit=process",
-                "trainer.process_rewards=[first_error]", "trainer.process_aggregation=min"],
+    "process": [
+        "rewards.format=false",
+        "rewards.trace=false",
+        "trainer.credit=process",
+        "trainer.process_rewards=[first_error]",
+        "trainer.process_aggregation=min",
+    ],
 }
 
 
@@ -49,8 +54,10 @@ def plain_accuracy(prompts, completions, answer, **kwargs) -> list[float]:
     """procrl's answer check as a plain TRL reward function."""
     from procrl.core.answers import answers_match, extract_prediction, parse_gold
 
-    return [1.0 if answers_match(extract_prediction(_text(c))[0], parse_gold(a)) else 0.0
-            for c, a in zip(completions, answer)]
+    return [
+        1.0 if answers_match(extract_prediction(_text(c))[0], parse_gold(a)) else 0.0
+        for c, a in zip(completions, answer)
+    ]
 
 
 def plain_first_error(prompts, completions, **kwargs) -> list[float]:
@@ -83,8 +90,13 @@ class StepTimer:
 def _recipe(credit: str, steps: int, output_dir: str):
     from procrl.recipe import load_recipe
 
-    overrides = [*CREDITS[credit], f"trainer.max_steps={steps + 1}", "trainer.save_steps=100000",
-                 "trainer.logging_steps=1", "trainer.report_to=none"]
+    overrides = [
+        *CREDITS[credit],
+        f"trainer.max_steps={steps + 1}",
+        "trainer.save_steps=100000",
+        "trainer.logging_steps=1",
+        "trainer.report_to=none",
+    ]
     return load_recipe(str(RECIPE), overrides, output_dir)
 
 
@@ -129,8 +141,14 @@ def time_plain_trl(credit: str, steps: int, scratch: str) -> dict:
     from procrl.models.loading import policy_source
 
     timer = StepTimer()
-    trainer = GRPOTrainer(model=policy_source(recipe.model).path, reward_funcs=functions, args=args,
-                          train_dataset=dataset, processing_class=tokenizer, callbacks=[timer.callback])
+    trainer = GRPOTrainer(
+        model=policy_source(recipe.model).path,
+        reward_funcs=functions,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[timer.callback],
+    )
     return _train_timed(trainer, timer)
 
 
@@ -144,11 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     results = {"steps": args.steps, "rounds": args.rounds, "credits": {}}
     with tempfile.TemporaryDirectory(prefix="procrl-overhead-") as scratch:
         for credit in args.credits:
-            sides: dict[str, dict[str, list[float]]] = {"procrl": {"steps": [], "reward_seconds": []},
-                                                        "trl": {"steps": [], "reward_seconds": []}}
+            sides: dict[str, dict[str, list[float]]] = {
+                "procrl": {"steps": [], "reward_seconds": []},
+                "trl": {"steps": [], "reward_seconds": []},
+            }
             for round_index in range(args.rounds):
                 order = [("trl", time_plain_trl), ("procrl", time_procrl)]
-                for side, run in (order if round_index % 2 == 0 else order[::-1]):
+                for side, run in order if round_index % 2 == 0 else order[::-1]:
                     timed = run(credit, args.steps, f"{scratch}/{round_index}")
                     for key in ("steps", "reward_seconds"):
                         sides[side][key] += timed[key]
@@ -156,13 +176,20 @@ def main(argv: list[str] | None = None) -> int:
             trl_step = statistics.median(sides["trl"]["steps"])
             share = sum(sides["procrl"]["reward_seconds"]) / sum(sides["procrl"]["steps"])
             trl_share = sum(sides["trl"]["reward_seconds"]) / sum(sides["trl"]["steps"])
-            results["credits"][credit] = {"procrl_step_s": procrl_step, "trl_step_s": trl_step,
-                                          "ratio": procrl_step / trl_step, "procrl_reward_share": share,
-                                          "trl_reward_share": trl_share, "samples": sides}
-            print(f"{credit:>8} credit: procrl {procrl_step:.3f} s/step, plain TRL {trl_step:.3f} s/step, "
-                  f"ratio {procrl_step / trl_step:.3f}; reward mix {share:.1%} of procrl's step "
-                  f"(plain functions {trl_share:.1%} of TRL's); median of {len(sides['procrl']['steps'])} steps each",
-                  flush=True)
+            results["credits"][credit] = {
+                "procrl_step_s": procrl_step,
+                "trl_step_s": trl_step,
+                "ratio": procrl_step / trl_step,
+                "procrl_reward_share": share,
+                "trl_reward_share": trl_share,
+                "samples": sides,
+            }
+            print(
+                f"{credit:>8} credit: procrl {procrl_step:.3f} s/step, plain TRL {trl_step:.3f} s/step, "
+                f"ratio {procrl_step / trl_step:.3f}; reward mix {share:.1%} of procrl's step "
+                f"(plain functions {trl_share:.1%} of TRL's); median of {len(sides['procrl']['steps'])} steps each",
+                flush=True,
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

@@ -24,8 +24,9 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "recipes.md"
-MARKED = re.compile(r"(?P<begin><!-- generated: (?P<id>[\w.:-]+) -->\n)(?P<body>.*?)(?P<end><!-- end generated -->)",
-                    re.DOTALL)
+MARKED = re.compile(
+    r"(?P<begin><!-- generated: (?P<id>[\w.:-]+) -->\n)(?P<body>.*?)(?P<end><!-- end generated -->)", re.DOTALL
+)
 RECIPE_SECTIONS = ("model", "data", "trainer", "logging", "launch")
 
 
@@ -69,8 +70,10 @@ def settings_table(cls: type, prefix: str = "") -> str:
     rows = ["| key | allowed | default | meaning |", "|---|---|---|---|"]
     for f in dataclasses.fields(cls):
         if f.init:
-            rows.append(f"| `{prefix}{f.name}` | {cell(allowed(hints[f.name]))} | {cell(default(f))} | "
-                        f"{cell(f.metadata.get('help', ''))} |")
+            rows.append(
+                f"| `{prefix}{f.name}` | {cell(allowed(hints[f.name]))} | {cell(default(f))} | "
+                f"{cell(f.metadata.get('help', ''))} |"
+            )
     return "\n".join(rows) + "\n"
 
 
@@ -91,8 +94,9 @@ def recipe_tables() -> dict[str, str]:
     hints = typing.get_type_hints(Recipe)
     tables = {}
     for section in RECIPE_SECTIONS:
-        cls = next(option for option in (get_args(hints[section]) or (hints[section],))
-                   if dataclasses.is_dataclass(option))
+        cls = next(
+            option for option in (get_args(hints[section]) or (hints[section],)) if dataclasses.is_dataclass(option)
+        )
         tables[section] = settings_table(cls, f"{section}.")
         for name, inner in nested_sections(cls).items():
             tables[f"{section}.{name}"] = settings_table(inner, f"{section}.{name}.")
@@ -103,8 +107,9 @@ def reward_tables() -> dict[str, str]:
     from procrl.rewards.registry import REWARDS, builtin_class
     from procrl.rewards.spec import ComponentSpec
 
-    gate = next(option for option in get_args(typing.get_type_hints(ComponentSpec)["gate"])
-                if dataclasses.is_dataclass(option))
+    gate = next(
+        option for option in get_args(typing.get_type_hints(ComponentSpec)["gate"]) if dataclasses.is_dataclass(option)
+    )
     tables = {"rewards.gate": settings_table(gate, "gate.")}
     for name in REWARDS:
         tables[f"rewards.{name}"] = settings_table(builtin_class(name).Settings)
@@ -138,15 +143,18 @@ def first_error_tables() -> dict[str, str]:
         f, tp, backends = readers[key]
         read_by = "every backend" if key in common else ", ".join(backends)
         values = ", ".join(f"`{b}`" for b in BACKENDS) if key == "backend" else allowed(tp)  # each class: its own
-        rows.append(f"| `{key}` | {read_by} | {cell(values)} | {cell(default(f))} | {cell(f.metadata.get('help', ''))} |")
+        rows.append(
+            f"| `{key}` | {read_by} | {cell(values)} | {cell(default(f))} | {cell(f.metadata.get('help', ''))} |"
+        )
     return {"rewards.first_error.backends": "\n".join(summary) + "\n", "rewards.first_error": "\n".join(rows) + "\n"}
 
 
 def recipe_attribute(name: str) -> Any:
     """A table of procrl.recipe's (TRL's choices, ranges, the fields procrl sets), in whichever module defines it."""
     package = importlib.import_module("procrl.recipe")
-    modules = [package] + [importlib.import_module(info.name)
-                           for info in pkgutil.iter_modules(package.__path__, "procrl.recipe.")]
+    modules = [package] + [
+        importlib.import_module(info.name) for info in pkgutil.iter_modules(package.__path__, "procrl.recipe.")
+    ]
     for module in modules:
         if hasattr(module, name):
             return getattr(module, name)
@@ -154,8 +162,13 @@ def recipe_attribute(name: str) -> Any:
 
 
 def interval(low, low_included, high, high_included) -> str:
-    return (("[" if low_included else "(") + ("-inf" if low is None else f"{low:g}") + ", "
-            + ("inf" if high is None else f"{high:g}") + ("]" if high_included else ")"))
+    return (
+        ("[" if low_included else "(")
+        + ("-inf" if low is None else f"{low:g}")
+        + ", "
+        + ("inf" if high is None else f"{high:g}")
+        + ("]" if high_included else ")")
+    )
 
 
 def trl_tables() -> dict[str, str]:
@@ -168,8 +181,11 @@ def trl_tables() -> dict[str, str]:
     for name, (low, low_in, high, high_in, meaning) in recipe_attribute("TRL_RANGES").items():
         ranges.append(f"| `{name}` | {interval(low, low_in, high, high_in)} | {cell(meaning)} |")
     managed = [f"* `{name}`: {why}" for name, why in recipe_attribute("MANAGED_TRL_FIELDS").items()]
-    return {"trainer.trl_choices": "\n".join(choices) + "\n", "trainer.trl_ranges": "\n".join(ranges) + "\n",
-            "trainer.set_by_procrl": "\n".join(managed) + "\n"}
+    return {
+        "trainer.trl_choices": "\n".join(choices) + "\n",
+        "trainer.trl_ranges": "\n".join(ranges) + "\n",
+        "trainer.set_by_procrl": "\n".join(managed) + "\n",
+    }
 
 
 def tables() -> dict[str, str]:
@@ -184,8 +200,10 @@ def render(page: str, generated: dict[str, str]) -> str:
     unknown = [name for name in marked if name not in generated]
     missing = [name for name in generated if name not in marked]
     if unknown or missing:
-        raise ValueError(f"{PAGE.relative_to(REPO)}: markers without a table: {', '.join(unknown) or 'none'}; "
-                         f"tables without a marker: {', '.join(missing) or 'none'}")
+        raise ValueError(
+            f"{PAGE.relative_to(REPO)}: markers without a table: {', '.join(unknown) or 'none'}; "
+            f"tables without a marker: {', '.join(missing) or 'none'}"
+        )
     return MARKED.sub(lambda m: m.group("begin") + generated[m.group("id")] + m.group("end"), page)
 
 

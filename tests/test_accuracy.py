@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from procrl.launch import cli
 from procrl.core.answers import extract_prediction, parse_gold, parse_number
-from procrl.rewards.accuracy import AccuracyReward
+from procrl.launch import cli
 from procrl.rewards import RewardBatch
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.format import FormatReward, has_answer_line, partial_format_score
 
 # (completion, gold, expected score)
@@ -75,8 +75,18 @@ def test_no_gold_means_no_opinion():
 
 @pytest.mark.parametrize(
     "text,value",
-    [("$1,000.50", 1000.5), ("-3", -3.0), ("3/4", 0.75), ("72.0", 72.0), ("\\frac{3}{4}", 0.75), ("50%", 50.0),
-     ("abc", None), ("", None), (None, None), ("1/0", None)],
+    [
+        ("$1,000.50", 1000.5),
+        ("-3", -3.0),
+        ("3/4", 0.75),
+        ("72.0", 72.0),
+        ("\\frac{3}{4}", 0.75),
+        ("50%", 50.0),
+        ("abc", None),
+        ("", None),
+        (None, None),
+        ("1/0", None),
+    ],
 )
 def test_parse_number(text, value):
     assert parse_number(text) == value
@@ -121,11 +131,26 @@ def test_format_reward(completion, strict, partial):
 def test_score_gsm8k_references_reach_full_accuracy(gsm8k_train, tmp_path, tiny_recipe, capsys):
     rows = [json.loads(line) for line in gsm8k_train.read_text().splitlines() if line.strip()]
     source = tmp_path / "in.jsonl"
-    source.write_text("\n".join(json.dumps({"question": r["question"], "completion": r["answer"],
-                                            "answer": r["answer"]}) for r in rows))
+    source.write_text(
+        "\n".join(
+            json.dumps({"question": r["question"], "completion": r["answer"], "answer": r["answer"]}) for r in rows
+        )
+    )
     output = tmp_path / "out.jsonl"
-    code = cli.main(["score", "--recipe", str(tiny_recipe), "--input", str(source), "--output", str(output),
-                     "--quiet", "--batch-size", "512"])
+    code = cli.main(
+        [
+            "score",
+            "--recipe",
+            str(tiny_recipe),
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--quiet",
+            "--batch-size",
+            "512",
+        ]
+    )
     assert code == 0
     scored = [json.loads(line) for line in output.read_text().splitlines()]
     assert len(scored) == len(rows) == 7473

@@ -31,8 +31,12 @@ def test_no_other_module_renames_a_temporary_file_into_place():
         name = path.relative_to(PACKAGE.parent).as_posix()
         if name == "procrl/core/atomic.py":
             continue
-        count = len(re.findall(r"\bos\.replace\(|\bos\.rename\(|\.rename\(|mkstemp\(|\.replace\((?:temporary|staged)",
-                               path.read_text(encoding="utf-8")))
+        count = len(
+            re.findall(
+                r"\bos\.replace\(|\bos\.rename\(|\.rename\(|mkstemp\(|\.replace\((?:temporary|staged)",
+                path.read_text(encoding="utf-8"),
+            )
+        )
         if count:
             found[name] = count
     assert found == NOT_WRITES

@@ -16,36 +16,42 @@ from procrl.core.choices import (
     predict_yes_no,
 )
 from procrl.core.text import segment_batch
-from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards import RewardBatch
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.format import FormatReward
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}
 SPEC = AnswerSpec("choice", normalize_choices(CSQA))
-REASONING = ("A book to read tonight should be close to the bed.\n"
-             "A nightstand stands next to the bed, so the book is within reach.\n")
+REASONING = (
+    "A book to read tonight should be close to the bed.\n"
+    "A nightstand stands next to the bed, so the book is within reach.\n"
+)
 
 
 # --- one test per ending -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("ending, rule", [
-    ("So the answer is (B).", "answer_is"),
-    ("The answer is (B)", "answer_is"),
-    ("Answer: B", "answer_is"),
-    ("**Answer: B**", "answer_is"),
-    ("The final answer is B) nightstand.", "answer_is"),
-    ("The answer is nightstand.", "answer_is"),
-    ("**B**", "final_line"),
-    ("**(B) nightstand**", "final_line"),
-    ("(B) nightstand", "final_line"),
-    ("B) nightstand", "final_line"),
-    ("B. nightstand", "final_line"),
-    ("Therefore, (B) is the best choice.", "final_line"),
-    ("Nightstand.", "final_line"),
-    ("$\\boxed{B}$", "boxed"),
-    ("\\boxed{(B)}", "boxed"),
-    ("\\boxed{\\text{nightstand}}", "boxed"),
-])
+
+@pytest.mark.parametrize(
+    "ending, rule",
+    [
+        ("So the answer is (B).", "answer_is"),
+        ("The answer is (B)", "answer_is"),
+        ("Answer: B", "answer_is"),
+        ("**Answer: B**", "answer_is"),
+        ("The final answer is B) nightstand.", "answer_is"),
+        ("The answer is nightstand.", "answer_is"),
+        ("**B**", "final_line"),
+        ("**(B) nightstand**", "final_line"),
+        ("(B) nightstand", "final_line"),
+        ("B) nightstand", "final_line"),
+        ("B. nightstand", "final_line"),
+        ("Therefore, (B) is the best choice.", "final_line"),
+        ("Nightstand.", "final_line"),
+        ("$\\boxed{B}$", "boxed"),
+        ("\\boxed{(B)}", "boxed"),
+        ("\\boxed{\\text{nightstand}}", "boxed"),
+    ],
+)
 def test_each_choice_ending_reads_its_option(ending, rule):
     assert predict_choice(REASONING + ending, SPEC) == ("B", rule)
     assert answer_correct(REASONING + ending, "B", SPEC) is True
@@ -98,18 +104,21 @@ def test_no_answer_and_the_article_a():
     assert predict_choice("It is red.\nRed apple.", twins) == (None, "none")
 
 
-@pytest.mark.parametrize("ending, value, rule", [
-    ("So the answer is yes.", True, "answer_is"),
-    ("The answer is: No, it could not.", False, "answer_is"),
-    ("Answer: true", True, "answer_is"),
-    ("Thus, the answer is false.", False, "answer_is"),
-    ("Yes.", True, "final_line"),
-    ("No, a goldfish needs water.", False, "final_line"),
-    ("So, yes, it would.", True, "final_line"),
-    ("**No**", False, "final_line"),
-    ("True.", True, "final_line"),
-    ("\\boxed{\\text{No}}", False, "boxed"),
-])
+@pytest.mark.parametrize(
+    "ending, value, rule",
+    [
+        ("So the answer is yes.", True, "answer_is"),
+        ("The answer is: No, it could not.", False, "answer_is"),
+        ("Answer: true", True, "answer_is"),
+        ("Thus, the answer is false.", False, "answer_is"),
+        ("Yes.", True, "final_line"),
+        ("No, a goldfish needs water.", False, "final_line"),
+        ("So, yes, it would.", True, "final_line"),
+        ("**No**", False, "final_line"),
+        ("True.", True, "final_line"),
+        ("\\boxed{\\text{No}}", False, "boxed"),
+    ],
+)
 def test_each_yes_no_ending(ending, value, rule):
     completion = "Goldfish breathe through gills in water.\nA desert has almost no water.\n" + ending
     assert predict_yes_no(completion) == (value, rule)
@@ -126,6 +135,7 @@ def test_yes_no_hedging_and_prose():
 
 
 # --- options, golds, specs -------------------------------------------------------------------------
+
 
 def test_options_in_each_schema_and_golds():
     listed = normalize_choices([{"label": "A", "text": "ocean"}, {"label": "B", "text": "nightstand"}])
@@ -144,6 +154,7 @@ def test_options_in_each_schema_and_golds():
 
 # --- the answer block ------------------------------------------------------------------------------
 
+
 def test_the_answer_block_per_kind():
     for ending in ("**B**", "(B) nightstand", "B) nightstand", "The answer is (B).", "Nightstand."):
         text = REASONING + ending
@@ -155,20 +166,32 @@ def test_the_answer_block_per_kind():
     assert answer_block_start(sqa, AnswerSpec("yes_no")) == sqa.index("No.")
     batch = RewardBatch.from_texts([REASONING + "**B**"], ["q"], ["B"], answer_kind=["choice"], choices=[CSQA])
     steps = [s.text for s in batch.segmentations[0].steps]
-    assert steps == ["A book to read tonight should be close to the bed.",
-                     "A nightstand stands next to the bed, so the book is within reach."]
+    assert steps == [
+        "A book to read tonight should be close to the bed.",
+        "A nightstand stands next to the bed, so the book is within reach.",
+    ]
     # as a number row the option line would be a reasoning step
     assert len(segment_batch([REASONING + "**B**"])[0].steps) == 3
 
 
 # --- accuracy and format on choice and yes/no rows -----------------------------------------------
 
+
 def test_accuracy_and_format_on_rows_of_each_kind():
-    completions = [REASONING + "So the answer is (B).", REASONING + "The answer is (B) or (C).", "**B**",
-                   "Goldfish need water.\nSo the answer is no.", "Goldfish need water."]
-    batch = RewardBatch.from_texts(completions, ["q"] * 5, ["B", "B", "B", "no", "no"],
-                                   answer_kind=["choice", "choice", "choice", "yes_no", "yes_no"],
-                                   choices=[CSQA, CSQA, CSQA, None, None])
+    completions = [
+        REASONING + "So the answer is (B).",
+        REASONING + "The answer is (B) or (C).",
+        "**B**",
+        "Goldfish need water.\nSo the answer is no.",
+        "Goldfish need water.",
+    ]
+    batch = RewardBatch.from_texts(
+        completions,
+        ["q"] * 5,
+        ["B", "B", "B", "no", "no"],
+        answer_kind=["choice", "choice", "choice", "yes_no", "yes_no"],
+        choices=[CSQA, CSQA, CSQA, None, None],
+    )
     accuracy = AccuracyReward(AccuracyReward.Settings(), name="accuracy").score(batch)
     assert accuracy.scores == [1.0, 0.0, 1.0, 1.0, 0.0]
     assert accuracy.details[1]["rule"] == "ambiguous"

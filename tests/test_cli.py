@@ -7,10 +7,10 @@ import inspect
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 import procrl.launch.commands as commands_package
 from procrl.launch import cli
@@ -77,8 +77,9 @@ def test_only_a_command_that_passes_unknown_flags_on_accepts_them(capsys):
 
 
 def test_python_dash_m_procrl_is_the_procrl_command():
-    done = subprocess.run([sys.executable, "-m", "procrl", "--help"], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "procrl", "--help"], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage: procrl [-h] COMMAND ...")
     assert {c.NAME: c.HELP for c in cli.COMMANDS}.items() <= _listed_commands(done.stdout).items()

@@ -38,7 +38,7 @@ def test_grpo_evaluate_validate_on_a_choice_dataset(tmp_path):
         recipe_path = tmp_path / "recipe.yaml"
         recipe_path.write_text(f"""recipe: procrl/v1
 model: {{name_or_path: procrl:tiny-qwen2, dtype: float32}}
-data: {{dataset: {QA / 'commonsense_qa'}, split: train, eval_split: validation}}
+data: {{dataset: {QA / "commonsense_qa"}, split: train, eval_split: validation}}
 trainer:
   algorithm: grpo
   learning_rate: 1.0e-3
@@ -66,12 +66,19 @@ logging: {{diagnostics: true}}
         logged = {k for h in history for k in h}
         assert {f"rewards/first_error/category/{c}" for c in CATEGORIES} <= logged
         prompts = [r["prompt"] for r in server.requests]
-        assert prompts and all("Answer Choices: (A) " in p and "Correct final answer (for your reference): (" in p
-                               for p in prompts)
+        assert prompts and all(
+            "Answer Choices: (A) " in p and "Correct final answer (for your reference): (" in p for p in prompts
+        )
 
         # sampled: greedy, the random model writes blank lines (no step to judge)
-        report = evaluate(load_recipe(recipe_path), model=str(run), split="validation", output_dir=tmp_path / "eval",
-                          max_new_tokens=24, sampling=Sampling(temperature=1.0, num_samples=2, seed=0))
+        report = evaluate(
+            load_recipe(recipe_path),
+            model=str(run),
+            split="validation",
+            output_dir=tmp_path / "eval",
+            max_new_tokens=24,
+            sampling=Sampling(temperature=1.0, num_samples=2, seed=0),
+        )
         assert report["answer_kind"] == "choice" and report["n"] == 3 and report["completions"] == 6
         for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation"):
             assert report[key] is not None and -1.0 <= report[key] <= 1.0

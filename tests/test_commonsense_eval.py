@@ -16,11 +16,17 @@ from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
 QA = Path(__file__).parent / "data" / "qa"
 # the scripted judge: an error in the chains whose first step is false, with its ReTraceQA category
-FLAWS = {"kept in the freezer": ("0", "Hallucination"), "keep food cold": ("0", "Misinterpretation"),
-         "nightstand or the mailbox": ("1", "Reasoning"), "makes plants cold": ("0", "Hallucination"),
-         "breathe air like cats": ("0", "Hallucination"), "giant ice cube": ("0", "Hallucination"),
-         "the apple comes before the pear": ("0", "Reasoning"), "plum, apple, pear": ("1", "Reasoning"),
-         "make steel": ("0", "Hallucination")}
+FLAWS = {
+    "kept in the freezer": ("0", "Hallucination"),
+    "keep food cold": ("0", "Misinterpretation"),
+    "nightstand or the mailbox": ("1", "Reasoning"),
+    "makes plants cold": ("0", "Hallucination"),
+    "breathe air like cats": ("0", "Hallucination"),
+    "giant ice cube": ("0", "Hallucination"),
+    "the apple comes before the pear": ("0", "Reasoning"),
+    "plum, apple, pear": ("1", "Reasoning"),
+    "make steel": ("0", "Hallucination"),
+}
 
 
 def responder(prompt: str, attempt: int) -> Reply:
@@ -53,17 +59,28 @@ rewards:
 
 # --- score ---------------------------------------------------------------------------------------
 
+
 def test_score_rows_with_options_in_either_schema(tmp_path, server):
     from procrl.evaluation.score import score_file
     from procrl.recipe import load_recipe
     from procrl.rewards import RewardMix
 
-    rows = [{"question": "Where would you put a book?", "completion": "You read in bed.\nThe answer is (B).",
-             "choices": {"label": ["A", "B"], "text": ["ocean", "nightstand"]}, "answer": "B"},
-            {"question": "Where would you put a book?", "completion": "You read in bed.\nnightstand",
-             "choices": [{"label": "A", "text": "ocean"}, {"label": "B", "text": "nightstand"}], "answer": "A"},
-            {"question": "Could a goldfish live in a desert?", "completion": "Goldfish need water.\nNo.", "answer": False},
-            {"question": "Is it a number?", "completion": "3 + 4 = 7\n#### 7", "answer": "#### 7"}]
+    rows = [
+        {
+            "question": "Where would you put a book?",
+            "completion": "You read in bed.\nThe answer is (B).",
+            "choices": {"label": ["A", "B"], "text": ["ocean", "nightstand"]},
+            "answer": "B",
+        },
+        {
+            "question": "Where would you put a book?",
+            "completion": "You read in bed.\nnightstand",
+            "choices": [{"label": "A", "text": "ocean"}, {"label": "B", "text": "nightstand"}],
+            "answer": "A",
+        },
+        {"question": "Could a goldfish live in a desert?", "completion": "Goldfish need water.\nNo.", "answer": False},
+        {"question": "Is it a number?", "completion": "3 + 4 = 7\n#### 7", "answer": "#### 7"},
+    ]
     data, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     mix = RewardMix(load_recipe(_recipe(tmp_path, server), scoring=True).rewards)
@@ -83,8 +100,12 @@ def test_score_refuses_a_number_judge_on_choice_rows(tmp_path):
     from procrl.rewards import RewardMix, parse_rewards
 
     data = tmp_path / "in.jsonl"
-    data.write_text(json.dumps({"completion": "x\nThe answer is (A).", "answer": "A", "answer_kind": "choice",
-                                "choices": ["ocean", "bed"]}) + "\n")
+    data.write_text(
+        json.dumps(
+            {"completion": "x\nThe answer is (A).", "answer": "A", "answer_kind": "choice", "choices": ["ocean", "bed"]}
+        )
+        + "\n"
+    )
     mix = RewardMix(parse_rewards({"first_error": {"backend": "arithmetic"}}))
     with pytest.raises(ConfigError, match=r"^rewards.first_error.backend: 'arithmetic' .* are choice \(row 1\)"):
         score_file(mix, str(data), str(tmp_path / "out.jsonl"), progress=False)
@@ -111,8 +132,11 @@ def test_evaluate_reports_retraceqa_table_on_a_choice_dataset(tmp_path, server):
     assert report["inflation"] == pytest.approx(1 / 3)
     assert report["first_error"]["categories"] == {
         "all": {"Misinterpretation": 0, "Hallucination": 2, "Reasoning": 0, "none": 0},
-        "right_answer": {"Misinterpretation": 0, "Hallucination": 1, "Reasoning": 0, "none": 0}}
-    assert "first_error_categories.png" in report["plots"] and (tmp_path / "eval" / "first_error_categories.png").is_file()
+        "right_answer": {"Misinterpretation": 0, "Hallucination": 1, "Reasoning": 0, "none": 0},
+    }
+    assert (
+        "first_error_categories.png" in report["plots"] and (tmp_path / "eval" / "first_error_categories.png").is_file()
+    )
     markdown = (tmp_path / "eval" / "report.md").read_text()
     assert "answers: choice" in markdown and "| Hallucination | 2 | 1 |" in markdown
     rows = [json.loads(line) for line in (tmp_path / "eval" / "completions.jsonl").read_text().splitlines()]
@@ -123,6 +147,7 @@ def test_evaluate_reports_retraceqa_table_on_a_choice_dataset(tmp_path, server):
 
 
 # --- validate ------------------------------------------------------------------------------------
+
 
 def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
     from procrl.evaluation.validate import run_validation
@@ -141,7 +166,8 @@ def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
     assert report["components"]["first_error"]["auroc"] == 1.0  # the scripted judge finds every labelled flaw
     assert report["components"]["first_error"]["categories"] == {
         "right_answer_flawed": {"Misinterpretation": 0, "Hallucination": 2, "Reasoning": 0, "none": 0},
-        "wrong_answer": {"Misinterpretation": 1, "Hallucination": 2, "Reasoning": 1, "none": 0}}
+        "wrong_answer": {"Misinterpretation": 1, "Hallucination": 2, "Reasoning": 1, "none": 0},
+    }
 
 
 def test_validate_reads_big_bench_mistake_multiple_choice_traces(tmp_path, server):
@@ -161,10 +187,20 @@ def test_evaluate_majority_vote_over_option_letters(tmp_path, server):
     from procrl.evaluation.evaluate import Sampling, evaluate
     from procrl.recipe import load_recipe
 
-    samples = [COMPLETIONS[0], "Fish swim.\nThe answer is (A).",  # fish: B then A (first seen wins a tie)
-               COMPLETIONS[1], "Shoes are worn outside.\n(C) shoes",  # feet: C, C
-               "Bees make honey.\nThe answer is (A).", COMPLETIONS[2]]  # bees: A then B
-    report = evaluate(load_recipe(_recipe(tmp_path, server)), split="validation", output_dir=tmp_path / "eval",
-                      completions=samples, sampling=Sampling(temperature=1.0, num_samples=2))
+    samples = [
+        COMPLETIONS[0],
+        "Fish swim.\nThe answer is (A).",  # fish: B then A (first seen wins a tie)
+        COMPLETIONS[1],
+        "Shoes are worn outside.\n(C) shoes",  # feet: C, C
+        "Bees make honey.\nThe answer is (A).",
+        COMPLETIONS[2],
+    ]  # bees: A then B
+    report = evaluate(
+        load_recipe(_recipe(tmp_path, server)),
+        split="validation",
+        output_dir=tmp_path / "eval",
+        completions=samples,
+        sampling=Sampling(temperature=1.0, num_samples=2),
+    )
     assert report["answer_accuracy"] == pytest.approx((0.5 + 1.0 + 0.5) / 3)
     assert report["sampled"]["maj@2"] == pytest.approx(1.0)  # ties go to the first seen: B, C, A

@@ -14,12 +14,14 @@ from procrl.rewards.judges.prompt import build_prompt
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}
-QUESTION = ("Where would you put a book you want to read later tonight?\n"
-            "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox")
-SOUND = ("You read a book in bed before sleeping.\nA nightstand stands next to the bed.\nThe answer is (B).")
-MISREAD = ("The question asks where to keep food cold.\nA freezer keeps food cold.\nThe answer is (C).")
-INVENTED = ("Books must be stored below zero degrees.\nA freezer is below zero degrees.\nThe answer is (C).")
-LEAP = ("You read a book in bed.\nSo the book goes in the ocean.\nThe answer is (A).")
+QUESTION = (
+    "Where would you put a book you want to read later tonight?\n"
+    "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox"
+)
+SOUND = "You read a book in bed before sleeping.\nA nightstand stands next to the bed.\nThe answer is (B)."
+MISREAD = "The question asks where to keep food cold.\nA freezer keeps food cold.\nThe answer is (C)."
+INVENTED = "Books must be stored below zero degrees.\nA freezer is below zero degrees.\nThe answer is (C)."
+LEAP = "You read a book in bed.\nSo the book goes in the ocean.\nThe answer is (A)."
 GOLDFISH = "Goldfish breathe with gills in water.\nA desert has no water.\nSo the answer is no."
 VERDICTS = {  # the scripted judge: what a judge model replies to each chain
     "keep food cold": "Step 0 misreads the question. \\boxed{0}\nCategory: Misinterpretation",
@@ -47,8 +49,9 @@ def _mix(base_url, **settings):
 
 def _batch(completions, golds=None, kinds=None):
     n = len(completions)
-    return RewardBatch.from_texts(completions, [QUESTION] * n, golds or ["B"] * n,
-                                  answer_kind=kinds or ["choice"] * n, choices=[CSQA] * n)
+    return RewardBatch.from_texts(
+        completions, [QUESTION] * n, golds or ["B"] * n, answer_kind=kinds or ["choice"] * n, choices=[CSQA] * n
+    )
 
 
 def test_the_prompt_for_a_choice_question():
@@ -58,8 +61,9 @@ def test_the_prompt_for_a_choice_question():
     assert "Correct final answer (for your reference): (B) nightstand" in prompt
     assert "the facts and knowledge it states" in prompt
     assert "Category: Misinterpretation" in prompt and "Category: Hallucination" in prompt
-    assert build_prompt("q", ["s"], None, kind="yes_no").startswith("You are checking step-by-step reasoning that "
-                                                                   "answers a yes/no question")
+    assert build_prompt("q", ["s"], None, kind="yes_no").startswith(
+        "You are checking step-by-step reasoning that answers a yes/no question"
+    )
     number = build_prompt("q", ["s"], "18")
     assert number.startswith("You are checking a step-by-step solution to a math problem")
 
@@ -77,7 +81,9 @@ def test_reference_free_and_with_the_gold_letter_and_text(server, reference, sho
 
 def test_yes_no_gold_is_shown_as_yes_or_no(server):
     mix = _mix(server.base_url, reference="answer")
-    batch = RewardBatch.from_texts([GOLDFISH], ["Could a goldfish survive in a desert?"], [False], answer_kind=["yes_no"])
+    batch = RewardBatch.from_texts(
+        [GOLDFISH], ["Could a goldfish survive in a desert?"], [False], answer_kind=["yes_no"]
+    )
     output = mix.compute("first_error", batch)
     assert "Correct final answer (for your reference): no\n" in server.requests[-1]["prompt"]
     assert "a yes/no question" in server.requests[-1]["prompt"]
@@ -99,8 +105,12 @@ def test_categories_parsed_counted_and_in_the_diagnostics(server):
     assert diag.category_counts(records) == {"Misinterpretation": 1, "Hallucination": 1, "Reasoning": 1, "none": 0}
     correct = [s == 1.0 for s in outputs["accuracy"].scores]
     assert correct == [True, False, False, False]
-    assert diag.category_counts(records, correct) == {"Misinterpretation": 0, "Hallucination": 0, "Reasoning": 0,
-                                                      "none": 0}
+    assert diag.category_counts(records, correct) == {
+        "Misinterpretation": 0,
+        "Hallucination": 0,
+        "Reasoning": 0,
+        "none": 0,
+    }
     scalars = diag.batch_scalars({"accuracy": "accuracy", "first_error": "first_error"}, outputs)
     assert scalars["diagnostics/first_error/category/Reasoning"] == pytest.approx(1 / 3)
 

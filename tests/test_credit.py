@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
-from procrl.models.loading import TOKENIZER_ASSET
 from procrl.core.text import segment
+from procrl.models.loading import TOKENIZER_ASSET
 from procrl.trainers.credit import (
     aggregate_step_rewards,
     combine_step_scores,
@@ -157,7 +157,9 @@ def test_process_advantages_min_form_by_hand():
     # completion 1: equal weights 1/2: token 0 sees c/2 + c/2 = c, tokens 1-2 see c/2
     assert out[1] == pytest.approx([c, c / 2, c / 2], abs=1e-12)
     # DeepSeekMath's sum pays completion 1 once per step: 2c at its first token
-    assert process_advantages(rewards, tokens, lengths, epsilon=0.0, aggregation="sum")[1] == pytest.approx([2 * c, c, c])
+    assert process_advantages(rewards, tokens, lengths, epsilon=0.0, aggregation="sum")[1] == pytest.approx(
+        [2 * c, c, c]
+    )
 
 
 def _first_error_group(rng, size):
@@ -236,7 +238,9 @@ def test_token_rewards_and_gae_by_hand():
     assert advantages[0].tolist() == pytest.approx(
         [1.730664296875, 1.7691203125, 1.75696875, 1.323125, 1.2875, 1.25], abs=1e-6
     )
-    assert returns[0].tolist() == pytest.approx([1.930664296875, 2.0691203125, 2.15696875, 1.823125, 1.8875, 1.95], abs=1e-6)
+    assert returns[0].tolist() == pytest.approx(
+        [1.930664296875, 2.0691203125, 2.15696875, 1.823125, 1.8875, 1.95], abs=1e-6
+    )
     # row 1: deltas [0, 0, 0, 1.9] (V after the last token is 0, padding ignored)
     assert advantages[1].tolist() == pytest.approx([1.9 * 0.95**3, 1.9 * 0.95**2, 1.9 * 0.95, 1.9, 0, 0], abs=1e-6)
     assert returns[1, 4:].tolist() == [0.0, 0.0]

@@ -9,7 +9,6 @@ import json
 import re
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +24,9 @@ CASES = {
     "slip": "Tom starts with 3 apples.\nHe buys 4 more apples, so 3 + 4 = 8.\n#### 8",
     "answer_alone": "#### 7",
     "hedging": "Tom starts with 3 apples.\nLet me double-check that.\nHe buys 4 more apples, so 3 + 4 = 7.\n"
-               "Let me double-check that.\n#### 7",
+    "Let me double-check that.\n#### 7",
     "padding": "Tom starts with 3 apples.\nTom starts with 3 apples.\nTom starts with 3 apples.\n"
-               "He buys 4 more apples, so 3 + 4 = 7.\n#### 7",
+    "He buys 4 more apples, so 3 + 4 = 7.\n#### 7",
     "empty_steps": "Tom starts with 3 apples.\n\n\n\nHe buys 4 more apples, so 3 + 4 = 7.\n\n\n#### 7",
     "overlong": WORKED.replace("#### 7", "And that is all. " * 40 + "\n#### 7"),
 }
@@ -51,11 +50,19 @@ def test_readme_shows_the_example_file_as_it_is():
 
 def test_example_scores_hand_written_cases_from_another_directory_without_pythonpath(tmp_path):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps({"question": QUESTION, "completion": text, "answer": "7", "case": case}) + "\n"
-                            for case, text in CASES.items()))
+    rows.write_text(
+        "".join(
+            json.dumps({"question": QUESTION, "completion": text, "answer": "7", "case": case}) + "\n"
+            for case, text in CASES.items()
+        )
+    )
     out = tmp_path / "scored.jsonl"
-    result = run_command([*procrl(), "score", "--recipe", EXAMPLE / "recipe.yaml", "--input", rows, "--output", out,
-                          "--quiet"], tmp_path, cwd=tmp_path, PYTHONPATH="")
+    result = run_command(
+        [*procrl(), "score", "--recipe", EXAMPLE / "recipe.yaml", "--input", rows, "--output", out, "--quiet"],
+        tmp_path,
+        cwd=tmp_path,
+        PYTHONPATH="",
+    )
     assert result.returncode == 0, result.output
     scored = {row["case"]: row for row in map(json.loads, out.read_text().splitlines())}
     repeats = {case: row["rewards"]["repeats"] for case, row in scored.items()}
@@ -74,16 +81,20 @@ def test_example_scores_hand_written_cases_from_another_directory_without_python
 def test_module_in_the_working_directory_is_importable(tmp_path, restore_sys_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
-    (work / "cwd_rewards.py").write_text("def constant(completions, value=0.5, **kwargs):\n    return [value] * len(completions)\n")
+    (work / "cwd_rewards.py").write_text(
+        "def constant(completions, value=0.5, **kwargs):\n    return [value] * len(completions)\n"
+    )
     recipes = tmp_path / "recipes"
     recipes.mkdir()
     recipe = recipes / "r.yaml"
-    recipe.write_text(textwrap.dedent("""\
+    recipe.write_text(
+        textwrap.dedent("""\
         recipe: procrl/v1
         model: {name_or_path: procrl:tiny-qwen2}
         data: {dataset: synthetic}
         rewards: {mine: {type: cwd_rewards:constant, value: 0.25}}
-        """))
+        """)
+    )
     monkeypatch.chdir(work)
     loaded = load_recipe(recipe)
     assert loaded.rewards[0].target.__module__ == "cwd_rewards"
@@ -116,10 +127,27 @@ def test_example_trains_under_accelerate_launch_with_two_processes(tmp_path):
     """Every rank builds the reward mix, so every rank must find my_rewards.py next to the recipe;
     run from another directory, no PYTHONPATH; YAML 1.2 (`on`, `1e-3`) through the file and --set."""
     out = tmp_path / "run"
-    result = run_command([*accelerate(), "launch", "--multi_gpu", "--num_processes", "2", EXAMPLE / "recipe.yaml",
-                          "--output-dir", out, "--set", "trainer.max_steps=1", "--set", "trainer.learning_rate=1e-4",
-                          "--set", "rewards.format.gate={on: accuracy, min: 1.0}"],
-                         tmp_path, cwd=tmp_path, PYTHONPATH="")
+    result = run_command(
+        [
+            *accelerate(),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            EXAMPLE / "recipe.yaml",
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=1",
+            "--set",
+            "trainer.learning_rate=1e-4",
+            "--set",
+            "rewards.format.gate={on: accuracy, min: 1.0}",
+        ],
+        tmp_path,
+        cwd=tmp_path,
+        PYTHONPATH="",
+    )
     assert result.returncode == 0, result.output
     assert read_run_info(out)["world_size"] == 2
     logged = read_trainer_state(out)["log_history"][0]

@@ -17,8 +17,15 @@ from procrl.recipe import load_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 TASK = "rewards={steps: {type: 'tests.helpers.rewards:StepDigitShare'}}"
-COMMON = ["trainer.max_completion_length=8", "trainer.save_steps=1000", "trainer.beta=0.0",
-          "trainer.num_generations=8", "trainer.per_device_train_batch_size=8", "trainer.seed=0", TASK]
+COMMON = [
+    "trainer.max_completion_length=8",
+    "trainer.save_steps=1000",
+    "trainer.beta=0.0",
+    "trainer.num_generations=8",
+    "trainer.per_device_train_batch_size=8",
+    "trainer.seed=0",
+    TASK,
+]
 SETTINGS = {
     # 40 updates: at 20 the GRPO curve depends on the seed (seeds 0-2 ended between +0.01 and
     # +0.48 above the start, under min-form and sum credit alike); at 40, seeds 0-3 all end
@@ -26,16 +33,22 @@ SETTINGS = {
     "process_grpo": ["trainer.credit=process", "trainer.learning_rate=1.0e-2", "trainer.max_steps=40"],
     # a separate value model learns at a lower rate: at the policy's rate it swings and its noise
     # drowns the small early rewards
-    "ppo": ["trainer.algorithm=ppo", "trainer.credit=process", "trainer.learning_rate=2.0e-2", "trainer.value_learning_rate=1.0e-3",
-            "trainer.max_steps=20"],
+    "ppo": [
+        "trainer.algorithm=ppo",
+        "trainer.credit=process",
+        "trainer.learning_rate=2.0e-2",
+        "trainer.value_learning_rate=1.0e-3",
+        "trainer.max_steps=20",
+    ],
 }
 
 
 def reward_curve(tmp_path, name: str) -> list[float]:
     from procrl.launch.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", COMMON + SETTINGS[name],
-                         output_dir=str(tmp_path / name))
+    recipe = load_recipe(
+        REPO / "recipes" / "gsm8k_tiny_smoke.yaml", COMMON + SETTINGS[name], output_dir=str(tmp_path / name)
+    )
     trainer = train(recipe)
     return [entry["rewards/steps/mean"] for entry in trainer.state.log_history if "rewards/steps/mean" in entry]
 

@@ -52,8 +52,10 @@ def test_component_correlations_only_defined_pairs():
 
 def _judge_output(indices, steps):
     scores = [None if k is None else (-(n - k) / n if k >= 0 else 0.0) for k, n in zip(indices, steps)]
-    details = [{"index": k, "num_steps": n, "category": None, "verdict": "ok" if k is not None else "no_verdict"}
-               for k, n in zip(indices, steps)]
+    details = [
+        {"index": k, "num_steps": n, "category": None, "verdict": "ok" if k is not None else "no_verdict"}
+        for k, n in zip(indices, steps)
+    ]
     return RewardOutput(scores=scores, details=details)
 
 
@@ -99,8 +101,11 @@ def _trace_output():
     counts[1][0] = 3  # Data/Evidence -> Claim
     counts[1][2] = 1  # Data/Evidence -> Warrant
     counts[6][6] = 2  # Monitoring -> Monitoring
-    return RewardOutput(scores=[0.8, 0.4], metrics={"state_validity": 0.75, "transition_coherence": 0.2},
-                        extras={"transition_counts": counts, "labels": diag.TRACE_LABELS})
+    return RewardOutput(
+        scores=[0.8, 0.4],
+        metrics={"state_validity": 0.75, "transition_coherence": 0.2},
+        extras={"transition_counts": counts, "labels": diag.TRACE_LABELS},
+    )
 
 
 def test_row_normalized_transition_matrix():
@@ -110,11 +115,14 @@ def test_row_normalized_transition_matrix():
 
 
 def test_receval_stats_by_hand():
-    output = RewardOutput(scores=[0.2, 0.5, None], details=[
-        {"min_step": 1, "step_values": [0.9, 0.2, 0.6]},
-        {"min_step": 0, "step_values": [0.5, 0.7]},
-        {"min_step": None, "step_values": []},
-    ])
+    output = RewardOutput(
+        scores=[0.2, 0.5, None],
+        details=[
+            {"min_step": 1, "step_values": [0.9, 0.2, 0.6]},
+            {"min_step": 0, "step_values": [0.5, 0.7]},
+            {"min_step": None, "step_values": []},
+        ],
+    )
     stats = diag.receval_stats(output)
     assert stats["min_step_mean"] == pytest.approx(0.5)
     assert stats["min_step_relative_mean"] == pytest.approx((1 / 3 + 0) / 2)
@@ -130,8 +138,19 @@ def test_component_kinds_by_shape_not_name():
         "steps_ok": RewardOutput(scores=[0.3], details=[{"min_step": 0, "step_values": [0.3]}]),
         "fmt": RewardOutput(scores=[1.0]),
     }
-    types = {"acc": "accuracy", "judge_a": "my.module:Judge", "structure": "trace", "steps_ok": "receval_correctness", "fmt": "format"}
-    assert diag.component_kinds(types, outputs) == {"acc": "accuracy", "judge_a": "first_error", "structure": "trace", "steps_ok": "receval"}
+    types = {
+        "acc": "accuracy",
+        "judge_a": "my.module:Judge",
+        "structure": "trace",
+        "steps_ok": "receval_correctness",
+        "fmt": "format",
+    }
+    assert diag.component_kinds(types, outputs) == {
+        "acc": "accuracy",
+        "judge_a": "first_error",
+        "structure": "trace",
+        "steps_ok": "receval",
+    }
 
 
 def test_batch_scalars_keys_and_values():
@@ -181,16 +200,20 @@ def test_plots_render_png():
 
 
 def _mix_with_hand_components():
-    return RewardMix.from_recipe_rewards({
-        "accuracy": {"weight": 1.0},
-        "judge": {"type": "first_error", "backend": "arithmetic", "weight": 0.5},
-        "trace": {"type": "trace", "tagger": "cues", "weight": 0.1},
-    })
+    return RewardMix.from_recipe_rewards(
+        {
+            "accuracy": {"weight": 1.0},
+            "judge": {"type": "first_error", "backend": "arithmetic", "weight": 0.5},
+            "trace": {"type": "trace", "tagger": "cues", "weight": 0.1},
+        }
+    )
 
 
 def _trl_call(mix, completions, answers, metrics, extras):
     kwargs = {
-        "answer": answers, "question": ["q"] * len(completions), "trainer_state": None,
+        "answer": answers,
+        "question": ["q"] * len(completions),
+        "trainer_state": None,
         "log_metric": lambda name, value: metrics.setdefault(name, []).append(value),
         "log_extra": lambda column, values: extras.setdefault(column, []).extend(values),
     }
@@ -219,7 +242,9 @@ def test_observer_logs_once_per_batch_after_the_last_component():
     assert metrics["diagnostics/inflation"] == [pytest.approx(2 / 3 - 1 / 3)]
     assert metrics["diagnostics/first_error/mean_index"] == [pytest.approx(0.5)]
     assert extras["first_error"] == [-1, 0, 1]
-    assert callback._window.first_errors == {"judge": [diag.FirstErrorRecord(-1, 2), diag.FirstErrorRecord(0, 2), diag.FirstErrorRecord(1, 2)]}
+    assert callback._window.first_errors == {
+        "judge": [diag.FirstErrorRecord(-1, 2), diag.FirstErrorRecord(0, 2), diag.FirstErrorRecord(1, 2)]
+    }
     # a second batch is observed again
     _trl_call(mix, completions[:1], ["14"], metrics, extras)
     assert len(metrics["diagnostics/reasoning_aware_accuracy"]) == 2
@@ -248,8 +273,12 @@ def test_on_log_adds_time_share_to_logs_and_log_history(monkeypatch):
     monkeypatch.setattr(callback_module, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
     callback = DiagnosticsCallback({"a": "accuracy", "b": "format"})
     batch = RewardBatch.from_texts(["x"])
-    callback.observe(batch, {"a": RewardOutput(scores=[1.0], seconds=0.2), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None)
-    callback.observe(batch, {"a": RewardOutput(scores=[1.0], seconds=0.1), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None)
+    callback.observe(
+        batch, {"a": RewardOutput(scores=[1.0], seconds=0.2), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None
+    )
+    callback.observe(
+        batch, {"a": RewardOutput(scores=[1.0], seconds=0.1), "b": RewardOutput(scores=[0.0], seconds=0.05)}, None, None
+    )
     state = TrainerState()
     state.global_step = 2
     logs = {"loss": 0.1, "step_time": 1.5}  # mean over the 2 steps of the window
@@ -271,13 +300,27 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
 
     env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
     command = [
-        sys.executable, "-m", "procrl", "train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
-        "--output-dir", str(tmp_path / "run"), "--set", "trainer.max_steps=2", "--set", "trainer.report_to=wandb",
-        "--set", "trainer.save_steps=100",
+        sys.executable,
+        "-m",
+        "procrl",
+        "train",
+        str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--set",
+        "trainer.max_steps=2",
+        "--set",
+        "trainer.report_to=wandb",
+        "--set",
+        "trainer.save_steps=100",
         # the tiny reasoner writes checkable steps (the random tiny model's output never is)
-        "--set", "model.name_or_path=procrl:tiny-reasoner", "--set", "trainer.max_completion_length=64",
+        "--set",
+        "model.name_or_path=procrl:tiny-reasoner",
+        "--set",
+        "trainer.max_completion_length=64",
         # the recipe's trace (cue tagger) plus the model-free arithmetic first-error judge
-        "--set", "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}",
+        "--set",
+        "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}",
     ]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -285,9 +328,17 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     history = json.loads((tmp_path / "run" / "trainer_state.json").read_text())["log_history"]
     steps = [h for h in history if "loss" in h]
     assert len(steps) == 2
-    for key in ("diagnostics/reasoning_aware_accuracy", "diagnostics/inflation", "diagnostics/first_error/error_found_rate",
-                "diagnostics/seconds/trace", "diagnostics/time_share/trace", "diagnostics/time_share/accuracy",
-                "diagnostics/behaviour/steps", "diagnostics/behaviour/length", "diagnostics/behaviour/process_reward"):
+    for key in (
+        "diagnostics/reasoning_aware_accuracy",
+        "diagnostics/inflation",
+        "diagnostics/first_error/error_found_rate",
+        "diagnostics/seconds/trace",
+        "diagnostics/time_share/trace",
+        "diagnostics/time_share/accuracy",
+        "diagnostics/behaviour/steps",
+        "diagnostics/behaviour/length",
+        "diagnostics/behaviour/process_reward",
+    ):
         assert all(key in h for h in steps), key
 
     items: dict[str, list] = {}
@@ -296,8 +347,12 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
             for item in record.history.item:
                 key = item.key or "/".join(item.nested_key)
                 items.setdefault(key, []).append(json.loads(item.value_json))
-    for key in ("train/diagnostics/reasoning_aware_accuracy", "train/diagnostics/inflation",
-                "train/diagnostics/time_share/trace", "train/diagnostics/seconds/judge"):
+    for key in (
+        "train/diagnostics/reasoning_aware_accuracy",
+        "train/diagnostics/inflation",
+        "train/diagnostics/time_share/trace",
+        "train/diagnostics/seconds/judge",
+    ):
         assert key in items, sorted(k for k in items if "diagnostics" in k)
     # media are stored flattened: <key>/_type, <key>/format, <key>/path ...
     assert items["train/diagnostics/trace/transition_heatmap/_type"][0] == "image-file"
@@ -310,8 +365,21 @@ def test_wandb_offline_run_contains_diagnostics(tmp_path):
     # the trained output directory is a loadable model for procrl evaluate
     from procrl.launch.cli import main as cli_main
 
-    code = cli_main(["evaluate", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--model", str(tmp_path / "run"),
-                     "--limit", "2", "--max-new-tokens", "8", "--output-dir", str(tmp_path / "eval")])
+    code = cli_main(
+        [
+            "evaluate",
+            "--recipe",
+            str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+            "--model",
+            str(tmp_path / "run"),
+            "--limit",
+            "2",
+            "--max-new-tokens",
+            "8",
+            "--output-dir",
+            str(tmp_path / "eval"),
+        ]
+    )
     assert code == 0
     assert json.loads((tmp_path / "eval" / "report.json").read_text())["n"] == 2
 
@@ -321,9 +389,15 @@ def test_learning_signal_counts_groups_with_a_sound_and_a_flawed_right_answer():
 
     groups = ["a", "a", "a", "b", "b", "c", "c"]
     correct = [True, True, False, True, True, True, False]
-    records = [FirstErrorRecord(-1, 3), FirstErrorRecord(2, 3), FirstErrorRecord(-1, 3),  # a: sound + flawed right
-               FirstErrorRecord(1, 3), FirstErrorRecord(2, 3),  # b: two flawed right answers
-               FirstErrorRecord(-1, 3), FirstErrorRecord(None, 3)]  # c: no flawed right answer
+    records = [
+        FirstErrorRecord(-1, 3),
+        FirstErrorRecord(2, 3),
+        FirstErrorRecord(-1, 3),  # a: sound + flawed right
+        FirstErrorRecord(1, 3),
+        FirstErrorRecord(2, 3),  # b: two flawed right answers
+        FirstErrorRecord(-1, 3),
+        FirstErrorRecord(None, 3),
+    ]  # c: no flawed right answer
     totals = [1.0, 0.5, 0.0, 0.5, 0.5, 1.0, 0.0]
     signal = learning_signal(groups, correct, records, totals)
     assert signal["diagnostics/signal/mixed_right_groups"] == 1 / 3
@@ -331,4 +405,5 @@ def test_learning_signal_counts_groups_with_a_sound_and_a_flawed_right_answer():
     # group a: totals 1, 0.5, 0 -> sample std 0.5, so the advantage gap is 0.5 / 0.5
     assert signal["diagnostics/signal/sound_minus_flawed_advantage"] == pytest.approx(1.0)
     assert learning_signal(["x", "x"], [True, True], [FirstErrorRecord(-1, 2)] * 2, [1.0, 1.0]) == {
-        "diagnostics/signal/mixed_right_groups": 0.0}
+        "diagnostics/signal/mixed_right_groups": 0.0
+    }

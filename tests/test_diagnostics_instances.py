@@ -37,16 +37,20 @@ COMPLETIONS = [
 
 
 def _mix():
-    return RewardMix.from_recipe_rewards({
-        "accuracy": {"weight": 1.0},
-        "judge_a": {"type": "first_error", "backend": "arithmetic", "weight": 0.5},
-        "judge_b": {"type": "tests.test_diagnostics_instances:FlagsFirstStep", "weight": 0.5},
-    })
+    return RewardMix.from_recipe_rewards(
+        {
+            "accuracy": {"weight": 1.0},
+            "judge_a": {"type": "first_error", "backend": "arithmetic", "weight": 0.5},
+            "judge_b": {"type": "tests.test_diagnostics_instances:FlagsFirstStep", "weight": 0.5},
+        }
+    )
 
 
 def _trl_call(mix, completions, answers, metrics, extras):
     kwargs = {
-        "answer": answers, "question": ["q"] * len(completions), "trainer_state": None,
+        "answer": answers,
+        "question": ["q"] * len(completions),
+        "trainer_state": None,
         "log_metric": lambda name, value: metrics.setdefault(name, []).append(value),
         "log_extra": lambda column, values: extras.setdefault(column, []).extend(values),
     }
@@ -79,7 +83,9 @@ def test_each_first_error_component_logs_its_own_diagnostics():
     assert scalars["diagnostics/process_error_rate"] == pytest.approx(1 / 2)
     assert extras == {"first_error/judge_a": [-1, 0, 1], "first_error/judge_b": [0, 0, 0]}
     assert {name: [r.index for r in records] for name, records in callback._window.first_errors.items()} == {
-        "judge_a": [-1, 0, 1], "judge_b": [0, 0, 0]}
+        "judge_a": [-1, 0, 1],
+        "judge_b": [0, 0, 0],
+    }
 
 
 def test_completions_table_and_wandb_payload_per_judge():
@@ -99,8 +105,12 @@ def test_completions_table_and_wandb_payload_per_judge():
 
 
 def test_one_judge_keeps_the_documented_keys():
-    outputs = {"accuracy": RewardOutput(scores=[1.0, 0.0]),
-               "judge": RewardOutput(scores=[0.0, -1.0], details=[{"index": -1, "num_steps": 2}, {"index": 0, "num_steps": 2}])}
+    outputs = {
+        "accuracy": RewardOutput(scores=[1.0, 0.0]),
+        "judge": RewardOutput(
+            scores=[0.0, -1.0], details=[{"index": -1, "num_steps": 2}, {"index": 0, "num_steps": 2}]
+        ),
+    }
     scalars = diag.batch_scalars({"accuracy": "accuracy", "judge": "first_error"}, outputs)
     assert scalars["diagnostics/first_error/error_found_rate"] == pytest.approx(0.5)
     assert not any(key.startswith("diagnostics/first_error/judge/") for key in scalars)

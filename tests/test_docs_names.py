@@ -43,7 +43,7 @@ def _join_code_spans(text: str) -> str:
     for line in text.splitlines(keepends=True):
         if line.lstrip().startswith("```"):
             in_fence = not in_fence
-            out.append("\0" * len(line.rstrip("\n")) + line[len(line.rstrip("\n")):])  # a fence pairs no span
+            out.append("\0" * len(line.rstrip("\n")) + line[len(line.rstrip("\n")) :])  # a fence pairs no span
         else:
             out.append(line if not in_fence else line.replace("`", "\0"))
     joined = "".join(out)
@@ -135,7 +135,8 @@ def test_unresolved_says_why():
     assert unresolved("procrl.rewards.registry.NOPE") == "procrl.rewards.registry has no attribute 'NOPE'"
     assert unresolved("procrl.rewards.nope:f") == "no module procrl.rewards.nope"
     assert [m.group(0) for m in DOTTED.finditer("see procrl.core.text. Not .procrl.lock or ~/.x/procrl.y")] == [
-        "procrl.core.text"]
+        "procrl.core.text"
+    ]
 
 
 def _parsers() -> dict[str | None, set[str]]:
@@ -185,8 +186,13 @@ def test_every_option_shown_with_a_command_exists():
 
 def test_command_mentions_read_wrapped_spans_and_continuations():
     commands = {"train": set(), "check": set()}
-    text = "Run `procrl check R [--set K=V] [--load-models\n--probe-judge]`; then --later.\n" \
-           "```bash\nprocrl train r.yaml \\\n  --resume  # comment\n```\nprocrl puts --nothing"
+    text = (
+        "Run `procrl check R [--set K=V] [--load-models\n--probe-judge]`; then --later.\n"
+        "```bash\nprocrl train r.yaml \\\n  --resume  # comment\n```\nprocrl puts --nothing"
+    )
     assert list(command_mentions(text, commands)) == [
-        (0, "check", "--set"), (0, "check", "--load-models"), (0, "check", "--probe-judge"),
-        (3, "train", "--resume")]
+        (0, "check", "--set"),
+        (0, "check", "--load-models"),
+        (0, "check", "--probe-judge"),
+        (3, "train", "--resume"),
+    ]

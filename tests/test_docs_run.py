@@ -79,11 +79,16 @@ def test_the_docs_have_python_blocks():
 
 
 def test_a_not_run_marker_gives_its_reason():
-    text = "<!-- not run: needs a GPU -->\n```python\nimport cuda\n```\n<!-- not run: -->\n```py\nx\n```\n" \
-           "```bash\nls\n```\n```python\nprint(1)\n```\n"
+    text = (
+        "<!-- not run: needs a GPU -->\n```python\nimport cuda\n```\n<!-- not run: -->\n```py\nx\n```\n"
+        "```bash\nls\n```\n```python\nprint(1)\n```\n"
+    )
     blocks = python_blocks(text, "page.md")
     assert [(b.line, b.not_run, b.code) for b in blocks] == [
-        (2, "needs a GPU", "import cuda\n"), (6, "", "x\n"), (12, None, "print(1)\n")]
+        (2, "needs a GPU", "import cuda\n"),
+        (6, "", "x\n"),
+        (12, None, "print(1)\n"),
+    ]
 
 
 @pytest.mark.parametrize("page", sorted(blocks_by_page()))

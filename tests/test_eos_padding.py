@@ -46,15 +46,31 @@ def test_the_eos_counts_in_the_loss_mask_when_pad_is_eos(eos_model, tmp_path, al
 
     eos = AutoTokenizer.from_pretrained(eos_model).eos_token_id
     output = tmp_path / algorithm
-    code = cli.main(["train", str(TINY), "--output-dir", str(output), "--set", f"model.name_or_path={eos_model}",
-                     "--set", f"trainer.algorithm={algorithm}", "--set", "trainer.max_steps=1",
-                     "--set", "trainer.max_completion_length=8",
-                     "--set", f"trainer.generation_kwargs={{sequence_bias: [[[{eos}], 100.0]]}}"])
+    code = cli.main(
+        [
+            "train",
+            str(TINY),
+            "--output-dir",
+            str(output),
+            "--set",
+            f"model.name_or_path={eos_model}",
+            "--set",
+            f"trainer.algorithm={algorithm}",
+            "--set",
+            "trainer.max_steps=1",
+            "--set",
+            "trainer.max_completion_length=8",
+            "--set",
+            f"trainer.generation_kwargs={{sequence_bias: [[[{eos}], 100.0]]}}",
+        ]
+    )
     assert code == 0
     history = json.loads((output / "trainer_state.json").read_text())["log_history"]
     logged = next(h for h in history if "completions/mean_length" in h)
     assert logged["completions/mean_length"] == pytest.approx(1.0)  # the EOS, kept
     if algorithm == "grpo":
-        assert logged["completions/clipped_ratio"] == 0.0 and logged["completions/mean_terminated_length"] == pytest.approx(1.0)
+        assert logged["completions/clipped_ratio"] == 0.0 and logged[
+            "completions/mean_terminated_length"
+        ] == pytest.approx(1.0)
     else:
         assert logged["val/num_eos_tokens"] == 4.0  # every rollout ended on its EOS

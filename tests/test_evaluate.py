@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from procrl.evaluation import evaluate as ev
-from procrl.launch.cli import main as cli_main
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
+from procrl.evaluation import evaluate as ev
+from procrl.launch.cli import main as cli_main
 from procrl.recipe import load_recipe
 from procrl.rewards import RewardOutput
 
@@ -47,9 +47,16 @@ class ScriptedJudge:
                 prompt = payload["messages"][-1]["content"]
                 outer.prompts.append(prompt)
                 content = next((r for m, r in outer.REPLIES.items() if m in prompt), "Every step holds.\n\\boxed{-1}")
-                body = json.dumps({"id": "x", "object": "chat.completion", "model": payload.get("model"),
-                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                                "finish_reason": "stop"}]}).encode()
+                body = json.dumps(
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "model": payload.get("model"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -81,8 +88,14 @@ def _gold_number(answer: str) -> str:
 
 
 def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
-    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
-                                "model: judge, max_retries: 0}", "rewards.trace=false"])
+    recipe = load_recipe(
+        TINY,
+        [
+            f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+            "model: judge, max_retries: 0}",
+            "rewards.trace=false",
+        ],
+    )
     golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(5))["answer"]]
     wrong = str(int(golds[2]) + 1)
     completions = [
@@ -114,7 +127,9 @@ def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
     for name in on_disk["plots"]:
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
     markdown = (tmp_path / "report.md").read_text()
-    assert "| reasoning_aware_accuracy | 0.2000 ± 0.1789 |" in markdown and "| inflation | 0.6000 ± 0.2191 |" in markdown
+    assert (
+        "| reasoning_aware_accuracy | 0.2000 ± 0.1789 |" in markdown and "| inflation | 0.6000 ± 0.2191 |" in markdown
+    )
     rows = [json.loads(line) for line in (tmp_path / "completions.jsonl").read_text().splitlines()]
     assert [r["first_error"] for r in rows] == [-1, 0, -1, None, 1]
 
@@ -131,8 +146,14 @@ def test_without_a_judge_reasoning_aware_accuracy_is_null(tmp_path):
 
 def test_pass_and_majority_at_k_from_sampled_completions(judge, tmp_path):
     """3 problems x 4 samples with hand-computed pass@k, maj@4 and their reasoning-aware variants."""
-    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
-                                "model: judge, max_retries: 0}", "rewards.trace=false"])
+    recipe = load_recipe(
+        TINY,
+        [
+            f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+            "model: judge, max_retries: 0}",
+            "rewards.trace=false",
+        ],
+    )
     golds = [int(_gold_number(a)) for a in load_examples(recipe.data, "test").select(range(3))["answer"]]
 
     def solution(answer, mark=""):
@@ -140,12 +161,26 @@ def test_pass_and_majority_at_k_from_sampled_completions(judge, tmp_path):
 
     g0, g1, g2 = golds
     completions = [
-        solution(g0), solution(g0, " MARK_STEP0"), solution(g0 + 1), solution(g0 + 2),  # 2 right (1 sound); vote g0
-        solution(g1 + 1), solution(g1 + 1), solution(g1 + 1), solution(g1 + 1),  # none right; vote wrong
-        solution(g2), solution(g2 + 1), solution(g2 + 2), "I give up.",  # 1 right, sound; a 3-way tie: first seen wins
+        solution(g0),
+        solution(g0, " MARK_STEP0"),
+        solution(g0 + 1),
+        solution(g0 + 2),  # 2 right (1 sound); vote g0
+        solution(g1 + 1),
+        solution(g1 + 1),
+        solution(g1 + 1),
+        solution(g1 + 1),  # none right; vote wrong
+        solution(g2),
+        solution(g2 + 1),
+        solution(g2 + 2),
+        "I give up.",  # 1 right, sound; a 3-way tie: first seen wins
     ]
-    report = ev.evaluate(recipe, limit=3, output_dir=tmp_path, completions=completions,
-                         sampling=ev.Sampling(temperature=1.0, num_samples=4))
+    report = ev.evaluate(
+        recipe,
+        limit=3,
+        output_dir=tmp_path,
+        completions=completions,
+        sampling=ev.Sampling(temperature=1.0, num_samples=4),
+    )
     sampled = report["sampled"]
     assert report["n"] == 3 and report["num_samples"] == 4 and report["completions"] == 12
     # per problem (n=4): c = 2, 0, 1; sound s = 1, 0, 1
@@ -166,8 +201,13 @@ def test_pass_and_majority_at_k_from_sampled_completions(judge, tmp_path):
     markdown = (tmp_path / "report.md").read_text()
     assert "| pass@2 | 0.4444 ± " in markdown and "| reasoning_aware_maj@4 | 0.5000 ± " in markdown
     with pytest.raises(ConfigError, match="12 completions for 3 problems x 3 samples"):
-        ev.evaluate(recipe, limit=3, output_dir=tmp_path, completions=completions,
-                    sampling=ev.Sampling(temperature=1.0, num_samples=3))
+        ev.evaluate(
+            recipe,
+            limit=3,
+            output_dir=tmp_path,
+            completions=completions,
+            sampling=ev.Sampling(temperature=1.0, num_samples=3),
+        )
 
 
 def test_sampling_settings_are_checked():
@@ -180,10 +220,20 @@ def test_sampling_settings_are_checked():
 
 
 def test_aggregate_outputs_merges_batches():
-    first = {"t": RewardOutput(scores=[0.5, None], details=[{"a": 1}, {"a": 2}], metrics={"m": 1.0},
-                               extras={"transition_counts": [[1, 0], [0, 2]], "labels": ["x", "y"]}, failures={"no_verdict": 1})}
-    second = {"t": RewardOutput(scores=[1.0], metrics={"m": 4.0}, extras={"transition_counts": [[0, 3], [1, 0]]},
-                                failures={"no_verdict": 2})}
+    first = {
+        "t": RewardOutput(
+            scores=[0.5, None],
+            details=[{"a": 1}, {"a": 2}],
+            metrics={"m": 1.0},
+            extras={"transition_counts": [[1, 0], [0, 2]], "labels": ["x", "y"]},
+            failures={"no_verdict": 1},
+        )
+    }
+    second = {
+        "t": RewardOutput(
+            scores=[1.0], metrics={"m": 4.0}, extras={"transition_counts": [[0, 3], [1, 0]]}, failures={"no_verdict": 2}
+        )
+    }
     merged = ev.aggregate_outputs([first, second])["t"]
     assert merged.scores == [0.5, None, 1.0]
     assert merged.details == [{"a": 1}, {"a": 2}, None]
@@ -194,11 +244,25 @@ def test_aggregate_outputs_merges_batches():
 
 def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     out = tmp_path / "eval"
-    code = cli_main([
-        "evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--split", "test", "--limit", "8",
-        "--output-dir", str(out), "--max-new-tokens", "16",
-        "--set", "rewards.judge={type: first_error, backend: arithmetic}",  # the recipe has accuracy, format, trace
-    ])
+    code = cli_main(
+        [
+            "evaluate",
+            "--recipe",
+            str(TINY),
+            "--model",
+            "procrl:tiny-qwen2",
+            "--split",
+            "test",
+            "--limit",
+            "8",
+            "--output-dir",
+            str(out),
+            "--max-new-tokens",
+            "16",
+            "--set",
+            "rewards.judge={type: first_error, backend: arithmetic}",  # the recipe has accuracy, format, trace
+        ]
+    )
     assert code == 0
     report = json.loads((out / "report.json").read_text())
     for key in ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "n"):
@@ -208,8 +272,9 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     rows = [json.loads(line) for line in (out / "completions.jsonl").read_text().splitlines()]
     right = [row["correct"] is not None and row["correct"] >= 1.0 for row in rows]
     assert report["answer_accuracy"] == pytest.approx(sum(right) / 8)
-    assert report["reasoning_aware_accuracy"] == pytest.approx(sum(r and row["first_error"] == -1
-                                                                   for r, row in zip(right, rows)) / 8)
+    assert report["reasoning_aware_accuracy"] == pytest.approx(
+        sum(r and row["first_error"] == -1 for r, row in zip(right, rows)) / 8
+    )
     assert report["inflation"] == pytest.approx(report["answer_accuracy"] - report["reasoning_aware_accuracy"])
     assert set(report["components"]) == {"accuracy", "format", "judge", "trace"}
     assert len(report["trace"]["trace"]["transition_counts"]) == 8
@@ -222,9 +287,31 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
 def test_sampled_evaluation_with_tiny_model_is_seeded(tmp_path, capsys):
     def run(seed: int, name: str) -> tuple[dict, list[str]]:
         out = tmp_path / name
-        code = cli_main(["evaluate", "--recipe", str(TINY), "--model", "procrl:tiny-qwen2", "--split", "test",
-                         "--limit", "3", "--output-dir", str(out), "--max-new-tokens", "8", "--temperature", "1.0",
-                         "--num-samples", "3", "--seed", str(seed), "--set", "rewards.trace=false"])
+        code = cli_main(
+            [
+                "evaluate",
+                "--recipe",
+                str(TINY),
+                "--model",
+                "procrl:tiny-qwen2",
+                "--split",
+                "test",
+                "--limit",
+                "3",
+                "--output-dir",
+                str(out),
+                "--max-new-tokens",
+                "8",
+                "--temperature",
+                "1.0",
+                "--num-samples",
+                "3",
+                "--seed",
+                str(seed),
+                "--set",
+                "rewards.trace=false",
+            ]
+        )
         assert code == 0
         rows = (out / "completions.jsonl").read_text().splitlines()
         return json.loads((out / "report.json").read_text()), [json.loads(r)["completion"] for r in rows]
@@ -250,8 +337,11 @@ def test_local_training_file_is_not_evaluated_as_test(tmp_path):
         ev.evaluate(recipe, output_dir=tmp_path / "out", completions=["2"])
     test_file = tmp_path / "test.jsonl"
     test_file.write_text(json.dumps({"question": "1 + 1?", "answer": "#### 2"}) + "\n")
-    report = ev.evaluate(load_recipe(TINY, [f"data.dataset={test_file}", "rewards.trace=false"]),
-                         output_dir=tmp_path / "out", completions=["The answer is 2."])
+    report = ev.evaluate(
+        load_recipe(TINY, [f"data.dataset={test_file}", "rewards.trace=false"]),
+        output_dir=tmp_path / "out",
+        completions=["The answer is 2."],
+    )
     assert report["answer_accuracy"] == 1.0 and "local file" in report["notes"][0]
 
 
@@ -261,11 +351,18 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.delenv("WANDB_DIR", raising=False)
     monkeypatch.chdir(tmp_path)  # W&B's files go under the report's directory, not the working one
-    recipe = load_recipe(TINY, [f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
-                                "model: judge, max_retries: 0}"])
+    recipe = load_recipe(
+        TINY,
+        [
+            f"rewards.judge={{type: first_error, backend: openai, base_url: '{judge.base_url}', "
+            "model: judge, max_retries: 0}"
+        ],
+    )
     golds = [_gold_number(a) for a in load_examples(recipe.data, "test").select(range(2))["answer"]]
-    completions = [f"We add.\n\nWe multiply.\n\nThe answer is {golds[0]}.",
-                   f"We add. MARK_STEP1\n\nWe multiply.\n\nThe answer is {golds[1]}."]
+    completions = [
+        f"We add.\n\nWe multiply.\n\nThe answer is {golds[0]}.",
+        f"We add. MARK_STEP1\n\nWe multiply.\n\nThe answer is {golds[1]}.",
+    ]
     report = ev.evaluate(recipe, limit=2, output_dir=tmp_path / "out", completions=completions, log_wandb=True)
     import wandb
 
@@ -275,7 +372,9 @@ def test_wandb_logging_of_the_report(judge, tmp_path, monkeypatch):
     assert not (tmp_path / "wandb").exists()
     for record in read_records(run_file(tmp_path / "out" / "wandb")):
         if record.WhichOneof("record_type") == "history":
-            items.update({item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item})
+            items.update(
+                {item.key or "/".join(item.nested_key): json.loads(item.value_json) for item in record.history.item}
+            )
     assert items["eval/reasoning_aware_accuracy"] == pytest.approx(0.5)
     assert items["eval/inflation"] == pytest.approx(0.5)
     assert items["eval/answer_accuracy_stderr"] == pytest.approx(0.0)
@@ -315,31 +414,60 @@ def test_evaluate_through_vllm_matches_transformers_greedy(tmp_path):
     for backend in ("vllm", "transformers"):
         out = tmp_path / backend
         env = {**os.environ, "PYTHONPATH": f"{fakes}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(tmp_path / "engine.jsonl")}
-        done = subprocess.run([
-            sys.executable, "-m", "procrl", "evaluate", "--recipe", str(TINY), "--model", str(model_dir),
-            "--split", "test", "--limit", "6", "--output-dir", str(out), "--max-new-tokens", "12", "--backend", backend,
-            "--set", "rewards.trace=false",
-        ], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "procrl",
+                "evaluate",
+                "--recipe",
+                str(TINY),
+                "--model",
+                str(model_dir),
+                "--split",
+                "test",
+                "--limit",
+                "6",
+                "--output-dir",
+                str(out),
+                "--max-new-tokens",
+                "12",
+                "--backend",
+                backend,
+                "--set",
+                "rewards.trace=false",
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         report = json.loads((out / "report.json").read_text())
         assert report["generation"]["backend"] == backend and report["n"] == 6
-        completions[backend] = [json.loads(line)["completion"] for line in (out / "completions.jsonl").read_text().splitlines()]
+        completions[backend] = [
+            json.loads(line)["completion"] for line in (out / "completions.jsonl").read_text().splitlines()
+        ]
     assert completions["vllm"] == completions["transformers"]
     assert len(set(completions["vllm"])) == 6 and all(c.strip() for c in completions["vllm"])
     events = [json.loads(line)["event"] for line in (tmp_path / "engine.jsonl").read_text().splitlines()]
     assert events == ["init", "generate"]  # one engine, one batched call, only for the vllm backend
 
 
-@pytest.mark.parametrize(("n", "c", "k", "expected"), [
-    (5, 2, 1, 2 / 5),  # 1 - C(3,1)/C(5,1)
-    (5, 2, 2, 7 / 10),  # 1 - C(3,2)/C(5,2) = 1 - 3/10
-    (5, 2, 3, 9 / 10),  # 1 - C(3,3)/C(5,3) = 1 - 1/10
-    (5, 2, 4, 1.0),  # fewer than k wrong samples: a right one is always drawn
-    (4, 1, 2, 1 / 2),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
-    (10, 3, 5, 11 / 12),  # 1 - C(7,5)/C(10,5) = 1 - 21/252
-    (10, 0, 5, 0.0),
-    (1, 1, 1, 1.0),
-])
+@pytest.mark.parametrize(
+    ("n", "c", "k", "expected"),
+    [
+        (5, 2, 1, 2 / 5),  # 1 - C(3,1)/C(5,1)
+        (5, 2, 2, 7 / 10),  # 1 - C(3,2)/C(5,2) = 1 - 3/10
+        (5, 2, 3, 9 / 10),  # 1 - C(3,3)/C(5,3) = 1 - 1/10
+        (5, 2, 4, 1.0),  # fewer than k wrong samples: a right one is always drawn
+        (4, 1, 2, 1 / 2),  # 1 - C(3,2)/C(4,2) = 1 - 3/6
+        (10, 3, 5, 11 / 12),  # 1 - C(7,5)/C(10,5) = 1 - 21/252
+        (10, 0, 5, 0.0),
+        (1, 1, 1, 1.0),
+    ],
+)
 def test_pass_at_k_hand_computed(n, c, k, expected):
     from procrl.observe.eval_metrics import pass_at_k
 
@@ -388,8 +516,12 @@ def test_evaluation_judge_outside_the_trained_mix(tmp_path):
     assert {s.name: s.weight for s in recipe.rewards}["eval_judge"] == 0.0
     report = ev.evaluate(recipe, limit=2, output_dir=tmp_path / "b", completions=completions)
     assert report["first_error_component"] == "eval_judge"
-    assert report["evaluation_judge"] == {"component": "eval_judge", "type": "first_error", "weight": 0.0,
-                                          "trained_on": False}
+    assert report["evaluation_judge"] == {
+        "component": "eval_judge",
+        "type": "first_error",
+        "weight": 0.0,
+        "trained_on": False,
+    }
     assert report["reasoning_aware_accuracy"] == pytest.approx(0.5)  # 1001 is off the gold's path
     assert report["answer_accuracy"] == pytest.approx(1.0)
     assert not any("is in the trained mix" in note for note in report["notes"])
@@ -399,11 +531,19 @@ def test_evaluation_judge_outside_the_trained_mix(tmp_path):
     assert [r["first_error"] for r in rows] == [-1, 0]
 
     # a component of the recipe by name, its settings through --set
-    named = load_recipe(TINY, ev.judge_overrides("eval_judge", [
-        *trained, "rewards.eval_judge={type: first_error, backend: reference, weight: 0.0, max_depth: 2}"]))
+    named = load_recipe(
+        TINY,
+        ev.judge_overrides(
+            "eval_judge",
+            [*trained, "rewards.eval_judge={type: first_error, backend: reference, weight: 0.0, max_depth: 2}"],
+        ),
+    )
     assert named.data.eval_judge == "eval_judge"
-    with pytest.raises(ConfigError, match=r"data\.eval_judge: no first_error component named 'first_eror' "
-                                          r"\(did you mean 'first_error'\?\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"data\.eval_judge: no first_error component named 'first_eror' "
+        r"\(did you mean 'first_error'\?\)",
+    ):
         load_recipe(TINY, ev.judge_overrides("first_eror", trained))
 
 
@@ -419,7 +559,10 @@ def test_default_output_dir_is_named_after_the_model(tmp_path):
     out = tmp_path / "out"
     assert ev.default_output_dir(recipe, "procrl:tiny-reasoner") == out / "eval-test-procrl-tiny-reasoner"
     assert ev.default_output_dir(recipe, "Qwen/Qwen2.5-7B-Instruct") == out / "eval-test-Qwen--Qwen2.5-7B-Instruct"
-    assert ev.default_output_dir(recipe, "org/repo", "test", "model-Q4_K_M.gguf") == out / "eval-test-org--repo-model-Q4_K_M"
+    assert (
+        ev.default_output_dir(recipe, "org/repo", "test", "model-Q4_K_M.gguf")
+        == out / "eval-test-org--repo-model-Q4_K_M"
+    )
     assert ev.default_output_dir(recipe, str(foreign)) == out / "eval-test-my-model"
     assert ev.default_output_dir(recipe) == out / "eval-test-procrl-tiny-qwen2"  # the recipe's policy
 
@@ -430,11 +573,23 @@ def test_start_and_trained_model_leave_two_reports(tmp_path, capsys, monkeypatch
 
     from procrl.models.tiny import ensure_tiny_model
 
-    monkeypatch.setattr(ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers"))
+    monkeypatch.setattr(
+        ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers")
+    )
     run = tmp_path / "out"  # the recipe's output_dir, as after procrl train
     shutil.copytree(ensure_tiny_model(), run)
     (run / "run_info.json").write_text("{}")
-    argv = ["evaluate", "--recipe", str(TINY), "--set", "rewards.trace=false", "--set", f"output_dir={run}", "--limit", "2"]
+    argv = [
+        "evaluate",
+        "--recipe",
+        str(TINY),
+        "--set",
+        "rewards.trace=false",
+        "--set",
+        f"output_dir={run}",
+        "--limit",
+        "2",
+    ]
     assert cli_main([*argv, "--model", "procrl:tiny-qwen2"]) == 0
     assert f"wrote {run / 'eval-test-procrl-tiny-qwen2' / 'report.json'}" in capsys.readouterr().out
     assert cli_main([*argv, "--model", str(run)]) == 0
@@ -444,7 +599,10 @@ def test_start_and_trained_model_leave_two_reports(tmp_path, capsys, monkeypatch
     assert (first["model"], second["model"]) == ("procrl:tiny-qwen2", str(run))
     assert cli_main([*argv, "--model", str(run)]) == 0  # the same model again: its own earlier report is replaced
     # a folder procrl did not write is never written into, the default dir or a given one
-    for directory, extra in ((run / "eval-train", ["--split", "train"]), (tmp_path / "mine", ["--output-dir", str(tmp_path / "mine")])):
+    for directory, extra in (
+        (run / "eval-train", ["--split", "train"]),
+        (tmp_path / "mine", ["--output-dir", str(tmp_path / "mine")]),
+    ):
         directory.mkdir()
         (directory / "report.md").write_text("my notes")
         capsys.readouterr()

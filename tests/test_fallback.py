@@ -23,7 +23,9 @@ class PenaltyWithFailures(RewardComponent):
     of the batch and gives -1 to completions longer than 12 characters, else 0."""
 
     def score(self, batch: RewardBatch) -> RewardOutput:
-        return RewardOutput(scores=[None if i % 2 else (-1.0 if len(c) > 12 else 0.0) for i, c in enumerate(batch.completions)])
+        return RewardOutput(
+            scores=[None if i % 2 else (-1.0 if len(c) > 12 else 0.0) for i, c in enumerate(batch.completions)]
+        )
 
 
 def test_fill_group_mean_by_hand():
@@ -43,8 +45,16 @@ def test_fill_group_mean_by_hand():
 
 
 def test_fallback_setting_defaults_to_group_mean_and_is_validated():
-    specs = {s.name: s for s in parse_rewards({"accuracy": {}, "judge": {"type": "first_error", "fallback": -1},
-                                                "kept": {"type": "format", "fallback": None}})}
+    specs = {
+        s.name: s
+        for s in parse_rewards(
+            {
+                "accuracy": {},
+                "judge": {"type": "first_error", "fallback": -1},
+                "kept": {"type": "format", "fallback": None},
+            }
+        )
+    }
     assert specs["accuracy"].fallback == GROUP_MEAN
     assert specs["judge"].fallback == -1.0 and specs["kept"].fallback is None
     with pytest.raises(ConfigError, match=r"rewards\.accuracy\.fallback: expected 'group_mean'.*got 'median'"):
@@ -64,10 +74,22 @@ def test_a_failure_never_gets_the_best_penalty():
 def test_grpo_columns_are_resolved_after_the_gather():
     from procrl.trainers.grpo import resolve_reward_columns
 
-    mix = RewardMix(parse_rewards({"accuracy": {}, "judge": {"type": "first_error"}, "raw": {"type": "format", "fallback": None}}))
+    mix = RewardMix(
+        parse_rewards({"accuracy": {}, "judge": {"type": "first_error"}, "raw": {"type": "format", "fallback": None}})
+    )
     nan = float("nan")
-    rewards = torch.tensor([[1.0, 0.0, nan], [0.0, nan, 1.0], [1.0, -1.0, 1.0], [1.0, nan, 0.0],
-                            [nan, nan, nan], [nan, nan, nan], [0.0, -1.0, 1.0], [1.0, 0.0, 1.0]])
+    rewards = torch.tensor(
+        [
+            [1.0, 0.0, nan],
+            [0.0, nan, 1.0],
+            [1.0, -1.0, 1.0],
+            [1.0, nan, 0.0],
+            [nan, nan, nan],
+            [nan, nan, nan],
+            [0.0, -1.0, 1.0],
+            [1.0, 0.0, 1.0],
+        ]
+    )
     resolved, counts = resolve_reward_columns(rewards, mix, group_size=2)
     # pairs: (0,1) (2,3) (4,5) (6,7); accuracy group 2 has nothing -> batch mean 4/6
     assert resolved[:, 0].tolist() == pytest.approx([1.0, 0.0, 1.0, 1.0, 2 / 3, 2 / 3, 0.0, 1.0])
@@ -81,10 +103,16 @@ def test_grpo_columns_are_resolved_after_the_gather():
 def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
     from procrl.launch.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
-        "trainer.max_steps=1", "trainer.save_steps=100", "trainer.max_completion_length=16",
-        "rewards.judge={type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5}",
-    ], output_dir=str(tmp_path / "run"))
+    recipe = load_recipe(
+        REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
+        [
+            "trainer.max_steps=1",
+            "trainer.save_steps=100",
+            "trainer.max_completion_length=16",
+            "rewards.judge={type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5}",
+        ],
+        output_dir=str(tmp_path / "run"),
+    )
     trainer = train(recipe)
     logged = next(h for h in trainer.state.log_history if "rewards/judge/mean" in h)
     assert logged["rewards/judge/fallback/filled"] == 2.0  # 4 completions, 2 failed, one group
@@ -95,13 +123,21 @@ def test_grpo_training_resolves_failures_and_logs_the_counts(tmp_path):
 def test_ppo_rollout_resolves_failures_per_prompt_group(tmp_path):
     from tests.helpers.training import build_ppo, generate_fixed, ppo_recipe
 
-    recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
-                        "trainer.credit=outcome", "trainer.max_completion_length=32",
-                        "rewards={judge: {type: 'tests.test_fallback:PenaltyWithFailures'}}")
+    recipe = ppo_recipe(
+        tmp_path,
+        "trainer.beta=0.0",
+        "trainer.lam=1.0",
+        "trainer.whiten_advantages=false",
+        "trainer.credit=outcome",
+        "trainer.max_completion_length=32",
+        "rewards={judge: {type: 'tests.test_fallback:PenaltyWithFailures'}}",
+    )
     trainer = build_ppo(recipe)
     completions = ["a long completion here", "x", "short", "y"]
     trainer._generate_transformers = generate_fixed(trainer, completions)
-    rows = [{"prompt": "P1", "question": "Q1", "answer": "#### 1"}] * 2 + [{"prompt": "P2", "question": "Q2", "answer": "#### 1"}] * 2
+    rows = [{"prompt": "P1", "question": "Q1", "answer": "#### 1"}] * 2 + [
+        {"prompt": "P2", "question": "Q2", "answer": "#### 1"}
+    ] * 2
     rollout = trainer._rollout(rows)
     lengths = rollout["completion_mask"].sum(dim=1).tolist()
     last = [rollout["returns"][i, n - 1].item() for i, n in enumerate(lengths)]
@@ -117,9 +153,11 @@ def test_procrl_score_total_uses_the_same_policy(tmp_path, capsys):
     data = tmp_path / "in.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     recipe = tmp_path / "recipe.yaml"
-    recipe.write_text("recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\nrewards:\n"
-                      "  accuracy: {weight: 1.0}\n  judge: {type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5}\n"
-                      "  strict: {type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5, fallback: -1.0}\n")
+    recipe.write_text(
+        "recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\nrewards:\n"
+        "  accuracy: {weight: 1.0}\n  judge: {type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5}\n"
+        "  strict: {type: 'tests.test_fallback:PenaltyWithFailures', weight: 0.5, fallback: -1.0}\n"
+    )
     out = tmp_path / "out.jsonl"
     assert main(["score", "--recipe", str(recipe), "--input", str(data), "--output", str(out), "--quiet"]) == 0
     first, second = [json.loads(line) for line in out.read_text().splitlines()]

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.rewards.quantities import NotArithmeticError, check_step, evaluate, find_claims, first_wrong_step, values_match
-from procrl.launch.cli import main
 from procrl.data.perturb import build_processbench, perturb_solution, reference_steps
 from procrl.evaluation.judge_eval import processbench_metrics, read_processbench, sweep_thresholds
+from procrl.launch.cli import main
 from procrl.rewards import RewardBatch, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.first_error import (
     FirstErrorReward,
@@ -26,6 +25,14 @@ from procrl.rewards.first_error import (
 from procrl.rewards.judges import FAILURE_KINDS, JudgeItem
 from procrl.rewards.judges.arithmetic import ArithmeticJudge
 from procrl.rewards.judges.settings import OpenAISettings, PRMSettings
+from procrl.rewards.quantities import (
+    NotArithmeticError,
+    check_step,
+    evaluate,
+    find_claims,
+    first_wrong_step,
+    values_match,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO.parent / "shared" / "data" / "gsm8k" / "train.jsonl"
@@ -112,8 +119,12 @@ def test_prompt_tags_steps_from_zero_and_shows_gold_only_in_reference_mode():
         ("\\boxed{1, 2}", None, "no_verdict"),
         ("\\boxed{2/3}", None, "no_verdict"),
         # a reply that only repeats the instructions gave no verdict: never read as -1 (no error)
-        ("Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, for example "
-         "\\boxed{2}. If every step is correct, give \\boxed{-1}.", None, "no_verdict"),
+        (
+            "Explain your checking briefly, then give the index of the earliest wrong step in \\boxed{}, for example "
+            "\\boxed{2}. If every step is correct, give \\boxed{-1}.",
+            None,
+            "no_verdict",
+        ),
         ("for example \\boxed{2}. If every step is correct, give \\boxed{-1}. Step 1 is wrong: \\boxed{1}", 1, "ok"),
     ],
 )
@@ -163,8 +174,17 @@ def test_evaluate_refuses_non_arithmetic(expression):
 
 @pytest.mark.parametrize(
     "computed, written, ok",
-    [(10 / 3, "3.33", True), (10 / 3, "3.3", True), (2 / 3, "0.67", True), (2 / 3, "0.66", True),
-     (10 / 3, "3.4", False), (3.5, "3", False), (-2 / 3, "-0.67", True), (24.0, "24", True), (24.0, "25", False)],
+    [
+        (10 / 3, "3.33", True),
+        (10 / 3, "3.3", True),
+        (2 / 3, "0.67", True),
+        (2 / 3, "0.66", True),
+        (10 / 3, "3.4", False),
+        (3.5, "3", False),
+        (-2 / 3, "-0.67", True),
+        (24.0, "24", True),
+        (24.0, "25", False),
+    ],
 )
 def test_values_match_allows_only_the_written_rounding(computed, written, ok):
     assert values_match(computed, float(written), written) is ok
@@ -195,8 +215,15 @@ def test_latex_and_markdown_equations():
 
 
 def test_statements_that_are_not_calculations_are_skipped():
-    for text in ["1 hour = 60 minutes", "Let x = 5 apples", "2x + 3 = 7", "15% of $80 = (15/100)*$80 = $12",
-                 "There are 60 minutes x 3/4 = 45 minutes", "Step 2 = the hard part", "a = b + c"]:
+    for text in [
+        "1 hour = 60 minutes",
+        "Let x = 5 apples",
+        "2x + 3 = 7",
+        "15% of $80 = (15/100)*$80 = $12",
+        "There are 60 minutes x 3/4 = 45 minutes",
+        "Step 2 = the hard part",
+        "a = b + c",
+    ]:
         assert check_step(text) == [], text
     assert find_claims("no numbers here") == []
 
@@ -324,7 +351,14 @@ def test_judge_failures_get_the_group_mean_by_default():
     assert resolved["first_error"].scores == pytest.approx([0.0, -1.0, -0.5, -1.0, -1.0, -2 / 3])
     assert (results["first_error"].from_group, results["first_error"].from_batch) == (2, 1)
     numeric = RewardMix(parse_rewards({"first_error": {"fallback": -0.5}}))
-    assert numeric.resolve(outputs, groups=[0, 0, 0, 1, 1, 2])[0]["first_error"].scores == [0.0, -1.0, -0.5, -1.0, -0.5, -0.5]
+    assert numeric.resolve(outputs, groups=[0, 0, 0, 1, 1, 2])[0]["first_error"].scores == [
+        0.0,
+        -1.0,
+        -0.5,
+        -1.0,
+        -0.5,
+        -0.5,
+    ]
 
 
 def test_reference_shows_the_gold_final_answer_by_default():
@@ -355,7 +389,9 @@ def test_flat_and_correct_only_in_the_component():
 
 def test_component_on_gsm8k_references_via_segmentation(train_rows):
     rows = train_rows[:300]
-    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    batch = RewardBatch.from_texts(
+        [r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+    )
     output = _mix().compute("first_error", batch)
     # 292 of these 300 references score 0 (checked, no error). 5 solve by algebra ("Let p be
     # ...", "4 * x + 600 = 10000"): nothing the verifier can check, so unverified (-1) like any
@@ -423,16 +459,39 @@ def test_eval_judge_cli_on_perturbed_gsm8k(tmp_path, capsys, train_rows):
     data = tmp_path / "processbench.jsonl"
     records = build_processbench(train_rows, num_errors=100, num_correct=100, seed=1)
     data.write_text("".join(json.dumps(r) + "\n" for r in records))
-    code = main(["eval-judge", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"),
-                 "--set", "rewards.first_error.backend=arithmetic", "--data", str(data), "--json"])
+    code = main(
+        [
+            "eval-judge",
+            "--recipe",
+            str(REPO / "recipes" / "gsm8k_judge.yaml"),
+            "--set",
+            "rewards.first_error.backend=arithmetic",
+            "--data",
+            str(data),
+            "--json",
+        ]
+    )
     assert code == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n"] == 200 and report["no_verdict"] == 0
     for key in ("f1", "acc_err", "acc_cor"):
         assert 0.95 <= report[key] <= 1.0, (key, report[key])
-    assert math.isclose(report["f1"], 2 * report["acc_err"] * report["acc_cor"] / (report["acc_err"] + report["acc_cor"]))
-    code = main(["eval-judge", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"),
-                 "--set", "rewards.first_error.backend=arithmetic", "--data", str(data), "--limit", "20"])
+    assert math.isclose(
+        report["f1"], 2 * report["acc_err"] * report["acc_cor"] / (report["acc_err"] + report["acc_cor"])
+    )
+    code = main(
+        [
+            "eval-judge",
+            "--recipe",
+            str(REPO / "recipes" / "gsm8k_judge.yaml"),
+            "--set",
+            "rewards.first_error.backend=arithmetic",
+            "--data",
+            str(data),
+            "--limit",
+            "20",
+        ]
+    )
     assert code == 0
     table = capsys.readouterr().out
     assert "acc_err" in table and "F1" in table and "samples: 20" in table
@@ -443,7 +502,9 @@ def test_eval_judge_needs_only_the_judge(tmp_path, capsys):
     recipe = tmp_path / "judge_only.yaml"
     recipe.write_text("recipe: procrl/v1\nrewards:\n  first_error: {backend: arithmetic}\n")
     data = tmp_path / "pb.jsonl"
-    data.write_text(json.dumps({"problem": "2 apples and 3 apples?", "steps": ["2 + 3 = 6 apples."], "label": 0}) + "\n")
+    data.write_text(
+        json.dumps({"problem": "2 apples and 3 apples?", "steps": ["2 + 3 = 6 apples."], "label": 0}) + "\n"
+    )
     assert main(["eval-judge", "--recipe", str(recipe), "--data", str(data), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["acc_err"] == 1.0
 
@@ -458,6 +519,18 @@ def test_eval_judge_cli_errors(tmp_path, capsys):
 def test_judge_recipe_checks_without_network_for_every_backend():
     recipe = str(REPO / "recipes" / "gsm8k_judge.yaml")
     assert main(["check", recipe, "--set", "rewards.first_error.backend=arithmetic"]) == 0
-    assert main(["check", recipe, "--set", "rewards.first_error.backend=prm",
-                 "--set", "rewards.first_error.model=Qwen/Qwen2.5-Math-PRM-7B",
-                 "--set", "rewards.first_error.trust_remote_code=true"]) == 0
+    assert (
+        main(
+            [
+                "check",
+                recipe,
+                "--set",
+                "rewards.first_error.backend=prm",
+                "--set",
+                "rewards.first_error.model=Qwen/Qwen2.5-Math-PRM-7B",
+                "--set",
+                "rewards.first_error.trust_remote_code=true",
+            ]
+        )
+        == 0
+    )

@@ -23,13 +23,14 @@ LLM = {"model", "reference", "categories", "max_tokens", "temperature"}
 IN_PROCESS = {"model", "batch_size", "dtype", "trust_remote_code"}
 # what each backend reads, written out by hand (registry order: the order refusals name them in)
 READS = {
-    "openai": EVERY_BACKEND | LLM | {"base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s",
-                                     "cache_size"},
+    "openai": EVERY_BACKEND
+    | LLM
+    | {"base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "backoff_s", "cache_size"},
     "hf": EVERY_BACKEND | LLM | IN_PROCESS | {"gguf_file"},
     "prm": EVERY_BACKEND | IN_PROCESS | {"threshold", "step_separator"},
     "arithmetic": EVERY_BACKEND | {"unverified_score"},
-    "reference": EVERY_BACKEND | {"unverified_score", "max_depth", "transformations", "off_path", "leap",
-                                  "check_arithmetic"},
+    "reference": EVERY_BACKEND
+    | {"unverified_score", "max_depth", "transformations", "off_path", "leap", "check_arithmetic"},
 }
 NEEDS = {"openai": {"model": "judge"}, "hf": {"model": "/nonexistent/judge"}, "prm": {"model": "/nonexistent/prm"}}
 FOREIGN = [(backend, key) for backend in READS for key in sorted(set().union(*READS.values()) - READS[backend])]
@@ -39,22 +40,31 @@ def test_each_backend_accepts_exactly_the_options_it_reads():
     assert list(BACKENDS) == list(READS)
     assert {name: set(options) for name, options in options_by_backend().items()} == READS
     assert {name: len(options) for name, options in READS.items()} == {
-        "openai": 15, "hf": 12, "prm": 9, "arithmetic": 4, "reference": 9}
+        "openai": 15,
+        "hf": 12,
+        "prm": 9,
+        "arithmetic": 4,
+        "reference": 9,
+    }
     assert len(set().union(*READS.values())) == 27
 
 
 def test_a_reference_backend_with_an_openai_timeout_is_refused_in_one_line():
     with pytest.raises(ConfigError) as refused:
         parse_rewards({"judge": {"type": "first_error", "backend": "reference", "timeout_s": 5}})
-    assert str(refused.value) == ("rewards.judge.timeout_s: backend 'reference' does not read timeout_s; "
-                                  "only backend 'openai' does")
+    assert str(refused.value) == (
+        "rewards.judge.timeout_s: backend 'reference' does not read timeout_s; only backend 'openai' does"
+    )
 
 
 @pytest.mark.parametrize(("backend", "key"), FOREIGN)
 def test_every_option_of_another_backend_is_refused_naming_the_backends_that_read_it(backend, key):
     readers = [name for name, options in READS.items() if key in options]
-    only = f"only backend {readers[0]!r} does" if len(readers) == 1 else \
-        f"only backends {', '.join(map(repr, readers))} do"
+    only = (
+        f"only backend {readers[0]!r} does"
+        if len(readers) == 1
+        else f"only backends {', '.join(map(repr, readers))} do"
+    )
     with pytest.raises(ConfigError) as refused:
         parse_rewards({"judge": {"type": "first_error", "backend": backend, **NEEDS.get(backend, {}), key: 5}})
     assert str(refused.value) == f"rewards.judge.{key}: backend {backend!r} does not read {key}; {only}"
@@ -62,12 +72,23 @@ def test_every_option_of_another_backend_is_refused_naming_the_backends_that_rea
 
 def test_the_refusal_comes_at_check_before_any_model_loads(capsys):
     recipe = str(REPO / "recipes" / "gsm8k_judge.yaml")  # an openai judge on a server that is not running
-    code = main(["check", recipe, "--set", "rewards.first_error.backend=prm", "--set",
-                 "rewards.first_error.model=/nonexistent/prm", "--set", "rewards.first_error.max_tokens=64"])
+    code = main(
+        [
+            "check",
+            recipe,
+            "--set",
+            "rewards.first_error.backend=prm",
+            "--set",
+            "rewards.first_error.model=/nonexistent/prm",
+            "--set",
+            "rewards.first_error.max_tokens=64",
+        ]
+    )
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "procrl: error: rewards.first_error.max_tokens: backend 'prm' does not read max_tokens; "
-        "only backends 'openai', 'hf' do")
+        "only backends 'openai', 'hf' do"
+    )
 
 
 def _first_error_recipes() -> list[Path]:
@@ -81,8 +102,11 @@ def test_every_shipped_recipe_switches_to_every_backend_by_set(backend):
     assert len(recipes) >= 6
     for path in recipes:
         names = [s.name for s in load_recipe(path).rewards if s.type == "first_error"]
-        overrides = [f"rewards.{name}.{key}={value}" for name in names
-                     for key, value in {"backend": backend, **NEEDS.get(backend, {})}.items()]
+        overrides = [
+            f"rewards.{name}.{key}={value}"
+            for name in names
+            for key, value in {"backend": backend, **NEEDS.get(backend, {})}.items()
+        ]
         if backend in ("arithmetic", "reference") and load_recipe(path).data.answer_kind not in (None, "number"):
             with pytest.raises(ConfigError, match="checks the calculations of numeric answers"):
                 load_recipe(path, overrides)
@@ -128,8 +152,9 @@ GOLD = "Janet has 3 + 4 = <<3+4=7>>7 apples.\nDoubled: 7 * 2 = <<7*2=14>>14.\n##
 @pytest.mark.parametrize("backend", list(READS))
 def test_every_option_a_backend_accepts_is_read_when_it_scores(backend):
     extra = {"base_url": "http://127.0.0.1:9/v1", "max_retries": 0} if backend == "openai" else {}
-    settings = parse_rewards({"judge": {"type": "first_error", "backend": backend, **NEEDS.get(backend, {}),
-                                        **extra}})[0].settings
+    settings = parse_rewards({"judge": {"type": "first_error", "backend": backend, **NEEDS.get(backend, {}), **extra}})[
+        0
+    ].settings
     recording, reads = _recording(settings)
     component = FirstErrorReward(recording, name="judge")
     batch = RewardBatch.from_texts(CASES, ["Janet has 3 and 4 apples, then doubles them. How many?"] * 4, [GOLD] * 4)

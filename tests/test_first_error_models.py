@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from procrl.launch.cli import main
-from procrl.models.loading import TOKENIZER_ASSET, TINY_MODEL
+from procrl.models.loading import TINY_MODEL, TOKENIZER_ASSET
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.hf import HFJudge
@@ -33,7 +33,9 @@ ITEMS = [
 
 
 def test_hf_judge_on_the_tiny_model_counts_missing_verdicts_and_never_raises():
-    mix = RewardMix(parse_rewards({"first_error": {"backend": "hf", "model": TINY_MODEL, "max_tokens": 8, "batch_size": 2}}))
+    mix = RewardMix(
+        parse_rewards({"first_error": {"backend": "hf", "model": TINY_MODEL, "max_tokens": 8, "batch_size": 2}})
+    )
     assert mix.components["first_error"].needs_model() == TINY_MODEL
     output = mix.compute("first_error", RewardBatch.from_texts(COMPLETIONS, ["q"] * 3))
     assert len(output.scores) == 3 and "exception" not in output.failures
@@ -70,9 +72,17 @@ def _tiny_prm(directory, positive_bias: float | None = None, seed: int = 0):
     tokenizer = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
     tokenizer.add_special_tokens({"additional_special_tokens": ["<extra_0>"]})
     torch.manual_seed(seed)
-    config = Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=1, num_labels=2,
-                         pad_token_id=tokenizer.pad_token_id, architectures=["Qwen2ForTokenClassification"])
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        num_labels=2,
+        pad_token_id=tokenizer.pad_token_id,
+        architectures=["Qwen2ForTokenClassification"],
+    )
     model = Qwen2ForTokenClassification(config)
     if positive_bias is not None:
         with torch.no_grad():
@@ -89,7 +99,9 @@ def test_prm_reads_the_positive_class_at_each_separator(tmp_path):
     verdicts = judge.judge_sync(ITEMS)
     for item, verdict in zip(ITEMS, verdicts):
         assert verdict.ok and verdict.index == -1
-        assert verdict.step_probabilities == pytest.approx([torch.sigmoid(torch.tensor(2.0)).item()] * len(item.steps), abs=1e-5)
+        assert verdict.step_probabilities == pytest.approx(
+            [torch.sigmoid(torch.tensor(2.0)).item()] * len(item.steps), abs=1e-5
+        )
     strict = PRMJudge(PRMSettings(model=path, threshold=0.9)).judge_sync(ITEMS)
     assert [v.index for v in strict] == [0, 0, 0]
 
@@ -119,11 +131,15 @@ def test_prm_component_and_eval_judge_threshold_sweep(tmp_path, capsys):
     assert output.details[0]["step_probabilities"] == [0.5, 0.5]
 
     data = tmp_path / "pb.json"
-    data.write_text(json.dumps([
-        {"problem": "q1", "steps": ["a", "b"], "label": -1},
-        {"problem": "q2", "steps": ["a", "b"], "label": 0},
-        {"problem": "q3", "steps": ["a"], "label": -1},
-    ]))
+    data.write_text(
+        json.dumps(
+            [
+                {"problem": "q1", "steps": ["a", "b"], "label": -1},
+                {"problem": "q2", "steps": ["a", "b"], "label": 0},
+                {"problem": "q3", "steps": ["a"], "label": -1},
+            ]
+        )
+    )
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(
         "recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\ndata: {dataset: synthetic}\n"

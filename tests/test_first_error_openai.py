@@ -35,7 +35,9 @@ def responder(prompt: str, attempt: int) -> Reply:
     if case == "wrong-shape":
         return Reply(body=b'{"result": "no choices here"}')
     if case == "reasoning-content":  # a reasoning server: the reply is in reasoning_content
-        return Reply(body=json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "\\boxed{1}"}}]}).encode())
+        return Reply(
+            body=json.dumps({"choices": [{"message": {"content": None, "reasoning_content": "\\boxed{1}"}}]}).encode()
+        )
     if case == "no-box":
         return Reply("The earliest mistake is in step 1.")
     if case == "slow":
@@ -54,8 +56,15 @@ def server():
 
 
 def _mix(base_url: str, **settings):
-    spec = {"backend": "openai", "model": "judge", "base_url": base_url, "backoff_s": 0.01, "timeout_s": 0.5,
-            "max_retries": 2, **settings}
+    spec = {
+        "backend": "openai",
+        "model": "judge",
+        "base_url": base_url,
+        "backoff_s": 0.01,
+        "timeout_s": 0.5,
+        "max_retries": 2,
+        **settings,
+    }
     return RewardMix(parse_rewards({"first_error": spec}))
 
 
@@ -64,11 +73,37 @@ def _batch(cases: list[str], golds=None) -> RewardBatch:
 
 
 def test_scripted_verdicts_failures_retries_and_fallback(server):
-    cases = ["box-1", "box--1", "500-then-ok", "429-then-ok", "always-503", "404", "malformed", "wrong-shape",
-             "no-box", "slow", "slow-once", "box-7"]
-    mix = RewardMix(parse_rewards({"first_error": {
-        "backend": "openai", "model": "judge", "base_url": server.base_url, "backoff_s": 0.01, "timeout_s": 0.5,
-        "max_retries": 2, "fallback": -0.25, "categories": True, "penalty": "position"}}))
+    cases = [
+        "box-1",
+        "box--1",
+        "500-then-ok",
+        "429-then-ok",
+        "always-503",
+        "404",
+        "malformed",
+        "wrong-shape",
+        "no-box",
+        "slow",
+        "slow-once",
+        "box-7",
+    ]
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "first_error": {
+                    "backend": "openai",
+                    "model": "judge",
+                    "base_url": server.base_url,
+                    "backoff_s": 0.01,
+                    "timeout_s": 0.5,
+                    "max_retries": 2,
+                    "fallback": -0.25,
+                    "categories": True,
+                    "penalty": "position",
+                }
+            }
+        )
+    )
     output = mix.compute("first_error", _batch(cases))  # must not raise
     details = {case: d for case, d in zip(cases, output.details)}
     scores = dict(zip(cases, output.scores))
@@ -94,8 +129,15 @@ def test_scripted_verdicts_failures_retries_and_fallback(server):
     expected = {"http_error": 2, "bad_response": 2, "no_verdict": 1, "timeout": 1, "out_of_range": 1}
     assert {k: v for k, v in output.failures.items() if v} == expected
     assert set(FAILURE_KINDS) <= set(output.failures)
-    for case, kind in [("always-503", "http_error"), ("404", "http_error"), ("malformed", "bad_response"),
-                       ("wrong-shape", "bad_response"), ("no-box", "no_verdict"), ("slow", "timeout"), ("box-7", "out_of_range")]:
+    for case, kind in [
+        ("always-503", "http_error"),
+        ("404", "http_error"),
+        ("malformed", "bad_response"),
+        ("wrong-shape", "bad_response"),
+        ("no-box", "no_verdict"),
+        ("slow", "timeout"),
+        ("box-7", "out_of_range"),
+    ]:
         assert details[case]["verdict"] == kind and details[case]["index"] is None
         assert scores[case] == -0.25
     assert output.metrics["no_verdict_fraction"] == pytest.approx(1 / 12)
@@ -155,8 +197,16 @@ def test_trl_reward_function_is_async_and_logs_failure_counts(server):
     assert asyncio.iscoroutinefunction(reward)
     logged = {}
     prompts = ["Question CASE box-1", "Question CASE no-box"]
-    values = asyncio.run(reward(prompts=prompts, completions=[COMPLETION] * 2, completion_ids=None,
-                                question=prompts, answer=["13", "13"], log_metric=logged.__setitem__))
+    values = asyncio.run(
+        reward(
+            prompts=prompts,
+            completions=[COMPLETION] * 2,
+            completion_ids=None,
+            question=prompts,
+            answer=["13", "13"],
+            log_metric=logged.__setitem__,
+        )
+    )
     assert values == [-1.0, None]  # flat penalty (the default); None: TRL's no opinion, resolved after the gather
     assert logged["rewards/first_error/failures/no_verdict"] == 1.0
     assert logged["rewards/first_error/failures/timeout"] == 0.0  # zeros are logged too
@@ -183,7 +233,14 @@ def test_eval_judge_against_the_server(server, tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["acc_err"] == 0.5 and report["acc_cor"] == 0.5 and report["f1"] == pytest.approx(0.5)
     assert report["no_verdict"] == 1 and report["failures"]["no_verdict"] == 1
-    assert report["confusion"]["error_by_label"]["1"] == {"n": 2, "exact": 1, "early": 1, "late": 0, "missed": 0, "no_verdict": 0}
+    assert report["confusion"]["error_by_label"]["1"] == {
+        "n": 2,
+        "exact": 1,
+        "early": 1,
+        "late": 0,
+        "missed": 0,
+        "no_verdict": 0,
+    }
 
 
 def test_reply_in_reasoning_content_is_read(server):

@@ -19,12 +19,21 @@ def test_tiny_grpo_logs_first_error_reward_and_failure_counts(tmp_path):
     output_dir = tmp_path / "run"
     env = {**os.environ, "WANDB_MODE": "offline"}
     command = [
-        sys.executable, "-m", "procrl", "train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
-        "--output-dir", str(output_dir),
-        "--set", "rewards.first_error.weight=0.5",
-        "--set", "rewards.first_error.backend=arithmetic",
-        "--set", "trainer.max_steps=3",
-        "--set", "trainer.save_steps=100",
+        sys.executable,
+        "-m",
+        "procrl",
+        "train",
+        str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+        "--output-dir",
+        str(output_dir),
+        "--set",
+        "rewards.first_error.weight=0.5",
+        "--set",
+        "rewards.first_error.backend=arithmetic",
+        "--set",
+        "trainer.max_steps=3",
+        "--set",
+        "trainer.save_steps=100",
     ]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -28,7 +28,9 @@ def test_process_reward_up_while_accuracy_down_is_flagged_and_each_alone_is_not(
 def test_missing_measurements_never_raise_a_flag():
     start = Behaviour(steps=None, length=200.0, process_reward=None, accuracy=0.5)
     assert suspicions(start, Behaviour(None, 150.0, 1.0, 0.1)) == []
-    assert mean_behaviour([Behaviour(None, 10.0, None, 1.0), Behaviour(2.0, 30.0, None, 0.0)]) == Behaviour(2.0, 20.0, None, 0.5)
+    assert mean_behaviour([Behaviour(None, 10.0, None, 1.0), Behaviour(2.0, 30.0, None, 0.0)]) == Behaviour(
+        2.0, 20.0, None, 0.5
+    )
 
 
 def test_tracker_compares_the_first_window_with_the_latest():

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.launch import cli
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
+from procrl.launch import cli
 from procrl.recipe import load_recipe
 from procrl.rewards import RewardBatch, RewardMix
 from procrl.trainers.held_out import OutcomeCollector, held_out_metrics
@@ -24,15 +24,22 @@ from tests.helpers.training import STEP_REWARD
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
-EVAL_KEYS = ("eval_answer_accuracy", "eval_answer_accuracy_stderr", "eval_reasoning_aware_accuracy",
-             "eval_reasoning_aware_accuracy_stderr", "eval_inflation", "eval_inflation_stderr", "eval_problems")
+EVAL_KEYS = (
+    "eval_answer_accuracy",
+    "eval_answer_accuracy_stderr",
+    "eval_reasoning_aware_accuracy",
+    "eval_reasoning_aware_accuracy_stderr",
+    "eval_inflation",
+    "eval_inflation_stderr",
+    "eval_problems",
+)
 
 
 def _slip_first_note(solution: str) -> str:
     """The same solution with the first calculator result off by one (an arithmetic slip in step 0)."""
     match = re.search(r"=(-?\d+)>>(-?\d+)", solution)
     wrong = int(match.group(1)) + 1
-    return solution[: match.start()] + f"={wrong}>>{wrong}" + solution[match.end():]
+    return solution[: match.start()] + f"={wrong}>>{wrong}" + solution[match.end() :]
 
 
 def test_held_out_metrics_from_scored_batches():
@@ -49,8 +56,9 @@ def test_held_out_metrics_from_scored_batches():
         (p1, p1["answer"]),  # right, sound
         (p2, p2["answer"].rsplit("####", 1)[0] + f"#### {gold2 + 5}"),  # wrong answer
     ]
-    mix.score_all(RewardBatch.from_texts([c for _, c in rows], [p["question"] for p, _ in rows],
-                                         [p["answer"] for p, _ in rows]))
+    mix.score_all(
+        RewardBatch.from_texts([c for _, c in rows], [p["question"] for p, _ in rows], [p["answer"] for p, _ in rows])
+    )
     metrics = held_out_metrics(collector.rows, judged=collector.judged)
     assert metrics["problems"] == 3 and metrics["completions"] == 4
     # per problem: right 2/2, 1/1, 0/1; sound 1/2, 1/1, 0/1
@@ -78,7 +86,9 @@ def test_recipe_refuses_evaluating_on_training_data(tmp_path):
     with pytest.raises(ConfigError, match="data.eval_dataset: data.dataset is a local file"):
         load_recipe(TINY, [f"data.dataset={train_file}", "trainer.eval_steps=5"])
     load_recipe(TINY, [f"data.dataset={train_file}"])  # no evaluation, no held-out data needed
-    recipe = load_recipe(TINY, [f"data.dataset={train_file}", "trainer.eval_steps=5", f"data.eval_dataset={train_file}"])
+    recipe = load_recipe(
+        TINY, [f"data.dataset={train_file}", "trainer.eval_steps=5", f"data.eval_dataset={train_file}"]
+    )
     assert recipe.data.eval_dataset == str(train_file)  # another file than train.jsonl in practice; the user's call
     with pytest.raises(ConfigError, match="data.eval_limit: must be >= 1"):
         load_recipe(TINY, ["data.eval_limit=0"])
@@ -101,18 +111,44 @@ def _eval_records(output_dir: Path) -> list[dict]:
     return [h for h in _log_history(output_dir) if "eval_answer_accuracy" in h]
 
 
-COMMON = ["--set", "trainer.max_steps=2", "--set", "trainer.eval_steps=2", "--set", "data.eval_limit=2",
-          "--set", "trainer.save_steps=100", "--set", "trainer.max_completion_length=12",
-          "--set", "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}"]
+COMMON = [
+    "--set",
+    "trainer.max_steps=2",
+    "--set",
+    "trainer.eval_steps=2",
+    "--set",
+    "data.eval_limit=2",
+    "--set",
+    "trainer.save_steps=100",
+    "--set",
+    "trainer.max_completion_length=12",
+    "--set",
+    "rewards.judge={type: first_error, backend: arithmetic, weight: 0.1}",
+]
 
 
 def test_grpo_logs_held_out_accuracy_to_trainer_state_and_wandb(tmp_path):
     from tests.helpers.wandb_records import read_records
 
-    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_DIR": str(tmp_path), "PYTHONPATH": str(REPO),
-           "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "procrl", "train", str(TINY), "--output-dir", str(tmp_path / "run"),
-               "--set", "trainer.report_to=wandb", *COMMON]
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "WANDB_DIR": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "OMP_NUM_THREADS": "1",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "procrl",
+        "train",
+        str(TINY),
+        "--output-dir",
+        str(tmp_path / "run"),
+        "--set",
+        "trainer.report_to=wandb",
+        *COMMON,
+    ]
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
 
@@ -133,8 +169,13 @@ def test_grpo_logs_held_out_accuracy_to_trainer_state_and_wandb(tmp_path):
     for entry in read_records(run_file):
         if entry.WhichOneof("record_type") == "history":
             logged.update(item.key or "/".join(item.nested_key) for item in entry.history.item)
-    for key in ("eval/answer_accuracy", "eval/answer_accuracy_stderr", "eval/reasoning_aware_accuracy",
-                "eval/inflation", "eval/pass@4"):
+    for key in (
+        "eval/answer_accuracy",
+        "eval/answer_accuracy_stderr",
+        "eval/reasoning_aware_accuracy",
+        "eval/inflation",
+        "eval/pass@4",
+    ):
         assert key in logged, sorted(k for k in logged if k.startswith("eval/"))
 
 
@@ -143,8 +184,14 @@ def test_grpo_logs_held_out_accuracy_to_trainer_state_and_wandb(tmp_path):
 def test_process_grpo_and_ppo_log_held_out_accuracy(tmp_path, variant):
     extra = {
         "process_grpo": ["--set", "trainer.credit=process"],
-        "ppo": ["--set", "trainer.algorithm=ppo", "--set", "trainer.credit=process",
-                "--set", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}"],
+        "ppo": [
+            "--set",
+            "trainer.algorithm=ppo",
+            "--set",
+            "trainer.credit=process",
+            "--set",
+            f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+        ],
     }[variant]
     code = cli.main(["train", str(TINY), "--output-dir", str(tmp_path / "run"), *COMMON, *extra])
     assert code == 0
@@ -154,5 +201,7 @@ def test_process_grpo_and_ppo_log_held_out_accuracy(tmp_path, variant):
     # GRPO samples num_generations_eval (4) completions per held-out prompt, PPO one
     assert record["eval_problems"] == 2
     assert record["eval_completions"] == (2 if variant == "ppo" else 8)
-    assert record["eval_inflation"] == pytest.approx(record["eval_answer_accuracy"] - record["eval_reasoning_aware_accuracy"])
+    assert record["eval_inflation"] == pytest.approx(
+        record["eval_answer_accuracy"] - record["eval_reasoning_aware_accuracy"]
+    )
     assert "eval_rewards/judge/mean" in record

@@ -11,7 +11,6 @@ import sysconfig
 from pathlib import Path
 
 import pytest
-from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, write_recipe
 
 import procrl_recipe_hook
 from procrl.core.config import ConfigError
@@ -27,6 +26,7 @@ from procrl.launch.accelerate import (
     train_command,
 )
 from procrl.recipe import load_recipe
+from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, write_recipe
 
 LAUNCH_CONFIGS = ["single_gpu", "ddp", "zero2", "zero3", "zero3_offload", "multinode_zero3"]
 
@@ -66,8 +66,15 @@ def test_train_command_passes_recipe_overrides_and_resume():
     recipe = load_recipe(TINY_RECIPE)
     assert not needs_launcher(recipe)
     command = train_command(recipe, TINY_RECIPE, ["trainer.max_steps=2"], "out", True, ["--num_processes", "2"])
-    assert command[command.index("-m", 3):] == [
-        "-m", "procrl.run", TINY_RECIPE, "--set", "trainer.max_steps=2", "--output-dir", "out", "--resume",
+    assert command[command.index("-m", 3) :] == [
+        "-m",
+        "procrl.run",
+        TINY_RECIPE,
+        "--set",
+        "trainer.max_steps=2",
+        "--output-dir",
+        "out",
+        "--resume",
     ]
 
 
@@ -81,9 +88,14 @@ def test_config_file_is_found_relative_to_the_recipe_parents(tmp_path, monkeypat
 
 def test_unknown_train_flags_are_refused_with_one_line():
     assert split_launch_args(["--num_processes", "2", "--mixed_precision", "no"]) == [
-        "--num_processes", "2", "--mixed_precision", "no",
+        "--num_processes",
+        "2",
+        "--mixed_precision",
+        "no",
     ]
-    with pytest.raises(ConfigError, match="--no-such-flag: neither a procrl train option nor an accelerate launch flag"):
+    with pytest.raises(
+        ConfigError, match="--no-such-flag: neither a procrl train option nor an accelerate launch flag"
+    ):
         split_launch_args(["--no-such-flag"])
 
 
@@ -116,8 +128,12 @@ def test_launch_configs_parse_with_accelerate(name):
 
     config = load_config_from_file(str(REPO / "launch" / "accelerate" / f"{name}.yaml"))
     expected = {
-        "single_gpu": ("NO", None), "ddp": ("MULTI_GPU", None), "zero2": ("DEEPSPEED", 2), "zero3": ("DEEPSPEED", 3),
-        "zero3_offload": ("DEEPSPEED", 3), "multinode_zero3": ("DEEPSPEED", 3),
+        "single_gpu": ("NO", None),
+        "ddp": ("MULTI_GPU", None),
+        "zero2": ("DEEPSPEED", 2),
+        "zero3": ("DEEPSPEED", 3),
+        "zero3_offload": ("DEEPSPEED", 3),
+        "multinode_zero3": ("DEEPSPEED", 3),
     }[name]
     assert str(config.distributed_type).split(".")[-1] == expected[0]
     stage = (config.deepspeed_config or {}).get("zero_stage")
@@ -136,7 +152,7 @@ def test_marker_scan_needs_a_top_level_marker_line(tmp_path):
     cases = {
         "recipe: procrl/v1\nmodel: {name_or_path: x}\n": True,
         "# comment\nrecipe: 'procrl/v1'  # marker\n": True,
-        "recipe: \"procrl/v1\"\n": True,
+        'recipe: "procrl/v1"\n': True,
         "config:\n  recipe: procrl/v1\n": False,  # nested: not a recipe
         "# recipe: procrl/v1\nname: x\n": False,
         "recipe: procrl/v2\n": False,
@@ -159,8 +175,14 @@ def test_pth_file_is_installed_in_site_packages():
 
 
 def _imports(argv: list[str], tmp_path: Path) -> tuple[set[str], subprocess.CompletedProcess]:
-    done = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True, text=True,
-                          env=launch_env(tmp_path), cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *argv],
+        capture_output=True,
+        text=True,
+        env=launch_env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
     modules = set()
     for line in done.stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -202,8 +224,14 @@ def bare_python(tmp_path_factory) -> str:
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(directory)], check=True, timeout=120)
     python = directory / "bin" / "python"
-    probe = subprocess.run([str(python), "-c", "import importlib.util as u; print(u.find_spec('procrl_recipe_hook'))"],
-                           capture_output=True, text=True, check=True, cwd=directory, env=_clean_env())
+    probe = subprocess.run(
+        [str(python), "-c", "import importlib.util as u; print(u.find_spec('procrl_recipe_hook'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=directory,
+        env=_clean_env(),
+    )
     assert probe.stdout.strip() == "None"
     return str(python)
 
@@ -232,8 +260,9 @@ def test_non_recipe_yaml_fails_exactly_as_without_procrl(name, tmp_path, bare_py
 def test_hook_reports_an_invalid_recipe_in_one_line_with_status_2(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("recipe: procrl/v1\nmodle: {name_or_path: x}\n")
-    done = subprocess.run([sys.executable, str(bad)], capture_output=True, text=True, env=launch_env(tmp_path),
-                          cwd=tmp_path, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(bad)], capture_output=True, text=True, env=launch_env(tmp_path), cwd=tmp_path, timeout=120
+    )
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "procrl: error: modle: unknown key (did you mean 'model'?); top-level keys: recipe, description, "
@@ -243,8 +272,14 @@ def test_hook_reports_an_invalid_recipe_in_one_line_with_status_2(tmp_path):
 
 def test_hook_can_be_switched_off(tmp_path):
     recipe = write_recipe(tmp_path / "r.yaml")
-    done = subprocess.run([sys.executable, str(recipe)], capture_output=True, text=True,
-                          env=launch_env(tmp_path, PROCRL_RECIPE_HOOK="0"), cwd=tmp_path, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(recipe)],
+        capture_output=True,
+        text=True,
+        env=launch_env(tmp_path, PROCRL_RECIPE_HOOK="0"),
+        cwd=tmp_path,
+        timeout=60,
+    )
     # Python runs the YAML as code (and fails on its first line that is not valid Python)
     assert done.returncode == 1 and "SyntaxError" in done.stderr and "procrl" not in done.stderr.lower()
 
@@ -283,18 +318,37 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
 
     script = REPO / "launch" / "slurm" / "train_multinode.sbatch"
     assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
-    env = launch_env(tmp_path, DRY_RUN="1", PROCRL_NODES="n1 n2 n3 n4", VLLM_NODES="1", JUDGE_NODES="1",
-                     JUDGE_CMD="vllm serve judge --port 8000", VLLM_MODEL="Qwen/Qwen2.5-7B-Instruct", PYTHON="python")
-    done = subprocess.run(["bash", str(script), "recipes/gsm8k_trace.yaml", "--set", "trainer.max_steps=3"],
-                          capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
+    env = launch_env(
+        tmp_path,
+        DRY_RUN="1",
+        PROCRL_NODES="n1 n2 n3 n4",
+        VLLM_NODES="1",
+        JUDGE_NODES="1",
+        JUDGE_CMD="vllm serve judge --port 8000",
+        VLLM_MODEL="Qwen/Qwen2.5-7B-Instruct",
+        PYTHON="python",
+    )
+    done = subprocess.run(
+        ["bash", str(script), "recipes/gsm8k_trace.yaml", "--set", "trainer.max_steps=3"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     lines = [shlex.split(line) for line in done.stdout.strip().splitlines()]
     serve, judge, *train = lines
     assert serve[:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "n3"]
     # what TRL's VLLMClient needs of the server (trl.scripts.vllm_serve.build_command), no data parallelism
     assert serve[5:7] == ["env", "VLLM_SERVER_DEV_MODE=1"] and "serve" in serve and "Qwen/Qwen2.5-7B-Instruct" in serve
-    for flag, value in (("--weight-transfer-config", '{"backend": "nccl"}'), ("--logprobs-mode", "processed_logprobs"),
-                        ("--max-logprobs", "-1"), ("--tensor-parallel-size", "1"), ("--port", "8000")):
+    for flag, value in (
+        ("--weight-transfer-config", '{"backend": "nccl"}'),
+        ("--logprobs-mode", "processed_logprobs"),
+        ("--max-logprobs", "-1"),
+        ("--tensor-parallel-size", "1"),
+        ("--port", "8000"),
+    ):
         assert serve[serve.index(flag) + 1] == value, flag
     assert "--data-parallel-size" not in serve and "--data_parallel_size" not in serve
     assert judge[4] == "n4" and judge[-1] == "vllm serve judge --port 8000"
@@ -306,11 +360,24 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
         assert (args.main_process_ip, args.config_file) == ("n1", "launch/accelerate/multinode_zero3.yaml")
         assert args.module and args.training_script == "procrl.run"
         assert args.training_script_args == [
-            "recipes/gsm8k_trace.yaml", "--set", "trainer.vllm_mode=server",
-            "--set", "trainer.vllm_server_base_url=http://n3:8000",
-            "--set", "rewards.first_error.backend=openai", "--set", "rewards.first_error.base_url=http://n4:8000/v1",
-            "--set", "trainer.max_steps=3",
+            "recipes/gsm8k_trace.yaml",
+            "--set",
+            "trainer.vllm_mode=server",
+            "--set",
+            "trainer.vllm_server_base_url=http://n3:8000",
+            "--set",
+            "rewards.first_error.backend=openai",
+            "--set",
+            "rewards.first_error.base_url=http://n4:8000/v1",
+            "--set",
+            "trainer.max_steps=3",
         ]
-    too_few = subprocess.run(["bash", str(script), "recipes/gsm8k_trace.yaml"], capture_output=True, text=True,
-                             env={**env, "PROCRL_NODES": "n1 n2"}, cwd=REPO, timeout=60)
+    too_few = subprocess.run(
+        ["bash", str(script), "recipes/gsm8k_trace.yaml"],
+        capture_output=True,
+        text=True,
+        env={**env, "PROCRL_NODES": "n1 n2"},
+        cwd=REPO,
+        timeout=60,
+    )
     assert too_few.returncode == 2 and "leave none for training" in too_few.stderr

@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import pytest
-from tests.helpers.launch import REPO
 
 from procrl.launch.cli import main as procrl_main
 from procrl.launch.plan import GIB, estimate_memory, model_architecture, plan
 from procrl.models.parameters import KNOWN_ARCHITECTURES, count_lora_parameters, count_parameters
 from procrl.recipe import load_recipe
+from tests.helpers.launch import REPO
 
-SMALL = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 2}
+SMALL = {
+    "vocab_size": 96,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 
 
 def test_model_architecture_finds_the_known_table_offline():
@@ -63,8 +69,12 @@ def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
     model(input_ids=ids, labels=ids).loss.backward()
     gradients = sum(p.grad.numel() * p.grad.element_size() for p in trained)
     optimizer.step()
-    moments = sum(v.numel() * v.element_size() for state in optimizer.state.values()
-                  for k, v in state.items() if k in ("exp_avg", "exp_avg_sq"))
+    moments = sum(
+        v.numel() * v.element_size()
+        for state in optimizer.state.values()
+        for k, v in state.items()
+        if k in ("exp_avg", "exp_avg_sq")
+    )
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
 
     values = config.to_dict()
@@ -94,8 +104,12 @@ def test_plan_of_the_7b_recipes_without_gpu_or_network():
     total = float(memory["total"].split()[0])
     assert total == pytest.approx(7.6156e9 * 18 / 8 / GIB + 184e6 * 4 / GIB, abs=0.06)
     assert memory["reward_models"]["trace"].startswith("0.7 GiB (hyyangkisti/TRACE-DeBERTa-v3-base")
-    lora = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml",
-                            ["model.lora.r=16", "launch.config_file=launch/accelerate/zero2.yaml"]))
+    lora = plan(
+        load_recipe(
+            REPO / "recipes" / "gsm8k_trace.yaml",
+            ["model.lora.r=16", "launch.config_file=launch/accelerate/zero2.yaml"],
+        )
+    )
     assert lora["zero_stage"] == "ZeRO-2" and "LoRA r=16" in lora["trainable_parameters"]
     assert "reference_model" not in lora["memory_per_gpu"]  # TRL disables the adapter instead
 
@@ -104,9 +118,18 @@ def test_plan_of_the_7b_recipes_without_gpu_or_network():
 def test_procrl_check_on_the_7b_recipes_exits_0_and_prints_the_plan(name, capsys):
     assert procrl_main(["check", str(REPO / "recipes" / f"{name}.yaml")]) == 0
     out = capsys.readouterr().out
-    for expected in ("num_processes                8", "per_device_train_batch_size  8", "num_generations              8",
-                     "effective_batch_completions  256", "gradient_accumulation_steps  4", "zero_stage", "ZeRO-3",
-                     "optimizer_states", "7.62B", "zero3.yaml --num_processes 8 -m procrl.run"):
+    for expected in (
+        "num_processes                8",
+        "per_device_train_batch_size  8",
+        "num_generations              8",
+        "effective_batch_completions  256",
+        "gradient_accumulation_steps  4",
+        "zero_stage",
+        "ZeRO-3",
+        "optimizer_states",
+        "7.62B",
+        "zero3.yaml --num_processes 8 -m procrl.run",
+    ):
         assert expected in out, expected
 
 
@@ -120,8 +143,11 @@ def test_ppo_plan_adds_the_critic():
     policy_total = float(plan(policy)["memory_per_gpu"]["total"].split()[0])
     assert float(memory["total"].split()[0]) == pytest.approx(policy_total + critic * 16 / 8 / GIB, abs=0.1)
     # a value head on the policy adds (almost) nothing
-    shared = plan(load_recipe(REPO / "recipes" / "gsm8k_trace.yaml",
-                              ["trainer.algorithm=ppo", "trainer.value_head_on_policy=true"]))["memory_per_gpu"]
+    shared = plan(
+        load_recipe(
+            REPO / "recipes" / "gsm8k_trace.yaml", ["trainer.algorithm=ppo", "trainer.value_head_on_policy=true"]
+        )
+    )["memory_per_gpu"]
     assert "negligible" in shared["value_model"] and shared["total"] == plan(policy)["memory_per_gpu"]["total"]
 
 
@@ -134,7 +160,9 @@ def test_plan_says_how_rollouts_are_generated(monkeypatch):
     monkeypatch.setattr(trl_imports, "is_vllm_available", lambda *a, **k: False)  # also where vLLM is installed
     colocate = plan(load_recipe(REPO / "recipes" / "gsm8k_ppo_process.yaml"))["generation"]
     assert colocate.startswith("vLLM colocate") and "not installed here" in colocate
-    server = plan(load_recipe(tiny, ["trainer.use_vllm=true", "trainer.vllm_mode=server",
-                                     "trainer.vllm_server_base_url=http://n3:8000"]))["generation"]
+    server = plan(
+        load_recipe(
+            tiny, ["trainer.use_vllm=true", "trainer.vllm_mode=server", "trainer.vllm_server_base_url=http://n3:8000"]
+        )
+    )["generation"]
     assert server.startswith("vLLM server (server at http://n3:8000)")
-

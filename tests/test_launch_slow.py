@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
@@ -27,17 +26,45 @@ pytestmark = pytest.mark.slow
 
 def test_accelerate_launch_recipe_single_process_then_resume_continues_the_step_count(tmp_path):
     out = tmp_path / "run"
-    first = run_command([*accelerate(), "launch", TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=2",
-                         "--set", "trainer.save_steps=2", "--set", "trainer.report_to=wandb"], tmp_path)
+    first = run_command(
+        [
+            *accelerate(),
+            "launch",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=2",
+            "--set",
+            "trainer.save_steps=2",
+            "--set",
+            "trainer.report_to=wandb",
+        ],
+        tmp_path,
+    )
     assert first.returncode == 0, first.output
     info = read_run_info(out)
     assert (info["world_size"], info["distributed_type"], info["deepspeed_stage"]) == (1, "NO", None)
     assert (out / "checkpoint-2").is_dir() and read_trainer_state(out)["global_step"] == 2
     run_id = (out / "wandb_run_id").read_text().strip()
 
-    resumed = run_command([*procrl(), "train", TINY_RECIPE, "--output-dir", out, "--resume",
-                           "--set", "trainer.max_steps=4", "--set", "trainer.save_steps=2",
-                           "--set", "trainer.report_to=wandb"], tmp_path)
+    resumed = run_command(
+        [
+            *procrl(),
+            "train",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--resume",
+            "--set",
+            "trainer.max_steps=4",
+            "--set",
+            "trainer.save_steps=2",
+            "--set",
+            "trainer.report_to=wandb",
+        ],
+        tmp_path,
+    )
     assert resumed.returncode == 0, resumed.output
     assert f"procrl: resuming from {out / 'checkpoint-2'} (global step 2)" in resumed.stderr
     state = read_trainer_state(out)
@@ -54,8 +81,21 @@ def test_accelerate_launch_recipe_single_process_then_resume_continues_the_step_
 
 def test_accelerate_launch_multi_gpu_two_cpu_processes(tmp_path):
     out = tmp_path / "ddp"
-    result = run_command([*accelerate(), "launch", "--multi_gpu", "--num_processes", "2", TINY_RECIPE,
-                          "--output-dir", out, "--set", "trainer.max_steps=2"], tmp_path)
+    result = run_command(
+        [
+            *accelerate(),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=2",
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.output
     info = read_run_info(out)
     assert (info["world_size"], info["distributed_type"]) == (2, "MULTI_CPU")
@@ -65,9 +105,22 @@ def test_accelerate_launch_multi_gpu_two_cpu_processes(tmp_path):
 @pytest.mark.parametrize("stage", [2, 3])
 def test_accelerate_launch_deepspeed_zero(stage, tmp_path):
     out = tmp_path / f"zero{stage}"
-    result = run_command([*accelerate(), "launch", "--config_file", f"launch/accelerate/zero{stage}.yaml",
-                          "--num_processes", "2", TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=1"],
-                         tmp_path)
+    result = run_command(
+        [
+            *accelerate(),
+            "launch",
+            "--config_file",
+            f"launch/accelerate/zero{stage}.yaml",
+            "--num_processes",
+            "2",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=1",
+        ],
+        tmp_path,
+    )
     assert result.returncode == 0, result.output
     info = read_run_info(out)
     assert (info["world_size"], info["distributed_type"], info["deepspeed_stage"]) == (2, "DEEPSPEED", stage)
@@ -86,8 +139,9 @@ def test_recipe_launch_section_is_honoured_by_a_bare_accelerate_launch(tmp_path)
     (the same path `procrl train RECIPE` takes)."""
     recipe = write_recipe(tmp_path / "two.yaml", launch={"num_processes": 2})
     out = tmp_path / "two"
-    result = run_command([*accelerate(), "launch", recipe, "--output-dir", out, "--set", "trainer.max_steps=1"],
-                         tmp_path)
+    result = run_command(
+        [*accelerate(), "launch", recipe, "--output-dir", out, "--set", "trainer.max_steps=1"], tmp_path
+    )
     assert result.returncode == 0, result.output
     assert "procrl: launching" in result.stderr and "--num_processes 2 --multi_gpu" in result.stderr
     assert read_run_info(out)["world_size"] == 2

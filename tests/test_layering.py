@@ -7,7 +7,11 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "procrl"
 LAYERS = ["core", "data", "models", "rewards", "recipe", "observe", "trainers", "evaluation", "launch"]
-LAYER_OF_MODULE = {"procrl": 0, "procrl.testing": 0, "procrl.testing.openai_server": 0}  # test double: imports no procrl
+LAYER_OF_MODULE = {
+    "procrl": 0,
+    "procrl.testing": 0,
+    "procrl.testing.openai_server": 0,
+}  # test double: imports no procrl
 # Thin entry points at public paths (``python -m procrl``, ``python -m procrl.run``): they may import
 # any layer, and nothing in procrl imports them. (procrl.rewards, the custom rewards' import, re-exports
 # its own layer and core only: an ordinary rewards module here.)
@@ -32,7 +36,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets |= {base} | {f"{base}.{alias.name}" for alias in node.names}
     resolved = set()
     for target in targets:
@@ -47,7 +53,9 @@ def _layer(name: str) -> int:
     if name in LAYER_OF_MODULE:
         return LAYER_OF_MODULE[name]
     parts = name.split(".")
-    assert len(parts) > 1 and parts[1] in LAYERS, f"{name} lies in no layer: move it into one of procrl/{{{','.join(LAYERS)}}}/"
+    assert len(parts) > 1 and parts[1] in LAYERS, (
+        f"{name} lies in no layer: move it into one of procrl/{{{','.join(LAYERS)}}}/"
+    )
     return LAYERS.index(parts[1])
 
 
@@ -57,9 +65,13 @@ def _graph() -> dict[str, set[str]]:
 
 
 def test_modules_import_only_their_layer_or_below():
-    upward = [f"{name} ({LAYERS[_layer(name)]}) imports {target} ({LAYERS[_layer(target)]})"
-              for name, targets in sorted(_graph().items()) if name not in SHIMS
-              for target in sorted(targets) if target in SHIMS or _layer(target) > _layer(name)]
+    upward = [
+        f"{name} ({LAYERS[_layer(name)]}) imports {target} ({LAYERS[_layer(target)]})"
+        for name, targets in sorted(_graph().items())
+        if name not in SHIMS
+        for target in sorted(targets)
+        if target in SHIMS or _layer(target) > _layer(name)
+    ]
     assert not upward, "imports against the layers (a shim counts as above everything):\n" + "\n".join(upward)
 
 

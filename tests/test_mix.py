@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random
 from dataclasses import dataclass
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from procrl.core.config import field
 from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
 from procrl.rewards.registry import REWARDS
-
 
 # --- components used as recipe types in these tests (importable as tests.test_mix:...) ---
 
@@ -69,8 +67,13 @@ def mix_of(rewards):
 def trl_call(mix, completions, answers):
     """Call every adapter the way TRL's _calculate_rewards does (same list object for all)."""
     metrics = {}
-    kwargs = dict(answer=answers, question=["q"] * len(completions), trainer_state=None,
-                  log_extra=lambda column, values: None, log_metric=lambda name, value: metrics.__setitem__(name, value))
+    kwargs = dict(
+        answer=answers,
+        question=["q"] * len(completions),
+        trainer_state=None,
+        log_extra=lambda column, values: None,
+        log_metric=lambda name, value: metrics.__setitem__(name, value),
+    )
     prompts = ["p"] * len(completions)
     results = {}
     for function in mix.reward_functions():
@@ -117,11 +120,13 @@ def test_custom_component_class_type_validates_settings():
 
 
 def test_failures_get_fallback_and_are_counted():
-    mix = mix_of({
-        "boom": {"type": "tests.test_mix:Exploding", "fallback": -1.0},
-        "nan": {"type": "tests.test_mix:HalfNaN"},
-        "short": {"type": "tests.test_mix:WrongLength"},
-    })
+    mix = mix_of(
+        {
+            "boom": {"type": "tests.test_mix:Exploding", "fallback": -1.0},
+            "nan": {"type": "tests.test_mix:HalfNaN"},
+            "short": {"type": "tests.test_mix:WrongLength"},
+        }
+    )
     results, metrics = trl_call(mix, ["a", "b", "c", "d"], ["1"] * 4)
     assert results["boom"] == [-1.0] * 4
     assert results["nan"] == [1.0, None, 1.0, None]
@@ -149,7 +154,9 @@ def test_async_components_run_concurrently(monkeypatch):
 
 def test_outputs_are_cached_per_batch_and_step_scores_kept():
     Counting.calls = 0
-    mix = mix_of({"counting": {"type": "tests.test_mix:Counting"}, "gated": {"type": "format", "gate": {"on": "counting"}}})
+    mix = mix_of(
+        {"counting": {"type": "tests.test_mix:Counting"}, "gated": {"type": "format", "gate": {"on": "counting"}}}
+    )
     completions = ["a = 1.\nb = 2.", "c"]
     trl_call(mix, completions, ["1", "1"])
     assert Counting.calls == 1  # the gate reused the cached output

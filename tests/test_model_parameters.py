@@ -8,8 +8,14 @@ import pytest
 
 from procrl.models.parameters import KNOWN_ARCHITECTURES, count_lora_parameters, count_parameters, linear_shapes
 
-SMALL = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
-         "num_attention_heads": 4, "num_key_value_heads": 2}
+SMALL = {
+    "vocab_size": 96,
+    "hidden_size": 32,
+    "intermediate_size": 48,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
 
 
 # SMALL by hand: embeddings 96 * 32 = 3072; per layer q 32 * 32 = 1024, k and v 32 * (2 * 8) = 512 each,
@@ -25,8 +31,11 @@ LLAMA_LAYER = 1024 + 512 + 512 + 1024 + 3 * 1536 + 64
         ("qwen2", {"tie_word_embeddings": False}, 2 * 3072 + 2 * (LLAMA_LAYER + 64) + 32),
         ("llama", {"tie_word_embeddings": False}, 2 * 3072 + 2 * LLAMA_LAYER + 32),
         # attention biases 32 + 16 + 16 + 32, MLP biases 48 + 48 + 32
-        ("llama", {"tie_word_embeddings": False, "attention_bias": True, "mlp_bias": True},
-         2 * 3072 + 2 * (LLAMA_LAYER + 96 + 128) + 32),
+        (
+            "llama",
+            {"tie_word_embeddings": False, "attention_bias": True, "mlp_bias": True},
+            2 * 3072 + 2 * (LLAMA_LAYER + 96 + 128) + 32,
+        ),
     ],
 )
 def test_hand_computed_counts_match_a_random_model_built_here(kind, extra, expected):
@@ -92,8 +101,14 @@ def test_lora_count_matches_peft():
 
 def test_known_architectures_reproduce_the_model_cards():
     billions = {key: count_parameters(arch) / 1e9 for key, arch in KNOWN_ARCHITECTURES.items()}
-    cards = {"qwen2.5-0.5b": 0.49, "qwen2.5-1.5b": 1.54, "qwen2.5-3b": 3.09, "qwen2.5-7b": 7.61,
-             "qwen2.5-72b": 72.7, "llama-3.1-8b": 8.03}
+    cards = {
+        "qwen2.5-0.5b": 0.49,
+        "qwen2.5-1.5b": 1.54,
+        "qwen2.5-3b": 3.09,
+        "qwen2.5-7b": 7.61,
+        "qwen2.5-72b": 72.7,
+        "llama-3.1-8b": 8.03,
+    }
     assert set(billions) == set(cards)
     for key, card in cards.items():
         assert billions[key] == pytest.approx(card, abs=0.011), key

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from procrl.core.config import field
 from procrl.observe import plots
 from procrl.observe import stats as diag
-from procrl.core.config import field
 from procrl.observe.hacking import process_totals
-from procrl.rewards.accuracy import extract_prediction, parse_gold
 from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
+from procrl.rewards.accuracy import extract_prediction, parse_gold
 from procrl.rewards.registry import REWARDS, component_info
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,11 +65,15 @@ NO_ANSWER = "I am not sure how many apples there are."
 
 
 def mix_and_batch() -> tuple[RewardMix, RewardBatch]:
-    mix = RewardMix(parse_rewards({
-        "accuracy": {},
-        "closeness": {"type": "answer_closeness", "weight": 0.5},
-        "first_error": {"weight": 0.5},  # the arithmetic judge: 3 * 4 = 11 is the first error
-    }))
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "accuracy": {},
+                "closeness": {"type": "answer_closeness", "weight": 0.5},
+                "first_error": {"weight": 0.5},  # the arithmetic judge: 3 * 4 = 11 is the first error
+            }
+        )
+    )
     completions = [WORKED, SLIP, ANSWER_ALONE, NO_ANSWER]
     return mix, RewardBatch.from_texts(completions, questions=["How many apples?"] * 4, golds=["#### 12"] * 4)
 
@@ -85,7 +89,12 @@ def test_scores_by_hand(registered):
 def test_metadata_is_read_from_the_class(registered):
     info = component_info("answer_closeness")
     assert (info.grades, info.score_range, info.uses_model, info.uses_network, info.diagnostics) == (
-        "answer", (0.0, 1.0), False, False, ())
+        "answer",
+        (0.0, 1.0),
+        False,
+        False,
+        (),
+    )
     assert not info.process
     assert component_info("tests.test_new_component:AnswerCloseness") == info  # the same class by its path
 
@@ -126,9 +135,16 @@ def test_the_hacking_watch_leaves_an_answer_grading_component_out(registered):
 def test_procrl_check_shows_what_it_grades(registered, capsys):
     from procrl.launch.cli import main
 
-    code = main(["check", str(REPO / "recipes" / "gsm8k_accuracy.yaml"),
-                 "--set", "rewards.closeness={type: answer_closeness, weight: 0.5}",
-                 "--set", "rewards.first_error={type: first_error, weight: 0.5}"])
+    code = main(
+        [
+            "check",
+            str(REPO / "recipes" / "gsm8k_accuracy.yaml"),
+            "--set",
+            "rewards.closeness={type: answer_closeness, weight: 0.5}",
+            "--set",
+            "rewards.first_error={type: first_error, weight: 0.5}",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     mix = out.split("reward mix on")[1]
@@ -154,12 +170,17 @@ def test_a_built_in_that_does_not_say_what_it_grades_is_refused(monkeypatch):
 
 def test_a_misspelt_declaration_fails_where_the_class_is_defined():
     with pytest.raises(TypeError, match="grades = 'reasonning'; expected one of 'answer', 'form', 'reasoning'"):
+
         class Misspelt(RewardComponent):
             grades = "reasonning"
+
     with pytest.raises(TypeError, match="score_range"):
+
         class Backwards(RewardComponent):
             score_range = (1.0, 0.0)
+
     with pytest.raises(TypeError, match="diagnostics"):
+
         class Unknown(RewardComponent):
             diagnostics = ("heatmap",)
 

@@ -24,8 +24,10 @@ def test_length_batches_respect_both_limits():
 
 def test_scores_do_not_depend_on_the_batching(tmp_path):
     model = write_tiny_nli_model(tmp_path / "nli", seed=3)
-    pairs = [(f"There are {i} apples and {i + 1} pears in the basket " * (1 + i % 5), f"So there are {2 * i + 1} fruits.")
-             for i in range(24)]
+    pairs = [
+        (f"There are {i} apples and {i + 1} pears in the basket " * (1 + i % 5), f"So there are {2 * i + 1} fruits.")
+        for i in range(24)
+    ]
     small = NLIScorer(str(model), batch_size=64, max_batch_tokens=100)
     large = NLIScorer(str(model), batch_size=64, max_batch_tokens=1 << 40)
     a, b = small.score(pairs), large.score(pairs)

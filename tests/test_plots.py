@@ -29,7 +29,8 @@ def _overlap(a, b) -> bool:
 def test_each_component_on_its_own_range():
     figure = plots.plot_component_distributions(
         {"acc": [1.0, 1.0, 1.0], "judge": [0.0, -0.5, 0.0], "info": [0.2, -0.3, None], "mine": [3.0, 7.0]},
-        types={"acc": "accuracy", "judge": "first_error", "info": "receval_informativeness", "mine": "pkg:fn"})
+        types={"acc": "accuracy", "judge": "first_error", "info": "receval_informativeness", "mine": "pkg:fn"},
+    )
     acc, judge, info, mine = figure.axes
     assert acc.get_xlim()[0] < 0.0 and acc.get_xlim()[1] > 1.0 and acc.get_xlim()[1] < 1.1  # [0, 1], not around 1
     assert judge.get_xlim()[0] < -1.0 < 0.0 < judge.get_xlim()[1] < 0.1  # first_error on [-1, 0]
@@ -45,7 +46,8 @@ def test_fallback_outside_the_range_widens_the_axis():
 def test_constant_and_empty_components_say_so():
     figure = plots.plot_component_distributions(
         {"accuracy": [1.0] * 8, "trace": [0.15] * 8, "judge": [None] * 8, "format": [0.0, 1.0, 0.5]},
-        types={"judge": "first_error"})
+        types={"judge": "first_error"},
+    )
     texts = _texts(figure)
     assert "constant value 1" in texts and "constant value 0.15" in texts
     assert "no scores\n(all 8 none)" in texts
@@ -55,12 +57,18 @@ def test_constant_and_empty_components_say_so():
     assert "no reward components" in _texts(plots.plot_component_distributions({}))
 
 
-@pytest.mark.parametrize(("records", "message"), [
-    ([RECORD(-1, 3)] * 5, "no errors found: all 5 judged completions have no wrong step"),
-    ([RECORD(-1, 3)] * 3 + [RECORD(None, 0)] * 2, "no errors found: all 3 judged completions have no wrong step; 2 without a verdict"),
-    ([RECORD(None, 0)] * 4, "no verdicts: the judge gave none for the 4 completions"),
-    ([], "no completions judged"),
-])
+@pytest.mark.parametrize(
+    ("records", "message"),
+    [
+        ([RECORD(-1, 3)] * 5, "no errors found: all 5 judged completions have no wrong step"),
+        (
+            [RECORD(-1, 3)] * 3 + [RECORD(None, 0)] * 2,
+            "no errors found: all 3 judged completions have no wrong step; 2 without a verdict",
+        ),
+        ([RECORD(None, 0)] * 4, "no verdicts: the judge gave none for the 4 completions"),
+        ([], "no completions judged"),
+    ],
+)
 def test_first_error_plot_without_errors_is_a_sentence(records, message):
     figure = plots.plot_first_error_histogram(records, title="first error (judge)")
     assert any(t.startswith(message) for t in _texts(figure)), _texts(figure)
@@ -91,14 +99,24 @@ def test_heatmap_without_transitions_is_a_sentence_and_empty_rows_are_marked():
 
 def test_titles_never_overlap():
     """Suptitle, panel titles and neighbouring axes do not overlap, with long component names."""
-    scores = {name: [0.1 * i for i in range(10)] for name in (
-        "accuracy", "a_rather_long_component_name_that_wraps", "another_long_custom_reward_name", "format",
-        "receval_informativeness", "trace")}
+    scores = {
+        name: [0.1 * i for i in range(10)]
+        for name in (
+            "accuracy",
+            "a_rather_long_component_name_that_wraps",
+            "another_long_custom_reward_name",
+            "format",
+            "receval_informativeness",
+            "trace",
+        )
+    }
     types = {name: "my_package.rewards:some_function" for name in scores}
     figures = [
         plots.plot_component_distributions(scores, types=types),
         plots.plot_first_error_histogram([RECORD(i % 5, 6) for i in range(20)], title="first error (to step 1200)"),
-        plots.plot_transition_heatmap([[i + j for j in range(8)] for i in range(8)], title="trace: transitions (to step 9)"),
+        plots.plot_transition_heatmap(
+            [[i + j for j in range(8)] for i in range(8)], title="trace: transitions (to step 9)"
+        ),
     ]
     for figure in figures:
         figure.canvas.draw()
@@ -108,5 +126,5 @@ def test_titles_never_overlap():
             boxes.append(figure._suptitle.get_window_extent(renderer))
         frames = [axis.get_window_extent(renderer) for axis in _visible_axes(figure)]
         for i, box in enumerate(boxes):
-            assert not any(_overlap(box, other) for other in boxes[i + 1:]), "titles overlap"
+            assert not any(_overlap(box, other) for other in boxes[i + 1 :]), "titles overlap"
             assert not any(_overlap(box, frame) for frame in frames), "a title overlaps an axes"

@@ -51,9 +51,18 @@ def test_ppo_trains_logs_and_checkpoints_policy_and_value(tmp_path):
     update_logs = [h for h in history if "loss/policy" in h]
     # num_iterations=2: a rollout every other optimizer step, a PPO update every step
     assert len(rollout_logs) == 2 and len(update_logs) == 4
-    for key in ("objective/kl", "objective/scores", "objective/rlhf_reward", "objective/non_score_reward",
-                "rewards/steps/mean", "rewards/accuracy/mean", "rewards/format/mean", "reward", "val/mean",
-                "process/steps_per_completion"):
+    for key in (
+        "objective/kl",
+        "objective/scores",
+        "objective/rlhf_reward",
+        "objective/non_score_reward",
+        "rewards/steps/mean",
+        "rewards/accuracy/mean",
+        "rewards/format/mean",
+        "reward",
+        "val/mean",
+        "process/steps_per_completion",
+    ):
         assert key in rollout_logs[0], key
     for key in ("loss/value", "policy/approxkl", "policy/clipfrac", "val/clipfrac", "val/ratio"):
         assert all(math.isfinite(h[key]) for h in update_logs), key
@@ -101,9 +110,20 @@ def test_ppo_refuses_bad_group_sizes(tmp_path):
 
 
 CLI_OVERRIDES = [
-    "--set", "trainer.algorithm=ppo", "--set", "trainer.credit=process", "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100",
-    "--set", "trainer.max_completion_length=12", "--set", "trainer.beta=0.05",
-    "--set", "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
+    "--set",
+    "trainer.algorithm=ppo",
+    "--set",
+    "trainer.credit=process",
+    "--set",
+    "trainer.max_steps=2",
+    "--set",
+    "trainer.save_steps=100",
+    "--set",
+    "trainer.max_completion_length=12",
+    "--set",
+    "trainer.beta=0.05",
+    "--set",
+    "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
 ]
 
 
@@ -111,8 +131,17 @@ CLI_OVERRIDES = [
 def test_cli_ppo_one_process(tmp_path):
     """The CPU recipe under PPO with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
-                        "--set", "trainer.process_aggregation=min"])
+    run_train(
+        tmp_path,
+        [
+            "recipes/gsm8k_tiny_smoke.yaml",
+            "--output-dir",
+            str(out),
+            *CLI_OVERRIDES,
+            "--set",
+            "trainer.process_aggregation=min",
+        ],
+    )
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     assert any("objective/kl" in h for h in history)
     rollouts = [h for h in history if "objective/scores" in h]
@@ -122,8 +151,9 @@ def test_cli_ppo_one_process(tmp_path):
     # the process diagnostics reach PPO's logs too (the mix's batch observers run on rollouts);
     # error_found_rate needs a judged chain: the random model's 12 tokens hold no checkable
     # calculation (unverified), so the first_error diagnostic always present is the one joining it with accuracy
-    assert any("diagnostics/seconds/first_error" in h and "diagnostics/reasoning_aware_accuracy" in h
-               for h in history), [sorted(h) for h in history]
+    assert any(
+        "diagnostics/seconds/first_error" in h and "diagnostics/reasoning_aware_accuracy" in h for h in history
+    ), [sorted(h) for h in history]
     assert all(h["rewards/first_error/mean"] < 0.0 for h in rollouts)  # unverified / no steps: -1, never the free 0
 
 
@@ -138,10 +168,23 @@ def test_cli_ppo_two_processes(tmp_path, mode):
         extra = ["--config_file", str(zero2_config(tmp_path))]
     else:  # policy, value model and reference sharded; generation gathers the weights
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
-    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
-                        "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
-                        "--set", f"trainer.value_head_on_policy={str(head_on_policy).lower()}"],
-             launcher=launcher(extra), timeout=900)
+    run_train(
+        tmp_path,
+        [
+            "recipes/gsm8k_tiny_smoke.yaml",
+            "--output-dir",
+            str(out),
+            *CLI_OVERRIDES,
+            "--set",
+            "trainer.per_device_train_batch_size=2",
+            "--set",
+            "trainer.num_generations=2",
+            "--set",
+            f"trainer.value_head_on_policy={str(head_on_policy).lower()}",
+        ],
+        launcher=launcher(extra),
+        timeout=900,
+    )
     info = json.loads((out / "run_info.json").read_text())
     assert info["world_size"] == 2 and info["algorithm"] == "ppo"
     if mode != "ddp":
@@ -159,7 +202,9 @@ def test_cli_ppo_two_processes(tmp_path, mode):
 
 def test_ppo_with_lora_saves_policy_and_value_adapters(tmp_path):
     output = tmp_path / "lora"
-    trainer = build_ppo(ppo_recipe(output, "trainer.max_steps=2", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"))
+    trainer = build_ppo(
+        ppo_recipe(output, "trainer.max_steps=2", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}")
+    )
     trainer.train()
     trainer.save_model(str(output))
     assert trainer.ref_model is None  # the reference is the policy with its adapters disabled
@@ -195,10 +240,16 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
     steps ending at or after t, each step ending on the token holding its last character."""
     from procrl.trainers.credit import step_last_tokens, token_char_ends
 
-    recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.outcome_weight=0.0", "trainer.lam=1.0",
-                        "trainer.whiten_advantages=false", "trainer.max_completion_length=24",
-                        "trainer.process_aggregation=sum",  # the raw step rewards, to check where they land
-                        "rewards={steps: {type: 'tests.helpers.rewards:StepDigitShare'}}")
+    recipe = ppo_recipe(
+        tmp_path,
+        "trainer.beta=0.0",
+        "trainer.outcome_weight=0.0",
+        "trainer.lam=1.0",
+        "trainer.whiten_advantages=false",
+        "trainer.max_completion_length=24",
+        "trainer.process_aggregation=sum",  # the raw step rewards, to check where they land
+        "rewards={steps: {type: 'tests.helpers.rewards:StepDigitShare'}}",
+    )
     trainer = build_ppo(recipe)
     rows = [trainer.train_dataset[i] for i in range(4)]
     rollout = trainer._rollout(rows)
@@ -212,7 +263,7 @@ def test_ppo_rollout_puts_step_rewards_on_step_last_tokens(tmp_path):
         last = step_last_tokens([span.end for span in batch.segmentations[i].steps], ends)
         expected = [sum(r for r, k in zip(step_scores[i], last) if k is not None and k >= t) for t in range(len(ids))]
         assert rollout["returns"][i, : len(ids)].tolist() == pytest.approx(expected, abs=1e-6)
-        assert rollout["returns"][i, len(ids):].abs().sum() == 0
+        assert rollout["returns"][i, len(ids) :].abs().sum() == 0
 
 
 FIXED_COMPLETIONS = [
@@ -234,10 +285,16 @@ def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, ag
     0: verified [1, 0]; 1: no steps: one reward on the last token, 0 (steps) + 0.5 x -1
     (no_steps_score) = -0.5; 2: unverified (first_error -1 on the last step) [1, 1 - 0.5];
     3: unverified [0, -0.5]. Min-form weights softmax(-r / 0.1)."""
-    recipe = ppo_recipe(tmp_path, "trainer.beta=0.0", "trainer.lam=1.0", "trainer.whiten_advantages=false",
-                        "trainer.max_completion_length=32", f"trainer.process_aggregation={aggregation}",
-                        "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, first_error: {weight: 0.5}, "
-                        "steps: {type: 'tests.helpers.rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}")
+    recipe = ppo_recipe(
+        tmp_path,
+        "trainer.beta=0.0",
+        "trainer.lam=1.0",
+        "trainer.whiten_advantages=false",
+        "trainer.max_completion_length=32",
+        f"trainer.process_aggregation={aggregation}",
+        "rewards={accuracy: {weight: 1.0}, format: {weight: 0.2}, first_error: {weight: 0.5}, "
+        "steps: {type: 'tests.helpers.rewards:StepStartsWith', prefixes: [Ava], weight: 1.0}}",
+    )
     trainer = build_ppo(recipe)
     trainer._generate_transformers = generate_fixed(trainer, FIXED_COMPLETIONS)
     rows = [{"prompt": "How many apples?", "question": "How many apples?", "answer": "#### 17"} for _ in range(4)]
@@ -248,9 +305,11 @@ def test_ppo_last_token_carries_only_components_without_step_credit(tmp_path, ag
     outcome = [1.2, 1.2, 0.2, 0.2]  # never + the steps or first_error scalars a second time
     step_rewards = [[1.0, 0.0], [-0.5], [1.0, 0.5], [0.0, -0.5]]
     if aggregation == "min":
+
         def weighted(rewards):
             exps = [math.exp(-r / 0.1) for r in rewards]
             return [e / sum(exps) * r for e, r in zip(exps, rewards)]
+
         step_rewards = [weighted(r) for r in step_rewards]
     # the last token (EOS) holds the outcome only: the last step ends before the answer line, and
     # completion 1's one reward sits on the last token with text ("17")
@@ -290,7 +349,9 @@ def test_ppo_value_head_on_policy_under_lora_shares_the_trunk_and_resumes(tmp_pa
     del first
 
     probe = HeadProbe()
-    resumed = build_ppo(ppo_recipe(output, "trainer.max_steps=4", "trainer.value_head_on_policy=true", lora), callbacks=[probe])
+    resumed = build_ppo(
+        ppo_recipe(output, "trainer.max_steps=4", "trainer.value_head_on_policy=true", lora), callbacks=[probe]
+    )
     assert resumed.accelerator.unwrap_model(resumed.model).value.weight.abs().sum() == 0  # fresh head: V = 0
     resumed.train(resume_from_checkpoint=str(output / "checkpoint-2"))
     assert probe.start_step == 2 and torch.equal(probe.at_start, saved["weight"])
@@ -354,7 +415,9 @@ def test_sampler_weights_scale_the_policy_loss(tmp_path):
 def test_pad_completions_from_vllm_outputs():
     from procrl.trainers.ppo import pad_completions
 
-    ids, mask, logprobs = pad_completions([[5, 6, 2], [7], []], [[[-0.1], [-0.2], [None]], [[-0.3]], []], pad_token_id=0)
+    ids, mask, logprobs = pad_completions(
+        [[5, 6, 2], [7], []], [[[-0.1], [-0.2], [None]], [[-0.3]], []], pad_token_id=0
+    )
     assert ids.tolist() == [[5, 6, 2], [7, 0, 0], [0, 0, 0]]
     assert mask.tolist() == [[1, 1, 1], [1, 0, 0], [0, 0, 0]]
     assert logprobs[0, :2].tolist() == pytest.approx([-0.1, -0.2]) and math.isnan(logprobs[0, 2].item())
@@ -370,9 +433,20 @@ def test_cli_ppo_resume_under_zero3_restores_the_value_model(tmp_path, value_hea
     PolicyAndValue module; a fresh value model would predict exactly V = 0 at the first rollout
     after the restart, the restored one does not."""
     out = tmp_path / "run"
-    args = ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *CLI_OVERRIDES,
-            "--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2",
-            "--set", "trainer.save_steps=2", "--set", f"trainer.value_head_on_policy={str(value_head_on_policy).lower()}"]
+    args = [
+        "recipes/gsm8k_tiny_smoke.yaml",
+        "--output-dir",
+        str(out),
+        *CLI_OVERRIDES,
+        "--set",
+        "trainer.per_device_train_batch_size=2",
+        "--set",
+        "trainer.num_generations=2",
+        "--set",
+        "trainer.save_steps=2",
+        "--set",
+        f"trainer.value_head_on_policy={str(value_head_on_policy).lower()}",
+    ]
     zero3 = launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")])
     run_train(tmp_path, args, launcher=zero3)
     first = json.loads((out / "trainer_state.json").read_text())["log_history"]

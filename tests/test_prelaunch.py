@@ -50,8 +50,9 @@ EXPECTED = ["launch.config_file", "model.name_or_path", "data.dataset", "rewards
 
 
 def test_procrl_train_of_the_7b_recipe_here_ends_in_one_line_per_problem(tmp_path):
-    result = run_command([*procrl(), "train", TRACE_RECIPE, "--output-dir", tmp_path / "out"], tmp_path,
-                         HF_HUB_OFFLINE="1")
+    result = run_command(
+        [*procrl(), "train", TRACE_RECIPE, "--output-dir", tmp_path / "out"], tmp_path, HF_HUB_OFFLINE="1"
+    )
     _assert_one_line_per_problem(result, EXPECTED + ([] if _vllm_installed() else ["trainer.use_vllm"]))
     assert not (tmp_path / "out").exists()
 
@@ -62,8 +63,9 @@ def test_accelerate_launch_of_the_7b_recipe_is_checked_in_the_accelerate_process
     pth = Path(sysconfig.get_paths()["purelib"]) / "zzz-procrl-recipe-hook.pth"
     if "accelerate" not in pth.read_text():
         pytest.skip("this venv's start-up hook predates the accelerate check: rerun scripts/setup.sh")
-    result = run_command([*accelerate(), "launch", TRACE_RECIPE, "--output-dir", tmp_path / "out"], tmp_path,
-                         HF_HUB_OFFLINE="1")
+    result = run_command(
+        [*accelerate(), "launch", TRACE_RECIPE, "--output-dir", tmp_path / "out"], tmp_path, HF_HUB_OFFLINE="1"
+    )
     _assert_one_line_per_problem(result, EXPECTED + ([] if _vllm_installed() else ["trainer.use_vllm"]))
     assert "were not passed to `accelerate launch`" not in result.stderr  # accelerate never got that far
 
@@ -113,7 +115,10 @@ def test_gpus_against_the_launch(tmp_path):
     problems = prelaunch_problems(zero3, [], gpus=0)
     assert _keys(problems) == ["launch.config_file"] and "DEEPSPEED" in problems[0].message
     # ... CPU ranks asked for on the command line run (what the CPU tests and the README do)
-    assert prelaunch_problems(zero3, ["--config_file", "launch/accelerate/zero2.yaml", "--num_processes", "2"], gpus=0) == []
+    assert (
+        prelaunch_problems(zero3, ["--config_file", "launch/accelerate/zero2.yaml", "--num_processes", "2"], gpus=0)
+        == []
+    )
     assert prelaunch_problems(tiny, ["--multi_gpu", "--num_processes", "2"], gpus=0) == []
     # a launch section without a config file is plain DDP, gloo on CPU
     assert prelaunch_problems(load_recipe(TINY_RECIPE, ["launch.num_processes=2"]), [], gpus=0) == []
@@ -125,20 +130,30 @@ def test_gpus_against_the_launch(tmp_path):
 
 def test_models_and_data_must_be_findable(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    recipe = load_recipe(TINY_RECIPE, [
-        f"model.name_or_path={tmp_path / 'no-model'}",
-        f"data.dataset={tmp_path / 'missing.jsonl'}",
-        "rewards.trace.tagger=someone/missing-tagger",
-        "rewards.nli={type: receval_correctness, nli_model: someone/missing-nli}",
-        "rewards.judge={type: first_error, backend: prm, model: someone/missing-prm}",
-        "rewards.served={type: first_error, backend: openai, model: judge}",  # a server, not a download
-    ])
+    recipe = load_recipe(
+        TINY_RECIPE,
+        [
+            f"model.name_or_path={tmp_path / 'no-model'}",
+            f"data.dataset={tmp_path / 'missing.jsonl'}",
+            "rewards.trace.tagger=someone/missing-tagger",
+            "rewards.nli={type: receval_correctness, nli_model: someone/missing-nli}",
+            "rewards.judge={type: first_error, backend: prm, model: someone/missing-prm}",
+            "rewards.served={type: first_error, backend: openai, model: judge}",  # a server, not a download
+        ],
+    )
     problems = prelaunch_problems(recipe, launching=False)
-    assert _keys(problems) == ["model.name_or_path", "data.dataset", "rewards.trace.tagger", "rewards.nli.nli_model",
-                               "rewards.judge.model"]
+    assert _keys(problems) == [
+        "model.name_or_path",
+        "data.dataset",
+        "rewards.trace.tagger",
+        "rewards.nli.nli_model",
+        "rewards.judge.model",
+    ]
     assert problems[0].message == f"{tmp_path / 'no-model'}: no such file or directory"
     assert problems[1].message == f"file not found: {tmp_path / 'missing.jsonl'}"
-    assert "HF_HUB_OFFLINE is set" in problems[2].message and "hf download someone/missing-tagger" in problems[2].message
+    assert (
+        "HF_HUB_OFFLINE is set" in problems[2].message and "hf download someone/missing-tagger" in problems[2].message
+    )
     with pytest.raises(PrelaunchError) as error:
         check_before_launch(recipe, launching=False)
     lines = str(error.value).split("\nprocrl: error: ")
@@ -147,8 +162,12 @@ def test_models_and_data_must_be_findable(tmp_path, monkeypatch):
     data = tmp_path / "rows.jsonl"
     data.write_text('{"question": "q", "answer": "1"}\n')
     (tmp_path / "model").mkdir()
-    assert prelaunch_problems(load_recipe(TINY_RECIPE, [f"data.dataset={data}", f"model.tokenizer={tmp_path / 'model'}"]),
-                              launching=False) == []
+    assert (
+        prelaunch_problems(
+            load_recipe(TINY_RECIPE, [f"data.dataset={data}", f"model.tokenizer={tmp_path / 'model'}"]), launching=False
+        )
+        == []
+    )
 
 
 def test_offline_never_asks_the_hub(monkeypatch):
@@ -172,7 +191,7 @@ class _HubDouble(BaseHTTPRequestHandler):
         for kind in ("models", "datasets"):
             prefix = f"/api/{kind}/"
             if path.startswith(prefix):
-                repo = path[len(prefix):]
+                repo = path[len(prefix) :]
                 break
         else:
             return self._send(404, {"error": "not found"}, "RepoNotFound")
@@ -217,10 +236,16 @@ def hub_double(monkeypatch):
 def test_online_the_hub_is_asked_through_huggingface_hub(hub_double, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: every id goes to the Hub
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
-    recipe = load_recipe(TINY_RECIPE, [
-        "model.name_or_path=org/present", "model.revision=v9", "data.dataset=org/present",
-        "rewards.trace.tagger=org/gated", "rewards.nli={type: receval_correctness, nli_model: org/typo}",
-    ])
+    recipe = load_recipe(
+        TINY_RECIPE,
+        [
+            "model.name_or_path=org/present",
+            "model.revision=v9",
+            "data.dataset=org/present",
+            "rewards.trace.tagger=org/gated",
+            "rewards.nli={type: receval_correctness, nli_model: org/typo}",
+        ],
+    )
     problems = {p.key: p.message for p in prelaunch_problems(recipe, launching=False)}
     assert problems["model.name_or_path"] == "revision 'v9' of 'org/present' not found on the Hugging Face Hub"
     assert "data.dataset" not in problems  # found
@@ -248,9 +273,17 @@ def test_unreachable_hub_is_one_line_per_id_and_asked_once(monkeypatch, tmp_path
 
 
 def test_check_load_models_exits_non_zero_naming_the_component(tmp_path, capsys):
-    code = cli.main(["check", str(TINY_RECIPE), "--load-models",
-                     "--set", f"rewards.trace.tagger={tmp_path / 'no-tagger'}",
-                     "--set", f"rewards.judge={{type: first_error, backend: hf, model: {tmp_path / 'no-judge'}}}"])
+    code = cli.main(
+        [
+            "check",
+            str(TINY_RECIPE),
+            "--load-models",
+            "--set",
+            f"rewards.trace.tagger={tmp_path / 'no-tagger'}",
+            "--set",
+            f"rewards.judge={{type: first_error, backend: hf, model: {tmp_path / 'no-judge'}}}",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 2
     errors = [line for line in captured.err.splitlines() if line.startswith("procrl: error:")]
@@ -264,21 +297,38 @@ def test_check_load_models_exits_non_zero_naming_the_component(tmp_path, capsys)
 def test_a_rank_failing_after_the_start_prints_one_procrl_line_first(tmp_path):
     empty = tmp_path / "not-a-model"
     empty.mkdir()  # exists, so the pre-launch checks pass; loading it fails inside the run
-    result = run_command([*procrl(), "train", TINY_RECIPE, "--output-dir", tmp_path / "out",
-                          "--set", f"model.name_or_path={empty}"], tmp_path)
+    result = run_command(
+        [*procrl(), "train", TINY_RECIPE, "--output-dir", tmp_path / "out", "--set", f"model.name_or_path={empty}"],
+        tmp_path,
+    )
     assert result.returncode != 0
     lines = result.stderr.splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith("procrl: error: "))
-    assert lines[first].startswith("procrl: error: training failed: ") and "(traceback below)" in lines[first], result.output
-    assert "Traceback (most recent call last):" in lines[first + 1:], result.output
+    assert lines[first].startswith("procrl: error: training failed: ") and "(traceback below)" in lines[first], (
+        result.output
+    )
+    assert "Traceback (most recent call last):" in lines[first + 1 :], result.output
 
 
 @pytest.mark.slow
 def test_two_ranks_failing_after_the_start_each_print_one_procrl_line(tmp_path):
     empty = tmp_path / "not-a-model"
     empty.mkdir()
-    result = run_command([*accelerate(), "launch", "--multi_gpu", "--num_processes", "2", TINY_RECIPE,
-                          "--output-dir", tmp_path / "out", "--set", f"model.name_or_path={empty}"], tmp_path)
+    result = run_command(
+        [
+            *accelerate(),
+            "launch",
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            TINY_RECIPE,
+            "--output-dir",
+            tmp_path / "out",
+            "--set",
+            f"model.name_or_path={empty}",
+        ],
+        tmp_path,
+    )
     assert result.returncode != 0
     for rank in (0, 1):
         assert f"procrl: error: rank {rank} failed: " in result.stderr, result.output
@@ -292,12 +342,17 @@ def test_plan_counts_reward_models_from_their_safetensors(tmp_path):
 
     directory = write_tiny_nli_model(str(tmp_path / "nli"))
     parameters = AutoModelForSequenceClassification.from_pretrained(directory).num_parameters()
-    recipe = load_recipe(TINY_RECIPE, [f"rewards.nli={{type: receval_correctness, nli_model: {directory}, dtype: bfloat16}}"])
+    recipe = load_recipe(
+        TINY_RECIPE, [f"rewards.nli={{type: receval_correctness, nli_model: {directory}, dtype: bfloat16}}"]
+    )
     size, text = reward_model_memory(recipe)["nli"]
     assert size == parameters * 2 and f"{parameters:,}" in text and "bfloat16" in text and "whole on every rank" in text
     values = plan(recipe)
-    listed = values["memory_per_gpu"]["reward_models"] if isinstance(values["memory_per_gpu"], dict) else (
-        values["reward_models_per_gpu"])
+    listed = (
+        values["memory_per_gpu"]["reward_models"]
+        if isinstance(values["memory_per_gpu"], dict)
+        else (values["reward_models_per_gpu"])
+    )
     assert listed["nli"] == text
 
 
@@ -311,10 +366,14 @@ def test_accelerate_launch_of_a_plain_script_imports_no_procrl(tmp_path):
     script.write_text("import sys\nprint('ran', sys.argv[1])\n")
     data = tmp_path / "data.yaml"
     data.write_text("x: 1\n")
-    result = run_command([*accelerate(), "launch", "--cpu", "--num_processes", "1", script, data], tmp_path,
-                         PYTHONPROFILEIMPORTTIME="1")
+    result = run_command(
+        [*accelerate(), "launch", "--cpu", "--num_processes", "1", script, data], tmp_path, PYTHONPROFILEIMPORTTIME="1"
+    )
     assert result.returncode == 0 and f"ran {data}" in result.stdout, result.output
-    modules = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
-               if line.startswith("import time:") and "|" in line}
+    modules = {
+        line.rsplit("|", 1)[1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
     assert "procrl_recipe_hook" in modules and "accelerate" in modules  # the hook looked, in accelerate's process
     assert not {m for m in modules if m == "procrl" or m.startswith("procrl.")}

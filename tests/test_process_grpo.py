@@ -28,11 +28,15 @@ def tokenizer():
 
 
 def test_local_step_credit_reads_the_mix_and_maps_steps(tokenizer):
-    mix = RewardMix(parse_rewards({
-        "digits": {"type": STEP_REWARD, "weight": 2.0},
-        "then": {"type": STEP_REWARD, "weight": 0.5, "prefixes": ["Then"]},
-        "accuracy": {"weight": 1.0},
-    }))
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "digits": {"type": STEP_REWARD, "weight": 2.0},
+                "then": {"type": STEP_REWARD, "weight": 0.5, "prefixes": ["Then"]},
+                "accuracy": {"weight": 1.0},
+            }
+        )
+    )
     texts = ["3 apples.\nThen 4 more.\n#### 7", "Then we stop."]
     ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
     batch = RewardBatch(completions=texts, questions=[None, None], golds=["7", "1"], completion_ids=ids)
@@ -62,23 +66,34 @@ def test_local_process_advantages_match_the_unsliced_group_on_every_rank():
     rewards = [[1, 0], [1, 1, 0], [0, 1, 1, 1], [0.5], [0.0, 2.0], []]
     tokens = [[1, 4], [1, 3, 5], [0, 1, 2, 3], [2], [0, 1], []]
     lengths = [5, 6, 4, 3, 2, 0]
-    full = process_advantages(rewards[:3], tokens[:3], lengths[:3]) + process_advantages(rewards[3:], tokens[3:], lengths[3:])
+    full = process_advantages(rewards[:3], tokens[:3], lengths[:3]) + process_advantages(
+        rewards[3:], tokens[3:], lengths[3:]
+    )
     for rank in range(3):
         part = local_process_advantages(rewards, tokens, lengths, 3, start=2 * rank, local=2, width=6)
         for row in range(2):
             want = full[2 * rank + row]
             assert part[row, : len(want)].tolist() == pytest.approx(want, abs=1e-6)
-            assert part[row, len(want):].abs().sum() == 0
+            assert part[row, len(want) :].abs().sum() == 0
     with pytest.raises(ValueError):
         local_process_advantages(rewards[:5], tokens[:5], lengths[:5], 3, 0, 2, 6)
 
 
 def _tiny_process_recipe(tmp_path, *extra, step_reward=STEP_REWARD):
-    return load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
-        "trainer.credit=process", "trainer.max_steps=2", "trainer.save_steps=100", "trainer.max_completion_length=16",
-        "trainer.num_generations=4", "trainer.per_device_train_batch_size=4",
-        f"rewards.steps={{type: {step_reward}, weight: 1.0}}", *extra,
-    ], output_dir=str(tmp_path / "run"))
+    return load_recipe(
+        REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
+        [
+            "trainer.credit=process",
+            "trainer.max_steps=2",
+            "trainer.save_steps=100",
+            "trainer.max_completion_length=16",
+            "trainer.num_generations=4",
+            "trainer.per_device_train_batch_size=4",
+            f"rewards.steps={{type: {step_reward}, weight: 1.0}}",
+            *extra,
+        ],
+        output_dir=str(tmp_path / "run"),
+    )
 
 
 # every loss type a recipe accepts (TRL's); dapo (TRL's default) in the quick suite
@@ -93,15 +108,26 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
     original = ProcessGRPOTrainer._compute_loss
 
     def recording(self, model, inputs):
-        seen.append((tuple(inputs["advantages"].shape), tuple(inputs["completion_ids"].shape),
-                     inputs["advantages"].detach().clone(), inputs["completion_mask"].clone()))
+        seen.append(
+            (
+                tuple(inputs["advantages"].shape),
+                tuple(inputs["completion_ids"].shape),
+                inputs["advantages"].detach().clone(),
+                inputs["completion_mask"].clone(),
+            )
+        )
         return original(self, model, inputs)
 
     monkeypatch.setattr(ProcessGRPOTrainer, "_compute_loss", recording)
     extra = ["trainer.importance_sampling_level=sequence"] if loss_type == "luspo" else []  # as TRL asks
     # the digit-share steps differ within a group from the first step on: non-zero token advantages
-    recipe = _tiny_process_recipe(tmp_path, f"trainer.loss_type={loss_type}", "trainer.outcome_weight=0.0", *extra,
-                                  step_reward="tests.helpers.rewards:StepDigitShare")
+    recipe = _tiny_process_recipe(
+        tmp_path,
+        f"trainer.loss_type={loss_type}",
+        "trainer.outcome_weight=0.0",
+        *extra,
+        step_reward="tests.helpers.rewards:StepDigitShare",
+    )
     trainer = train(recipe)
     assert isinstance(trainer, ProcessGRPOTrainer)
     assert seen and all(adv == ids for adv, ids, _, _ in seen)  # (B, T) advantages reached the loss
@@ -120,8 +146,14 @@ def test_process_grpo_trains_with_token_advantages(tmp_path, monkeypatch, loss_t
 
 
 CLI_OVERRIDES = [
-    "--set", "trainer.max_steps=2", "--set", "trainer.save_steps=100", "--set", "trainer.max_completion_length=16",
-    "--set", "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
+    "--set",
+    "trainer.max_steps=2",
+    "--set",
+    "trainer.save_steps=100",
+    "--set",
+    "trainer.max_completion_length=16",
+    "--set",
+    "rewards.first_error={weight: 0.5}",  # built-in per-step reward (arithmetic backend, no model)
 ]
 
 
@@ -129,8 +161,19 @@ CLI_OVERRIDES = [
 def test_cli_process_credit_one_process(tmp_path):
     """The CPU recipe with process credit, min-form aggregation and a first_error component."""
     out = tmp_path / "run"
-    result = run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
-                                 "--set", "trainer.process_aggregation=min", *CLI_OVERRIDES])
+    result = run_train(
+        tmp_path,
+        [
+            "recipes/gsm8k_tiny_smoke.yaml",
+            "--output-dir",
+            str(out),
+            "--set",
+            "trainer.credit=process",
+            "--set",
+            "trainer.process_aggregation=min",
+            *CLI_OVERRIDES,
+        ],
+    )
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     logged = [h for h in history if "process/advantage_abs_mean" in h]
     assert len(logged) == 2
@@ -167,9 +210,21 @@ def test_cli_process_credit_two_processes(tmp_path, mode):
     else:
         extra = ["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]
     # 2 prompts x 4 generations over 2 ranks of 4: groups are split across ranks
-    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), "--set", "trainer.credit=process",
-                        "--set", "trainer.per_device_train_batch_size=2", *CLI_OVERRIDES],
-             launcher=launcher(extra), timeout=900)
+    run_train(
+        tmp_path,
+        [
+            "recipes/gsm8k_tiny_smoke.yaml",
+            "--output-dir",
+            str(out),
+            "--set",
+            "trainer.credit=process",
+            "--set",
+            "trainer.per_device_train_batch_size=2",
+            *CLI_OVERRIDES,
+        ],
+        launcher=launcher(extra),
+        timeout=900,
+    )
     info = json.loads((out / "run_info.json").read_text())
     assert info["world_size"] == 2
     if mode != "ddp":
@@ -184,7 +239,9 @@ HAND_WRITTEN = {
     "A": "#### 72",
     "H": "I think the answer is probably this.\nIt seems about right.\nI am fairly sure.\n#### 72",
 }
-HAND_WRITTEN["P"] = "Let us restate the problem.\nWe know what she sold in April.\nWe need the total.\n" + HAND_WRITTEN["S"]
+HAND_WRITTEN["P"] = (
+    "Let us restate the problem.\nWe know what she sold in April.\nWe need the total.\n" + HAND_WRITTEN["S"]
+)
 
 
 @pytest.mark.parametrize("aggregation", ["min", "sum"])
@@ -203,8 +260,9 @@ def test_hand_written_group_under_process_credit(tokenizer, aggregation):
     outputs = mix.score_all(batch)
     rewards, tokens, _ = local_step_credit(mix, tokenizer, ids, ["first_error"])
     assert rewards[kinds.index("A")] == [-0.5]  # 0.5 x no_steps_score, on the last token with text
-    dense = local_process_advantages(rewards, tokens, [len(i) for i in ids], 5, 0, 5, max(map(len, ids)),
-                                     aggregation=aggregation)
+    dense = local_process_advantages(
+        rewards, tokens, [len(i) for i in ids], 5, 0, 5, max(map(len, ids)), aggregation=aggregation
+    )
     totals = torch.tensor(mix.total(outputs))
     outcome = (totals - totals.mean()) / (totals.std(unbiased=False) + 1e-4)
     first = {k: (dense[i, 0] + outcome[i]).item() for i, k in enumerate(kinds)}

@@ -19,9 +19,27 @@ ARMS = ["outcome_acc", "process_sum", "ppo_process", "process_ref"]
 @pytest.mark.slow
 def test_quick_experiment_writes_results_table_and_plot(tmp_path):
     work, results_dir = tmp_path / "work", tmp_path / "results"
-    result = subprocess.run([sys.executable, str(REPO / "benchmarks" / "process_vs_outcome.py"), "--quick", "--steps", "1",
-                             "--arms", *ARMS, "--work-dir", str(work), "--results-dir", str(results_dir), "--name", "pvo"],
-                            cwd=REPO, capture_output=True, text=True, timeout=1800)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "process_vs_outcome.py"),
+            "--quick",
+            "--steps",
+            "1",
+            "--arms",
+            *ARMS,
+            "--work-dir",
+            str(work),
+            "--results-dir",
+            str(results_dir),
+            "--name",
+            "pvo",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     written = sorted(p.name for p in results_dir.iterdir())
     assert len(written) == 3 and all(name.startswith("pvo-") for name in written)  # named after the commit
@@ -38,7 +56,10 @@ def test_quick_experiment_writes_results_table_and_plot(tmp_path):
         per_problem = run["eval"]["per_problem"]
         assert len(per_problem["right"]) == results["settings"]["eval_limit"] == 20
         assert sum(per_problem["right"]) / 20 == pytest.approx(run["eval"]["answer_accuracy"])
-        for key, sound in (("reasoning_aware_accuracy", "sound"), ("reasoning_aware_accuracy_arithmetic", "sound_arithmetic")):
+        for key, sound in (
+            ("reasoning_aware_accuracy", "sound"),
+            ("reasoning_aware_accuracy_arithmetic", "sound_arithmetic"),
+        ):
             assert sum(per_problem[sound]) / 20 == pytest.approx(run["eval"][key])
             assert all(s <= r for s, r in zip(per_problem[sound], per_problem["right"]))
         assert run["curve"] and "rewards/accuracy/mean" in run["curve"][0]
@@ -50,7 +71,9 @@ def test_quick_experiment_writes_results_table_and_plot(tmp_path):
     for arm, comparison in results["vs_baseline"].items():
         base = results["arms"]["outcome_acc"]["0"]["eval"]
         mine = results["arms"][arm]["0"]["eval"]
-        assert comparison["answer_accuracy"]["difference"] == pytest.approx(mine["answer_accuracy"] - base["answer_accuracy"])
+        assert comparison["answer_accuracy"]["difference"] == pytest.approx(
+            mine["answer_accuracy"] - base["answer_accuracy"]
+        )
         assert comparison["answer_accuracy"]["low"] <= comparison["answer_accuracy"]["difference"] + 1e-12
     # every arm trained with the same steps and completions per step
     assert results["settings"]["steps"] == 1 and results["settings"]["completions_per_step"] == 64

@@ -18,8 +18,11 @@ from procrl.recipe import DataSection, load_recipe
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = REPO / "recipes" / "gsm8k_tiny_smoke.yaml"
-QUESTIONS = ["Ava has 3 boxes of 4 apples. How many apples?", "What is 12 + 30?",
-             "A train travels 60 km in 1.5 hours; what is its speed in km/h?"]
+QUESTIONS = [
+    "Ava has 3 boxes of 4 apples. How many apples?",
+    "What is 12 + 30?",
+    "A train travels 60 km in 1.5 hours; what is its speed in km/h?",
+]
 DATA_SECTIONS = [
     DataSection(dataset="synthetic"),
     DataSection(dataset="synthetic", system_prompt="Reason step by step, one step per line."),
@@ -47,7 +50,9 @@ def direct_evaluate_prompt_texts(recipe, questions, tokenizer):
     texts = []
     for question in questions:
         prompt = format_prompt(recipe.data, question, chat)
-        texts.append(tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False) if chat else prompt)
+        texts.append(
+            tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False) if chat else prompt
+        )
     return texts
 
 
@@ -63,8 +68,9 @@ def direct_evaluate_generate(model, prompts, tokenizer, max_new_tokens, batch_si
         chunk = prompts[start : start + batch_size]
         inputs = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
         with torch.inference_mode():
-            output = model.generate(**inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                                    **options)
+            output = model.generate(
+                **inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id, **options
+            )
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         completions.extend(tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
     return completions
@@ -76,15 +82,20 @@ def direct_ppo_generate(policy, tokenizer, settings, generation_kwargs, prompt_t
     prompt_ids, prompt_mask = encoded["input_ids"], encoded["attention_mask"]
     eos_id = tokenizer.eos_token_id
     generation = dict(
-        do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0,
-        max_new_tokens=settings.max_completion_length, pad_token_id=tokenizer.pad_token_id, eos_token_id=eos_id,
+        do_sample=True,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        top_k=settings.top_k or 0,
+        max_new_tokens=settings.max_completion_length,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=eos_id,
     )
     generation.update(generation_kwargs or {})
     was_training = policy.training
     policy.eval()
     sequences = policy.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **generation)
     policy.train(was_training)
-    completion_ids = sequences[:, prompt_ids.size(1):]
+    completion_ids = sequences[:, prompt_ids.size(1) :]
     is_eos = completion_ids == eos_id
     first_eos = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), completion_ids.size(1))
     positions = torch.arange(completion_ids.size(1), device=completion_ids.device).unsqueeze(0)
@@ -143,7 +154,9 @@ def noisy_model_dir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("which", list(TOKENIZERS))
-@pytest.mark.parametrize("data", DATA_SECTIONS, ids=lambda d: f"{d.chat_template}-{bool(d.system_prompt)}-{d.prompt_template[:2]}")
+@pytest.mark.parametrize(
+    "data", DATA_SECTIONS, ids=lambda d: f"{d.chat_template}-{bool(d.system_prompt)}-{d.prompt_template[:2]}"
+)
 def test_every_caller_renders_the_direct_prompts(which, data):
     from procrl.evaluation import evaluate
     from procrl.trainers.ppo import PPOTrainer
@@ -153,10 +166,12 @@ def test_every_caller_renders_the_direct_prompts(which, data):
     rows = [{"prompt": format_prompt(data, q, chat), "question": q} for q in QUESTIONS]  # build_prompt_dataset's rows
     recipe = SimpleNamespace(data=data)
     if chat and tokenizer.chat_template is None:  # chat_template: on without a template: all refuse alike
-        for render in (lambda: PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows),
-                       lambda: direct_ppo_prompt_texts(tokenizer, rows),
-                       lambda: evaluate._prompt_texts(recipe, QUESTIONS, tokenizer),
-                       lambda: direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)):
+        for render in (
+            lambda: PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows),
+            lambda: direct_ppo_prompt_texts(tokenizer, rows),
+            lambda: evaluate._prompt_texts(recipe, QUESTIONS, tokenizer),
+            lambda: direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer),
+        ):
             with pytest.raises(ValueError, match="chat_template is not set"):
                 render()
         return
@@ -194,11 +209,20 @@ def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
     prompts = [prompt_text(recipe.data, tokenizer, q) for q in QUESTIONS * 2] + ["Hi", "A much longer prompt " * 5]
-    shared, backend = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=16,
-                                           batch_size=3, backend="transformers", sampling=Sampling())
+    shared, backend = generate_completions(
+        str(noisy_model_dir),
+        prompts,
+        tokenizer,
+        recipe,
+        max_new_tokens=16,
+        batch_size=3,
+        backend="transformers",
+        sampling=Sampling(),
+    )
     model = AutoModelForCausalLM.from_pretrained(noisy_model_dir).eval()
-    direct = direct_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 16, 3,
-                                      {"do_sample": False})
+    direct = direct_evaluate_generate(
+        model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 16, 3, {"do_sample": False}
+    )
     assert backend == "transformers" and shared == direct
     assert len(set(shared)) > 2 and all(shared)  # the comparison is not vacuous
 
@@ -210,15 +234,28 @@ def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
     prompts = [prompt_text(recipe.data, tokenizer, q) for q in QUESTIONS]
     sampling = Sampling(temperature=0.9, top_p=0.95, num_samples=2, seed=3)
-    shared, _ = generate_completions(str(noisy_model_dir), prompts, tokenizer, recipe, max_new_tokens=12,
-                                     batch_size=2, backend="transformers", sampling=sampling)
+    shared, _ = generate_completions(
+        str(noisy_model_dir),
+        prompts,
+        tokenizer,
+        recipe,
+        max_new_tokens=12,
+        batch_size=2,
+        backend="transformers",
+        sampling=sampling,
+    )
     from transformers import set_seed
 
     set_seed(3)
     model = AutoModelForCausalLM.from_pretrained(noisy_model_dir).eval()
-    direct = direct_evaluate_generate(model, prompts, AutoTokenizer.from_pretrained(noisy_model_dir), 12, 2,
-                                      {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0,
-                                       "num_return_sequences": 2})
+    direct = direct_evaluate_generate(
+        model,
+        prompts,
+        AutoTokenizer.from_pretrained(noisy_model_dir),
+        12,
+        2,
+        {"do_sample": True, "temperature": 0.9, "top_p": 0.95, "top_k": 0, "num_return_sequences": 2},
+    )
     assert shared == direct and len(shared) == 6
 
 

@@ -9,24 +9,26 @@ import pytest
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 
 CSQA = {"label": ["A", "B", "C", "D", "E"], "text": ["ocean", "nightstand", "freezer", "volcano", "mailbox"]}
-QUESTION = ("Where would you put a book you want to read later tonight?\n"
-            "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox")
+QUESTION = (
+    "Where would you put a book you want to read later tonight?\n"
+    "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox"
+)
 CHAINS = {
     "worked": "You read a book in bed before sleeping.\nSo the book should be somewhere next to the bed.\n"
-              "A nightstand stands next to the bed, while an ocean, a freezer, a volcano and a mailbox are far from it.\n"
-              "The answer is (B).",
+    "A nightstand stands next to the bed, while an ocean, a freezer, a volcano and a mailbox are far from it.\n"
+    "The answer is (B).",
     "slip": "You read a book in the kitchen.\nSo the book should be kept cold.\nA freezer keeps things cold.\n"
-            "The answer is (C).",
+    "The answer is (C).",
     "answer_alone": "The answer is (B).",
     "bold_alone": "**B**",
     "hedging": "Hmm, maybe it is somewhere.\nI guess it could be anywhere, I am not sure.\nWait, maybe.\n"
-               "The answer is (B).",
+    "The answer is (B).",
     "padding": "You read a book in bed.\nYou read a book in bed.\nYou read a book in bed.\nYou read a book in bed.\n"
-               "The answer is (B).",
+    "The answer is (B).",
 }
 YES_NO = {
     "worked": "Goldfish breathe with gills, which take oxygen from water.\nA desert has almost no water.\n"
-              "So a goldfish would not survive there.\nSo the answer is no.",
+    "So a goldfish would not survive there.\nSo the answer is no.",
     "answer_alone": "No.",
 }
 
@@ -34,10 +36,12 @@ YES_NO = {
 def _batch(chains, kind="choice"):
     n = len(chains)
     if kind == "choice":
-        return RewardBatch.from_texts(list(chains.values()), [QUESTION] * n, ["B"] * n, answer_kind=["choice"] * n,
-                                      choices=[CSQA] * n)
-    return RewardBatch.from_texts(list(chains.values()), ["Could a goldfish survive in a desert?"] * n, ["no"] * n,
-                                  answer_kind=["yes_no"] * n)
+        return RewardBatch.from_texts(
+            list(chains.values()), [QUESTION] * n, ["B"] * n, answer_kind=["choice"] * n, choices=[CSQA] * n
+        )
+    return RewardBatch.from_texts(
+        list(chains.values()), ["Could a goldfish survive in a desert?"] * n, ["no"] * n, answer_kind=["yes_no"] * n
+    )
 
 
 def _scores(mix, name, chains, kind="choice"):
@@ -89,7 +93,9 @@ def test_receval_correctness_on_prose(tmp_path):
     assert output.failures.get("no_steps") == 2
     for name in ("worked", "slip", "hedging", "padding"):
         assert scores[name] > 0.999  # every step entailed: the forced model's verdict reached the score
-        assert len(output.step_scores[list(CHAINS).index(name)]) == len(batch.segmentations[list(CHAINS).index(name)].steps)
+        assert len(output.step_scores[list(CHAINS).index(name)]) == len(
+            batch.segmentations[list(CHAINS).index(name)].steps
+        )
 
 
 def test_receval_informativeness_targets_the_option(tmp_path):
@@ -121,10 +127,16 @@ def test_the_csqa_mix_pays_nothing_for_skipping_hedging_or_padding():
     path = REPO / "recipes" / "csqa_trace.yaml"
     mix = RewardMix(load_recipe(path, offline_overrides(path)).rewards)
     slip = CHAINS["worked"].replace("in bed before sleeping", "in the bathtub before sleeping")
-    padded = slip.replace("The answer is (B).", "") + "\n".join(["A book is something you read."] * 3) + "\nThe answer is (B)."
+    padded = (
+        slip.replace("The answer is (B).", "")
+        + "\n".join(["A book is something you read."] * 3)
+        + "\nThe answer is (B)."
+    )
     cases = {"W": CHAINS["worked"], "S": slip, "P": padded, "A": CHAINS["answer_alone"], "H": CHAINS["hedging"]}
-    rows = [{"question": QUESTION, "completion": c, "answer": "B", "answer_kind": "choice", "choices": CSQA}
-            for c in cases.values()]
+    rows = [
+        {"question": QUESTION, "completion": c, "answer": "B", "answer_kind": "choice", "choices": CSQA}
+        for c in cases.values()
+    ]
     total = dict(zip(cases, (row["reward"] for row in score_rows(mix, rows))))
     assert total["W"] > total["A"] and total["W"] > total["H"]
     assert total["W"] >= total["S"] >= total["P"]

@@ -15,15 +15,24 @@ QA = Path(__file__).parent / "data" / "qa"
 
 
 def _recipe(dataset, rewards=None, **data):
-    return parse_recipe({"recipe": "procrl/v1", "model": {"name_or_path": "procrl:tiny-qwen2"},
-                         "data": {"dataset": str(dataset), **data}, "rewards": rewards or {"accuracy": {}}})
+    return parse_recipe(
+        {
+            "recipe": "procrl/v1",
+            "model": {"name_or_path": "procrl:tiny-qwen2"},
+            "data": {"dataset": str(dataset), **data},
+            "rewards": rewards or {"accuracy": {}},
+        }
+    )
 
 
-@pytest.mark.parametrize("folder, question, gold, options", [
-    ("commonsense_qa", "Where would you put a book you want to read later tonight?", "B", 5),
-    ("openbookqa", "Plants need sunlight to", "A", 4),
-    ("qasc", "What do plants use to make food?", "B", 8),
-])
+@pytest.mark.parametrize(
+    "folder, question, gold, options",
+    [
+        ("commonsense_qa", "Where would you put a book you want to read later tonight?", "B", 5),
+        ("openbookqa", "Plants need sunlight to", "A", 4),
+        ("qasc", "What do plants use to make food?", "B", 8),
+    ],
+)
 def test_choice_datasets_in_their_hub_schemas(folder, question, gold, options):
     rows = load_examples(_recipe(QA / folder).data)
     first = rows[0]
@@ -35,8 +44,10 @@ def test_choice_datasets_in_their_hub_schemas(folder, question, gold, options):
 
 def test_the_prompt_lists_the_options_as_the_papers_do():
     prompt = build_prompt_dataset(_recipe(QA / "commonsense_qa").data, None)[0]["prompt"]
-    assert prompt.startswith("Where would you put a book you want to read later tonight?\n"
-                             "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox\n\n")
+    assert prompt.startswith(
+        "Where would you put a book you want to read later tonight?\n"
+        "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox\n\n"
+    )
     assert "'The answer is (X)'" in prompt and "####" not in prompt
     own = build_prompt_dataset(_recipe(QA / "commonsense_qa", prompt_template="Q: {question}\nA:").data, None)[0]
     assert own["prompt"].endswith("(E) mailbox\nA:")  # a recipe's own template is kept
@@ -57,8 +68,9 @@ def test_the_hub_parquet_layout(tmp_path):
     folder = tmp_path / "commonsense_qa" / "data"
     folder.mkdir(parents=True)
     for split in ("train", "validation"):
-        datasets.load_dataset("json", data_files=str(QA / "commonsense_qa" / f"{split}.jsonl"), split="train") \
-            .to_parquet(str(folder / f"{split}-00000-of-00001.parquet"))
+        datasets.load_dataset(
+            "json", data_files=str(QA / "commonsense_qa" / f"{split}.jsonl"), split="train"
+        ).to_parquet(str(folder / f"{split}-00000-of-00001.parquet"))
     recipe = _recipe(folder.parent, split="validation")
     rows = load_examples(recipe.data)
     assert list(rows["answer"]) == ["B", "C", "A"] and rows[0]["choices"][1] == {"label": "B", "text": "water"}
@@ -74,8 +86,9 @@ def test_local_jsonl_of_the_same_rows():
 
 def test_bad_choice_rows_are_one_line_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"question": "q?", "choices": {"label": ["A", "B"], "text": ["x", "y"]},
-                               "answerKey": "C"}) + "\n")
+    bad.write_text(
+        json.dumps({"question": "q?", "choices": {"label": ["A", "B"], "text": ["x", "y"]}, "answerKey": "C"}) + "\n"
+    )
     with pytest.raises(ConfigError, match=r"row 1: gold 'C' is not one of the options \(A, B"):
         load_examples(_recipe(bad).data)
     with pytest.raises(ConfigError, match="data.choices_column: answer_kind is 'choice' but"):
@@ -87,8 +100,11 @@ def test_bad_choice_rows_are_one_line_errors(tmp_path):
 @pytest.mark.parametrize("backend", ["arithmetic", "reference"])
 def test_number_judges_are_refused_on_answers_that_are_not_numbers(backend):
     rewards = {"accuracy": {}, "judge": {"type": "first_error", "backend": backend}}
-    for dataset, extra in (("tau/commonsense_qa", {}), (QA / "csqa_rows.jsonl", {}),
-                           (QA / "strategyqa", {"answer_kind": "yes_no"})):
+    for dataset, extra in (
+        ("tau/commonsense_qa", {}),
+        (QA / "csqa_rows.jsonl", {}),
+        (QA / "strategyqa", {"answer_kind": "yes_no"}),
+    ):
         with pytest.raises(ConfigError) as error:
             _recipe(dataset, rewards, **extra)
         message = str(error.value)
@@ -114,4 +130,6 @@ def test_the_commonsense_recipes_pass_check_and_refuse_the_arithmetic_judge(caps
     assert "reward mix on 2 reference solutions from written" in result.out
     assert "accuracy                 weight 1      scores [1.0000, 1.0000]" in result.out
     refused = cli(capsys, "check", path, "--set", "rewards.first_error.backend=arithmetic")
-    assert_one_line_error(refused, "rewards.first_error.backend: 'arithmetic' checks the calculations", "data.answer_kind")
+    assert_one_line_error(
+        refused, "rewards.first_error.backend: 'arithmetic' checks the calculations", "data.answer_kind"
+    )

@@ -10,24 +10,46 @@ import pytest
 from procrl.rewards.quantities import decimals
 from procrl.rewards.quantities.results import state_results
 from procrl.rewards.quantities.units import (
-    CONVERSIONS, EXCUSING_FACTORS, UNITS, canonical_unit, conversion_factors, dimension, own_factors, unit_name,
+    CONVERSIONS,
+    EXCUSING_FACTORS,
+    UNITS,
+    canonical_unit,
+    conversion_factors,
+    dimension,
+    own_factors,
+    unit_name,
     units_named,
 )
 
 PACKAGE = Path(__file__).resolve().parents[1] / "procrl"
 
 
-@pytest.mark.parametrize("word, unit", [("hours", "hour"), ("lbs", "pound"), ("feet", "foot"), ("pennies", "cent"),
-                                        ("Minutes/day", "minute"), ("$", "dollar"), ("kilometres", "kilometer"),
-                                        ("apples", None), ("", None)])
+@pytest.mark.parametrize(
+    "word, unit",
+    [
+        ("hours", "hour"),
+        ("lbs", "pound"),
+        ("feet", "foot"),
+        ("pennies", "cent"),
+        ("Minutes/day", "minute"),
+        ("$", "dollar"),
+        ("kilometres", "kilometer"),
+        ("apples", None),
+        ("", None),
+    ],
+)
 def test_canonical_unit(word, unit):
     assert canonical_unit(word) == unit
 
 
 def test_unit_names_and_kinds():
     assert unit_name("boxes (red)") == "box" and unit_name("babies/mink") == "baby/mink"
-    assert (dimension("lb"), dimension("minute"), dimension("dollar/hour"), dimension("$")) == ("mass", "time", "money",
-                                                                                                 "money")
+    assert (dimension("lb"), dimension("minute"), dimension("dollar/hour"), dimension("$")) == (
+        "mass",
+        "time",
+        "money",
+        "money",
+    )
     assert dimension("item") is None and dimension("dozen") is None  # counts: a factor off is not a conversion
     assert dimension("apple") is None and dimension(None) is None
 
@@ -44,8 +66,11 @@ def test_conversions():
 def test_one_unit_vocabulary():
     """No other module of procrl spells out a unit table (a second vocabulary would drift)."""
     vocabulary = PACKAGE / "rewards" / "quantities" / "units.py"
-    tables = [path for path in PACKAGE.rglob("*.py") if path != vocabulary
-              and re.search(r"[\"'](?:kilogram|milliliter)[\"']", path.read_text())]
+    tables = [
+        path
+        for path in PACKAGE.rglob("*.py")
+        if path != vocabulary and re.search(r"[\"'](?:kilogram|milliliter)[\"']", path.read_text())
+    ]
     assert tables == []
 
 
@@ -54,18 +79,23 @@ def test_decimals(text, places):
     assert decimals(text) == places
 
 
-@pytest.mark.parametrize("clause, stated, equations", [
-    ("He made a profit of 80000 - 10000 = $70,000", "He made a profit of $70,000", ["80000 - 10000 = $70,000"]),
-    ("30 minks * 6 babies/mink = 180 babies", "180 babies", ["30 minks * 6 babies/mink = 180"]),
-    ("She sold 48/2 = 24 clips in May", "She sold 24 clips in May", ["48/2 = 24"]),
-    ("1 hour = 60 minutes", "1 hour = 60 minutes", []),  # a quantity, not a calculation
-])
+@pytest.mark.parametrize(
+    "clause, stated, equations",
+    [
+        ("He made a profit of 80000 - 10000 = $70,000", "He made a profit of $70,000", ["80000 - 10000 = $70,000"]),
+        ("30 minks * 6 babies/mink = 180 babies", "180 babies", ["30 minks * 6 babies/mink = 180"]),
+        ("She sold 48/2 = 24 clips in May", "She sold 24 clips in May", ["48/2 = 24"]),
+        ("1 hour = 60 minutes", "1 hour = 60 minutes", []),  # a quantity, not a calculation
+    ],
+)
 def test_state_results(clause, stated, equations):
     assert state_results(clause) == (stated, equations)
 
 
-@pytest.mark.parametrize("abbreviated, spelled", [("5 gal * 4 = 80 qt", "5 gallons * 4 = 80 quarts"),
-                                                  ("3 tbsp * 2 = 18 tsp", "3 tablespoons * 2 = 18 teaspoons")])
+@pytest.mark.parametrize(
+    "abbreviated, spelled",
+    [("5 gal * 4 = 80 qt", "5 gallons * 4 = 80 quarts"), ("3 tbsp * 2 = 18 tsp", "3 tablespoons * 2 = 18 teaspoons")],
+)
 def test_a_unit_reads_the_same_abbreviated_or_spelled_out(abbreviated, spelled):
     """A result in another unit of the same kind is a conversion, not a slip, however the units are written."""
     from procrl.rewards.quantities import find_claims

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.rewards.quantities import check_step, find_claims, first_wrong_step
 from procrl.core.answers import extract_prediction
-from procrl.rewards.accuracy import AccuracyReward
+from procrl.core.text import segment
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.format import FormatReward, has_answer_line
 from procrl.rewards.judges import JudgeItem
 from procrl.rewards.judges.arithmetic import ArithmeticJudge
-from procrl.core.text import segment
+from procrl.rewards.quantities import check_step, find_claims
 
 
 def verdict(completion: str) -> int | None:
@@ -39,36 +39,56 @@ def claims(text: str) -> list[tuple[str, bool]]:
 MR_GSM8K = [
     # (uuid, steps as the model wrote them, labelled first error (0-based), whether the verifier finds it:
     # a calculation error is found at the labelled step; a reasoning error with true calculations is not)
-    ("a8157e23-5920-4406-be0b-e18765b26b51", [
-        "Step 1: Nancy saw 90 spiders.",
-        "Step 2: She saw 1/3rd as many millipedes as spiders, so she saw 90/3 = 30 millipedes.",
-        "Step 3: She saw a number of stink bugs equal to twice the number of millipedes minus 12, so she saw 2*30 - 12 = 58 stink bugs.",
-        "Step 4: In total, Nancy saw 90 spiders + 30 millipedes + 58 stink bugs = 178 bugs.",
-        "Step 5: #### 178",
-        "Step 6: The answer is: 178",
-    ], 2, True),
-    ("d724e2ca-16c5-43a5-b204-16ada5252ddf", [
-        "Step 1: We know that the rug is 5 feet wider than the chair, so the rug is 3 + 5 = 8 feet wide.",
-        "Step 2: We also know that the couch is 2 feet longer than twice the width of the rug, so the couch is 2 * 8 + 2 = 22 feet long.",
-        "Step 3: Therefore, the couch is 22 feet long.",
-        "Step 4: #### 22",
-        "Step 5: The answer is: 22",
-    ], 1, True),
-    ("011f88a5-9cec-495f-819f-bcd8d92a5efc", [
-        "Step 1: If Mark weighs 150 pounds, and Susan weighs 20 pounds less than Mark, then Susan weighs 150 - 20 = 130 pounds.",
-        "Step 2: If Bob weighs twice as much as Susan, then Bob weighs 130 * 2 = 260 pounds.",
-        "Step 3: To find the average weight of the 3 friends, we add up their weights and divide by 3.",
-        "Step 4: So the average weight is (150 + 130 + 260) / 3 = 440 / 3 = 140 pounds.",
-        "Step 5: #### 140",
-        "Step 6: The answer is: 140",
-    ], 3, True),
+    (
+        "a8157e23-5920-4406-be0b-e18765b26b51",
+        [
+            "Step 1: Nancy saw 90 spiders.",
+            "Step 2: She saw 1/3rd as many millipedes as spiders, so she saw 90/3 = 30 millipedes.",
+            "Step 3: She saw a number of stink bugs equal to twice the number of millipedes minus 12, so she saw 2*30 - 12 = 58 stink bugs.",
+            "Step 4: In total, Nancy saw 90 spiders + 30 millipedes + 58 stink bugs = 178 bugs.",
+            "Step 5: #### 178",
+            "Step 6: The answer is: 178",
+        ],
+        2,
+        True,
+    ),
+    (
+        "d724e2ca-16c5-43a5-b204-16ada5252ddf",
+        [
+            "Step 1: We know that the rug is 5 feet wider than the chair, so the rug is 3 + 5 = 8 feet wide.",
+            "Step 2: We also know that the couch is 2 feet longer than twice the width of the rug, so the couch is 2 * 8 + 2 = 22 feet long.",
+            "Step 3: Therefore, the couch is 22 feet long.",
+            "Step 4: #### 22",
+            "Step 5: The answer is: 22",
+        ],
+        1,
+        True,
+    ),
+    (
+        "011f88a5-9cec-495f-819f-bcd8d92a5efc",
+        [
+            "Step 1: If Mark weighs 150 pounds, and Susan weighs 20 pounds less than Mark, then Susan weighs 150 - 20 = 130 pounds.",
+            "Step 2: If Bob weighs twice as much as Susan, then Bob weighs 130 * 2 = 260 pounds.",
+            "Step 3: To find the average weight of the 3 friends, we add up their weights and divide by 3.",
+            "Step 4: So the average weight is (150 + 130 + 260) / 3 = 440 / 3 = 140 pounds.",
+            "Step 5: #### 140",
+            "Step 6: The answer is: 140",
+        ],
+        3,
+        True,
+    ),
     # a reasoning error (Tom gains 15 mph, not 55): the calculation holds, rounded as written
-    ("bd29bebd-0d3a-4700-90be-23c0c4c4e96c", [
-        "Step 1:  We know that the distance between both is 75 miles, so the number of hours Tom has to drive to catch up with Bob is 75 / 55 = <<75/55=1.4>>1.4 hours.",
-        "Step 2: The speed of both cars is also relevant, so we have to take into account that Bob is driving 75 miles / 55 hours = <<75/55=1.4>>1.4 hours.",
-        "Step 3: So, the number of hours Tom has to drive to catch up with Bob is 1.4 hours + 1.4 hours = <<1.4+1.4=2.8>>2.8 hours.",
-        "Step 4: #### 2.8",
-    ], 0, False),
+    (
+        "bd29bebd-0d3a-4700-90be-23c0c4c4e96c",
+        [
+            "Step 1:  We know that the distance between both is 75 miles, so the number of hours Tom has to drive to catch up with Bob is 75 / 55 = <<75/55=1.4>>1.4 hours.",
+            "Step 2: The speed of both cars is also relevant, so we have to take into account that Bob is driving 75 miles / 55 hours = <<75/55=1.4>>1.4 hours.",
+            "Step 3: So, the number of hours Tom has to drive to catch up with Bob is 1.4 hours + 1.4 hours = <<1.4+1.4=2.8>>2.8 hours.",
+            "Step 4: #### 2.8",
+        ],
+        0,
+        False,
+    ),
 ]
 
 
@@ -77,7 +97,9 @@ def test_mr_gsm8k_rows(uuid, steps, label, found):
     completion = "\n".join(steps)
     assert verdict(completion) == (label if found else -1)  # the human label, where it flags
     seg = segment(completion)
-    assert [s.text for s in seg.steps] == [s.split(": ", 1)[1].strip() for s in steps if "####" not in s and "answer is" not in s]
+    assert [s.text for s in seg.steps] == [
+        s.split(": ", 1)[1].strip() for s in steps if "####" not in s and "answer is" not in s
+    ]
 
 
 def test_trailing_answer_lines_of_mr_gsm8k_are_not_steps():
@@ -114,7 +136,7 @@ def test_trailing_answer_lines_of_mr_gsm8k_are_not_steps():
         "Joan's age = Jessa's age + 4\nJoan's age = 19 + 4\nJoan's age = 23",  # a name restated
         "\\[\n\\text{Difference} = 5000 - 3500\n\\]\n\\[\n\\text{Difference} = 1500\n\\]",
         "Let's calculate B = (-2 + 6 + 7 - 3) = (4 + 7 - 3) = (11 - 3) = 8.",  # parenthesised chain
-        "Anne's height = 2 x 30\" = 60\"",
+        'Anne\'s height = 2 x 30" = 60"',
         "2x = 2(14) = 28",
         "\\[\n     -\\$120 + \\$75 = -\\$45\n     \\]",
         "2/3 of 90 = 60 and \\frac{1}{4} of 80 = 20",
@@ -158,24 +180,50 @@ def test_wrong_results_in_real_notation_are_found(text):
     "text",
     [
         # algebra
-        "2x + 3 = 7", "3 + 5 = 2x", "50-6 = 4(B-3)", "1/3 wall = 4 days / x days", "12 x 5 = 3 x x",
-        "y + 3y = 48", "\\[ 2r + 4(r + 1) = 40 \\]", "\\frac{900 \\text{ yen}}{\\$6.00} = \\frac{45000 \\text{ yen}}{x \\text{ dollars}}",
+        "2x + 3 = 7",
+        "3 + 5 = 2x",
+        "50-6 = 4(B-3)",
+        "1/3 wall = 4 days / x days",
+        "12 x 5 = 3 x x",
+        "y + 3y = 48",
+        "\\[ 2r + 4(r + 1) = 40 \\]",
+        "\\frac{900 \\text{ yen}}{\\$6.00} = \\frac{45000 \\text{ yen}}{x \\text{ dollars}}",
         # unit conversions
-        "1 hour + 30 minutes = 90 minutes", "15 minutes * 4 = 1 hour", "12 x 25 cents = $3.00.", "$3 + 50 cents = $3.50",
-        "8 pencils x 25 cents/pencil = 8 x 0.25 = $2", "2 dozen + 6 = 30",
+        "1 hour + 30 minutes = 90 minutes",
+        "15 minutes * 4 = 1 hour",
+        "12 x 25 cents = $3.00.",
+        "$3 + 50 cents = $3.50",
+        "8 pencils x 25 cents/pencil = 8 x 0.25 = $2",
+        "2 dozen + 6 = 30",
         # rounding as written
-        "25 / 4 = 6 boxes", "100 / 3 = 33 (rounded down)", "150 x 2/3 = 150 x 0.67 = 100", "1.4167 minutes/carrot * 24 carrots = 34 minutes",
-        "(85 / 150) x 100\n= 0.5667 x 100\n= 56.67%", "0.3 x $46,153 = $13,845", "$46,153 + $13,845 = $60,000",
+        "25 / 4 = 6 boxes",
+        "100 / 3 = 33 (rounded down)",
+        "150 x 2/3 = 150 x 0.67 = 100",
+        "1.4167 minutes/carrot * 24 carrots = 34 minutes",
+        "(85 / 150) x 100\n= 0.5667 x 100\n= 56.67%",
+        "0.3 x $46,153 = $13,845",
+        "$46,153 + $13,845 = $60,000",
         "3500 / 2250 = approximately 1.5",
         # fragments and sizes
-        "\\sqrt{16} + 2 = 6", "half of (3 + 5) = 4", "f(3) + 2 = 9", "X*1/4 = 5", "6:00+48 = 54",
-        "\\text{Number of 2 x 6 boards} = \\frac{\\$30}{\\$5} = 6", "Total cost for 2x6x8 boards = 6 \\times 9 = \\$54",
-        "3 cups / 1 cup/8 limes = 3 x 8 = 24 limes", "12 (4 + 8) = 12", "500,000 * 3 = $1.5 million",
-        "5:00 pm - 3 hours = 2:00 pm", "The friends get 6 x 2 = 12 eggs from one box x 2",
+        "\\sqrt{16} + 2 = 6",
+        "half of (3 + 5) = 4",
+        "f(3) + 2 = 9",
+        "X*1/4 = 5",
+        "6:00+48 = 54",
+        "\\text{Number of 2 x 6 boards} = \\frac{\\$30}{\\$5} = 6",
+        "Total cost for 2x6x8 boards = 6 \\times 9 = \\$54",
+        "3 cups / 1 cup/8 limes = 3 x 8 = 24 limes",
+        "12 (4 + 8) = 12",
+        "500,000 * 3 = $1.5 million",
+        "5:00 pm - 3 hours = 2:00 pm",
+        "The friends get 6 x 2 = 12 eggs from one box x 2",
         "2/5 of 15 tens = 2/5 x 15 x $10 = 2/5 x $150 = $60",  # the right side spells a unit out
         # kept from before
-        "1 hour = 60 minutes", "15% of $80 = (15/100)*$80 = $12", "There are 60 minutes x 3/4 = 45 minutes",
-        "Step 2 = the hard part", "a = b + c",
+        "1 hour = 60 minutes",
+        "15% of $80 = (15/100)*$80 = $12",
+        "There are 60 minutes x 3/4 = 45 minutes",
+        "Step 2 = the hard part",
+        "a = b + c",
     ],
 )
 def test_no_false_alarm(text):
@@ -229,7 +277,12 @@ ENDINGS = [
     ("Final Answer: The total cost of 12 gallons after the discount is $33.00.", "33", 1.0, "answer_is"),
     ("The final answer is 9 * $2 = $18.", "18", 1.0, "answer_is"),
     ("The final answer is $18. I hope it is correct.", "18", 1.0, "answer_is"),
-    ("#### Step 3: Net profit\nProfit = $90 - $41 = $49\n\n\\[\\boxed{49}\\]", "49", 1.0, "boxed"),  # a heading is no answer
+    (
+        "#### Step 3: Net profit\nProfit = $90 - $41 = $49\n\n\\[\\boxed{49}\\]",
+        "49",
+        1.0,
+        "boxed",
+    ),  # a heading is no answer
     ("#### 1. Cost of the shirts\n2 x 15 = 30\n#### 30", "30", 1.0, "hashes"),
     ("9 + 5 = 14.\n#### 14\nThe answer is: 14", "14", 1.0, "hashes"),
     ("#### 5\nThe answer is 7", "5", 1.0, "hashes"),  # several answer lines: the first #### wins
@@ -290,12 +343,16 @@ def test_repeated_answer_lines_keep_accuracy_and_format():
 def test_repeated_answer_lines_do_not_pay_as_padding():
     """Every component that reads steps gives the repeats what it gives the single answer line
     (format gives them less: a looping answer line is not the format)."""
-    mix = RewardMix(parse_rewards({
-        "accuracy": {"weight": 1.0},
-        "format": {"weight": 0.1},
-        "first_error": {"weight": 0.5, "backend": "arithmetic", "penalty": "position"},
-        "trace": {"weight": 0.1, "tagger": "cues"},
-    }))
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "accuracy": {"weight": 1.0},
+                "format": {"weight": 0.1},
+                "first_error": {"weight": 0.5, "backend": "arithmetic", "penalty": "position"},
+                "trace": {"weight": 0.1, "tagger": "cues"},
+            }
+        )
+    )
     once = mix.score_all(RewardBatch.from_texts([WORKED + "\n#### 48"], golds=["48"]))
     repeated = mix.score_all(RewardBatch.from_texts([REPEATS], golds=["48"]))
     for name in once:
@@ -310,24 +367,35 @@ def test_repeated_answer_lines_do_not_pay_as_padding():
 
 # --- SmolLM2-135M-Instruct's endings (outputs of `procrl evaluate` on GSM8K test problems) ------
 
+
 def test_hashes_line_holding_an_equation_states_its_result():
     from procrl.core.answers import extract_prediction
 
-    assert extract_prediction("#### 72 * 16 = 1080\n\nSo, Kylar needs to pay $1080 for 16 glasses.") == (1080.0, "hashes")
+    assert extract_prediction("#### 72 * 16 = 1080\n\nSo, Kylar needs to pay $1080 for 16 glasses.") == (
+        1080.0,
+        "hashes",
+    )
     # the first #### line wins, and a copy cut at the token limit does not change it
-    assert extract_prediction("A robe takes 2 bolts.\n#### 2 * 2 = 4\n#### 4 = 4\n#### 4 = 4\n#### 4 =") == (4.0, "hashes")
+    assert extract_prediction("A robe takes 2 bolts.\n#### 2 * 2 = 4\n#### 4 = 4\n#### 4 = 4\n#### 4 =") == (
+        4.0,
+        "hashes",
+    )
     assert extract_prediction("He pays 3 x 4 = 12.\n#### 12 =") == (12.0, "hashes")
 
 
 def test_a_looping_answer_line_is_not_the_format():
     from procrl.rewards.format import FormatReward, has_answer_line
 
-    loops = ["A robe takes 2 bolts.\n#### 2 * 2 = 4" + "\n#### 4 = 4" * 30 + "\n#### 4 =",
-             "She has 2 + 1 = 3 apples.\n" + "The answer is 3.\n" * 30,
-             "She has 2 + 1 = 3 apples.\n" + "The answer is 3. " * 30]
-    ended = ["She has 2 + 1 = 3 apples.\nThe answer is 3.",
-             "She has 2 + 1 = 3 apples.\nThe answer is 3.\n#### 3",  # two notations of one answer
-             "She has 2 + 1 = 3 apples.\n\\[\n\\boxed{3}\n\\]"]
+    loops = [
+        "A robe takes 2 bolts.\n#### 2 * 2 = 4" + "\n#### 4 = 4" * 30 + "\n#### 4 =",
+        "She has 2 + 1 = 3 apples.\n" + "The answer is 3.\n" * 30,
+        "She has 2 + 1 = 3 apples.\n" + "The answer is 3. " * 30,
+    ]
+    ended = [
+        "She has 2 + 1 = 3 apples.\nThe answer is 3.",
+        "She has 2 + 1 = 3 apples.\nThe answer is 3.\n#### 3",  # two notations of one answer
+        "She has 2 + 1 = 3 apples.\n\\[\n\\boxed{3}\n\\]",
+    ]
     assert [has_answer_line(c) for c in loops] == [False] * 3
     assert [has_answer_line(c) for c in ended] == [True] * 3
     partial = FormatReward(FormatReward.Settings(partial=True))

@@ -12,8 +12,6 @@ import torch
 
 from procrl.core.config import ConfigError
 from procrl.rewards import RewardBatch, RewardMix, RuntimeContext
-from procrl.rewards.scorers.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
-from procrl.rewards.scorers.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
 from procrl.rewards.receval import (
     RCU,
     ReCEvalCorrectness,
@@ -30,6 +28,8 @@ from procrl.rewards.receval import (
     score_correctness_plan,
     split_rcus,
 )
+from procrl.rewards.scorers.info_gain import ReferenceModelError, TargetLogProbScorer, reference_lm
+from procrl.rewards.scorers.nli import NLILabelError, NLIScorer, nli_label_indices, write_tiny_nli_model
 
 ORDER_A = {0: "entailment", 1: "neutral", 2: "contradiction"}
 ORDER_B = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
@@ -124,8 +124,15 @@ def test_invalid_probabilities_are_refused():
 
 def test_informativeness_contexts_and_answer_format():
     contexts = informativeness_contexts(["A is 2.", "B is 3."], "What is A+B?")
-    assert contexts == ["What is A+B? Therefore,", "What is A+B?\nA is 2. Therefore,", "What is A+B?\nA is 2.\nB is 3. Therefore,"]
-    assert informativeness_contexts(["A is 2."], "What?", condition_on_question=False) == ["Therefore,", "A is 2. Therefore,"]
+    assert contexts == [
+        "What is A+B? Therefore,",
+        "What is A+B?\nA is 2. Therefore,",
+        "What is A+B?\nA is 2.\nB is 3. Therefore,",
+    ]
+    assert informativeness_contexts(["A is 2."], "What?", condition_on_question=False) == [
+        "Therefore,",
+        "A is 2. Therefore,",
+    ]
     assert format_answer(72.0) == "72" and format_answer(0.5) == "0.5" and format_answer(-3.0) == "-3"
 
 
@@ -137,16 +144,35 @@ def test_informativeness_contexts_and_answer_format():
     [
         ("She has 3 apples and 4 pears, so she has 7 fruits.", ("She has 3 apples", "4 pears"), "she has 7 fruits"),
         ("He runs 3 miles a day; thus he runs 21 miles a week", ("He runs 3 miles a day",), "he runs 21 miles a week"),
-        ("Because it rained, the game was late, which means it ended at 9.", ("it rained", "the game was late"), "it ended at 9"),
+        (
+            "Because it rained, the game was late, which means it ended at 9.",
+            ("it rained", "the game was late"),
+            "it ended at 9",
+        ),
         # the clause that states the result, the calculation a premise (the released code's SRL gives clauses too)
         ("Weng earns 12/60 = $<<12/60=0.2>>0.2 per minute.", ("12/60 = $0.2",), "Weng earns $0.2 per minute"),
-        ("She sold 48/2 = 24 clips in May; she kept 5 since they were red.", ("they were red", "she kept 5", "48/2 = 24"), "She sold 24 clips in May"),
-        ("He made a profit of 80,000 - 10,000 = $70,000.", ("80,000 - 10,000 = $70,000",), "He made a profit of $70,000"),
-        ("First find the total number of baby minks: 30 minks * 6 babies/mink = <<30*6=180>>180 minks",
-         ("30 minks * 6 babies/mink = 180",), "First find the total number of baby minks: 180 minks"),
+        (
+            "She sold 48/2 = 24 clips in May; she kept 5 since they were red.",
+            ("they were red", "she kept 5", "48/2 = 24"),
+            "She sold 24 clips in May",
+        ),
+        (
+            "He made a profit of 80,000 - 10,000 = $70,000.",
+            ("80,000 - 10,000 = $70,000",),
+            "He made a profit of $70,000",
+        ),
+        (
+            "First find the total number of baby minks: 30 minks * 6 babies/mink = <<30*6=180>>180 minks",
+            ("30 minks * 6 babies/mink = 180",),
+            "First find the total number of baby minks: 180 minks",
+        ),
         # because / since: the clause after them is a premise (ReCEval)
         ("Jenny has $25 because 5 x 5 = 25", ("5 x 5 = 25",), "Jenny has $25"),
-        ("Since each box has 12 pens, 5 boxes have 5*12 = 60 pens.", ("each box has 12 pens", "5*12 = 60"), "5 boxes have 60 pens"),
+        (
+            "Since each box has 12 pens, 5 boxes have 5*12 = 60 pens.",
+            ("each box has 12 pens", "5*12 = 60"),
+            "5 boxes have 60 pens",
+        ),
         # not conclusion markers
         ("So far she has 7 eggs.", (), "So far she has 7 eggs"),
         ("She saved so that she could buy 5 toys.", (), "She saved so that she could buy 5 toys"),
@@ -174,10 +200,12 @@ def test_joined_premises_carry_no_final_periods():
 
 
 def _fragment_share(rows) -> tuple[int, float]:
-    from procrl.rewards.receval import letter_words
     from procrl.core.text import segment_batch
+    from procrl.rewards.receval import letter_words
 
-    conclusions = [split_rcus(step.text).conclusion for seg in segment_batch([r["answer"] for r in rows]) for step in seg.steps]
+    conclusions = [
+        split_rcus(step.text).conclusion for seg in segment_batch([r["answer"] for r in rows]) for step in seg.steps
+    ]
     return len(conclusions), sum(letter_words(c) < 2 for c in conclusions) / len(conclusions)
 
 
@@ -234,7 +262,9 @@ def forced_models(tmp_path_factory):
     for order_name, order in (("a", ORDER_A), ("b", ORDER_B)):
         for kind in ("entailment", "contradiction"):
             label = next(v for v in order.values() if v.lower() == kind)
-            models[(order_name, kind)] = write_tiny_nli_model(root / f"{order_name}-{kind}", id2label=order, force_label=label)
+            models[(order_name, kind)] = write_tiny_nli_model(
+                root / f"{order_name}-{kind}", id2label=order, force_label=label
+            )
     models["random"] = write_tiny_nli_model(root / "random", id2label=ORDER_B, seed=3)
     models["generic"] = write_tiny_nli_model(root / "generic", id2label={0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
     return models
@@ -253,7 +283,9 @@ def _gsm8k_rows(path, count):
 @pytest.mark.parametrize("order", ["a", "b"])
 def test_forced_entailment_and_contradiction_in_both_label_orders(forced_models, gsm8k_train, order):
     rows = _gsm8k_rows(gsm8k_train, 3)
-    batch = RewardBatch.from_texts([r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows])
+    batch = RewardBatch.from_texts(
+        [r["answer"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+    )
 
     entail = ReCEvalCorrectness(ReCEvalCorrectness.Settings(nli_model=str(forced_models[(order, "entailment")])))
     output = entail.score(batch)
@@ -331,7 +363,10 @@ def test_batched_target_logprobs_match_unpadded_forward(tiny_lm):
         ("Q\nA short step. Therefore,", " The answer is 12345."),
         ("Therefore,", " The answer is 7."),
         ("Tom has 3 apples. Therefore,", " The answer is 3."),
-        ("A much longer context about Natalia selling clips to her friends in April and May. Therefore,", " The answer is 72."),
+        (
+            "A much longer context about Natalia selling clips to her friends in April and May. Therefore,",
+            " The answer is 72.",
+        ),
     ]
     scorer = TargetLogProbScorer("reference", batch_size=3)
     scorer.bind("cpu", tokenizer, SimpleNamespace(ref_model=model))
@@ -356,7 +391,9 @@ def test_reference_is_the_lora_policy_with_adapters_disabled(tiny_lm):
     from peft import LoraConfig, get_peft_model
 
     base, tokenizer = tiny_lm
-    policy = get_peft_model(copy.deepcopy(base), LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    policy = get_peft_model(
+        copy.deepcopy(base), LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
     trainer = SimpleNamespace(ref_model=None, model=policy, args=SimpleNamespace(beta=0.0))
     pair = [("Tom has 3 apples. Therefore,", " The answer is 3.")]
     scorer = TargetLogProbScorer("reference")
@@ -417,8 +454,9 @@ def test_settings_are_validated():
 
 
 def test_a_failing_splitter_fails_only_its_sample(forced_models):
-    settings = ReCEvalCorrectness.Settings(nli_model=str(forced_models[("a", "entailment")]),
-                                           rcu_splitter="tests.test_receval:picky_splitter")
+    settings = ReCEvalCorrectness.Settings(
+        nli_model=str(forced_models[("a", "entailment")]), rcu_splitter="tests.test_receval:picky_splitter"
+    )
     output = ReCEvalCorrectness(settings).score(
         RewardBatch.from_texts(["A is 2.\nB is 3.", "A is 2.\nboom 3.", ""], ["Q is here.", "Q is here.", "Q?"])
     )

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 import yaml
 
-from procrl.launch import cli
 from procrl.core.config import ConfigError
+from procrl.launch import cli
 from procrl.recipe import apply_overrides, is_recipe_file, load_recipe, parse_recipe
 
 BASE = {
@@ -47,11 +47,14 @@ def test_tiny_recipe_checks(tiny_recipe, capsys, no_model_loading):
 
 
 def test_misspelled_reward_suggests(tmp_path, capsys, no_model_loading):
-    path = write(tmp_path, textwrap.dedent("""\
+    path = write(
+        tmp_path,
+        textwrap.dedent("""\
         recipe: procrl/v1
         model: {name_or_path: procrl:tiny-qwen2}
         rewards: {acurracy: {}}
-        """))
+        """),
+    )
     assert cli.main(["check", str(path)]) != 0
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
@@ -64,22 +67,58 @@ BROKEN = [
     ("missing marker", {"recipe": None}, ["recipe", "procrl/v1"]),
     ("wrong marker", {"recipe": "procrl/v0"}, ["unsupported marker", "procrl/v1"]),
     ("unknown model key", {"model": {"name_or_path": "x", "dtyp": "float32"}}, ["model.dtyp", "did you mean 'dtype'"]),
-    ("bad dtype value", {"model": {"name_or_path": "x", "dtype": "fp33"}}, ["model.dtype", "allowed values", "'bfloat16'"]),
+    (
+        "bad dtype value",
+        {"model": {"name_or_path": "x", "dtype": "fp33"}},
+        ["model.dtype", "allowed values", "'bfloat16'"],
+    ),
     ("wrong type", {"trainer": {"learning_rate": "fast"}}, ["trainer.learning_rate", "expected a number"]),
-    ("unknown trainer key", {"trainer": {"num_generation": 4}}, ["trainer.num_generation", "did you mean 'num_generations'"]),
+    (
+        "unknown trainer key",
+        {"trainer": {"num_generation": 4}},
+        ["trainer.num_generation", "did you mean 'num_generations'"],
+    ),
     ("bad TRL choice", {"trainer": {"loss_type": "ppo_clip"}}, ["trainer.loss_type", "allowed values", "'dapo'"]),
     ("non-finite weight", {"rewards": {"accuracy": {"weight": float("nan")}}}, ["rewards.accuracy.weight", "finite"]),
     ("infinite weight", {"rewards": {"accuracy": {"weight": float("inf")}}}, ["rewards.accuracy.weight", "finite"]),
-    ("unknown component setting", {"rewards": {"accuracy": {"tolerence": 0.1}}}, ["rewards.accuracy.tolerence", "did you mean 'tolerance'"]),
-    ("unknown reward type", {"rewards": {"mine": {"type": "acuracy"}}}, ["rewards.mine.type", "did you mean 'accuracy'"]),
-    ("unimportable type", {"rewards": {"mine": {"type": "no_such_pkg.mod:fn"}}}, ["rewards.mine.type", "cannot import", "no_such_pkg"]),
-    ("missing attribute", {"rewards": {"mine": {"type": "procrl.rewards.accuracy:nope"}}}, ["rewards.mine.type", "no attribute 'nope'"]),
-    ("gate on unknown component", {"rewards": {"format": {"gate": {"on": "acc"}}, "accuracy": {}}}, ["rewards.format.gate.on", "'acc'", "did you mean 'accuracy'"]),
+    (
+        "unknown component setting",
+        {"rewards": {"accuracy": {"tolerence": 0.1}}},
+        ["rewards.accuracy.tolerence", "did you mean 'tolerance'"],
+    ),
+    (
+        "unknown reward type",
+        {"rewards": {"mine": {"type": "acuracy"}}},
+        ["rewards.mine.type", "did you mean 'accuracy'"],
+    ),
+    (
+        "unimportable type",
+        {"rewards": {"mine": {"type": "no_such_pkg.mod:fn"}}},
+        ["rewards.mine.type", "cannot import", "no_such_pkg"],
+    ),
+    (
+        "missing attribute",
+        {"rewards": {"mine": {"type": "procrl.rewards.accuracy:nope"}}},
+        ["rewards.mine.type", "no attribute 'nope'"],
+    ),
+    (
+        "gate on unknown component",
+        {"rewards": {"format": {"gate": {"on": "acc"}}, "accuracy": {}}},
+        ["rewards.format.gate.on", "'acc'", "did you mean 'accuracy'"],
+    ),
     ("empty rewards", {"rewards": {}}, ["rewards", "non-empty"]),
-    ("weights managed by procrl", {"trainer": {"reward_weights": [1.0]}}, ["trainer.reward_weights", "rewards.<name>.weight"]),
+    (
+        "weights managed by procrl",
+        {"trainer": {"reward_weights": [1.0]}},
+        ["trainer.reward_weights", "rewards.<name>.weight"],
+    ),
     ("bad chat_template", {"data": {"chat_template": "yes"}}, ["data.chat_template", "allowed values"]),
     ("negative generations", {"trainer": {"num_generations": 0}}, ["trainer.num_generations", "positive"]),
-    ("prompt template without question", {"data": {"prompt_template": "Solve it."}}, ["data.prompt_template", "{question}"]),
+    (
+        "prompt template without question",
+        {"data": {"prompt_template": "Solve it."}},
+        ["data.prompt_template", "{question}"],
+    ),
     ("missing model", {"model": None}, ["model", "name_or_path"]),
     ("launch processes", {"launch": {"num_processes": 0}}, ["launch.num_processes", ">= 1"]),
 ]
@@ -131,8 +170,16 @@ def test_invalid_yaml_names_the_line(tmp_path, capsys):
 
 def test_overrides_address_one_component_and_create_new_ones(tmp_path):
     path = write(tmp_path, BASE)
-    recipe = load_recipe(path, ["rewards.accuracy.weight=0.3", "rewards.fmt.type=format", "rewards.fmt.partial=true",
-                                "trainer.max_steps=7", "data.synthetic.seed=5"])
+    recipe = load_recipe(
+        path,
+        [
+            "rewards.accuracy.weight=0.3",
+            "rewards.fmt.type=format",
+            "rewards.fmt.partial=true",
+            "trainer.max_steps=7",
+            "data.synthetic.seed=5",
+        ],
+    )
     weights = {spec.name: spec.weight for spec in recipe.rewards}
     assert weights == {"accuracy": 0.3, "fmt": 1.0}
     assert recipe.rewards[1].type == "format" and recipe.rewards[1].settings.partial is True
@@ -141,16 +188,31 @@ def test_overrides_address_one_component_and_create_new_ones(tmp_path):
 
 
 def test_two_instances_of_one_type(tmp_path):
-    recipe = parse_recipe({**BASE, "rewards": {"strict": {"type": "format"}, "loose": {"type": "format", "partial": True}}})
+    recipe = parse_recipe(
+        {**BASE, "rewards": {"strict": {"type": "format"}, "loose": {"type": "format", "partial": True}}}
+    )
     assert [(s.name, s.type, s.settings.partial) for s in recipe.rewards] == [
-        ("strict", "format", False), ("loose", "format", True)]
+        ("strict", "format", False),
+        ("loose", "format", True),
+    ]
 
 
 def test_trl_fields_pass_through_with_their_names(tmp_path):
-    recipe = parse_recipe({**BASE, "trainer": {"multi_objective_aggregation": "normalize_then_sum",
-                                               "scale_rewards": "batch", "num_generations": 4}})
-    assert recipe.trainer_args == {"multi_objective_aggregation": "normalize_then_sum", "scale_rewards": "batch",
-                                   "num_generations": 4}
+    recipe = parse_recipe(
+        {
+            **BASE,
+            "trainer": {
+                "multi_objective_aggregation": "normalize_then_sum",
+                "scale_rewards": "batch",
+                "num_generations": 4,
+            },
+        }
+    )
+    assert recipe.trainer_args == {
+        "multi_objective_aggregation": "normalize_then_sum",
+        "scale_rewards": "batch",
+        "num_generations": 4,
+    }
 
 
 def test_false_drops_a_component(tmp_path):
@@ -192,7 +254,9 @@ def test_process_aggregation_keys_are_validated():
     recipe = parse_recipe(base)
     assert (recipe.trainer.process_aggregation, recipe.trainer.process_temperature) == ("min", 0.1)
     assert parse_recipe(apply_overrides(base, ["trainer.process_aggregation=sum"])).trainer.process_aggregation == "sum"
-    with pytest.raises(ConfigError, match=r"trainer\.process_aggregation: invalid value 'mean'; allowed values: 'min', 'sum'"):
+    with pytest.raises(
+        ConfigError, match=r"trainer\.process_aggregation: invalid value 'mean'; allowed values: 'min', 'sum'"
+    ):
         parse_recipe(apply_overrides(base, ["trainer.process_aggregation=mean"]))
     with pytest.raises(ConfigError, match=r"trainer\.process_temperature: must be > 0"):
         parse_recipe(apply_overrides(base, ["trainer.process_temperature=0"]))

@@ -22,7 +22,8 @@ _spec.loader.exec_module(reference)
 def test_the_page_is_current():
     page = reference.PAGE.read_text()
     assert reference.render(page, reference.tables()) == page, (
-        "docs/recipes.md is not current: run python scripts/recipes_reference.py")
+        "docs/recipes.md is not current: run python scripts/recipes_reference.py"
+    )
     assert reference.main(["--check"]) == 0
 
 
@@ -68,11 +69,14 @@ def test_a_settings_table_by_hand():
 
 
 def test_render_keeps_the_prose_and_refuses_a_marker_without_a_table():
-    page = ("Intro.\n<!-- generated: a -->\nold table\n<!-- end generated -->\nMiddle.\n"
-            "<!-- generated: b -->\n<!-- end generated -->\nEnd.\n")
+    page = (
+        "Intro.\n<!-- generated: a -->\nold table\n<!-- end generated -->\nMiddle.\n"
+        "<!-- generated: b -->\n<!-- end generated -->\nEnd.\n"
+    )
     assert reference.render(page, {"a": "| A |\n", "b": "| B |\n"}) == (
         "Intro.\n<!-- generated: a -->\n| A |\n<!-- end generated -->\nMiddle.\n"
-        "<!-- generated: b -->\n| B |\n<!-- end generated -->\nEnd.\n")
+        "<!-- generated: b -->\n| B |\n<!-- end generated -->\nEnd.\n"
+    )
     with pytest.raises(ValueError, match="markers without a table: b; tables without a marker: c"):
         reference.render(page, {"a": "", "c": ""})
 
@@ -80,8 +84,11 @@ def test_render_keeps_the_prose_and_refuses_a_marker_without_a_table():
 def _keys_of_table_after(page: str, heading: str) -> list[str]:
     """The first column of the first table after ``heading``."""
     lines = page.split(heading + "\n", 1)[1].splitlines()
-    table = list(itertools.takewhile(lambda line: line.startswith("|"),
-                                     itertools.dropwhile(lambda line: not line.startswith("|"), lines)))
+    table = list(
+        itertools.takewhile(
+            lambda line: line.startswith("|"), itertools.dropwhile(lambda line: not line.startswith("|"), lines)
+        )
+    )
     return [row.split("|")[1].strip().strip("`") for row in table[2:]]  # below the header and its rule
 
 

@@ -18,32 +18,52 @@ from procrl.rewards.judges.settings import ReferenceSettings
 DATA = Path(__file__).parent / "data"
 
 # GSM8K test problems with their gold solutions (openai/gsm8k, MIT)
-JANET = ("Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
-         "friends every day with four. She sells the remainder at the farmers' market daily for $2 per fresh duck egg. "
-         "How much in dollars does she make every day at the farmers' market?")
-JANET_GOLD = ("Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\n"
-              "She makes 9 * 2 = $<<9*2=18>>18 every day at the farmer’s market.\n#### 18")
-TRACY = ("Tracy used a piece of wire 4 feet long to support tomato plants in the garden. The wire was cut into pieces "
-         "6 inches long. How many pieces did she obtain?")
-TRACY_GOLD = ("If Tracy used a piece of wire 4 feet long, since 1 foot is equal to 12 inches, the total length of the wire "
-              "in inches was 12*4=<<12*4=48>>48 inches.\nSince the wire was cut into pieces 6 inches long, Tracy obtained "
-              "48/6=<<48/6=8>>8 pieces\n#### 8")
-KYLAR = ("Kylar went to the store to buy glasses for his new apartment. One glass costs $5, but every second glass costs "
-         "only 60% of the price. Kylar wants to buy 16 glasses. How much does he need to pay for them?")
-KYLAR_GOLD = ("The discount price of one glass is 60/100 * 5 = $<<60/100*5=3>>3.\nIf every second glass is cheaper, that "
-              "means Kylar is going to buy 16 / 2 = <<16/2=8>>8 cheaper glasses.\nSo for the cheaper glasses, Kylar is "
-              "going to pay 8 * 3 = $<<8*3=24>>24.\nAnd for the regular-priced glasses, Kylar will pay 8 * 5 = "
-              "$<<8*5=40>>40.\nSo in total Kylar needs to pay 24 + 40 = $<<24+40=64>>64 for the glasses he wants to buy.\n"
-              "#### 64")
-ADAM = ("Adam really wants to ride the biggest roller coaster at the park. You have to be 4 feet tall to ride it. Adam’s "
-        "height is 40 inches and he grows 2 inches a year. How many years until he is tall enough to ride it?")
-ADAM_GOLD = "Adam needs to grow 8 inches because 48 -40= <<48-40=8>>8\nIt will take 4 years because 8/2=<<8/2=4>>4\n#### 4"
-ISAIAS = ("To make a profit of $2000, Isaias has to sell the chickens he planned to take to the market from his farm at "
-          "$50 per chicken. If Isaias has 300 chickens on his farm and plans to sell 3/5 of them, for how much money did "
-          "Isaias buy the chicken he took to the market for sale?")
-ISAIAS_GOLD = ("Isaias plans to sell 3/5*300 = <<3/5*300=180>>180 chickens from his farm.\nTo make his profit, Isaias sells "
-               "all the chicken he took to the market for $50*180 = $<<50*180=9000>>9000\nThe price at which Isaias bought "
-               "the chicken is $9000-$2000 = $<<9000-2000=7000>>7000.\n#### 7000")
+JANET = (
+    "Janet’s ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for her "
+    "friends every day with four. She sells the remainder at the farmers' market daily for $2 per fresh duck egg. "
+    "How much in dollars does she make every day at the farmers' market?"
+)
+JANET_GOLD = (
+    "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\n"
+    "She makes 9 * 2 = $<<9*2=18>>18 every day at the farmer’s market.\n#### 18"
+)
+TRACY = (
+    "Tracy used a piece of wire 4 feet long to support tomato plants in the garden. The wire was cut into pieces "
+    "6 inches long. How many pieces did she obtain?"
+)
+TRACY_GOLD = (
+    "If Tracy used a piece of wire 4 feet long, since 1 foot is equal to 12 inches, the total length of the wire "
+    "in inches was 12*4=<<12*4=48>>48 inches.\nSince the wire was cut into pieces 6 inches long, Tracy obtained "
+    "48/6=<<48/6=8>>8 pieces\n#### 8"
+)
+KYLAR = (
+    "Kylar went to the store to buy glasses for his new apartment. One glass costs $5, but every second glass costs "
+    "only 60% of the price. Kylar wants to buy 16 glasses. How much does he need to pay for them?"
+)
+KYLAR_GOLD = (
+    "The discount price of one glass is 60/100 * 5 = $<<60/100*5=3>>3.\nIf every second glass is cheaper, that "
+    "means Kylar is going to buy 16 / 2 = <<16/2=8>>8 cheaper glasses.\nSo for the cheaper glasses, Kylar is "
+    "going to pay 8 * 3 = $<<8*3=24>>24.\nAnd for the regular-priced glasses, Kylar will pay 8 * 5 = "
+    "$<<8*5=40>>40.\nSo in total Kylar needs to pay 24 + 40 = $<<24+40=64>>64 for the glasses he wants to buy.\n"
+    "#### 64"
+)
+ADAM = (
+    "Adam really wants to ride the biggest roller coaster at the park. You have to be 4 feet tall to ride it. Adam’s "
+    "height is 40 inches and he grows 2 inches a year. How many years until he is tall enough to ride it?"
+)
+ADAM_GOLD = (
+    "Adam needs to grow 8 inches because 48 -40= <<48-40=8>>8\nIt will take 4 years because 8/2=<<8/2=4>>4\n#### 4"
+)
+ISAIAS = (
+    "To make a profit of $2000, Isaias has to sell the chickens he planned to take to the market from his farm at "
+    "$50 per chicken. If Isaias has 300 chickens on his farm and plans to sell 3/5 of them, for how much money did "
+    "Isaias buy the chicken he took to the market for sale?"
+)
+ISAIAS_GOLD = (
+    "Isaias plans to sell 3/5*300 = <<3/5*300=180>>180 chickens from his farm.\nTo make his profit, Isaias sells "
+    "all the chicken he took to the market for $50*180 = $<<50*180=9000>>9000\nThe price at which Isaias bought "
+    "the chicken is $9000-$2000 = $<<9000-2000=7000>>7000.\n#### 7000"
+)
 
 
 def verdict(question, steps, gold, **rules):
@@ -57,8 +77,11 @@ def test_the_gold_solution_itself_is_checked_and_correct():
 
 def test_sound_alternative_decomposition_is_not_flagged():
     # the gold never states 3 + 4 = 7 (regrouping of 16 - 3 - 4), nor 16 - 7
-    steps = ["She uses 3 + 4 = 7 eggs every day.", "So she has 16 - 7 = 9 eggs left to sell.",
-             "She makes 9 x $2 = $18 every day."]
+    steps = [
+        "She uses 3 + 4 = 7 eggs every day.",
+        "So she has 16 - 7 = 9 eggs left to sell.",
+        "She makes 9 x $2 = $18 every day.",
+    ]
     assert verdict(JANET, steps, JANET_GOLD).index == -1
     # the same in prose, no equation: "use 7" is off the gold's path but the next step reaches 9 from
     # it (16 - 7); 9 and 18 are then worked out from established values
@@ -73,17 +96,23 @@ def test_sound_alternative_decomposition_is_not_flagged():
 
 def test_off_path_value_that_leads_back_to_the_gold_is_accepted_only_with_lookahead():
     # 300 * 50 = 15000 is never in the gold (it takes 3/5 first); the solution then reaches 9000 from it
-    decomposed = ["Selling all 300 chickens at $50 would bring 300 * 50 = $15000.",
-                  "He sells 3/5 of them, so he gets 15000 * 3/5 = $9000.", "So he paid $9000 - $2000 = $7000."]
+    decomposed = [
+        "Selling all 300 chickens at $50 would bring 300 * 50 = $15000.",
+        "He sells 3/5 of them, so he gets 15000 * 3/5 = $9000.",
+        "So he paid $9000 - $2000 = $7000.",
+    ]
     assert verdict(ISAIAS, decomposed, ISAIAS_GOLD).index == -1
     assert verdict(ISAIAS, decomposed, ISAIAS_GOLD, off_path="flag").index == 0  # the strict rule flags it
 
 
 def test_wrong_operation_on_right_numbers_is_flagged_where_it_is_stated():
     # every equation is true; 9000 + 2000 is not on the gold's path and leads nowhere
-    steps = ["He sells 300 * 3/5 = 180 chickens.", "He makes 180 * $50 = $9000.",
-             "To make a profit of $2000 he needs $9000 + $2000 = $11000.",
-             "So he bought the chickens for $11000."]
+    steps = [
+        "He sells 300 * 3/5 = 180 chickens.",
+        "He makes 180 * $50 = $9000.",
+        "To make a profit of $2000 he needs $9000 + $2000 = $11000.",
+        "So he bought the chickens for $11000.",
+    ]
     result = verdict(ISAIAS, steps, ISAIAS_GOLD)
     assert result.index == 2 and "11000" in result.note
     assert build_judge_arithmetic(steps) == -1  # the arithmetic judge sees nothing wrong
@@ -103,8 +132,12 @@ def build_judge_arithmetic(steps) -> int:
 
 
 def test_misread_quantity_is_flagged_at_the_step_that_states_it():
-    steps = ["He has 400 chickens and sells 3/5 of them.", "He sells 400 * 3/5 = 240 chickens.",
-             "He makes 240 * $50 = $12000.", "He paid $12000 - $2000 = $10000."]
+    steps = [
+        "He has 400 chickens and sells 3/5 of them.",
+        "He sells 400 * 3/5 = 240 chickens.",
+        "He makes 240 * $50 = $12000.",
+        "He paid $12000 - $2000 = $10000.",
+    ]
     result = verdict(ISAIAS, steps, ISAIAS_GOLD)
     assert result.index == 0 and "400" in result.note
 
@@ -120,17 +153,25 @@ def test_units_another_unit_the_step_names():
     assert verdict(TRACY, wrong, TRACY_GOLD).index == 1
     # strict off-path rule: the conversion alone accepts 0.5 feet (6 inches); without units it is off the path
     assert verdict(TRACY, steps, TRACY_GOLD, off_path="flag").index == -1
-    assert verdict(TRACY, steps, TRACY_GOLD, off_path="flag", transformations=["regroup", "percent", "rounding"]).index == 0
+    assert (
+        verdict(TRACY, steps, TRACY_GOLD, off_path="flag", transformations=["regroup", "percent", "rounding"]).index
+        == 0
+    )
     # a unit mix-up: feet times inches
     assert verdict(TRACY, ["She gets 4 x 6 = 24 pieces."], TRACY_GOLD).index == 0
 
 
 def test_percent_as_written_and_as_a_fraction():
-    steps = ["One glass costs $5 and every second glass costs 60% of it: 0.6 x $5 = $3.",
-             "He buys 16 / 2 = 8 glasses at each price.", "8 x $5 + 8 x $3 = $40 + $24 = $64."]
+    steps = [
+        "One glass costs $5 and every second glass costs 60% of it: 0.6 x $5 = $3.",
+        "He buys 16 / 2 = 8 glasses at each price.",
+        "8 x $5 + 8 x $3 = $40 + $24 = $64.",
+    ]
     assert verdict(KYLAR, steps, KYLAR_GOLD).index == -1
-    discount = ["Every second glass is 100% - 60% = 40% cheaper, so it costs $5 - $2 = $3.",
-                "8 glasses at $5 and 8 at $3: $40 + $24 = $64."]
+    discount = [
+        "Every second glass is 100% - 60% = 40% cheaper, so it costs $5 - $2 = $3.",
+        "8 glasses at $5 and 8 at $3: $40 + $24 = $64.",
+    ]
     assert verdict(KYLAR, discount, KYLAR_GOLD).index == -1
     wrong = ["60% of 16 glasses is 9.6 glasses.", "9.6 x $3 = $28.80."]
     assert verdict(KYLAR, wrong, KYLAR_GOLD).index == 0
@@ -138,8 +179,12 @@ def test_percent_as_written_and_as_a_fraction():
 
 def test_rounding_as_written():
     # Llama-3.1-8B-Instruct's sound solution: 40 / 12 = 3.33 feet, 4 - 3.33 = 0.67, 0.67 x 12 = 8
-    steps = ["First convert his height to feet: 40 inches / 12 = 3.33 feet.", "He needs 4 feet - 3.33 feet = 0.67 feet.",
-             "That is 0.67 feet x 12 inches/foot = 8 inches.", "8 inches / 2 inches/year = 4 years."]
+    steps = [
+        "First convert his height to feet: 40 inches / 12 = 3.33 feet.",
+        "He needs 4 feet - 3.33 feet = 0.67 feet.",
+        "That is 0.67 feet x 12 inches/foot = 8 inches.",
+        "8 inches / 2 inches/year = 4 years.",
+    ]
     assert verdict(ADAM, steps, ADAM_GOLD).index == -1
     # a value rounded the wrong way is not the gold's
     assert verdict(ADAM, ["He needs 48 - 40 = 8 inches.", "8 / 3 = 2.7 years."], ADAM_GOLD).index == 1
@@ -165,8 +210,12 @@ def test_a_false_calculation_is_an_error_too():
     steps = ["She has 16 - 3 - 4 = 9 eggs.", "She makes 9 * 2 = $19."]
     assert verdict(JANET, steps, JANET_GOLD).index == 1
     # without check_arithmetic a false calculation landing on the path passes (9 * 2 = 18 states 18)
-    assert verdict(JANET, ["16 - 3 - 4 = 10 eggs are left.", "She makes 9 * 2 = $18."], JANET_GOLD,
-                   check_arithmetic=False).index == 0  # 10 is still off the path
+    assert (
+        verdict(
+            JANET, ["16 - 3 - 4 = 10 eggs are left.", "She makes 9 * 2 = $18."], JANET_GOLD, check_arithmetic=False
+        ).index
+        == 0
+    )  # 10 is still off the path
 
 
 def test_what_nothing_checked_looks_like():
@@ -190,11 +239,13 @@ def test_no_gold_solution_is_no_opinion():
 def test_component_scores_through_the_reference_backend():
     (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
     mix = RewardMix([spec])
-    completions = ["She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\nShe makes 9 x $2 = $18.\n#### 18",
-                   "She uses 3 + 4 = 7 eggs.\nShe has 16 + 7 = 23 eggs.\nShe makes 23 x $2 = $46.\n#### 46",
-                   "I think it is about right.\nProbably.\n#### 18",
-                   "#### 18",
-                   "She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\n#### 18"]
+    completions = [
+        "She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\nShe makes 9 x $2 = $18.\n#### 18",
+        "She uses 3 + 4 = 7 eggs.\nShe has 16 + 7 = 23 eggs.\nShe makes 23 x $2 = $46.\n#### 46",
+        "I think it is about right.\nProbably.\n#### 18",
+        "#### 18",
+        "She uses 3 + 4 = 7 eggs.\nShe sells 16 - 7 = 9 eggs.\n#### 18",
+    ]
     golds = [JANET_GOLD] * 4 + ["18"]
     outputs = mix.score_all(RewardBatch.from_texts(completions, [JANET] * 5, golds))
     output = outputs["first_error"]
@@ -211,19 +262,26 @@ def test_component_scores_through_the_reference_backend():
 def test_the_judge_always_sees_the_whole_gold_solution():
     component = FirstErrorReward(ReferenceSettings())
     assert component.make_item(JANET, ("x",), JANET_GOLD).gold == JANET_GOLD
-    with pytest.raises(ConfigError, match=r"^rewards\.first_error\.reference: backend 'reference' does not read "
-                       r"reference; only backends 'openai', 'hf' do$"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^rewards\.first_error\.reference: backend 'reference' does not read "
+        r"reference; only backends 'openai', 'hf' do$",
+    ):
         parse_rewards({"first_error": {"backend": "reference", "reference": "answer"}})
 
 
 def test_settings_reach_the_judge_and_are_validated_with_did_you_mean():
-    settings = ReferenceSettings(max_depth=2, transformations=["units"], off_path="flag", leap="flag",
-                                 check_arithmetic=False)
+    settings = ReferenceSettings(
+        max_depth=2, transformations=["units"], off_path="flag", leap="flag", check_arithmetic=False
+    )
     judge = build_judge(settings)
     assert isinstance(judge, ReferenceJudge)
-    assert judge.rules == ReferenceRules(max_depth=2, transformations=("units",), off_path="flag", leap="flag",
-                                         check_arithmetic=False)
-    with pytest.raises(ConfigError, match=r"rewards\.first_error\.max_deph: unknown key \(did you mean 'max_depth'\?\)"):
+    assert judge.rules == ReferenceRules(
+        max_depth=2, transformations=("units",), off_path="flag", leap="flag", check_arithmetic=False
+    )
+    with pytest.raises(
+        ConfigError, match=r"rewards\.first_error\.max_deph: unknown key \(did you mean 'max_depth'\?\)"
+    ):
         parse_rewards({"first_error": {"backend": "reference", "max_deph": 2}})
     with pytest.raises(ConfigError, match=r"transformations\[0\]: invalid value 'unit'.*did you mean 'units'"):
         parse_rewards({"first_error": {"backend": "reference", "transformations": ["unit"]}})
@@ -241,8 +299,9 @@ def test_the_gold_is_read_once_and_each_item_costs_the_same(monkeypatch):
     calls = _count_adds(monkeypatch)
     read_reference.cache_clear()
     judge = ReferenceJudge()
-    item = JudgeItem(JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."),
-                     JANET_GOLD)
+    item = JudgeItem(
+        JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."), JANET_GOLD
+    )
     assert judge.judge_sync([item])[0].index == -1  # reads the gold
     with_gold, calls["n"] = calls["n"], 0
     assert judge.judge_sync([item])[0].index == -1
@@ -263,11 +322,25 @@ def test_validate_prints_the_reference_judge_next_to_the_arithmetic_one(tmp_path
 
     repo = Path(__file__).resolve().parent.parent
     out = tmp_path / "v"
-    assert main(["validate", "--recipe", str(repo / "recipes" / "gsm8k_reference.yaml"), "--data",
-                 str(repo / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"), "--output-dir", str(out),
-                 "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--recipe",
+                str(repo / "recipes" / "gsm8k_reference.yaml"),
+                "--data",
+                str(repo / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"),
+                "--output-dir",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     table = capsys.readouterr().out
-    lines = {line.split()[0]: line for line in table.splitlines() if line.startswith(("first_error ", "arithmetic_check "))}
+    lines = {
+        line.split()[0]: line for line in table.splitlines() if line.startswith(("first_error ", "arithmetic_check "))
+    }
     assert set(lines) == {"first_error", "arithmetic_check"} and "acc_err" in table and "F1" in table
     report = json.loads((out / "report.json").read_text())
     reference, arithmetic = report["components"]["first_error"], report["components"]["arithmetic_check"]
@@ -294,8 +367,10 @@ def test_a_misread_each_with_a_wrong_answer_is_blamed_where_it_is_computed():
     assert verdict(MIA, steps, MIA_GOLD).index == -1  # without the answer: nothing to see
     result = judge_steps(MIA, tuple(steps), MIA_GOLD, answer=2.0)
     assert result.index == 1 and "final answer 2" in result.note
-    assert judge_steps(MIA, ("She has 2 * 12 = 24 stickers.", "She fills 24 / 4 = 6 pages."), MIA_GOLD,
-                       answer=6.0).index == -1  # the right answer: no change
+    assert (
+        judge_steps(MIA, ("She has 2 * 12 = 24 stickers.", "She fills 24 / 4 = 6 pages."), MIA_GOLD, answer=6.0).index
+        == -1
+    )  # the right answer: no change
 
 
 def test_a_wrong_operation_stated_in_words_with_a_gold_value_as_answer():
@@ -307,8 +382,12 @@ def test_a_wrong_operation_stated_in_words_with_a_gold_value_as_answer():
 def test_a_wrong_answer_is_blamed_on_the_first_value_off_the_path():
     # 13 leaves the gold's path (the lookahead lets it through: 13 - 4 = 9 comes back to it), and the
     # answer 18 + 9 = 27 is wrong: the chain left the path at step 0 (not where the answer is stated)
-    steps = ["She has 16 - 3 = 13 eggs after breakfast.", "Then 13 - 4 = 9 eggs are left.", "She makes 9 x $2 = $18.",
-             "With the 9 eggs she keeps, that is 18 + 9 = 27."]
+    steps = [
+        "She has 16 - 3 = 13 eggs after breakfast.",
+        "Then 13 - 4 = 9 eggs are left.",
+        "She makes 9 x $2 = $18.",
+        "With the 9 eggs she keeps, that is 18 + 9 = 27.",
+    ]
     assert judge_steps(JANET, tuple(steps[:3]), JANET_GOLD, answer=18.0).index == -1
     result = judge_steps(JANET, tuple(steps), JANET_GOLD, answer=27.0)
     assert result.index == 3  # 27 is off the path and leads nowhere: flagged by the rule itself
@@ -323,9 +402,13 @@ def test_a_wrong_answer_without_a_verdict_stays_no_opinion_and_never_blames_the_
     result = judge_steps(JANET, ("She has 16 - 3 - 4 = 9 eggs.", "She makes 9 * 2 = $18."), JANET_GOLD, answer=20.0)
     assert result.index == -1
     (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
-    output = RewardMix([spec]).score_all(RewardBatch.from_texts(
-        ["She has 2 * 12 = 24 stickers.\nEach page holds 12 stickers, so she fills 24 / 12 = 2 pages.\n#### 2"],
-        [MIA], [MIA_GOLD]))["first_error"]
+    output = RewardMix([spec]).score_all(
+        RewardBatch.from_texts(
+            ["She has 2 * 12 = 24 stickers.\nEach page holds 12 stickers, so she fills 24 / 12 = 2 pages.\n#### 2"],
+            [MIA],
+            [MIA_GOLD],
+        )
+    )["first_error"]
     assert output.scores == [-1.0] and output.details[0]["index"] == 1  # through the component: the answer line read
 
 
@@ -339,11 +422,14 @@ def _mr_gsm8k_row(uuid):
     return row, steps
 
 
-@pytest.mark.parametrize("uuid, answer, step", [
-    ("893fac38-641f-410e-9a0d-498a2ed57d31", 3.0, 1),  # misread "each": 10 M&M per small bag taken as 10 ounces
-    ("328906bd-02bb-46d5-821a-a54a6936ee9a", 2.0, 2),  # in words: "two-thirds are to family, so 6 emails left"
-    ("1884c208-2140-43a7-99bf-30a21a7590bf", 4.0, 3),  # the wrong answer restated, no false calculation
-])
+@pytest.mark.parametrize(
+    "uuid, answer, step",
+    [
+        ("893fac38-641f-410e-9a0d-498a2ed57d31", 3.0, 1),  # misread "each": 10 M&M per small bag taken as 10 ounces
+        ("328906bd-02bb-46d5-821a-a54a6936ee9a", 2.0, 2),  # in words: "two-thirds are to family, so 6 emails left"
+        ("1884c208-2140-43a7-99bf-30a21a7590bf", 4.0, 3),  # the wrong answer restated, no false calculation
+    ],
+)
 def test_real_mr_gsm8k_wrong_answers_are_blamed_on_the_labelled_step(uuid, answer, step):
     """Real flawed solutions of MR-GSM8K (MIT; tests/data/validate) whose every calculation is true and
     lands on a known value: the human label (1-based in the data) is the step named."""
@@ -397,8 +483,11 @@ def test_a_long_gold_is_read_in_linear_work_and_a_huge_one_is_capped(monkeypatch
     from procrl.rewards.judges import reference
 
     def gold(lines):
-        return JANET_GOLD.split("####")[0] + "".join(f"She adds {i} + 1 = <<{i}+1={i + 1}>>{i + 1} eggs.\n"
-                                                      for i in range(lines)) + "#### 18"
+        return (
+            JANET_GOLD.split("####")[0]
+            + "".join(f"She adds {i} + 1 = <<{i}+1={i + 1}>>{i + 1} eggs.\n" for i in range(lines))
+            + "#### 18"
+        )
 
     calls = {"n": 0}
     flatten = reference._flatten
@@ -418,7 +507,9 @@ def test_a_long_gold_is_read_in_linear_work_and_a_huge_one_is_capped(monkeypatch
     read_reference.cache_clear()
     huge = gold(25_000)  # ~1 MB
     assert len(huge) > 900_000
-    result = judge_steps(JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."), huge)
+    result = judge_steps(
+        JANET, ("She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs.", "She makes 9 x $2 = $18."), huge
+    )
     assert result.index == -1 and result.status == "ok"
     assert f"first {reference.MAX_READ_CHARS} characters" in result.note
     assert read_reference(JANET, huge).answer == 18.0  # the answer line is read wherever it is
@@ -451,13 +542,19 @@ SHELVES_GOLD = "There are 4 * 5 = <<4*5=20>>20 boxes.\nThey hold 20 * 6 = <<20*6
 def test_a_decomposition_one_operation_from_the_answer_is_not_the_error():
     # 5 * 6 = 30 books per shelf is off the gold's path, and 4 x 30 is the gold's answer: a correct
     # decomposition the gold does not write; the error is the step after it
-    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 * 4 = 120 books."],
-                   SHELVES_GOLD).index == -1
-    assert verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 + 4 = 34 books."],
-                   SHELVES_GOLD).index == 1
+    assert (
+        verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 * 4 = 120 books."], SHELVES_GOLD).index
+        == -1
+    )
+    assert (
+        verdict(SHELVES, ["Each shelf holds 5 * 6 = 30 books.", "So there are 30 + 4 = 34 books."], SHELVES_GOLD).index
+        == 1
+    )
     # a wrong operation whose result is one operation from nothing on the path is still flagged there
-    assert verdict(SHELVES, ["Each shelf holds 5 + 6 = 11 books.", "So there are 11 * 4 = 44 books."],
-                   SHELVES_GOLD).index == 0
+    assert (
+        verdict(SHELVES, ["Each shelf holds 5 + 6 = 11 books.", "So there are 11 * 4 = 44 books."], SHELVES_GOLD).index
+        == 0
+    )
 
 
 def test_real_decomposition_then_a_wrong_operation_is_blamed_on_the_wrong_one():
@@ -475,8 +572,9 @@ def test_the_tiny_reasoners_flaws_are_caught_at_their_step():
     through a wrong step. The reference judge names the labelled step of each."""
     rows = [json.loads(line) for line in (DATA / "tiny_reasoner_first_errors.jsonl").read_text().splitlines()]
     (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
-    batch = RewardBatch.from_texts([r["completion"] for r in rows], [r["question"] for r in rows],
-                                   [r["answer"] for r in rows])
+    batch = RewardBatch.from_texts(
+        [r["completion"] for r in rows], [r["question"] for r in rows], [r["answer"] for r in rows]
+    )
     details = RewardMix([spec]).score_all(batch)["first_error"].details
     assert len(rows) == 50 and any(r["first_error_step"] == 2 for r in rows)
     assert [d["index"] for d in details] == [r["first_error_step"] for r in rows]

@@ -15,17 +15,25 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.helpers.cli import (GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, fake_checkpoint, reward_module, score,
-                               snapshot, write_rows)
+from tests.helpers.cli import (
+    GOOD_ROWS,
+    ONE_STEP,
+    assert_one_line_error,
+    cli,
+    fake_checkpoint,
+    reward_module,
+    score,
+    snapshot,
+    write_rows,
+)
 from tests.helpers.launch import REPO, TINY_RECIPE
-
 
 # --- 1. resume takes the newest complete checkpoint; saves are atomic -----------------------------
 
 
 def test_resume_takes_the_newest_complete_checkpoint_and_says_why_it_skipped_others(tmp_path):
-    from procrl.trainers.checkpoints import find_resume_checkpoint
     from procrl.launch.accelerate import resume_checkpoint
+    from procrl.trainers.checkpoints import find_resume_checkpoint
 
     fake_checkpoint(tmp_path, 2)
     (tmp_path / "checkpoint-4").mkdir()
@@ -39,8 +47,10 @@ def test_resume_takes_the_newest_complete_checkpoint_and_says_why_it_skipped_oth
     point = find_resume_checkpoint(tmp_path)
     assert point.step == 2
     assert [(Path(p).name, reason.split(" (")[0]) for p, reason in point.skipped] == [
-        ("checkpoint-9", "empty"), ("checkpoint-7", "no model weights"),
-        ("checkpoint-5", "trainer_state.json is unreadable or truncated"), ("checkpoint-4", "no trainer_state.json"),
+        ("checkpoint-9", "empty"),
+        ("checkpoint-7", "no model weights"),
+        ("checkpoint-5", "trainer_state.json is unreadable or truncated"),
+        ("checkpoint-4", "no trainer_state.json"),
     ]
     assert point.describe()[0].startswith(f"resuming from {tmp_path / 'checkpoint-2'} (global step 2)")
 
@@ -50,8 +60,8 @@ def test_checkpoint_write_interrupted_leaves_no_checkpoint_under_its_name(tmp_pa
     that looks like one (the half-written one stays in .partial/, removed by the next start)."""
     from transformers.trainer_callback import TrainerState
 
-    from procrl.recipe import load_recipe
     from procrl.launch.run import train
+    from procrl.recipe import load_recipe
 
     original = TrainerState.save_to_json
 
@@ -63,10 +73,16 @@ def test_checkpoint_write_interrupted_leaves_no_checkpoint_under_its_name(tmp_pa
 
     monkeypatch.setattr(TrainerState, "save_to_json", crash_in_checkpoint_2)
     out = tmp_path / "run"
-    recipe = load_recipe(TINY_RECIPE, ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
-                         output_dir=str(out))
-    with pytest.raises(ConfigError, match=f"writing checkpoint-2 to {out} failed \\(.*No space left on device\\); it was "
-                       f"not published, {out / 'checkpoint-1'} is the newest complete checkpoint"):
+    recipe = load_recipe(
+        TINY_RECIPE,
+        ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
+        output_dir=str(out),
+    )
+    with pytest.raises(
+        ConfigError,
+        match=f"writing checkpoint-2 to {out} failed \\(.*No space left on device\\); it was "
+        f"not published, {out / 'checkpoint-1'} is the newest complete checkpoint",
+    ):
         train(recipe)
     assert (out / "checkpoint-1" / "trainer_state.json").is_file()
     assert not (out / "checkpoint-2").exists()
@@ -83,9 +99,14 @@ def test_a_full_disk_during_a_checkpoint_is_a_one_line_error(tmp_path):
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
-                          capture_output=True, text=True, timeout=600, preexec_fn=small_disk,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "procrl", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=small_disk,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -146,8 +167,17 @@ def write_lock(out: Path, pid: int) -> None:
     from procrl.launch.output_dir import LOCK_FILE
 
     claim_folder(out, "train")  # a run marks its folder as it takes the lock
-    (out / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "start_time": process_start_time(pid),
-                                             "since": "2026-01-01 00:00:00", "command": "procrl train"}))
+    (out / LOCK_FILE).write_text(
+        json.dumps(
+            {
+                "pid": pid,
+                "host": socket.gethostname(),
+                "start_time": process_start_time(pid),
+                "since": "2026-01-01 00:00:00",
+                "command": "procrl train",
+            }
+        )
+    )
 
 
 def test_a_second_run_into_a_locked_output_dir_is_refused(tmp_path, capsys):
@@ -202,19 +232,29 @@ def test_score_refuses_to_write_over_its_input(tmp_path, capsys):
 
 
 def test_score_names_a_failing_row_and_scores_the_others(tmp_path, capsys, monkeypatch):
-    module = reward_module(tmp_path, monkeypatch, "boom_on_row", (
-        "def boom(prompts, completions, **kwargs):\n"
-        "    if any('BOOM' in c for c in completions):\n"
-        "        raise ValueError('cannot score BOOM')\n"
-        "    return [float(len(c)) for c in completions]\n"))
+    module = reward_module(
+        tmp_path,
+        monkeypatch,
+        "boom_on_row",
+        (
+            "def boom(prompts, completions, **kwargs):\n"
+            "    if any('BOOM' in c for c in completions):\n"
+            "        raise ValueError('cannot score BOOM')\n"
+            "    return [float(len(c)) for c in completions]\n"
+        ),
+    )
     rows = [*GOOD_ROWS[:2], {"question": "?", "completion": "BOOM 1 + 1 = 2\n#### 2", "answer": "2"}, GOOD_ROWS[2]]
     source = write_rows(tmp_path / "rows.jsonl", rows)
     output = tmp_path / "scored.jsonl"
-    result = score(capsys, source, output, "--set", f"rewards.length={{type: '{module}:boom', weight: 0.0, fallback: -1.0}}")
+    result = score(
+        capsys, source, output, "--set", f"rewards.length={{type: '{module}:boom', weight: 0.0, fallback: -1.0}}"
+    )
     assert result.code == 0, result.err[-3000:]
     scored = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["rewards"]["length"] for row in scored] == [float(len(r["completion"])) for r in rows[:2]] + [
-        -1.0, float(len(rows[3]["completion"]))]
+        -1.0,
+        float(len(rows[3]["completion"])),
+    ]
     assert scored[2]["diagnostics"]["length"]["error"] == "ValueError: cannot score BOOM"
     assert all(row["rewards"]["accuracy"] == 1.0 for row in scored)
     assert f"procrl: {source}:3: length failed (ValueError: cannot score BOOM); scored with its fallback" in result.err
@@ -225,9 +265,9 @@ def test_score_streams_rows(monkeypatch):
     """score_rows takes an iterable and yields as it goes: an endless input gives its first rows."""
     import itertools
 
+    from procrl.evaluation.score import score_rows
     from procrl.recipe import load_recipe
     from procrl.rewards import RewardMix
-    from procrl.evaluation.score import score_rows
 
     mix = RewardMix(load_recipe(TINY_RECIPE).rewards)
     endless = ({**GOOD_ROWS[i % 3], "id": i} for i in itertools.count())
@@ -243,7 +283,8 @@ KILL_ON_THIRD_BATCH = (
     "    calls.append(1)\n"
     "    if len(calls) == 3:\n"
     "        os.kill(os.getpid(), signal.SIGKILL)\n"
-    "    return [0.0 for _ in completions]\n")
+    "    return [0.0 for _ in completions]\n"
+)
 
 
 def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
@@ -252,10 +293,29 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
-                           "--output", output, "--quiet", "--batch-size", "2",
-                           "--set", "rewards.killer={type: 'kill_third:killer', weight: 0.0}"],
-                          capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            TINY_RECIPE,
+            "--input",
+            source,
+            "--output",
+            output,
+            "--quiet",
+            "--batch-size",
+            "2",
+            "--set",
+            "rewards.killer={type: 'kill_third:killer', weight: 0.0}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == -9, done.stderr[-2000:]
     assert output.read_text() == '{"previous": "results"}\n'
 
@@ -271,10 +331,28 @@ def test_score_on_a_full_disk_is_a_one_line_error_and_keeps_the_previous_output(
     def small_disk():
         resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
-    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
-                           "--output", output, "--quiet", "--batch-size", "8"],
-                          capture_output=True, text=True, timeout=300, preexec_fn=small_disk,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            TINY_RECIPE,
+            "--input",
+            source,
+            "--output",
+            output,
+            "--quiet",
+            "--batch-size",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=small_disk,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-2000:]
@@ -310,8 +388,10 @@ def test_score_batch_size_must_be_positive(tmp_path, capsys):
         assert not (tmp_path / "out.jsonl").exists()
 
 
-@pytest.mark.parametrize("case", ["latin1", "binary", "array", "nested", "nested_array", "not_object", "no_completion",
-                                  "question_number", "empty"])
+@pytest.mark.parametrize(
+    "case",
+    ["latin1", "binary", "array", "nested", "nested_array", "not_object", "no_completion", "question_number", "empty"],
+)
 def test_bad_score_input_is_a_one_line_error_naming_the_line(tmp_path, capsys, case):
     source = tmp_path / "rows.jsonl"
     good = json.dumps(GOOD_ROWS[0]) + "\n"
@@ -369,11 +449,22 @@ def test_score_reads_a_json_array_in_pieces(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("case", ["raises_at_import", "syntax_error", "constructor_raises", "exits_at_import"])
 def test_broken_reward_code_is_a_one_line_error_naming_the_key(tmp_path, capsys, monkeypatch, case):
     body, target, words = {
-        "raises_at_import": ("raise RuntimeError('needs a GPU')\n", "f", ("rewards.custom.type", "RuntimeError: needs a GPU")),
-        "syntax_error": ("def f(prompts, completions:\n    return []\n", "f", ("rewards.custom.type", "SyntaxError", "line 1")),
-        "constructor_raises": ("class Scorer:\n    def __init__(self, **kwargs):\n        raise ValueError('no vocabulary')\n"
-                               "    def __call__(self, prompts, completions, **kwargs):\n        return [0.0] * len(completions)\n",
-                               "Scorer", ("rewards.custom", "could not be set up", "ValueError: no vocabulary")),
+        "raises_at_import": (
+            "raise RuntimeError('needs a GPU')\n",
+            "f",
+            ("rewards.custom.type", "RuntimeError: needs a GPU"),
+        ),
+        "syntax_error": (
+            "def f(prompts, completions:\n    return []\n",
+            "f",
+            ("rewards.custom.type", "SyntaxError", "line 1"),
+        ),
+        "constructor_raises": (
+            "class Scorer:\n    def __init__(self, **kwargs):\n        raise ValueError('no vocabulary')\n"
+            "    def __call__(self, prompts, completions, **kwargs):\n        return [0.0] * len(completions)\n",
+            "Scorer",
+            ("rewards.custom", "could not be set up", "ValueError: no vocabulary"),
+        ),
         "exits_at_import": ("import sys\nsys.exit(3)\n", "f", ("rewards.custom.type", "SystemExit: 3")),
     }[case]
     module = reward_module(tmp_path, monkeypatch, f"broken_{case}", body)
@@ -382,10 +473,22 @@ def test_broken_reward_code_is_a_one_line_error_naming_the_key(tmp_path, capsys,
 
 
 def test_a_reward_raising_system_exit_does_not_end_training(tmp_path, capsys, monkeypatch, caplog):
-    module = reward_module(tmp_path, monkeypatch, "quits", "import sys\ndef quits(prompts, completions, **kwargs):\n    sys.exit(3)\n")
+    module = reward_module(
+        tmp_path, monkeypatch, "quits", "import sys\ndef quits(prompts, completions, **kwargs):\n    sys.exit(3)\n"
+    )
     out = tmp_path / "run"
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP, "--set", "trainer.max_steps=2",
-                 "--set", f"rewards.quits={{type: '{module}:quits', weight: 0.5}}")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        *ONE_STEP,
+        "--set",
+        "trainer.max_steps=2",
+        "--set",
+        f"rewards.quits={{type: '{module}:quits', weight: 0.5}}",
+    )
     assert result.code == 0, result.err[-3000:]
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     # both steps trained; the 4 completions of each batch got the fallback, counted as failures
@@ -634,7 +737,10 @@ def test_bad_data_files_are_one_line_errors_naming_the_row(tmp_path, capsys, cas
     content, words = {
         "empty": ("\n", ("holds no rows",)),
         "malformed": (good + '{"question": "Ben?", "answer": \n', (f"{data}:2", "not valid JSON")),
-        "question_number": (good + '{"question": 12, "answer": "1"}\n', (f"{data}:2", "'question' must be a non-empty string")),
+        "question_number": (
+            good + '{"question": 12, "answer": "1"}\n',
+            (f"{data}:2", "'question' must be a non-empty string"),
+        ),
         "question_null": (good + '{"question": null, "answer": "1"}\n', (f"{data}:2", "'question'")),
         "no_answer": (good + '{"question": "Cy?"}\n', (f"{data}:2", "'answer' must be a string or a number")),
         "latin1": (None, (f"{data}:2", "not UTF-8")),
@@ -670,7 +776,9 @@ def test_check_sends_no_request_unless_asked(capsys):
         quiet = cli(capsys, "check", TINY_RECIPE, "--set", judge)
         assert quiet.code == 0, quiet.err[-2000:]
         assert server.requests == []
-        assert f"first_error              not scored: sends requests to {server.base_url} (use --probe-judge" in quiet.out
+        assert (
+            f"first_error              not scored: sends requests to {server.base_url} (use --probe-judge" in quiet.out
+        )
         probed = cli(capsys, "check", TINY_RECIPE, "--set", judge, "--probe-judge")
         assert probed.code == 0 and len(server.requests) == 2
 
@@ -678,15 +786,34 @@ def test_check_sends_no_request_unless_asked(capsys):
 def test_credentials_in_urls_are_redacted_and_lookalikes_are_not(capsys):
     from procrl.launch.run import redact
 
-    tree = {"base_url": "https://judge:sk-live-123@api.example.com/v1", "url": "http://h/v1?api_key=sk-9&x=1",
-            "api_key_env": "JUDGE_KEY", "max_tokens": 1024, "max_completion_length": 32, "hf_token": "hf_abc",
-            "tokenizer": "Qwen/Qwen2.5-0.5B", "pad_token": "<|endoftext|>", "api_token": "t0k", "password": "pw",
-            "key": "answer", "items": [{"access_token": "abc"}]}
+    tree = {
+        "base_url": "https://judge:sk-live-123@api.example.com/v1",
+        "url": "http://h/v1?api_key=sk-9&x=1",
+        "api_key_env": "JUDGE_KEY",
+        "max_tokens": 1024,
+        "max_completion_length": 32,
+        "hf_token": "hf_abc",
+        "tokenizer": "Qwen/Qwen2.5-0.5B",
+        "pad_token": "<|endoftext|>",
+        "api_token": "t0k",
+        "password": "pw",
+        "key": "answer",
+        "items": [{"access_token": "abc"}],
+    }
     assert redact(tree) == {
-        "base_url": "https://<redacted>@api.example.com/v1", "url": "http://h/v1?api_key=<redacted>&x=1",
-        "api_key_env": "JUDGE_KEY", "max_tokens": 1024, "max_completion_length": 32, "hf_token": "<redacted>",
-        "tokenizer": "Qwen/Qwen2.5-0.5B", "pad_token": "<|endoftext|>", "api_token": "<redacted>",
-        "password": "<redacted>", "key": "answer", "items": [{"access_token": "<redacted>"}]}
+        "base_url": "https://<redacted>@api.example.com/v1",
+        "url": "http://h/v1?api_key=<redacted>&x=1",
+        "api_key_env": "JUDGE_KEY",
+        "max_tokens": 1024,
+        "max_completion_length": 32,
+        "hf_token": "<redacted>",
+        "tokenizer": "Qwen/Qwen2.5-0.5B",
+        "pad_token": "<|endoftext|>",
+        "api_token": "<redacted>",
+        "password": "<redacted>",
+        "key": "answer",
+        "items": [{"access_token": "<redacted>"}],
+    }
     judge = "rewards.first_error={backend: openai, model: j, base_url: 'https://judge:sk-live-123@127.0.0.1:9/v1'}"
     result = cli(capsys, "check", TINY_RECIPE, "--set", judge)
     assert result.code == 0, result.err[-2000:]

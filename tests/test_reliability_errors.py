@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.helpers.launch import REPO, TINY_RECIPE
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 MR_GSM8K = REPO / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"
 NO_TRACE = ["--set", "rewards.trace=false"]
@@ -37,10 +37,27 @@ def test_validate_refuses_a_steps_repr_too_deep_to_parse_in_one_line(tmp_path, c
 def test_validate_reads_its_data_from_a_pipe(tmp_path):
     lines = "".join(json.dumps(record) + "\n" for record in mr_gsm8k_records(3))
     out = tmp_path / "v"
-    done = subprocess.run([sys.executable, "-m", "procrl", "validate", "--recipe", str(TINY_RECIPE), *NO_TRACE,
-                           "--data", "/dev/stdin", "--output-dir", str(out), "--quiet"], input=lines,
-                          capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "validate",
+            "--recipe",
+            str(TINY_RECIPE),
+            *NO_TRACE,
+            "--data",
+            "/dev/stdin",
+            "--output-dir",
+            str(out),
+            "--quiet",
+        ],
+        input=lines,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert len((out / "rows.jsonl").read_text().splitlines()) == 3
 
@@ -50,8 +67,13 @@ def full_disk(tmp_path):
     """A 16 KiB tmpfs: the report's first PNG does not fit (needs root; skipped otherwise)."""
     mount = tmp_path / "full"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("cannot mount a small tmpfs here")
     yield mount
     subprocess.run(["umount", str(mount)], check=True)
@@ -67,8 +89,18 @@ def test_evaluate_on_a_full_disk_is_a_one_line_error(full_disk, capsys):
 
 
 def test_evaluate_bounds_the_number_of_samples_before_loading(tmp_path, capsys):
-    result = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--num-samples", "1000000", "--temperature", "0.7",
-                 "--output-dir", tmp_path / "e")
+    result = cli(
+        capsys,
+        "evaluate",
+        "--recipe",
+        TINY_RECIPE,
+        "--num-samples",
+        "1000000",
+        "--temperature",
+        "0.7",
+        "--output-dir",
+        tmp_path / "e",
+    )
     assert_one_line_error(result, "--num-samples", "[1, 1024]", "1000000")
     assert not (tmp_path / "e").exists()
 
@@ -79,8 +111,12 @@ def test_a_launch_config_file_that_is_not_an_accelerate_config_is_one_line(tmp_p
     out = tmp_path / "run"
     for config, what in (("/etc/passwd", "holds a str"), (str(listed), "holds a list")):
         for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-            assert_one_line_error(cli(capsys, *argv, "--set", f"launch.config_file={config}"),
-                                  "launch.config_file", "is not an accelerate config file", what)
+            assert_one_line_error(
+                cli(capsys, *argv, "--set", f"launch.config_file={config}"),
+                "launch.config_file",
+                "is not an accelerate config file",
+                what,
+            )
     assert not out.exists()
 
 
@@ -93,8 +129,14 @@ def test_report_to_is_checked_against_transformers_integrations(tmp_path, capsys
     out = tmp_path / "run"
     for value in ("carrier_pigeon", "[wandb, carrier_pigeon]"):
         for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-            assert_one_line_error(cli(capsys, *argv, "--set", f"trainer.report_to={value}"),
-                                  "trainer.report_to", "'carrier_pigeon'", "'tensorboard'", "'wandb'", "'none'")
+            assert_one_line_error(
+                cli(capsys, *argv, "--set", f"trainer.report_to={value}"),
+                "trainer.report_to",
+                "'carrier_pigeon'",
+                "'tensorboard'",
+                "'wandb'",
+                "'none'",
+            )
     assert not out.exists()
     assert cli(capsys, "check", TINY_RECIPE, "--set", "trainer.report_to=[tensorboard]").code == 0
 
@@ -111,12 +153,19 @@ def test_procrl_cache_that_is_a_file_is_one_line(tmp_path, capsys, monkeypatch):
 
 def test_a_lone_surrogate_in_a_training_question_is_one_line(tmp_path, capsys):
     data = tmp_path / "train.jsonl"
-    data.write_text('{"question": "How many apples?", "answer": "#### 4"}\n'
-                    '{"question": "How many \\ud800 pears?", "answer": "#### 5"}\n')
+    data.write_text(
+        '{"question": "How many apples?", "answer": "#### 4"}\n'
+        '{"question": "How many \\ud800 pears?", "answer": "#### 5"}\n'
+    )
     out = tmp_path / "run"
     for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-        assert_one_line_error(cli(capsys, *argv, "--set", f"data.dataset={data}"),
-                              f"{data}:2", "'question'", "lone surrogate", "character 10")
+        assert_one_line_error(
+            cli(capsys, *argv, "--set", f"data.dataset={data}"),
+            f"{data}:2",
+            "'question'",
+            "lone surrogate",
+            "character 10",
+        )
     assert not out.exists()
 
 
@@ -144,8 +193,13 @@ def two_checkpoints(tmp_path_factory) -> Path:
     from procrl.recipe import load_recipe
 
     out = tmp_path_factory.mktemp("run") / "run"
-    train(load_recipe(TINY_RECIPE, ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
-                      output_dir=str(out)))
+    train(
+        load_recipe(
+            TINY_RECIPE,
+            ["trainer.max_steps=2", "trainer.save_steps=1", "trainer.max_completion_length=8"],
+            output_dir=str(out),
+        )
+    )
     assert (out / "checkpoint-1").is_dir() and (out / "checkpoint-2").is_dir()
     return out
 
@@ -168,8 +222,20 @@ def test_resume_passes_over_a_damaged_checkpoint_naming_it(two_checkpoints, tmp_
     else:
         (out / "checkpoint-2" / "optimizer.pt").write_bytes(b"this is not a torch file\n" * 40)
         why = "optimizer.pt is damaged (not a torch.save file"
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, "--resume", "--set", "trainer.max_steps=3",
-                 "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        "--resume",
+        "--set",
+        "trainer.max_steps=3",
+        "--set",
+        "trainer.save_steps=1",
+        "--set",
+        "trainer.max_completion_length=8",
+    )
     assert result.code == 0, result.err[-3000:]
     assert f"skipped {out / 'checkpoint-2'}: {why}" in result.err
     assert f"resuming from {out / 'checkpoint-1'} (global step 1)" in result.err
@@ -182,5 +248,9 @@ def test_resume_with_every_checkpoint_damaged_is_one_line(two_checkpoints, tmp_p
     for step in (1, 2):
         (out / f"checkpoint-{step}" / "optimizer.pt").write_bytes(b"\0" * 100)
     result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, "--resume", "--set", "trainer.max_steps=3")
-    assert_one_line_error(result, "--resume: no complete checkpoint", "checkpoint-2: optimizer.pt is damaged",
-                          "checkpoint-1: optimizer.pt is damaged")
+    assert_one_line_error(
+        result,
+        "--resume: no complete checkpoint",
+        "checkpoint-2: optimizer.pt is damaged",
+        "checkpoint-1: optimizer.pt is damaged",
+    )

@@ -14,12 +14,23 @@ import pytest
 from procrl.core.config import ConfigError
 from procrl.core.folders import MARKER, check_folder, claim_folder, write_file
 from procrl.evaluation import evaluate as ev
-from tests.helpers.launch import REPO, TINY_RECIPE
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, snapshot
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 VALIDATE_DATA = REPO / "tests" / "data" / "validate" / "processbench_format.jsonl"
-VALIDATE = ["--recipe", REPO / "recipes" / "gsm8k_trace.yaml", "--set", "rewards.trace.tagger=cues", "--set",
-            "rewards.first_error.backend=arithmetic", "--data", VALIDATE_DATA, "--component", "accuracy", "--quiet"]
+VALIDATE = [
+    "--recipe",
+    REPO / "recipes" / "gsm8k_trace.yaml",
+    "--set",
+    "rewards.trace.tagger=cues",
+    "--set",
+    "rewards.first_error.backend=arithmetic",
+    "--data",
+    VALIDATE_DATA,
+    "--component",
+    "accuracy",
+    "--quiet",
+]
 
 
 def users_folder(path: Path) -> Path:
@@ -46,13 +57,18 @@ def test_the_rule_new_empty_ours_overwrite_and_everything_else(tmp_path):
     mine = users_folder(tmp_path / "mine")
     with pytest.raises(ConfigError) as refused:
         check_folder(mine, "train", option="output_dir")
-    assert str(refused.value) == (f"output_dir: {mine} holds README.md, config.json, which procrl did not write; give a "
-                                  "new or empty folder, or --overwrite to write into it")
+    assert str(refused.value) == (
+        f"output_dir: {mine} holds README.md, config.json, which procrl did not write; give a "
+        "new or empty folder, or --overwrite to write into it"
+    )
     assert check_folder(mine, "train", overwrite=True) == "overwrite"
     (mine / "notes").mkdir()
     (mine / "notes" / "link").symlink_to(tmp_path / "elsewhere.txt")  # deep inside, leading out
-    with pytest.raises(ConfigError, match=f"{mine / 'notes' / 'link'} is a symlink to {tmp_path / 'elsewhere.txt'}, "
-                                          f"outside {mine}; procrl never writes through a link out of its folder"):
+    with pytest.raises(
+        ConfigError,
+        match=f"{mine / 'notes' / 'link'} is a symlink to {tmp_path / 'elsewhere.txt'}, "
+        f"outside {mine}; procrl never writes through a link out of its folder",
+    ):
         check_folder(mine, "train", overwrite=True)
     (mine / "notes" / "link").unlink()
     (mine / "notes" / "inside").symlink_to(mine / "README.md")  # a link that stays inside is no problem
@@ -77,8 +93,9 @@ def test_train_refuses_a_folder_holding_the_users_files_before_anything_loads(tm
     mine = users_folder(tmp_path / "mydir")
     before = snapshot(mine)
     result = cli(capsys, "train", TINY_RECIPE, "--output-dir", mine, *ONE_STEP)
-    assert_one_line_error(result, f"output_dir: {mine} holds README.md, config.json, which procrl did not write",
-                          "--overwrite")
+    assert_one_line_error(
+        result, f"output_dir: {mine} holds README.md, config.json, which procrl did not write", "--overwrite"
+    )
     assert snapshot(mine) == before
 
 
@@ -109,11 +126,22 @@ def test_a_folder_holding_a_run_keeps_its_own_refusal(tmp_path, capsys):
 
 @pytest.fixture
 def no_generation(monkeypatch):
-    monkeypatch.setattr(ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers"))
+    monkeypatch.setattr(
+        ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers")
+    )
 
 
-EVALUATE = ["evaluate", "--recipe", TINY_RECIPE, "--set", "rewards.trace=false", "--model", "procrl:tiny-qwen2",
-            "--limit", "2"]
+EVALUATE = [
+    "evaluate",
+    "--recipe",
+    TINY_RECIPE,
+    "--set",
+    "rewards.trace=false",
+    "--model",
+    "procrl:tiny-qwen2",
+    "--limit",
+    "2",
+]
 
 
 def test_evaluate_refuses_a_folder_holding_the_users_plot(tmp_path, capsys, no_generation):
@@ -161,9 +189,13 @@ def test_validate_refuses_a_users_folder_and_a_link_to_one(tmp_path, capsys):
     before = snapshot(mine)
     for folder in (mine, link):
         result = cli(capsys, "validate", *VALIDATE, "--output-dir", folder)
-        assert_one_line_error(result, f"--output-dir: {folder} holds README.md, config.json, which procrl did not write")
+        assert_one_line_error(
+            result, f"--output-dir: {folder} holds README.md, config.json, which procrl did not write"
+        )
         judged = cli(capsys, "eval-judge", *VALIDATE[:-3], "--output-dir", folder)
-        assert_one_line_error(judged, f"--output-dir: {folder} holds README.md, config.json, which procrl did not write")
+        assert_one_line_error(
+            judged, f"--output-dir: {folder} holds README.md, config.json, which procrl did not write"
+        )
     assert snapshot(mine) == before
 
 
@@ -176,12 +208,20 @@ def test_validate_writes_again_into_its_own_default_folder(tmp_path, capsys, mon
     assert cli(capsys, "validate", *VALIDATE).code == 0
     assert cli(capsys, "validate", *VALIDATE).code == 0
     assert sorted(p.name for p in (tmp_path / "validate").iterdir()) == [folder.name]
-    assert sorted(p.name for p in folder.iterdir()) == [MARKER, "report.json", "report.md", "rows.jsonl", "validate.png"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        MARKER,
+        "report.json",
+        "report.md",
+        "rows.jsonl",
+        "validate.png",
+    ]
     for name in (MARKER, "report.json", "report.md", "rows.jsonl", "validate.png"):
         (folder / name).unlink()
     (folder / "mine.txt").write_text("mine")
     result = cli(capsys, "validate", *VALIDATE)
-    assert_one_line_error(result, f"--output-dir: {Path('validate') / folder.name} holds mine.txt, which procrl did not write")
+    assert_one_line_error(
+        result, f"--output-dir: {Path('validate') / folder.name} holds mine.txt, which procrl did not write"
+    )
 
 
 # --- train-tagger ---------------------------------------------------------------------------------------
@@ -194,16 +234,21 @@ def test_train_tagger_refuses_a_users_folder_before_training(tmp_path, capsys, m
 
     write_tiny_encoder(tmp_path / "encoder")
     data = tmp_path / "labelled.jsonl"
-    data.write_text("".join(json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []})
-                            + "\n" for i in range(6)))
+    data.write_text(
+        "".join(
+            json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []}) + "\n"
+            for i in range(6)
+        )
+    )
 
     def no_training(*args, **kwargs):
         raise AssertionError("the encoder was loaded")
 
     monkeypatch.setattr(transformers.AutoModel, "from_pretrained", no_training)
     mine = users_folder(tmp_path / "mine")
-    result = cli(capsys, "train-tagger", "--data", data, "--base", tmp_path / "encoder", "--output-dir", mine,
-                 "--epochs", "1")
+    result = cli(
+        capsys, "train-tagger", "--data", data, "--base", tmp_path / "encoder", "--output-dir", mine, "--epochs", "1"
+    )
     assert_one_line_error(result, f"--output-dir: {mine} holds README.md, config.json, which procrl did not write")
     assert (mine / "config.json").read_text() == '{"mine": true}'
 
@@ -223,8 +268,12 @@ def _command_args(command: str, tmp_path: Path) -> list:
 
     write_tiny_encoder(tmp_path / "encoder")
     data = tmp_path / "labelled.jsonl"
-    data.write_text("".join(json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []})
-                            + "\n" for i in range(6)))
+    data.write_text(
+        "".join(
+            json.dumps({"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []}) + "\n"
+            for i in range(6)
+        )
+    )
     return ["train-tagger", "--data", data, "--base", tmp_path / "encoder", "--epochs", "1", "--output-dir"]
 
 
@@ -239,7 +288,9 @@ def test_every_command_refuses_another_commands_folder_and_a_link_out(tmp_path, 
     before = snapshot(theirs)
     option = "output_dir" if command == "train" else "--output-dir"
     result = cli(capsys, *args, theirs)
-    assert_one_line_error(result, f"{option}: {theirs} was written by procrl {other} (report.json), not by procrl {command}")
+    assert_one_line_error(
+        result, f"{option}: {theirs} was written by procrl {other} (report.json), not by procrl {command}"
+    )
     outside = tmp_path / "elsewhere.md"
     outside.write_text("the user's")
     (theirs / "notes.md").symlink_to(outside)

@@ -10,14 +10,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from procrl.core.config import ConfigError
 from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
-from tests.helpers.launch import REPO, TINY_RECIPE
 from tests.helpers.cli import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 RELEASE = threading.Event()  # set at the end of each test: the stuck calls of this process return
 
@@ -49,14 +48,21 @@ class NeverReturnsAsync(RewardComponent):
 
 
 def batch_of(n: int = 3) -> RewardBatch:
-    return RewardBatch.from_texts([f"{i} + 1 = {i + 1}\n#### {i + 1}" for i in range(n)], golds=[str(i + 1) for i in range(n)])
+    return RewardBatch.from_texts(
+        [f"{i} + 1 = {i + 1}\n#### {i + 1}" for i in range(n)], golds=[str(i + 1) for i in range(n)]
+    )
 
 
 @pytest.mark.parametrize("target", ["never_returns", "NeverReturns"])
 def test_a_custom_reward_that_never_returns_gets_its_fallback_at_the_deadline(target):
-    mix = RewardMix(parse_rewards({"accuracy": {},
-                                   "stuck": {"type": f"tests.test_reliability_hangs:{target}", "deadline_s": 0.3,
-                                             "fallback": -1.0}}))
+    mix = RewardMix(
+        parse_rewards(
+            {
+                "accuracy": {},
+                "stuck": {"type": f"tests.test_reliability_hangs:{target}", "deadline_s": 0.3, "fallback": -1.0},
+            }
+        )
+    )
     outputs = mix.score_all(batch_of())  # returns at all: the deadline, not the sleep
     assert outputs["stuck"].scores == [-1.0] * 3 and outputs["stuck"].failures == {"timeout": 3}
     assert "0.3 s deadline (rewards.stuck.deadline_s)" in outputs["stuck"].details[0]["error"]
@@ -73,8 +79,11 @@ def test_a_custom_reward_that_never_returns_gets_its_fallback_at_the_deadline(ta
 
 
 def test_an_async_reward_past_its_deadline_is_cancelled():
-    mix = RewardMix(parse_rewards({"stuck": {"type": "tests.test_reliability_hangs:NeverReturnsAsync",
-                                             "deadline_s": 0.3, "fallback": 0.0}}))
+    mix = RewardMix(
+        parse_rewards(
+            {"stuck": {"type": "tests.test_reliability_hangs:NeverReturnsAsync", "deadline_s": 0.3, "fallback": 0.0}}
+        )
+    )
     output = asyncio.run(mix.acompute("stuck", batch_of()))
     assert output.failures == {"timeout": 3} and output.scores == [0.0] * 3
     assert "cancelled" in output.details[0]["error"]
@@ -82,17 +91,27 @@ def test_an_async_reward_past_its_deadline_is_cancelled():
 
 
 def test_the_deadline_setting_defaults_and_is_validated(capsys):
-    specs = {s.name: s for s in parse_rewards({"accuracy": {}, "custom": {"type": "tests.test_reliability_hangs:never_returns"},
-                                               "none": {"type": "tests.test_reliability_hangs:never_returns",
-                                                        "deadline_s": None}})}
+    specs = {
+        s.name: s
+        for s in parse_rewards(
+            {
+                "accuracy": {},
+                "custom": {"type": "tests.test_reliability_hangs:never_returns"},
+                "none": {"type": "tests.test_reliability_hangs:never_returns", "deadline_s": None},
+            }
+        )
+    }
     assert specs["accuracy"].deadline_s is None  # built-ins bound their own work
     assert specs["custom"].deadline_s == 600.0 and specs["none"].deadline_s is None
     assert "deadline_s" not in specs["custom"].settings  # a common key, not passed to the function
     for bad in (0, -1, "soon", float("inf")):
         with pytest.raises(ConfigError, match=r"rewards.custom.deadline_s: expected a positive number of seconds"):
             parse_rewards({"custom": {"type": "tests.test_reliability_hangs:never_returns", "deadline_s": bad}})
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", "rewards.accuracy.deadline_s=0"),
-                          "rewards.accuracy.deadline_s", "positive")
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", "rewards.accuracy.deadline_s=0"),
+        "rewards.accuracy.deadline_s",
+        "positive",
+    )
 
 
 def test_a_reward_fast_within_its_deadline_is_unchanged():
@@ -115,15 +134,36 @@ def test_a_reward_fast_within_its_deadline_is_unchanged():
 
 def test_score_and_the_process_end_when_a_reward_never_returns(tmp_path):
     """In a subprocess: the stuck call's thread must not keep the process alive after the summary."""
-    (tmp_path / "stuck_reward.py").write_text("import time\n\ndef stuck(prompts, completions, **kwargs):\n"
-                                              "    time.sleep(10**6)\n    return [1.0] * len(completions)\n")
+    (tmp_path / "stuck_reward.py").write_text(
+        "import time\n\ndef stuck(prompts, completions, **kwargs):\n"
+        "    time.sleep(10**6)\n    return [1.0] * len(completions)\n"
+    )
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
     output = tmp_path / "out.jsonl"
-    done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", str(TINY_RECIPE), "--input", str(source),
-                           "--output", str(output), "--quiet", "--set", "rewards.trace=false",
-                           "--set", "rewards.stuck={type: 'stuck_reward:stuck', deadline_s: 1, fallback: -1.0}"],
-                          capture_output=True, text=True, timeout=240, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            str(TINY_RECIPE),
+            "--input",
+            str(source),
+            "--output",
+            str(output),
+            "--quiet",
+            "--set",
+            "rewards.trace=false",
+            "--set",
+            "rewards.stuck={type: 'stuck_reward:stuck', deadline_s: 1, fallback: -1.0}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["rewards"]["stuck"] for row in rows] == [-1.0] * 3
@@ -133,10 +173,20 @@ def test_score_and_the_process_end_when_a_reward_never_returns(tmp_path):
 
 
 def test_training_goes_on_past_a_reward_that_never_returns(tmp_path, capsys, monkeypatch):
-    module = reward_module(tmp_path, monkeypatch, "stuck_train", "from tests.test_reliability_hangs import never_returns\n")
+    module = reward_module(
+        tmp_path, monkeypatch, "stuck_train", "from tests.test_reliability_hangs import never_returns\n"
+    )
     out = tmp_path / "run"
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP,
-                 "--set", f"rewards.stuck={{type: '{module}:never_returns', weight: 0.5, deadline_s: 1}}")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        *ONE_STEP,
+        "--set",
+        f"rewards.stuck={{type: '{module}:never_returns', weight: 0.5, deadline_s: 1}}",
+    )
     assert result.code == 0, result.err[-3000:]
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     step = next(h for h in history if "loss" in h)
@@ -148,10 +198,27 @@ def test_score_says_it_waits_for_a_reader_of_a_fifo(tmp_path):
     fifo = tmp_path / "scores.fifo"
     os.mkfifo(fifo)
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    process = subprocess.Popen([sys.executable, "-m", "procrl", "score", "--recipe", str(TINY_RECIPE), "--input",
-                                str(source), "--output", str(fifo), "--quiet", "--set", "rewards.trace=false"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"})
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            str(TINY_RECIPE),
+            "--input",
+            str(source),
+            "--output",
+            str(fifo),
+            "--quiet",
+            "--set",
+            "rewards.trace=false",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
     watchdog = threading.Timer(120, process.kill)  # a silent wait would block readline forever
     watchdog.start()
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.helpers.launch import REPO, TINY_RECIPE
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, reward_module
+from tests.helpers.launch import REPO, TINY_RECIPE
 
 GOOD_ROWS = [
     {"question": "Ava has 3 apples and buys 4 more. How many does she have?", "answer": "3 + 4 = 7\n#### 7"},
@@ -51,10 +51,14 @@ def no_model_loading(monkeypatch):
 # --- hangs: gate cycles --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("gates, cycle", [
-    ({"format": "trace", "trace": "format"}, "format -> trace -> format"),
-    ({"accuracy": "format", "format": "trace", "trace": "accuracy"}, "accuracy -> format -> trace -> accuracy"),
-], ids=["2-cycle", "3-cycle"])
+@pytest.mark.parametrize(
+    "gates, cycle",
+    [
+        ({"format": "trace", "trace": "format"}, "format -> trace -> format"),
+        ({"accuracy": "format", "format": "trace", "trace": "accuracy"}, "accuracy -> format -> trace -> accuracy"),
+    ],
+    ids=["2-cycle", "3-cycle"],
+)
 def test_gate_cycles_are_refused_naming_the_cycle(tmp_path, capsys, gates, cycle):
     """Each component of a cycle waited for the other's score in _apply_gate: check, score and
     train hung forever without a word."""
@@ -64,8 +68,11 @@ def test_gate_cycles_are_refused_naming_the_cycle(tmp_path, capsys, gates, cycle
     override = ["--set", f"rewards={json.dumps(rewards)}"]
     first = next(iter(gates))
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"question": "q", "completion": "1 + 1 = 2\n#### 2", "answer": "2"}])
-    for argv in (["check", TINY_RECIPE], ["score", "--recipe", TINY_RECIPE, "--input", rows, "--output", tmp_path / "o.jsonl"],
-                 ["train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP]):
+    for argv in (
+        ["check", TINY_RECIPE],
+        ["score", "--recipe", TINY_RECIPE, "--input", rows, "--output", tmp_path / "o.jsonl"],
+        ["train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP],
+    ):
         assert_one_line_error(cli(capsys, *argv, *override), f"rewards.{first}.gate.on", f"gate cycle {cycle}")
     assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "run").exists()
 
@@ -73,8 +80,18 @@ def test_gate_cycles_are_refused_naming_the_cycle(tmp_path, capsys, gates, cycle
     from procrl.rewards.spec import ComponentSpec, GateSettings
 
     specs = parse_rewards({"accuracy": {}, "format": {}})  # a mix built from specs directly is guarded too
-    looped = [ComponentSpec(s.name, s.type, s.weight, GateSettings(on="format" if s.name == "accuracy" else "accuracy"),
-                            s.fallback, s.settings, s.target) for s in specs]
+    looped = [
+        ComponentSpec(
+            s.name,
+            s.type,
+            s.weight,
+            GateSettings(on="format" if s.name == "accuracy" else "accuracy"),
+            s.fallback,
+            s.settings,
+            s.target,
+        )
+        for s in specs
+    ]
     with pytest.raises(ConfigError, match="gate cycle"):
         RewardMix(looped)
 
@@ -92,24 +109,44 @@ def test_a_prompt_longer_than_the_context_is_refused_before_the_model_loads(tmp_
     """A 6,002-token prompt trained silently against the tiny model's 2,048 positions."""
     data = ["--set", f"data.dataset={long_prompt_rows(tmp_path)}"]
     out = tmp_path / "run"
-    words = ("data.dataset", "1 of 8 training prompts are longer than 2,040 tokens",
-             "model context 2,048 - max_completion_length 8", "row 6", "data.long_prompts: skip")
+    words = (
+        "data.dataset",
+        "1 of 8 training prompts are longer than 2,040 tokens",
+        "model context 2,048 - max_completion_length 8",
+        "row 6",
+        "data.long_prompts: skip",
+    )
     trained = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP, *data)
     assert_one_line_error(trained, *words)
     assert not out.exists()
     checked = cli(capsys, "check", TINY_RECIPE, "--load-models", "--set", "trainer.max_completion_length=8", *data)
     assert_one_line_error(checked, *words)
     unmeasured = cli(capsys, "check", TINY_RECIPE, *data)  # without --load-models check says what it did not do
-    assert unmeasured.code == 0 and "prompt lengths: not measured (needs the policy's tokenizer: --load-models)" in unmeasured.out
-    explicit = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP, "--set", "trainer.max_prompt_length=2041")
+    assert (
+        unmeasured.code == 0
+        and "prompt lengths: not measured (needs the policy's tokenizer: --load-models)" in unmeasured.out
+    )
+    explicit = cli(
+        capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP, "--set", "trainer.max_prompt_length=2041"
+    )
     assert_one_line_error(explicit, "trainer.max_prompt_length", "2,041 + max_completion_length 8", "2,048 positions")
     assert not out.exists()
 
 
 def test_long_prompts_can_be_skipped_and_the_count_is_shown_and_logged(tmp_path, capsys):
     out = tmp_path / "run"
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP,
-                 "--set", f"data.dataset={long_prompt_rows(tmp_path)}", "--set", "data.long_prompts=skip")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        *ONE_STEP,
+        "--set",
+        f"data.dataset={long_prompt_rows(tmp_path)}",
+        "--set",
+        "data.long_prompts=skip",
+    )
     assert result.code == 0, result.err[-3000:]
     assert "procrl: training prompts: 7, longest" in result.err
     assert "limit 2,040 tokens (model context 2,048 - max_completion_length 8); skipped 1 longer ones" in result.err
@@ -149,20 +186,55 @@ def test_nesting_within_the_bound_still_loads():
 
 
 def test_score_reads_standard_input_from_a_pipe(tmp_path):
-    rows = "".join(json.dumps({"question": r["question"], "completion": r["answer"], "answer": r["answer"]}) + "\n"
-                   for r in GOOD_ROWS)
+    rows = "".join(
+        json.dumps({"question": r["question"], "completion": r["answer"], "answer": r["answer"]}) + "\n"
+        for r in GOOD_ROWS
+    )
     env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     for source in ("/dev/stdin", "-"):
         output = tmp_path / f"scored{len(source)}.jsonl"
-        done = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source,
-                               "--output", output, "--quiet"], input=rows, capture_output=True, text=True, timeout=300,
-                              env=env)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "procrl",
+                "score",
+                "--recipe",
+                TINY_RECIPE,
+                "--input",
+                source,
+                "--output",
+                output,
+                "--quiet",
+            ],
+            input=rows,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         scored = [json.loads(line) for line in output.read_text().splitlines()]
         assert [row["rewards"]["accuracy"] for row in scored] == [1.0] * 4
-    bad = subprocess.run([sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", "-",
-                          "--output", tmp_path / "bad.jsonl"], input=rows + '{"question": 1\n', capture_output=True,
-                         text=True, timeout=300, env=env)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            TINY_RECIPE,
+            "--input",
+            "-",
+            "--output",
+            tmp_path / "bad.jsonl",
+        ],
+        input=rows + '{"question": 1\n',
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-3000:]
     assert "procrl: error: <stdin>:5: not valid JSON" in bad.stderr
     assert not (tmp_path / "bad.jsonl").exists()
@@ -173,11 +245,25 @@ EMPTIES = "def empties(prompts, completions, **kwargs):\n    completions.clear()
 
 def test_a_reward_that_empties_its_inputs_gets_the_fallback_in_score(tmp_path, capsys, monkeypatch):
     reward_module(tmp_path, monkeypatch, "hostile_rewards", EMPTIES)
-    rows = write_jsonl(tmp_path / "rows.jsonl", [{"question": r["question"], "completion": r["answer"],
-                                                  "answer": r["answer"]} for r in GOOD_ROWS[:2]])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"question": r["question"], "completion": r["answer"], "answer": r["answer"]} for r in GOOD_ROWS[:2]],
+    )
     output = tmp_path / "scored.jsonl"
-    result = cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", rows, "--output", output, "--batch-size", "2",
-                 "--set", "rewards.empties={type: 'hostile_rewards:empties', fallback: -1.0}")
+    result = cli(
+        capsys,
+        "score",
+        "--recipe",
+        TINY_RECIPE,
+        "--input",
+        rows,
+        "--output",
+        output,
+        "--batch-size",
+        "2",
+        "--set",
+        "rewards.empties={type: 'hostile_rewards:empties', fallback: -1.0}",
+    )
     assert result.code == 0, result.err[-3000:]
     scored = [json.loads(line) for line in output.read_text().splitlines()]
     assert [row["rewards"]["empties"] for row in scored] == [-1.0, -1.0]
@@ -188,8 +274,16 @@ def test_a_reward_that_empties_its_inputs_gets_the_fallback_in_score(tmp_path, c
 def test_a_reward_that_empties_its_completions_does_not_crash_training(tmp_path, capsys, monkeypatch):
     reward_module(tmp_path, monkeypatch, "hostile_train", EMPTIES)
     out = tmp_path / "run"
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP,
-                 "--set", "rewards.empties={type: 'hostile_train:empties', weight: 0.5}")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        *ONE_STEP,
+        "--set",
+        "rewards.empties={type: 'hostile_train:empties', weight: 0.5}",
+    )
     assert result.code == 0, result.err[-3000:]
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     step = next(h for h in history if "loss" in h)
@@ -201,8 +295,9 @@ def saved_dataset(path: Path, rows: list[dict], splits: bool = False) -> Path:
     import datasets
 
     if splits:
-        datasets.DatasetDict({"train": datasets.Dataset.from_list(rows),
-                              "test": datasets.Dataset.from_list(rows[:2])}).save_to_disk(str(path))
+        datasets.DatasetDict(
+            {"train": datasets.Dataset.from_list(rows), "test": datasets.Dataset.from_list(rows[:2])}
+        ).save_to_disk(str(path))
     else:
         datasets.Dataset.from_list(rows).save_to_disk(str(path))
     return path
@@ -221,12 +316,18 @@ def test_a_dataset_saved_with_save_to_disk_is_loaded_and_its_rows_checked(tmp_pa
     bad = saved_dataset(tmp_path / "bad", [*GOOD_ROWS[:2], {"question": "  ", "answer": "#### 1"}])
     out = tmp_path / "run"
     for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-        assert_one_line_error(cli(capsys, *argv, "--set", f"data.dataset={bad}"),
-                              "data.dataset", f"{bad} row 3", "'question' must be a non-empty string")
+        assert_one_line_error(
+            cli(capsys, *argv, "--set", f"data.dataset={bad}"),
+            "data.dataset",
+            f"{bad} row 3",
+            "'question' must be a non-empty string",
+        )
     assert not out.exists()
     single = saved_dataset(tmp_path / "single", GOOD_ROWS)  # no splits: evaluating on it would be the training data
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={single}", "--set", "trainer.eval_steps=1"),
-                          "data.eval_dataset")
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={single}", "--set", "trainer.eval_steps=1"),
+        "data.eval_dataset",
+    )
 
 
 @pytest.mark.parametrize("case", ["empty", "unrelated_files"])
@@ -238,8 +339,13 @@ def test_a_directory_that_is_not_a_dataset_is_a_one_line_error(tmp_path, capsys,
         (folder / "script.py").write_text("print(1)\n")
     out = tmp_path / "run"
     for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-        assert_one_line_error(cli(capsys, *argv, "--set", f"data.dataset={folder}"),
-                              "data.dataset", str(folder), "not a dataset", "save_to_disk")
+        assert_one_line_error(
+            cli(capsys, *argv, "--set", f"data.dataset={folder}"),
+            "data.dataset",
+            str(folder),
+            "not a dataset",
+            "save_to_disk",
+        )
     assert not out.exists()
 
 
@@ -280,9 +386,12 @@ def test_values_out_of_range_are_refused_by_check_and_train(tmp_path, capsys, ov
 
 def test_all_weights_zero_is_refused(capsys):
     zero = [arg for name in ("accuracy", "format", "trace") for arg in ("--set", f"rewards.{name}.weight=0")]
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, *zero), "rewards", "every component has weight 0",
-                          "rewards.accuracy.weight")
-    negative = cli(capsys, "check", TINY_RECIPE, *zero[:-2], "--set", "rewards.trace.weight=-0.5")  # a penalty alone is fine
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, *zero), "rewards", "every component has weight 0", "rewards.accuracy.weight"
+    )
+    negative = cli(
+        capsys, "check", TINY_RECIPE, *zero[:-2], "--set", "rewards.trace.weight=-0.5"
+    )  # a penalty alone is fine
     assert negative.code == 0, negative.err[-2000:]
 
 
@@ -327,8 +436,18 @@ def evaluate_cases(tmp_path: Path, tiny: Path) -> dict[str, tuple[list[str], tup
     }
 
 
-CASES = ["model_is_a_file", "model_missing", "model_without_weights", "model_is_a_run_dir", "checkpoint_without_tokenizer",
-         "batch_size_0", "max_new_tokens_0", "top_p_with_greedy", "output_dir_is_a_file", "output_dir_unwritable"]
+CASES = [
+    "model_is_a_file",
+    "model_missing",
+    "model_without_weights",
+    "model_is_a_run_dir",
+    "checkpoint_without_tokenizer",
+    "batch_size_0",
+    "max_new_tokens_0",
+    "top_p_with_greedy",
+    "output_dir_is_a_file",
+    "output_dir_unwritable",
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -358,8 +477,18 @@ def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch)
         return ["#### 1"] * len(prompts), "transformers"
 
     monkeypatch.setattr(procrl.evaluation.evaluate, "generate_completions", fake_generation)
-    result = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--limit", "2", "--max-new-tokens", "3",
-                 "--output-dir", tmp_path / "eval")
+    result = cli(
+        capsys,
+        "evaluate",
+        "--recipe",
+        TINY_RECIPE,
+        "--limit",
+        "2",
+        "--max-new-tokens",
+        "3",
+        "--output-dir",
+        tmp_path / "eval",
+    )
     assert result.code == 0, result.err[-2000:]
     assert seen["max_new_tokens"] == 3
 
@@ -371,12 +500,15 @@ def labelled(tmp_path_factory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("tagger")
     write_tiny_encoder(folder / "encoder")
     data = folder / "labelled.jsonl"
-    write_jsonl(data, [{"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []} for i in range(6)])
+    write_jsonl(
+        data, [{"sentence": f"First we add {i} and 3.", "labels": ["Claim"] if i % 2 else []} for i in range(6)]
+    )
     return data, folder / "encoder"
 
 
-@pytest.mark.parametrize("case", ["base_missing", "base_is_a_file", "output_dir_is_a_file", "learning_rate_negative",
-                                  "max_length_0"])
+@pytest.mark.parametrize(
+    "case", ["base_missing", "base_is_a_file", "output_dir_is_a_file", "learning_rate_negative", "max_length_0"]
+)
 def test_train_tagger_flags_are_one_line_errors_before_training(tmp_path, capsys, labelled, monkeypatch, case):
     import transformers
 
@@ -408,7 +540,9 @@ def test_train_tagger_flags_are_one_line_errors_before_training(tmp_path, capsys
 
 
 def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, capsys):
-    recipe = write_recipe(tmp_path / "recipe.yaml", """\
+    recipe = write_recipe(
+        tmp_path / "recipe.yaml",
+        """\
         recipe: procrl/v1
         model: {name_or_path: procrl:tiny-qwen2}
         data: {dataset: synthetic}
@@ -418,19 +552,27 @@ def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, capsys):
         trainer: {max_steps: 1}
         rewards:
           format: {weight: 0.2}
-        """)
+        """,
+    )
     for command in ("check", "train"):
-        assert_one_line_error(cli(capsys, command, recipe), str(recipe), "duplicate key 'rewards'",
-                              "first at line 4, again at line 8")
-    nested = write_recipe(tmp_path / "nested.yaml", """\
+        assert_one_line_error(
+            cli(capsys, command, recipe), str(recipe), "duplicate key 'rewards'", "first at line 4, again at line 8"
+        )
+    nested = write_recipe(
+        tmp_path / "nested.yaml",
+        """\
         recipe: procrl/v1
         model: {name_or_path: procrl:tiny-qwen2}
         rewards:
           accuracy: {weight: 1.0, weight: 0.0}
-        """)
+        """,
+    )
     assert_one_line_error(cli(capsys, "check", nested), "duplicate key 'weight'", "first at line 4, again at line 4")
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", "rewards={accuracy: {}, accuracy: {weight: 2}}"),
-                          "--set", "duplicate key 'accuracy'")
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", "rewards={accuracy: {}, accuracy: {weight: 2}}"),
+        "--set",
+        "duplicate key 'accuracy'",
+    )
 
     from procrl.core import yaml_core
 
@@ -439,8 +581,12 @@ def test_duplicate_yaml_keys_are_refused_naming_both_lines(tmp_path, capsys):
 
 
 def test_check_refuses_a_reward_that_fails_on_every_sample(tmp_path, capsys, monkeypatch):
-    reward_module(tmp_path, monkeypatch, "always_fails", "def fails(prompts, completions, **kwargs):\n"
-                  "    raise ValueError('vocabulary missing')\n")
+    reward_module(
+        tmp_path,
+        monkeypatch,
+        "always_fails",
+        "def fails(prompts, completions, **kwargs):\n    raise ValueError('vocabulary missing')\n",
+    )
     result = cli(capsys, "check", TINY_RECIPE, "--load-models", "--set", "rewards.custom={type: 'always_fails:fails'}")
     assert_one_line_error(result, "rewards.custom", "failed on every sample", "ValueError: vocabulary missing")
 
@@ -448,11 +594,14 @@ def test_check_refuses_a_reward_that_fails_on_every_sample(tmp_path, capsys, mon
 def test_check_probe_judge_refuses_a_judge_that_answers_401(capsys):
     from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
 
-    with ScriptedOpenAIServer(lambda prompt, attempt: Reply(status=401, body=b'{"error": "invalid api key"}')) as server:
+    with ScriptedOpenAIServer(
+        lambda prompt, attempt: Reply(status=401, body=b'{"error": "invalid api key"}')
+    ) as server:
         judge = f"rewards.first_error={{backend: openai, model: judge, base_url: '{server.base_url}'}}"
         result = cli(capsys, "check", TINY_RECIPE, "--set", judge, "--probe-judge")
-        assert_one_line_error(result, "rewards.first_error", "failed on every sample", "HTTP 401 Unauthorized",
-                              server.base_url)
+        assert_one_line_error(
+            result, "rewards.first_error", "failed on every sample", "HTTP 401 Unauthorized", server.base_url
+        )
         assert len(server.requests) == 2  # not retried
 
 
@@ -469,8 +618,13 @@ def test_gold_answers_without_a_number_are_refused_and_some_are_warned_about(tmp
     data = write_jsonl(tmp_path / "words.jsonl", words)
     out = tmp_path / "run"
     for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-        assert_one_line_error(cli(capsys, *argv, "--set", f"data.dataset={data}"),
-                              "data.answer_column", "no gold answer", "row 1: 'seven'", "rewards.accuracy")
+        assert_one_line_error(
+            cli(capsys, *argv, "--set", f"data.dataset={data}"),
+            "data.answer_column",
+            "no gold answer",
+            "row 1: 'seven'",
+            "rewards.accuracy",
+        )
     assert not out.exists()
     process_only = cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={data}", "--set", "rewards.accuracy=false")
     assert process_only.code == 0, process_only.err[-2000:]  # nothing reads the gold answers
@@ -481,10 +635,10 @@ def test_gold_answers_without_a_number_are_refused_and_some_are_warned_about(tmp
 
 
 def test_ten_digit_answers_off_by_one_do_not_match():
-    from procrl.observe.eval_metrics import SampleOutcome, summarize
     from procrl.core.answers import answers_match
-    from procrl.rewards.accuracy import AccuracyReward
+    from procrl.observe.eval_metrics import SampleOutcome, summarize
     from procrl.rewards import RewardBatch
+    from procrl.rewards.accuracy import AccuracyReward
 
     assert not answers_match(1234567891.0, 1234567890.0)
     assert answers_match(1234567890.0, 1234567890.0) and answers_match(72.0, 72)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from procrl.core.answers import answers_match, extract_prediction, parse_gold, parse_number
-from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards import RewardBatch
-from tests.helpers.launch import TINY_RECIPE
+from procrl.rewards.accuracy import AccuracyReward
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli
+from tests.helpers.launch import TINY_RECIPE
 
 TWENTY_DIGITS = "12345678901234567890"
 FOUR_HUNDRED_ONE = "7" * 401
@@ -25,21 +25,24 @@ def accuracy(completion: str, gold) -> float | None:
     return AccuracyReward().score(RewardBatch.from_texts([completion], golds=[gold])).scores[0]
 
 
-@pytest.mark.parametrize("completion, gold, expected", [
-    (f"#### {2**53 + 1}", str(2**53), 0.0),  # equal as floats
-    (f"#### {2**53 + 1}", str(2**53 + 1), 1.0),
-    (f"The answer is {TWENTY_DIGITS[:-1]}1.", TWENTY_DIGITS, 0.0),
-    (f"The answer is {TWENTY_DIGITS}.", TWENTY_DIGITS, 1.0),
-    (f"#### {FOUR_HUNDRED_ONE}", FOUR_HUNDRED_ONE, 1.0),  # its float is inf
-    (f"#### {FOUR_HUNDRED_ONE[:-1]}8", FOUR_HUNDRED_ONE, 0.0),
-    (f"\\boxed{{{LONGER_THAN_PYTHON_READS}}}", f"#### {LONGER_THAN_PYTHON_READS}", 1.0),
-    (f"#### {LONGER_THAN_PYTHON_READS[:-1]}8", LONGER_THAN_PYTHON_READS, 0.0),
-    (f"#### {2**53 + 1}", 2**53, 0.0),  # a numeric gold (a JSON number) is exact too
-    (f"#### {2**53 + 1}", 2**53 + 1, 1.0),
-    (f"#### -{2**53 + 1}", f"-{2**53 + 1}", 1.0),
-    (f"#### {TWENTY_DIGITS}.5", f"{TWENTY_DIGITS}.5", 1.0),
-    (f"#### {TWENTY_DIGITS}.5", f"{TWENTY_DIGITS}.6", 0.0),
-])
+@pytest.mark.parametrize(
+    "completion, gold, expected",
+    [
+        (f"#### {2**53 + 1}", str(2**53), 0.0),  # equal as floats
+        (f"#### {2**53 + 1}", str(2**53 + 1), 1.0),
+        (f"The answer is {TWENTY_DIGITS[:-1]}1.", TWENTY_DIGITS, 0.0),
+        (f"The answer is {TWENTY_DIGITS}.", TWENTY_DIGITS, 1.0),
+        (f"#### {FOUR_HUNDRED_ONE}", FOUR_HUNDRED_ONE, 1.0),  # its float is inf
+        (f"#### {FOUR_HUNDRED_ONE[:-1]}8", FOUR_HUNDRED_ONE, 0.0),
+        (f"\\boxed{{{LONGER_THAN_PYTHON_READS}}}", f"#### {LONGER_THAN_PYTHON_READS}", 1.0),
+        (f"#### {LONGER_THAN_PYTHON_READS[:-1]}8", LONGER_THAN_PYTHON_READS, 0.0),
+        (f"#### {2**53 + 1}", 2**53, 0.0),  # a numeric gold (a JSON number) is exact too
+        (f"#### {2**53 + 1}", 2**53 + 1, 1.0),
+        (f"#### -{2**53 + 1}", f"-{2**53 + 1}", 1.0),
+        (f"#### {TWENTY_DIGITS}.5", f"{TWENTY_DIGITS}.5", 1.0),
+        (f"#### {TWENTY_DIGITS}.5", f"{TWENTY_DIGITS}.6", 0.0),
+    ],
+)
 def test_integers_compare_exactly_whatever_their_length(completion, gold, expected):
     assert accuracy(completion, gold) == expected
 
@@ -63,7 +66,9 @@ def test_majority_votes_keep_long_integers_apart():
     assert majority_answer(near).exact == 2**53 + 1
     outcomes = [SampleOutcome(problem=0, correct=None, verdict=None, answer=a) for a in near]
     assert summarize(outcomes, judged=False, golds=[parse_gold(str(2**53))])["maj@3"] == 0.0
-    long = [SampleOutcome(problem=0, correct=None, verdict=None, answer=extract_prediction(f"#### {FOUR_HUNDRED_ONE}")[0])]
+    long = [
+        SampleOutcome(problem=0, correct=None, verdict=None, answer=extract_prediction(f"#### {FOUR_HUNDRED_ONE}")[0])
+    ]
     assert summarize(long, judged=False, golds=[parse_gold(FOUR_HUNDRED_ONE)])["maj@1"] == 1.0  # inf as a float
 
 
@@ -71,8 +76,9 @@ def test_a_negative_or_infinite_tolerance_is_refused_at_validation(tmp_path, cap
     out = tmp_path / "run"
     for bad, words in (("-1", (">= 0", "got -1")), ("-1.0e-9", (">= 0",)), (".inf", ("finite",)), (".nan", ())):
         for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP]):
-            assert_one_line_error(cli(capsys, *argv, "--set", f"rewards.accuracy.tolerance={bad}"),
-                                  "rewards.accuracy.tolerance", *words)
+            assert_one_line_error(
+                cli(capsys, *argv, "--set", f"rewards.accuracy.tolerance={bad}"), "rewards.accuracy.tolerance", *words
+            )
     assert not out.exists()
     assert cli(capsys, "check", TINY_RECIPE, "--set", "rewards.accuracy.tolerance=0").code == 0
 
@@ -83,14 +89,20 @@ def write_lines(path: Path, lines: list[str]) -> Path:
 
 
 def test_score_reads_integers_of_any_length_exactly(tmp_path, capsys):
-    rows = [{"completion": f"#### {2**53 + 1}", "answer": str(2**53)},
-            {"completion": f"#### {TWENTY_DIGITS[:-1]}1", "answer": TWENTY_DIGITS},
-            {"completion": f"#### {FOUR_HUNDRED_ONE}", "answer": FOUR_HUNDRED_ONE},
-            {"completion": f"#### {LONGER_THAN_PYTHON_READS}", "answer": LONGER_THAN_PYTHON_READS}]
-    source = write_lines(tmp_path / "in.jsonl", [json.dumps(r) for r in rows]
-                         + [f'{{"completion": "#### {2**53 + 1}", "answer": {2**53 + 1}}}'])  # a JSON number gold
+    rows = [
+        {"completion": f"#### {2**53 + 1}", "answer": str(2**53)},
+        {"completion": f"#### {TWENTY_DIGITS[:-1]}1", "answer": TWENTY_DIGITS},
+        {"completion": f"#### {FOUR_HUNDRED_ONE}", "answer": FOUR_HUNDRED_ONE},
+        {"completion": f"#### {LONGER_THAN_PYTHON_READS}", "answer": LONGER_THAN_PYTHON_READS},
+    ]
+    source = write_lines(
+        tmp_path / "in.jsonl",
+        [json.dumps(r) for r in rows] + [f'{{"completion": "#### {2**53 + 1}", "answer": {2**53 + 1}}}'],
+    )  # a JSON number gold
     out = tmp_path / "out.jsonl"
-    result = cli(capsys, "score", "--recipe", TINY_RECIPE, *ACCURACY_ONLY, "--input", source, "--output", out, "--quiet")
+    result = cli(
+        capsys, "score", "--recipe", TINY_RECIPE, *ACCURACY_ONLY, "--input", source, "--output", out, "--quiet"
+    )
     assert result.code == 0, result.err[-2000:]
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     assert [row["rewards"]["accuracy"] for row in scored] == [0.0, 0.0, 1.0, 1.0, 1.0]
@@ -102,27 +114,49 @@ def test_score_reads_integers_of_any_length_exactly(tmp_path, capsys):
 
 def test_a_json_integer_past_pythons_limit_is_a_one_line_error_in_score_and_check(tmp_path, capsys):
     row = f'{{"completion": "#### 5", "answer": {LONGER_THAN_PYTHON_READS}}}'
-    for name, lines in (("lines.jsonl", ['{"completion": "#### 4", "answer": "4"}', row]),
-                        ("array.json", ["[", '{"completion": "#### 4", "answer": "4"},', row, "]"])):
+    for name, lines in (
+        ("lines.jsonl", ['{"completion": "#### 4", "answer": "4"}', row]),
+        ("array.json", ["[", '{"completion": "#### 4", "answer": "4"},', row, "]"]),
+    ):
         source = write_lines(tmp_path / name, lines)
         out = tmp_path / "out.jsonl"
         result = cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", source, "--output", out, "--quiet")
         assert_one_line_error(result, f"{source}:", "5,001 digits", "give it as a string")
         assert not out.exists()
-    data = write_lines(tmp_path / "train.jsonl", ['{"question": "How many?", "answer": "#### 4"}',
-                                                  f'{{"question": "How many more?", "answer": {LONGER_THAN_PYTHON_READS}}}'])
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={data}"),
-                          f"{data}:2", "5,001 digits", "give it as a string")
+    data = write_lines(
+        tmp_path / "train.jsonl",
+        [
+            '{"question": "How many?", "answer": "#### 4"}',
+            f'{{"question": "How many more?", "answer": {LONGER_THAN_PYTHON_READS}}}',
+        ],
+    )
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={data}"),
+        f"{data}:2",
+        "5,001 digits",
+        "give it as a string",
+    )
 
 
 def test_training_data_integers_that_datasets_would_round_are_refused(tmp_path, capsys):
     """datasets reads a JSON number column as 64-bit: 2**53 + 1 would train against 2**53, and a
     401-digit one against inf; as text it stays exact."""
-    rounded = write_lines(tmp_path / "rounded.jsonl", ['{"question": "How many?", "answer": 4}',
-                                                       f'{{"question": "How many more?", "answer": {2**53 + 1}}}'])
-    assert_one_line_error(cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={rounded}"),
-                          f"{rounded}:2", "16 digits", "give it as a string")
-    as_text = write_lines(tmp_path / "text.jsonl", ['{"question": "How many?", "answer": 4}',
-                                                    f'{{"question": "How many more?", "answer": "{LONGER_THAN_PYTHON_READS}"}}'])
+    rounded = write_lines(
+        tmp_path / "rounded.jsonl",
+        ['{"question": "How many?", "answer": 4}', f'{{"question": "How many more?", "answer": {2**53 + 1}}}'],
+    )
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={rounded}"),
+        f"{rounded}:2",
+        "16 digits",
+        "give it as a string",
+    )
+    as_text = write_lines(
+        tmp_path / "text.jsonl",
+        [
+            '{"question": "How many?", "answer": 4}',
+            f'{{"question": "How many more?", "answer": "{LONGER_THAN_PYTHON_READS}"}}',
+        ],
+    )
     result = cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={as_text}")
     assert result.code == 0 and "Traceback" not in result.err, result.err[-2000:]

@@ -24,20 +24,48 @@ from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
 pytestmark = pytest.mark.slow
 
 CRASH_HOOK = REPO / "tests" / "reliability_crash"
-COMMON = ["--set", "trainer.max_steps=4", "--set", "trainer.save_steps=2", "--set", "trainer.save_total_limit=3",
-          "--set", "trainer.max_completion_length=16"]
-PPO = ["--set", "trainer.algorithm=ppo", "--set", "trainer.credit=process", "--set", "trainer.beta=0.05",
-       "--set", "trainer.num_iterations=2", "--set", "rewards.first_error={weight: 0.5}"]
-ZERO2 = ["--config_file", str(REPO / "launch" / "accelerate" / "zero2.yaml"), "--num_processes", "2",
-         "--main_process_port", str(29600 + os.getpid() % 300)]
+COMMON = [
+    "--set",
+    "trainer.max_steps=4",
+    "--set",
+    "trainer.save_steps=2",
+    "--set",
+    "trainer.save_total_limit=3",
+    "--set",
+    "trainer.max_completion_length=16",
+]
+PPO = [
+    "--set",
+    "trainer.algorithm=ppo",
+    "--set",
+    "trainer.credit=process",
+    "--set",
+    "trainer.beta=0.05",
+    "--set",
+    "trainer.num_iterations=2",
+    "--set",
+    "rewards.first_error={weight: 0.5}",
+]
+ZERO2 = [
+    "--config_file",
+    str(REPO / "launch" / "accelerate" / "zero2.yaml"),
+    "--num_processes",
+    "2",
+    "--main_process_port",
+    str(29600 + os.getpid() % 300),
+]
 # per-step metrics that measure time or the machine, not the training
 _NOT_COMPARED = ("time", "seconds", "overhead_share", "per_second", "epoch")
 
 
 def crash_env(reference: Path) -> dict[str, str]:
     pythonpath = os.pathsep.join(p for p in (str(CRASH_HOOK), str(REPO), os.environ.get("PYTHONPATH")) if p)
-    return {"PYTHONPATH": pythonpath, "PROCRL_TEST_KILL_AT": "checkpoint-4", "PROCRL_TEST_REFERENCE": str(reference),
-            "OMP_NUM_THREADS": "1"}
+    return {
+        "PYTHONPATH": pythonpath,
+        "PROCRL_TEST_KILL_AT": "checkpoint-4",
+        "PROCRL_TEST_REFERENCE": str(reference),
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def steps(history: list[dict]) -> dict[int, dict]:
@@ -101,5 +129,6 @@ def test_ppo_resumes_from_the_newest_complete_checkpoint_after_kill_9(tmp_path):
 
 
 def test_zero2_two_ranks_resume_from_the_newest_complete_checkpoint_after_kill_9(tmp_path):
-    kill_then_resume(tmp_path, ["--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"],
-                     launch=ZERO2)
+    kill_then_resume(
+        tmp_path, ["--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"], launch=ZERO2
+    )

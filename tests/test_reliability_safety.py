@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import stat
 import subprocess
@@ -19,13 +18,29 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.cli import (
+    GOOD_ROWS,
+    assert_one_line_error,
+    cli,
+    grep_secrets,
+    procrl_run,
+    score,
+    snapshot,
+    write_rows,
+)
 from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
-from tests.helpers.cli import (GOOD_ROWS, assert_one_line_error, cli, grep_secrets, procrl_run, score, snapshot,
-                               write_rows)
 
 ONE_STEP = ["--set", "trainer.max_steps=1", "--set", "trainer.save_steps=1", "--set", "trainer.max_completion_length=8"]
-TWO_STEPS = ["--set", "trainer.max_steps=2", "--set", "trainer.save_steps=1", "--set", "trainer.save_total_limit=2",
-             "--set", "trainer.max_completion_length=8"]
+TWO_STEPS = [
+    "--set",
+    "trainer.max_steps=2",
+    "--set",
+    "trainer.save_steps=1",
+    "--set",
+    "trainer.save_total_limit=2",
+    "--set",
+    "trainer.max_completion_length=8",
+]
 CRASH_HOOK = REPO / "tests" / "reliability_crash"
 
 
@@ -51,7 +66,9 @@ def test_score_writes_through_a_symlink_to_the_file_it_names(tmp_path, capsys):
     result = score(capsys, source, link)
     assert result.code == 0, result.err[-2000:]
     assert link.is_symlink() and os.readlink(link) == str(Path("results") / "scores.jsonl")  # still the same link
-    assert [json.loads(line)["completion"] for line in real.read_text().splitlines()] == [r["completion"] for r in GOOD_ROWS]
+    assert [json.loads(line)["completion"] for line in real.read_text().splitlines()] == [
+        r["completion"] for r in GOOD_ROWS
+    ]
     assert leftovers(tmp_path) == []
 
 
@@ -78,7 +95,9 @@ def test_score_writes_straight_to_a_character_device_and_never_replaces_it(tmp_p
     assert result.code == 0, result.err[-2000:]
     assert stat.S_ISCHR(os.lstat(device).st_mode) and os.lstat(device).st_rdev == os.makedev(1, 3)
     assert not through_link or output.is_symlink()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["rows.jsonl", "null", *(["to-null"] if through_link else [])])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["rows.jsonl", "null", *(["to-null"] if through_link else [])]
+    )
     assert f"wrote 3 rows to {output}" in result.out
 
 
@@ -98,7 +117,9 @@ def test_score_writes_straight_to_a_named_pipe(tmp_path, capsys):
     thread.join(timeout=60)
     assert result.code == 0, result.err[-2000:]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe
-    assert [json.loads(line)["answer"] for line in received[0].decode().splitlines()] == [r["answer"] for r in GOOD_ROWS]
+    assert [json.loads(line)["answer"] for line in received[0].decode().splitlines()] == [
+        r["answer"] for r in GOOD_ROWS
+    ]
     assert leftovers(tmp_path) == []
 
 
@@ -108,8 +129,19 @@ def test_score_to_this_process_stdout_prints_the_rows(tmp_path, name, stdout_is)
     """The rows go to the process's stdout (a pipe, or the file the shell redirected it to), the
     summary to stderr; nothing is renamed onto the descriptor's name."""
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
-    argv = [sys.executable, "-m", "procrl", "score", "--recipe", TINY_RECIPE, "--input", source, "--output", name,
-            "--quiet"]
+    argv = [
+        sys.executable,
+        "-m",
+        "procrl",
+        "score",
+        "--recipe",
+        TINY_RECIPE,
+        "--input",
+        source,
+        "--output",
+        name,
+        "--quiet",
+    ]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     if stdout_is == "pipe":
         done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
@@ -193,8 +225,12 @@ def test_build_tiny_reasoner_refuses_a_directory_it_did_not_create(tmp_path, cap
     (folder / "thesis.tex").write_text("three years of work\n")
     (folder / "notes" / "a.txt").write_text("a\n")
     before = snapshot(folder)
-    line = assert_one_line_error(cli(capsys, "build-tiny-reasoner", "--output-dir", folder, "--quiet"),
-                                 "--output-dir", str(folder), "not a procrl:tiny-reasoner build")
+    line = assert_one_line_error(
+        cli(capsys, "build-tiny-reasoner", "--output-dir", folder, "--quiet"),
+        "--output-dir",
+        str(folder),
+        "not a procrl:tiny-reasoner build",
+    )
     assert "thesis.tex" in line
     assert snapshot(folder) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]  # no temporary sibling either
@@ -258,14 +294,21 @@ def test_sigterm_during_the_final_save_publishes_nothing_and_resume_saves_it(tmp
     finished model, evaluate refuses the dir naming it, and --resume saves the final model from it
     without training a step more."""
     out = tmp_path / "run"
-    killed = procrl_run(["train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS], tmp_path, pythonpath=[CRASH_HOOK],
-                        PROCRL_TEST_TERM_AT="final-config", PROCRL_TEST_OUTPUT_DIR=str(out))
+    killed = procrl_run(
+        ["train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS],
+        tmp_path,
+        pythonpath=[CRASH_HOOK],
+        PROCRL_TEST_TERM_AT="final-config",
+        PROCRL_TEST_OUTPUT_DIR=str(out),
+    )
     assert killed.returncode == 143, killed.stderr[-3000:]
     assert "Traceback" not in killed.stderr
     lines = [line for line in killed.stderr.splitlines() if line.startswith("procrl: interrupted")]
-    assert lines == [f"procrl: interrupted (SIGTERM); nothing lost: training had finished, but the final model was not "
-                     f"published in {out}; {out / 'checkpoint-2'} holds it: use it, or procrl train --resume publishes "
-                     "it from there"], killed.stderr[-3000:]
+    assert lines == [
+        f"procrl: interrupted (SIGTERM); nothing lost: training had finished, but the final model was not "
+        f"published in {out}; {out / 'checkpoint-2'} holds it: use it, or procrl train --resume publishes "
+        "it from there"
+    ], killed.stderr[-3000:]
     assert not any((out / name).exists() for name in (*MODEL_FILES, "trainer_state.json")), sorted(os.listdir(out))
     assert not (out / ".partial").exists() and not (out / ".procrl.lock").exists()
     refused = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--model", out, "--limit", "1")
@@ -283,8 +326,22 @@ def test_sigterm_during_the_final_save_publishes_nothing_and_resume_saves_it(tmp
 def test_a_full_disk_during_the_final_save_is_one_line_and_publishes_nothing(tmp_path):
     """No checkpoint (save_strategy no); every file capped at 200 kB, the weights are ~430 kB."""
     out = tmp_path / "run"
-    done = procrl_run(["train", TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=1", "--set",
-                       "trainer.save_strategy=no", "--set", "trainer.max_completion_length=8"], tmp_path, limit_bytes=200_000)
+    done = procrl_run(
+        [
+            "train",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=1",
+            "--set",
+            "trainer.save_strategy=no",
+            "--set",
+            "trainer.max_completion_length=8",
+        ],
+        tmp_path,
+        limit_bytes=200_000,
+    )
     assert done.returncode == 2, done.stderr[-3000:]
     assert len(error_lines(done.stderr)) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     line = error_lines(done.stderr)[0]
@@ -320,11 +377,26 @@ def test_no_secret_in_any_file_of_a_run_with_wandb_or_in_what_it_prints(tmp_path
     with ScriptedOpenAIServer(lambda prompt, attempt: Reply("All steps hold. \\boxed{-1}")) as server:
         judged = server.base_url.replace("http://", f"http://alice:{judge_password}@")
         out = tmp_path / "run"
-        done = run_command([*procrl(), "train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS,
-                            "--set", "trainer.report_to=wandb", "--set", f"trainer.hub_token={hub}",
-                            "--set", f"trainer.vllm_server_base_url=http://bob:{vllm_password}@10.0.0.1:8000",
-                            "--set", f"rewards.first_error={{backend: openai, model: judge, base_url: '{judged}', "
-                            "weight: 0.1, max_retries: 0, timeout_s: 5}"], tmp_path)
+        done = run_command(
+            [
+                *procrl(),
+                "train",
+                TINY_RECIPE,
+                "--output-dir",
+                out,
+                *TWO_STEPS,
+                "--set",
+                "trainer.report_to=wandb",
+                "--set",
+                f"trainer.hub_token={hub}",
+                "--set",
+                f"trainer.vllm_server_base_url=http://bob:{vllm_password}@10.0.0.1:8000",
+                "--set",
+                f"rewards.first_error={{backend: openai, model: judge, base_url: '{judged}', "
+                "weight: 0.1, max_retries: 0, timeout_s: 5}",
+            ],
+            tmp_path,
+        )
     assert done.returncode == 0, done.output
     assert list(tmp_path.rglob("offline-run-*/run-*.wandb")), sorted(p.name for p in tmp_path.iterdir())  # WANDB_DIR
     assert (out / "training_args.bin").is_file() and (out / "checkpoint-2" / "training_args.bin").is_file()
@@ -339,19 +411,30 @@ def test_no_secret_in_any_file_of_a_run_with_wandb_or_in_what_it_prints(tmp_path
 
 
 def test_check_prints_no_credentials_in_the_plan(capsys):
-    result = cli(capsys, "check", TINY_RECIPE, "--set", "model.name_or_path=https://alice:MODELSECRET9@example.com/models/q")
+    result = cli(
+        capsys, "check", TINY_RECIPE, "--set", "model.name_or_path=https://alice:MODELSECRET9@example.com/models/q"
+    )
     assert "MODELSECRET9" not in result.out + result.err
     assert "model" in result.out and "https://<redacted>@example.com/models/q" in result.out.split("plan:")[1]
 
 
-@pytest.mark.parametrize("override,words", [
-    ("data.dataset=https://alice:DATASECRET1@example.com/d.jsonl",
-     ("data.dataset: file not found: https://<redacted>@example.com/d.jsonl",)),
-    ("trainer.hub_token=[TOKENSECRET2, ANOTHERSECRET]", ("trainer.hub_token", "got list ['<redacted>', '<redacted>']")),
-    ("trainer.hub_token=98765432", ("trainer.hub_token", "got int <redacted>")),
-    ("trainer.hub_token: TOKENSECRET3", ("expected key.path=value",)),
-    ("rewards.first_error=[{backend: openai, base_url: 'https://u:URLSECRET4@h/v1'}]", ("rewards.first_error",)),
-], ids=["url_in_file_not_found", "list_token", "int_token", "mistyped_set", "url_beside_a_bad_value"])
+@pytest.mark.parametrize(
+    "override,words",
+    [
+        (
+            "data.dataset=https://alice:DATASECRET1@example.com/d.jsonl",
+            ("data.dataset: file not found: https://<redacted>@example.com/d.jsonl",),
+        ),
+        (
+            "trainer.hub_token=[TOKENSECRET2, ANOTHERSECRET]",
+            ("trainer.hub_token", "got list ['<redacted>', '<redacted>']"),
+        ),
+        ("trainer.hub_token=98765432", ("trainer.hub_token", "got int <redacted>")),
+        ("trainer.hub_token: TOKENSECRET3", ("expected key.path=value",)),
+        ("rewards.first_error=[{backend: openai, base_url: 'https://u:URLSECRET4@h/v1'}]", ("rewards.first_error",)),
+    ],
+    ids=["url_in_file_not_found", "list_token", "int_token", "mistyped_set", "url_beside_a_bad_value"],
+)
 def test_error_messages_carry_no_secret(capsys, override, words):
     for command in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", "/nonexistent-procrl/run"]):
         result = cli(capsys, *command, "--set", override)
@@ -393,18 +476,35 @@ def test_resuming_a_finished_run_trains_nothing_and_keeps_every_checkpoint(finis
     before = snapshot(out)
     result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS, "--resume")
     assert result.code == 0, result.err[-3000:]
-    assert (f"procrl: --resume: the run in {out} is finished (global step 2 of max_steps 2, final model saved); nothing "
-            "to train. Raise trainer.max_steps to train further") in result.err
+    assert (
+        f"procrl: --resume: the run in {out} is finished (global step 2 of max_steps 2, final model saved); nothing "
+        "to train. Raise trainer.max_steps to train further"
+    ) in result.err
     assert snapshot(out) == before  # no step 3, no checkpoint rotated away, nothing rewritten
 
 
 def test_resuming_with_a_changed_recipe_keeps_both_recipes_and_says_what_changed(finished_run, tmp_path, capsys):
     out = copy_run(finished_run, tmp_path)
     original = (out / "recipe.yaml").read_bytes()
-    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *TWO_STEPS, "--resume",
-                 "--set", "trainer.max_steps=3", "--set", "trainer.learning_rate=1e-4",
-                 "--set", "rewards.format.weight=0.5", "--set", "rewards.length_cue={type: format, weight: 0.1}",
-                 "--set", "trainer.vllm_server_base_url=http://bob:CHANGEDSECRET@10.0.0.1:8000")
+    result = cli(
+        capsys,
+        "train",
+        TINY_RECIPE,
+        "--output-dir",
+        out,
+        *TWO_STEPS,
+        "--resume",
+        "--set",
+        "trainer.max_steps=3",
+        "--set",
+        "trainer.learning_rate=1e-4",
+        "--set",
+        "rewards.format.weight=0.5",
+        "--set",
+        "rewards.length_cue={type: format, weight: 0.1}",
+        "--set",
+        "trainer.vllm_server_base_url=http://bob:CHANGEDSECRET@10.0.0.1:8000",
+    )
     assert result.code == 0, result.err[-3000:]
     assert "CHANGEDSECRET" not in result.out + result.err
     changed = [line.removeprefix("procrl:   ") for line in result.err.splitlines() if line.startswith("procrl:   ")]
@@ -416,7 +516,7 @@ def test_resuming_with_a_changed_recipe_keeps_both_recipes_and_says_what_changed
         changed[4],
     ], result.err[-3000:]
     assert changed[4].startswith('rewards.length_cue: (not set) -> {"type": "format", "weight": 0.1')
-    assert f"the recipe differs from the run's recipe.yaml in 5 key(s)" in result.err
+    assert "the recipe differs from the run's recipe.yaml in 5 key(s)" in result.err
     assert (out / "recipe.yaml").read_bytes() == original  # the run's settings stay
     resumed = (out / "recipe-resumed-at-step-2.yaml").read_text()
     assert "learning_rate: 0.0001" in resumed and "max_steps: 3" in resumed and "CHANGEDSECRET" not in resumed
@@ -434,39 +534,79 @@ SIGNAL_ON_THIRD_CALL = (
     "    calls.append(1)\n"
     "    if len(calls) == 3:\n"
     "        os.kill(os.getpid(), getattr(signal, os.environ['PROCRL_TEST_SIGNAL']))\n"
-    "    return [0.0 for _ in completions]\n")
+    "    return [0.0 for _ in completions]\n"
+)
 
 
-@pytest.mark.parametrize("signal_name,code,how", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "interrupted (SIGTERM)")])
+@pytest.mark.parametrize(
+    "signal_name,code,how", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "interrupted (SIGTERM)")]
+)
 def test_an_interrupted_score_is_one_line_and_leaves_the_previous_output(tmp_path, signal_name, code, how):
     (tmp_path / "stop_third.py").write_text(SIGNAL_ON_THIRD_CALL)
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS * 4)
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
-    done = procrl_run(["score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet", "--batch-size",
-                       "2", "--set", "rewards.stop={type: 'stop_third:stop', weight: 0.0}"], tmp_path,
-                      pythonpath=[tmp_path], PROCRL_TEST_SIGNAL=signal_name)
+    done = procrl_run(
+        [
+            "score",
+            "--recipe",
+            TINY_RECIPE,
+            "--input",
+            source,
+            "--output",
+            output,
+            "--quiet",
+            "--batch-size",
+            "2",
+            "--set",
+            "rewards.stop={type: 'stop_third:stop', weight: 0.0}",
+        ],
+        tmp_path,
+        pythonpath=[tmp_path],
+        PROCRL_TEST_SIGNAL=signal_name,
+    )
     assert done.returncode == code, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr[-3000:]
     assert done.stderr.strip().splitlines()[-1] == f"procrl: {how}; nothing lost: {output} left as it was"
     assert output.read_text() == '{"previous": "results"}\n'
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("__")) == [
-        "rows.jsonl", "scored.jsonl", "stop_third.py"]  # no hidden .partial left
+        "rows.jsonl",
+        "scored.jsonl",
+        "stop_third.py",
+    ]  # no hidden .partial left
 
 
-@pytest.mark.parametrize("signal_name,code,how", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "interrupted (SIGTERM)")])
+@pytest.mark.parametrize(
+    "signal_name,code,how", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "interrupted (SIGTERM)")]
+)
 def test_interrupted_training_is_one_line_naming_the_checkpoint(tmp_path, signal_name, code, how):
     """The reward is called once per step: the signal arrives in step 3, after checkpoint-2."""
     (tmp_path / "stop_third.py").write_text(SIGNAL_ON_THIRD_CALL)
     out = tmp_path / "run"
-    done = procrl_run(["train", TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=4", "--set",
-                       "trainer.save_steps=1", "--set", "trainer.max_completion_length=8",
-                       "--set", "rewards.stop={type: 'stop_third:stop', weight: 0.0}"], tmp_path,
-                      pythonpath=[tmp_path], PROCRL_TEST_SIGNAL=signal_name)
+    done = procrl_run(
+        [
+            "train",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=4",
+            "--set",
+            "trainer.save_steps=1",
+            "--set",
+            "trainer.max_completion_length=8",
+            "--set",
+            "rewards.stop={type: 'stop_third:stop', weight: 0.0}",
+        ],
+        tmp_path,
+        pythonpath=[tmp_path],
+        PROCRL_TEST_SIGNAL=signal_name,
+    )
     assert done.returncode == code, done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if line.startswith("procrl: interrupted")]
     assert lines == [
-        f"procrl: {how}; nothing lost: {out / 'checkpoint-2'} is the newest complete checkpoint: continue with --resume"]
+        f"procrl: {how}; nothing lost: {out / 'checkpoint-2'} is the newest complete checkpoint: continue with --resume"
+    ]
     assert not (out / ".procrl.lock").exists() and not (out / "checkpoint-3").exists()
     assert not (out / "model.safetensors").exists()

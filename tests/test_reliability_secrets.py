@@ -13,20 +13,25 @@ import pytest
 
 from procrl.core.redaction import REDACTED, is_secret_key, redact, redact_argv, redact_url
 from procrl.evaluation import evaluate as ev
+from tests.helpers.cli import cli, grep_secrets
 from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
-from tests.helpers.cli import cli
-from tests.helpers.cli import grep_secrets
 
 # a custom reward whose settings hold secrets (and that prints them: the console must not show them)
-REWARD_MODULE = '''
+REWARD_MODULE = """
 def keyed(completions, authToken=None, settings=None, **kwargs):
     print(f"keyed reward: authToken {authToken}, settings {settings}")
     return [0.0 for _ in completions]
-'''
+"""
 
 SECRETS = {
-    "camel": "CAMELSECRET_b2x9", "nested": "NESTEDSECRET_c3", "upper": "UPPERSECRET_u7", "kebab": "KEBABSECRET_k8",
-    "hf": "HFSECRET_h5z", "password": "PASSWORDSECRET_p4", "query": "QUERYSECRET_q6", "flag": "FLAGSECRET_f1",
+    "camel": "CAMELSECRET_b2x9",
+    "nested": "NESTEDSECRET_c3",
+    "upper": "UPPERSECRET_u7",
+    "kebab": "KEBABSECRET_k8",
+    "hf": "HFSECRET_h5z",
+    "password": "PASSWORDSECRET_p4",
+    "query": "QUERYSECRET_q6",
+    "flag": "FLAGSECRET_f1",
     "flow": "FLOWSECRET_w2",
 }
 
@@ -34,9 +39,11 @@ SECRETS = {
 def secret_settings() -> list[str]:
     """Every form of secret, as ``--set`` arguments of every spelling."""
     s = SECRETS
-    reward = (f"rewards.keyed={{type: secret_reward:keyed, weight: 0.1, authToken: {s['camel']}, "
-              f"settings: {{nested: {{accessToken: {s['nested']}}}, HF_TOKEN: {s['upper']}, hub-token: {s['kebab']}, "
-              f"hfToken: {s['hf']}}}}}")
+    reward = (
+        f"rewards.keyed={{type: secret_reward:keyed, weight: 0.1, authToken: {s['camel']}, "
+        f"settings: {{nested: {{accessToken: {s['nested']}}}, HF_TOKEN: {s['upper']}, hub-token: {s['kebab']}, "
+        f"hfToken: {s['hf']}}}}}"
+    )
     url = f"http://bob:{s['password']}@10.0.0.1:8000/v1?access_token={s['query']}"
     return ["--set", reward, f"--set=trainer.vllm_server_base_url={url}", f"--set=trainer.hub_token={s['flag']}"]
 
@@ -55,30 +62,76 @@ def leaked(text: str) -> list[str]:
 # --- the one function --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["authToken", "accessToken", "hfToken", "apiKey", "APIKey", "hub_token", "HUB_TOKEN",
-                                 "hub-token", "x-api-key", "Authorization", "clientSecret", "basic_auth", "token"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "authToken",
+        "accessToken",
+        "hfToken",
+        "apiKey",
+        "APIKey",
+        "hub_token",
+        "HUB_TOKEN",
+        "hub-token",
+        "x-api-key",
+        "Authorization",
+        "clientSecret",
+        "basic_auth",
+        "token",
+    ],
+)
 def test_secret_keys_in_every_case_style(key):
     assert is_secret_key(key)
     assert redact({"judge": {"headers": [{key: "s3cr3t-value"}]}}) == {"judge": {"headers": [{key: REDACTED}]}}
 
 
-@pytest.mark.parametrize("key", ["max_tokens", "maxTokens", "pad_token", "eosToken", "tokenizer", "key", "api_key_env",
-                                 "hfTokenEnv", "num_tokens", "author"])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "max_tokens",
+        "maxTokens",
+        "pad_token",
+        "eosToken",
+        "tokenizer",
+        "key",
+        "api_key_env",
+        "hfTokenEnv",
+        "num_tokens",
+        "author",
+    ],
+)
 def test_look_alikes_keep_their_values(key):
     assert not is_secret_key(key)
 
 
 def test_url_credentials_and_query_tokens():
     url = "https://alice:p@ss@host.org/data.jsonl?split=train&access_token=T1&hfToken=T2&sig=T3"
-    assert redact_url(url) == f"https://{REDACTED}@host.org/data.jsonl?split=train&access_token={REDACTED}" \
-                              f"&hfToken={REDACTED}&sig={REDACTED}"
+    assert (
+        redact_url(url) == f"https://{REDACTED}@host.org/data.jsonl?split=train&access_token={REDACTED}"
+        f"&hfToken={REDACTED}&sig={REDACTED}"
+    )
 
 
 def test_every_set_spelling_is_redacted_on_the_command_line():
-    argv = ["procrl", "train", "r.yaml", "--set=trainer.hub_token=ARGSECRET_1", "--set",
-            "trainer={max_steps: 1, hub_token: ARGSECRET_2}", "--set", "rewards.j.settings.authToken=ARGSECRET_3",
-            "--set", "trainer.hub_token: ARGSECRET_4", "--hub-token", "ARGSECRET_5", "--hub_token=ARGSECRET_6",
-            "--set", "x={a: {b: [{accessToken: ARGSECRET_7}]}}", "--set", "x.url=https://u:ARGSECRET_8@h/v1?key=ARGSECRET_9"]
+    argv = [
+        "procrl",
+        "train",
+        "r.yaml",
+        "--set=trainer.hub_token=ARGSECRET_1",
+        "--set",
+        "trainer={max_steps: 1, hub_token: ARGSECRET_2}",
+        "--set",
+        "rewards.j.settings.authToken=ARGSECRET_3",
+        "--set",
+        "trainer.hub_token: ARGSECRET_4",
+        "--hub-token",
+        "ARGSECRET_5",
+        "--hub_token=ARGSECRET_6",
+        "--set",
+        "x={a: {b: [{accessToken: ARGSECRET_7}]}}",
+        "--set",
+        "x.url=https://u:ARGSECRET_8@h/v1?key=ARGSECRET_9",
+    ]
     shown = " ".join(redact_argv(argv))
     assert "ARGSECRET" not in shown, shown
     assert "trainer={max_steps: 1, hub_token: <redacted>}" in shown and "--set=trainer.hub_token=<redacted>" in shown
@@ -90,15 +143,24 @@ def test_every_set_spelling_is_redacted_on_the_command_line():
 def test_check_prints_no_secret_in_any_form(capsys, reward_module):
     """The resolved recipe, the plan, the data checks and the reward's own print()."""
     url = f"https://alice:{SECRETS['password']}@example.com/data.jsonl?access_token={SECRETS['query']}"
-    result = cli(capsys, "check", TINY_RECIPE, *secret_settings()[:2], "--set", f"data.dataset={url}",
-                 f"--set=trainer.hub_token={SECRETS['flag']}")
+    result = cli(
+        capsys,
+        "check",
+        TINY_RECIPE,
+        *secret_settings()[:2],
+        "--set",
+        f"data.dataset={url}",
+        f"--set=trainer.hub_token={SECRETS['flag']}",
+    )
     assert result.code == 0, result.err[-3000:]
     assert "keyed reward: authToken <redacted>" in result.out  # the reward ran and printed
     assert leaked(result.out + result.err) == []
 
 
 def test_an_error_carries_no_secret_in_any_form(capsys, reward_module):
-    result = cli(capsys, "check", TINY_RECIPE, *secret_settings(), "--set", f"rewards.keyed.authToken: {SECRETS['camel']}")
+    result = cli(
+        capsys, "check", TINY_RECIPE, *secret_settings(), "--set", f"rewards.keyed.authToken: {SECRETS['camel']}"
+    )
     assert result.code == 2 and len(result.errors) == 1, result.err[-3000:]
     assert leaked(result.out + result.err) == []
 
@@ -106,8 +168,18 @@ def test_an_error_carries_no_secret_in_any_form(capsys, reward_module):
 def test_score_writes_and_prints_no_secret(tmp_path, capsys, reward_module):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"question": "1+1?", "completion": "1+1=2 #### 2", "answer": "2"}) + "\n")
-    result = cli(capsys, "score", "--recipe", TINY_RECIPE, *secret_settings(), "--input", rows,
-                 "--output", tmp_path / "scored.jsonl", "--quiet")
+    result = cli(
+        capsys,
+        "score",
+        "--recipe",
+        TINY_RECIPE,
+        *secret_settings(),
+        "--input",
+        rows,
+        "--output",
+        tmp_path / "scored.jsonl",
+        "--quiet",
+    )
     assert result.code == 0, result.err[-3000:]
     assert "keyed reward: authToken <redacted>" in result.out + result.err
     assert leaked(result.out + result.err) == [] and grep_secrets(tmp_path, list(SECRETS.values())) == []
@@ -115,8 +187,15 @@ def test_score_writes_and_prints_no_secret(tmp_path, capsys, reward_module):
 
 def test_validate_and_eval_judge_reports_hold_no_secret(tmp_path, capsys, reward_module):
     data = REPO / "tests" / "data" / "validate" / "processbench_format.jsonl"
-    recipe = ["--recipe", REPO / "recipes" / "gsm8k_trace.yaml", "--set", "rewards.trace.tagger=cues",
-              "--set", "rewards.first_error.backend=arithmetic", *secret_settings()]
+    recipe = [
+        "--recipe",
+        REPO / "recipes" / "gsm8k_trace.yaml",
+        "--set",
+        "rewards.trace.tagger=cues",
+        "--set",
+        "rewards.first_error.backend=arithmetic",
+        *secret_settings(),
+    ]
     result = cli(capsys, "validate", *recipe, "--data", data, "--output-dir", tmp_path / "validate", "--quiet")
     assert result.code == 0, result.err[-3000:]
     judged = cli(capsys, "eval-judge", *recipe, "--data", data, "--output-dir", tmp_path / "judge")
@@ -127,9 +206,24 @@ def test_validate_and_eval_judge_reports_hold_no_secret(tmp_path, capsys, reward
 
 
 def test_evaluate_report_holds_no_secret(tmp_path, capsys, monkeypatch, reward_module):
-    monkeypatch.setattr(ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers"))
-    result = cli(capsys, "evaluate", "--recipe", TINY_RECIPE, "--set", "rewards.trace=false", *secret_settings(),
-                 "--model", "procrl:tiny-qwen2", "--limit", "2", "--output-dir", tmp_path / "rep")
+    monkeypatch.setattr(
+        ev, "generate_completions", lambda source, prompts, *a, **k: (["#### 1"] * len(prompts), "transformers")
+    )
+    result = cli(
+        capsys,
+        "evaluate",
+        "--recipe",
+        TINY_RECIPE,
+        "--set",
+        "rewards.trace=false",
+        *secret_settings(),
+        "--model",
+        "procrl:tiny-qwen2",
+        "--limit",
+        "2",
+        "--output-dir",
+        tmp_path / "rep",
+    )
     assert result.code == 0, result.err[-3000:]
     assert "keyed reward: authToken <redacted>" in result.out and (tmp_path / "rep" / "report.json").is_file()
     assert leaked(result.out + result.err) == [] and grep_secrets(tmp_path, list(SECRETS.values())) == []
@@ -141,12 +235,17 @@ def test_training_with_wandb_writes_and_prints_no_secret_in_any_form(tmp_path):
     console it copies: the reward prints its settings), stdout and stderr. The trainer section is
     given whole as a YAML mapping holding hub_token (--set 'trainer={..., hub_token: ...}')."""
     (tmp_path / "secret_reward.py").write_text(REWARD_MODULE)
-    trainer = ("trainer={algorithm: grpo, learning_rate: 0.001, num_generations: 4, per_device_train_batch_size: 4, "
-               "max_completion_length: 8, max_steps: 1, save_steps: 1, logging_steps: 1, bf16: false, beta: 0.0, "
-               f"seed: 0, report_to: wandb, hub_token: {SECRETS['flow']}}}")
+    trainer = (
+        "trainer={algorithm: grpo, learning_rate: 0.001, num_generations: 4, per_device_train_batch_size: 4, "
+        "max_completion_length: 8, max_steps: 1, save_steps: 1, logging_steps: 1, bf16: false, beta: 0.0, "
+        f"seed: 0, report_to: wandb, hub_token: {SECRETS['flow']}}}"
+    )
     out = tmp_path / "run"
-    done = run_command([*procrl(), "train", TINY_RECIPE, "--output-dir", out, "--set", trainer, *secret_settings()],
-                       tmp_path, PYTHONPATH=f"{tmp_path}:{REPO}")
+    done = run_command(
+        [*procrl(), "train", TINY_RECIPE, "--output-dir", out, "--set", trainer, *secret_settings()],
+        tmp_path,
+        PYTHONPATH=f"{tmp_path}:{REPO}",
+    )
     assert done.returncode == 0, done.output
     wandb_files = list(tmp_path.rglob("offline-run-*/run-*.wandb"))
     assert wandb_files and (out / "checkpoint-1" / "training_args.bin").is_file()

@@ -32,10 +32,10 @@ from pathlib import Path
 import pytest
 
 from procrl.evaluation.integrity import KINDS, build_cases, orderings
+from procrl.evaluation.score import score_rows
 from procrl.recipe import load_recipe
 from procrl.rewards import RewardMix
 from procrl.rewards.registry import component_info
-from procrl.evaluation.score import score_rows
 from tests.helpers.rewards import offline_overrides
 
 REPO = Path(__file__).resolve().parent.parent
@@ -63,9 +63,15 @@ def weak_orderings(scored: list[dict]) -> dict[str, float]:
         if row["w_verified"]:
             by_problem.setdefault(row["problem"], {})[row["kind"]] = row["reward"]
     shares = {}
-    for name, check in {"W>=S": lambda t: t["W"] >= t["S"], "W>=A": lambda t: t["W"] >= t["A"],
-                        "W>=H": lambda t: t["W"] >= t["H"], "P<=S": lambda t: t["P"] <= t["S"]}.items():
-        shares[name] = sum(all(t[k] is not None for k in KINDS) and check(t) for t in by_problem.values()) / len(by_problem)
+    for name, check in {
+        "W>=S": lambda t: t["W"] >= t["S"],
+        "W>=A": lambda t: t["W"] >= t["A"],
+        "W>=H": lambda t: t["W"] >= t["H"],
+        "P<=S": lambda t: t["P"] <= t["S"],
+    }.items():
+        shares[name] = sum(all(t[k] is not None for k in KINDS) and check(t) for t in by_problem.values()) / len(
+            by_problem
+        )
     return shares
 
 
@@ -91,7 +97,10 @@ def test_no_built_in_mix_pays_for_skipping_padding_hedging_or_slips(path, cases)
     if grades_reasoning:
         assert strict["W>A"] >= THRESHOLD and strict["W>H"] >= THRESHOLD, (path.name, strict)
     if "first_error" in types:
-        assert strict["W>S"] >= THRESHOLD and strict["P<=S"] >= THRESHOLD and strict["all"] >= THRESHOLD, (path.name, strict)
+        assert strict["W>S"] >= THRESHOLD and strict["P<=S"] >= THRESHOLD and strict["all"] >= THRESHOLD, (
+            path.name,
+            strict,
+        )
 
 
 def test_receval_recipe_is_the_only_one_skipped():
@@ -108,8 +117,23 @@ def test_judge_recipe_through_procrl_score(cases, tmp_path, capsys):
     data = tmp_path / "cases.jsonl"
     data.write_text("".join(json.dumps(c) + "\n" for c in cases[: 100 * len(KINDS)]))
     out = tmp_path / "scored.jsonl"
-    assert main(["score", "--recipe", str(REPO / "recipes" / "gsm8k_judge.yaml"), "--set",
-                 "rewards.first_error.backend=arithmetic", "--input", str(data), "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--recipe",
+                str(REPO / "recipes" / "gsm8k_judge.yaml"),
+                "--set",
+                "rewards.first_error.backend=arithmetic",
+                "--input",
+                str(data),
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     result = orderings(scored)
     assert result["problems"] >= 97
@@ -128,8 +152,8 @@ def _sentences(text: str) -> list[str]:
 
 
 def test_reference_judge_pays_nothing_for_no_quantities_copied_numbers_or_an_early_answer(cases):
-    from procrl.evaluation.integrity import RESTATEMENTS
     from procrl.core.answers import parse_gold
+    from procrl.evaluation.integrity import RESTATEMENTS
 
     mix = RewardMix(load_recipe(REPO / "recipes" / "gsm8k_reference.yaml").rewards)
     rows, kinds = [], {}
@@ -151,7 +175,11 @@ def test_reference_judge_pays_nothing_for_no_quantities_copied_numbers_or_an_ear
     assert len(checked) >= 0.95 * len(worked), len(checked)  # the judge checks and accepts nearly every reference
     for kind in ("C", "E", "N"):
         paid = [p for p in checked if first_error[p[kind]] is None or first_error[p[kind]] >= first_error[p["W"]]]
-        assert len(paid) <= (1 - THRESHOLD) * len(checked), (kind, len(paid), [rows[p[kind]]["completion"] for p in paid[:3]])
+        assert len(paid) <= (1 - THRESHOLD) * len(checked), (
+            kind,
+            len(paid),
+            [rows[p[kind]]["completion"] for p in paid[:3]],
+        )
         totals_w = [scored[p["W"]]["reward"] for p in checked]
         totals_k = [scored[p[kind]]["reward"] for p in checked]
         assert sum(w > k for w, k in zip(totals_w, totals_k)) >= THRESHOLD * len(checked), kind

@@ -73,10 +73,13 @@ def test_every_model_component_has_a_tiny_stand_in(name, tmp_path):
 @pytest.mark.parametrize("name", sorted(REWARDS))
 def test_builtin_reward_survives_hostile_input(name, tmp_path):
     component = build(name, tiny_model_settings(tmp_path, name))
-    assert component.needs_model() is None or "tiny" in component.needs_model() or str(tmp_path) in component.needs_model()
+    assert (
+        component.needs_model() is None or "tiny" in component.needs_model() or str(tmp_path) in component.needs_model()
+    )
     completions = hostile_completions()
-    batch = RewardBatch.from_texts(completions, questions=["How many?"] * len(completions),
-                                   golds=["#### 12"] * len(completions))
+    batch = RewardBatch.from_texts(
+        completions, questions=["How many?"] * len(completions), golds=["#### 12"] * len(completions)
+    )
     if component.is_async:
         output = asyncio.run(component.ascore(batch))
     else:

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import warnings
 
-import pytest
-
 from procrl.core.known_warnings import filter_known_warnings
 from procrl.recipe import load_recipe
 from tests.helpers.launch import REPO, TINY_RECIPE, procrl, read_trainer_state, run_command
 
-RENAMED = ["gradient_checkpointing", "gradient_checkpointing_enable", "gradient_checkpointing_disable",
-           "is_gradient_checkpointing"]
+RENAMED = [
+    "gradient_checkpointing",
+    "gradient_checkpointing_enable",
+    "gradient_checkpointing_disable",
+    "is_gradient_checkpointing",
+]
 
 
 def test_only_the_gradient_checkpointing_rename_warnings_are_filtered():
@@ -26,8 +28,10 @@ def test_only_the_gradient_checkpointing_rename_warnings_are_filtered():
             warnings.warn(f"`{old}` is deprecated and will be removed in v6. Use `{new}` instead.", FutureWarning)
         warnings.warn("`use_cache` is deprecated and will be removed in v6.", FutureWarning)
         warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6.", UserWarning)
-    assert [str(w.message) for w in caught] == ["`use_cache` is deprecated and will be removed in v6.",
-                                                "`gradient_checkpointing_enable` is deprecated and will be removed in v6."]
+    assert [str(w.message) for w in caught] == [
+        "`use_cache` is deprecated and will be removed in v6.",
+        "`gradient_checkpointing_enable` is deprecated and will be removed in v6.",
+    ]
 
 
 def test_wandb_files_go_under_output_dir_and_no_gradient_checkpointing_warnings(tmp_path):
@@ -37,9 +41,22 @@ def test_wandb_files_go_under_output_dir_and_no_gradient_checkpointing_warnings(
     work = tmp_path / "work"
     work.mkdir()
     out = tmp_path / "run"
-    result = run_command([*procrl(), "train", TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=2",
-                          "--set", "trainer.report_to=wandb", "--set", "trainer.gradient_checkpointing=true"],
-                         cwd=work)  # no tmp_path: launch_env sets no WANDB_DIR
+    result = run_command(
+        [
+            *procrl(),
+            "train",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            "--set",
+            "trainer.max_steps=2",
+            "--set",
+            "trainer.report_to=wandb",
+            "--set",
+            "trainer.gradient_checkpointing=true",
+        ],
+        cwd=work,
+    )  # no tmp_path: launch_env sets no WANDB_DIR
     assert result.returncode == 0, result.output
     assert list((out / "wandb").glob("offline-run-*")), sorted(p.name for p in out.iterdir())
     assert not (work / "wandb").exists()
@@ -64,10 +81,18 @@ def test_wandb_dir_set_by_the_user_wins(tmp_path, monkeypatch):
 def test_ppo_logs_step_time_and_time_shares(tmp_path):
     from procrl.launch.run import train
 
-    recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
-        "trainer.algorithm=ppo", "trainer.max_steps=2", "trainer.max_completion_length=12", "trainer.save_steps=10",
-        "trainer.gradient_accumulation_steps=2", "trainer.per_device_train_batch_size=4",
-    ], output_dir=str(tmp_path / "ppo"))
+    recipe = load_recipe(
+        REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
+        [
+            "trainer.algorithm=ppo",
+            "trainer.max_steps=2",
+            "trainer.max_completion_length=12",
+            "trainer.save_steps=10",
+            "trainer.gradient_accumulation_steps=2",
+            "trainer.per_device_train_batch_size=4",
+        ],
+        output_dir=str(tmp_path / "ppo"),
+    )
     train(recipe)
     logged = [entry for entry in read_trainer_state(tmp_path / "ppo")["log_history"] if "loss" in entry]
     assert len(logged) == 2

@@ -32,7 +32,11 @@ def _meta_parameters(build) -> int:
 @pytest.mark.parametrize(
     "config, labels, published",
     [
-        (real_shapes.DEBERTA_V3_LARGE, 3, 435_000_000),  # MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli: 435M
+        (
+            real_shapes.DEBERTA_V3_LARGE,
+            3,
+            435_000_000,
+        ),  # MoritzLaurer/DeBERTa-v3-large-mnli-fever-anli-ling-wanli: 435M
         (real_shapes.DEBERTA_V3_BASE, 8, 184_000_000),  # DeBERTa-v3-base: 184M (86M backbone + 98M embeddings)
     ],
 )
@@ -48,7 +52,9 @@ def test_qwen_configs_match_the_model_cards_and_procrl_check(shape, published):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = real_shapes.QWEN25[shape]
-    count = _meta_parameters(lambda: Qwen2ForCausalLM(Qwen2Config(**{k: v for k, v in config.items() if k != "model_type"})))
+    count = _meta_parameters(
+        lambda: Qwen2ForCausalLM(Qwen2Config(**{k: v for k, v in config.items() if k != "model_type"}))
+    )
     assert count == pytest.approx(published, rel=0.01)
     assert count == count_parameters(config)
     table = KNOWN_ARCHITECTURES[f"qwen2.5-{shape}"]
@@ -86,8 +92,20 @@ def test_reward_scale_bench_runs_every_arm_and_the_arms_agree(tmp_path, gsm8k_tr
     take minutes per component on CPU): both arms compute the same numbers, the extrapolation
     factor is the token ratio, the table says what was measured."""
     out = tmp_path / "scale.json"
-    result = _run([str(BENCHMARKS / "reward_scale_bench.py"), "--models", "tiny", "--measure", "8", "--repeats", "2",
-                   "--json", str(out)], timeout=1200)
+    result = _run(
+        [
+            str(BENCHMARKS / "reward_scale_bench.py"),
+            "--models",
+            "tiny",
+            "--measure",
+            "8",
+            "--repeats",
+            "2",
+            "--json",
+            str(out),
+        ],
+        timeout=1200,
+    )
     data = json.loads(out.read_text())
     assert data["geometry"] == {"batch": 256, "per_rank": 32, "processes": 8, "num_generations": 8}
     components = {c["component"]: c for c in data["components"]}
@@ -98,7 +116,12 @@ def test_reward_scale_bench_runs_every_arm_and_the_arms_agree(tmp_path, gsm8k_tr
         assert c["max_difference"] < 1e-4, c
         assert c["ratio_naive_over_batched"] > 0 and c["batched_seconds_per_batch"] > 0
         assert c["work_full_batch"]["units"] > c["work_measured"]["units"]  # the whole batch was planned
-    assert {m["component"] for m in data["model_free"]} == {"segmentation (shared)", "accuracy", "format", "first_error"}
+    assert {m["component"] for m in data["model_free"]} == {
+        "segmentation (shared)",
+        "accuracy",
+        "format",
+        "first_error",
+    }
     assert "extrapolated" in result.stdout and "NOT the real size" in result.stdout
 
 
@@ -139,9 +162,29 @@ def test_gpu_step_bench_generates_through_vllm_colocate(tmp_path):
     out, log = tmp_path / "step.json", tmp_path / "engine.jsonl"
     fakes = REPO / "tests" / "fakes"
     env_extra = {"PYTHONPATH": f"{fakes}{os.pathsep}{REPO}", "PROCRL_FAKE_VLLM_LOG": str(log)}
-    env = {**os.environ, "WANDB_MODE": "offline", "TOKENIZERS_PARALLELISM": "false", "OMP_NUM_THREADS": "1", **env_extra}
-    command = [sys.executable, str(BENCHMARKS / "gpu_step_bench.py"), "--shape", "tiny", "--generation", "vllm",
-               "--steps", "2", "--max-completion-length", "16", "--arms", "grpo", "--json", str(out)]
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        **env_extra,
+    }
+    command = [
+        sys.executable,
+        str(BENCHMARKS / "gpu_step_bench.py"),
+        "--shape",
+        "tiny",
+        "--generation",
+        "vllm",
+        "--steps",
+        "2",
+        "--max-completion-length",
+        "16",
+        "--arms",
+        "grpo",
+        "--json",
+        str(out),
+    ]
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, (result.stdout[-3000:], result.stderr[-5000:])
     arm = json.loads(out.read_text())["arms"][0]

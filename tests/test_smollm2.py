@@ -20,8 +20,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from procrl.launch import cli
 from procrl.core.config import ConfigError
+from procrl.launch import cli
 
 pytestmark = pytest.mark.slow
 
@@ -30,8 +30,14 @@ RECIPE = REPO / "recipes" / "gsm8k_smollm2_cpu.yaml"
 GSM8K = REPO.parent / "shared" / "data" / "gsm8k"
 SMOLLM2 = "procrl:smollm2-135m-instruct"
 # constant learning rate: a linear schedule ends the 1-step run at lr 0, which the resumed run's optimizer restores
-SHAPE = ["trainer.num_generations=2", "trainer.per_device_train_batch_size=4", "trainer.max_completion_length=48",
-         "trainer.logging_steps=1", "trainer.save_steps=1", "trainer.lr_scheduler_type=constant"]
+SHAPE = [
+    "trainer.num_generations=2",
+    "trainer.per_device_train_batch_size=4",
+    "trainer.max_completion_length=48",
+    "trainer.logging_steps=1",
+    "trainer.save_steps=1",
+    "trainer.lr_scheduler_type=constant",
+]
 
 
 def sets(*overrides: str) -> list[str]:
@@ -68,8 +74,15 @@ def smollm2() -> Path:
 def grpo_run(smollm2, tmp_path_factory) -> Path:
     """One GRPO step of the CPU-lab recipe (LoRA, process credit, arithmetic first-error judge)."""
     output = tmp_path_factory.mktemp("smollm2") / "grpo"
-    code = cli.main(["train", str(RECIPE), "--output-dir", str(output),
-                     *sets(f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=1", *SHAPE)])
+    code = cli.main(
+        [
+            "train",
+            str(RECIPE),
+            "--output-dir",
+            str(output),
+            *sets(f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=1", *SHAPE),
+        ]
+    )
     assert code == 0
     return output
 
@@ -93,8 +106,16 @@ def test_grpo_step_with_process_credit_changes_and_saves_the_adapter(grpo_run):
 
 def test_grpo_resume_continues_from_the_checkpoint(grpo_run, capsys):
     before = lora_b_norm(grpo_run / "adapter_model.safetensors")
-    code = cli.main(["train", str(RECIPE), "--output-dir", str(grpo_run), "--resume",
-                     *sets(f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=2", *SHAPE)])
+    code = cli.main(
+        [
+            "train",
+            str(RECIPE),
+            "--output-dir",
+            str(grpo_run),
+            "--resume",
+            *sets(f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=2", *SHAPE),
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "resuming from" in err and "checkpoint-1 (global step 1)" in err
@@ -119,8 +140,22 @@ def test_ppo_step_with_lora_changes_and_saves_the_adapters(smollm2, tmp_path):
 def test_evaluate_eight_problems_with_the_trained_adapter(grpo_run, tmp_path, capsys):
     """``procrl evaluate --model`` on a LoRA adapter directory applies it to the recipe's policy."""
     out = tmp_path / "eval"
-    code = cli.main(["evaluate", "--recipe", str(RECIPE), "--model", str(grpo_run), "--limit", "8",
-                     "--max-new-tokens", "48", "--output-dir", str(out), *sets(f"data.dataset={GSM8K / 'test.jsonl'}")])
+    code = cli.main(
+        [
+            "evaluate",
+            "--recipe",
+            str(RECIPE),
+            "--model",
+            str(grpo_run),
+            "--limit",
+            "8",
+            "--max-new-tokens",
+            "48",
+            "--output-dir",
+            str(out),
+            *sets(f"data.dataset={GSM8K / 'test.jsonl'}"),
+        ]
+    )
     assert code == 0
     report = json.loads((out / "report.json").read_text())
     assert report["n"] == 8 and report["generation"]["backend"] == "transformers"
@@ -144,11 +179,15 @@ def test_hf_judge_with_smollm2_parses_or_counts_every_verdict(smollm2):
 
     labelled = _labelled_rows()
     assert sorted(r["label"] for r in labelled)[:2] == [-1, -1] and len(labelled) == 4
-    mix = RewardMix(parse_rewards({"judge": {"type": "first_error", "backend": "hf", "model": SMOLLM2,
-                                             "max_tokens": 48, "batch_size": 4}}))
+    mix = RewardMix(
+        parse_rewards(
+            {"judge": {"type": "first_error", "backend": "hf", "model": SMOLLM2, "max_tokens": 48, "batch_size": 4}}
+        )
+    )
     completions = ["\n".join(r["steps"]) + f"\n#### {r['answer']}" for r in labelled]
-    output = mix.compute("judge", RewardBatch.from_texts(completions, [r["problem"] for r in labelled],
-                                                         [r["answer"] for r in labelled]))
+    output = mix.compute(
+        "judge", RewardBatch.from_texts(completions, [r["problem"] for r in labelled], [r["answer"] for r in labelled])
+    )
     assert "exception" not in output.failures and "judge_error" not in {k for k, v in output.failures.items() if v}
     statuses = [d["verdict"] for d in output.details]
     assert len(statuses) == 4 and set(statuses) <= {"ok", "no_verdict", "out_of_range"}
@@ -158,9 +197,17 @@ def test_hf_judge_with_smollm2_parses_or_counts_every_verdict(smollm2):
 
 
 def test_check_load_models_loads_the_policy_the_judge_and_receval_lm(smollm2, capsys):
-    code = cli.main(["check", str(RECIPE), "--load-models",
-                     *sets(f"rewards.judge={{type: first_error, backend: hf, model: {SMOLLM2}, max_tokens: 8}}",
-                           f"rewards.info={{type: receval_informativeness, lm: {SMOLLM2}, weight: 0.1}}")])
+    code = cli.main(
+        [
+            "check",
+            str(RECIPE),
+            "--load-models",
+            *sets(
+                f"rewards.judge={{type: first_error, backend: hf, model: {SMOLLM2}, max_tokens: 8}}",
+                f"rewards.info={{type: receval_informativeness, lm: {SMOLLM2}, weight: 0.1}}",
+            ),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "policy: LlamaForCausalLM" in out and "134.5M parameters" in out
@@ -175,8 +222,12 @@ def test_receval_lm_reads_plain_text_without_a_chat_turn_opener(smollm2):
     from procrl.rewards.scorers.info_gain import TargetLogProbScorer
 
     scorer = TargetLogProbScorer(SMOLLM2)
-    values = scorer.mean_logprobs([("Ann has 3 apples and buys 4 more. 3 + 4 = 7.", " The answer is 7."),
-                                   ("Ann has 3 apples and buys 4 more.", " The answer is 7.")])
+    values = scorer.mean_logprobs(
+        [
+            ("Ann has 3 apples and buys 4 more. 3 + 4 = 7.", " The answer is 7."),
+            ("Ann has 3 apples and buys 4 more.", " The answer is 7."),
+        ]
+    )
     assert all(math.isfinite(v) and v < 0 for v in values)
     ids, _ = scorer._encode("Ann has 3 apples.", " The answer is 3.")
     assert scorer._tokenizer.bos_token == "<|im_start|>" and ids[0] != scorer._tokenizer.bos_token_id
@@ -189,15 +240,25 @@ def test_gguf_policy_trains_and_saves_plain_safetensors_with_the_same_greedy_tok
     weights are the cached conversion's, bit for bit."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from procrl.launch.run import build_trainer
     from procrl.models.loading import smollm2_gguf
     from procrl.recipe import load_recipe
-    from procrl.launch.run import build_trainer
 
     gguf = smollm2_gguf()
     output = tmp_path / "full"
-    recipe = load_recipe(RECIPE, [f"model.name_or_path={gguf.parent}", f"model.gguf_file={gguf.name}", "model.lora=null",
-                                  f"data.dataset={GSM8K / 'train.jsonl'}", "trainer.max_steps=1", *SHAPE,
-                                  "trainer.save_steps=100"], output_dir=str(output))
+    recipe = load_recipe(
+        RECIPE,
+        [
+            f"model.name_or_path={gguf.parent}",
+            f"model.gguf_file={gguf.name}",
+            "model.lora=null",
+            f"data.dataset={GSM8K / 'train.jsonl'}",
+            "trainer.max_steps=1",
+            *SHAPE,
+            "trainer.save_steps=100",
+        ],
+        output_dir=str(output),
+    )
     trainer, _ = build_trainer(recipe)
     policy = trainer.accelerator.unwrap_model(trainer.model)
     assert getattr(policy, "hf_quantizer", None) is None and next(policy.parameters()).dtype == torch.float32
@@ -212,8 +273,9 @@ def test_gguf_policy_trains_and_saves_plain_safetensors_with_the_same_greedy_tok
     plain = AutoModelForCausalLM.from_pretrained(output)
     tokenizer = AutoTokenizer.from_pretrained(output)
     assert getattr(plain.config, "quantization_config", None) is None
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "What is 12 + 30?"}], tokenize=False,
-                                           add_generation_prompt=True)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "What is 12 + 30?"}], tokenize=False, add_generation_prompt=True
+    )
     ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
     policy.eval()
     with torch.inference_mode():

@@ -66,29 +66,41 @@ def test_type_source_keeps_what_check_value_checks():
 def _imported_after(code: str, cwd=REPO) -> tuple[int, list[str], str]:
     """Run ``code`` in a fresh interpreter; (its exit status, the heavy modules it imported, stderr)."""
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=cwd, env=launch_env(), capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, env=launch_env(), capture_output=True, text=True, timeout=300
+    )
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else "null"
     return done.returncode, json.loads(last), done.stderr
 
 
 def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_path):
     recipe = tmp_path / "score.yaml"  # no model: section; a trainer: section that only TRL-less validation would refuse
-    recipe.write_text(textwrap.dedent("""\
+    recipe.write_text(
+        textwrap.dedent("""\
         recipe: procrl/v1
         trainer: {learning_rat: 1e-4, algorithm: ppo}
         rewards:
           accuracy: {weight: 1.0}
           format: {weight: 0.2}
           trace: {weight: 0.2, tagger: cues}
-        """))
+        """)
+    )
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(json.dumps({"question": "Tom has 3 apples and buys 4 more. How many?",
-                                "completion": "Tom starts with 3 apples.\nHe buys 4 more, so 3 + 4 = 7.\n#### 7",
-                                "answer": "7"}) + "\n")
+    rows.write_text(
+        json.dumps(
+            {
+                "question": "Tom has 3 apples and buys 4 more. How many?",
+                "completion": "Tom starts with 3 apples.\nHe buys 4 more, so 3 + 4 = 7.\n#### 7",
+                "answer": "7",
+            }
+        )
+        + "\n"
+    )
     out = tmp_path / "out.jsonl"
-    code = (f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
-            f"'--output', {str(out)!r}, '--quiet']) == 0")
+    code = (
+        f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
+        f"'--output', {str(out)!r}, '--quiet']) == 0"
+    )
     status, heavy, stderr = _imported_after(code)
     assert status == 0, stderr[-3000:]
     assert heavy == [], heavy
@@ -98,7 +110,9 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
 
 def test_check_imports_no_trainer_stack():
     for recipe in (TINY_RECIPE, str(REPO / "recipes" / "gsm8k_trace.yaml")):
-        status, heavy, stderr = _imported_after(f"from procrl.launch import cli\nassert cli.main(['check', {recipe!r}]) == 0")
+        status, heavy, stderr = _imported_after(
+            f"from procrl.launch import cli\nassert cli.main(['check', {recipe!r}]) == 0"
+        )
         assert status == 0, stderr[-3000:]
         assert not set(heavy) & {"torch", "transformers", "peft", "datasets"}, (recipe, heavy)
 

@@ -71,8 +71,8 @@ def test_clean_solutions_are_verified_and_slips_are_the_failure_modes_they_claim
     a wrong step and the right answer (checked with the arithmetic judge's own step check)."""
     import random
 
-    from procrl.rewards.quantities import first_wrong_step
     from procrl.data.synthetic import make_problem, render_solution
+    from procrl.rewards.quantities import first_wrong_step
 
     rng = random.Random(5)
     for _ in range(200):

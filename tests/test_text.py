@@ -29,15 +29,21 @@ def test_step_prefixes_stripped_but_offsets_kept():
     completion = "Step 1: Add 2 and 3.\nStep 2: Multiply by 4.\n3. Subtract 1.\n#### 19"
     seg = segment(completion)
     assert texts(seg.steps) == ["Add 2 and 3.", "Multiply by 4.", "Subtract 1."]
-    assert [completion[s.start : s.end] for s in seg.steps] == ["Step 1: Add 2 and 3.", "Step 2: Multiply by 4.",
-                                                                 "3. Subtract 1."]
+    assert [completion[s.start : s.end] for s in seg.steps] == [
+        "Step 1: Add 2 and 3.",
+        "Step 2: Multiply by 4.",
+        "3. Subtract 1.",
+    ]
 
 
 def test_sentences_do_not_split_decimals_money_abbreviations_equations():
     line = "He pays $1.50 each, e.g. for 3.5 kg of apples. That is approx. 5.25 dollars. Total = 2.5 + 2.75 = 5.25."
     sentences = texts(split_sentences(line))
-    assert sentences == ["He pays $1.50 each, e.g. for 3.5 kg of apples.", "That is approx. 5.25 dollars.",
-                         "Total = 2.5 + 2.75 = 5.25."]
+    assert sentences == [
+        "He pays $1.50 each, e.g. for 3.5 kg of apples.",
+        "That is approx. 5.25 dollars.",
+        "Total = 2.5 + 2.75 = 5.25.",
+    ]
 
 
 def test_sentence_offsets_point_into_the_text():
@@ -47,7 +53,13 @@ def test_sentence_offsets_point_into_the_text():
 
 
 def test_answer_line_forms_are_removed_from_reasoning():
-    for tail in ["#### 5", "The answer is 5.", "So the answer is \\boxed{5}.", "\\boxed{5}", "Therefore, the final answer is 5"]:
+    for tail in [
+        "#### 5",
+        "The answer is 5.",
+        "So the answer is \\boxed{5}.",
+        "\\boxed{5}",
+        "Therefore, the final answer is 5",
+    ]:
         completion = f"2 + 3 = 5.\n{tail}"
         assert segment(completion).reasoning == "2 + 3 = 5.", tail
     # an answer mentioned mid-line keeps the reasoning before it on that line

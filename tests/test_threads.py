@@ -22,11 +22,14 @@ def _policy(code: str, **env: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.mark.parametrize(("code", "env", "expected"), [
-    (f"import procrl; {PRINT}", {}, "PASSIVE"),
-    (f"from procrl.launch.cli import main; {PRINT}", {}, "PASSIVE"),  # the procrl command's module
-    (f"import procrl; {PRINT}", {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # the user's setting wins
-    (f"import torch, procrl; {PRINT}", {}, "None"),  # too late: OpenMP has read its environment
-])
+@pytest.mark.parametrize(
+    ("code", "env", "expected"),
+    [
+        (f"import procrl; {PRINT}", {}, "PASSIVE"),
+        (f"from procrl.launch.cli import main; {PRINT}", {}, "PASSIVE"),  # the procrl command's module
+        (f"import procrl; {PRINT}", {"OMP_WAIT_POLICY": "ACTIVE"}, "ACTIVE"),  # the user's setting wins
+        (f"import torch, procrl; {PRINT}", {}, "None"),  # too late: OpenMP has read its environment
+    ],
+)
 def test_wait_policy_is_set_before_torch_unless_the_user_set_one(code, env, expected):
     assert _policy(code, **env) == expected

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from procrl.rewards.quantities import first_wrong_step
 from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
 from procrl.models.reasoner import HELD_OUT_EXAMPLES, ReasonerSpec, training_rows
+from procrl.rewards.quantities import first_wrong_step
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = REPO / "recipes" / "gsm8k_tiny_cpu.yaml"
@@ -52,7 +52,9 @@ def test_the_shipped_weights_are_the_default_spec_and_load_with_no_build(tmp_pat
     assert card["spec_key"] == ReasonerSpec().key(), "the default spec changed: rebuild and ship the reasoner"
     assert card["spec"] == json.loads(json.dumps(asdict(ReasonerSpec())))
     assert card["machine"]["cpu"] and card["machine"]["torch"] and card["build_seconds"] > 0
-    assert card["flawed_rows"] == sum(n for k, n in card["rows_by_template_and_slip"].items() if not k.endswith("/clean"))
+    assert card["flawed_rows"] == sum(
+        n for k, n in card["rows_by_template_and_slip"].items() if not k.endswith("/clean")
+    )
     assert set(card["files"]) == {p.name for p in SHIPPED_REASONER.iterdir()}
     monkeypatch.setenv("PROCRL_CACHE", str(tmp_path / "cache"))
     assert Path(model_source(REASONER).path) == SHIPPED_REASONER
@@ -63,19 +65,56 @@ def test_a_reduced_build_runs_the_whole_pipeline(tmp_path):
     """``build-tiny-reasoner --train-examples N``: the real build on the spec's first N solutions,
     loadable by ``procrl evaluate`` like the shipped model."""
     out = tmp_path / "reasoner"
-    done = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "build-tiny-reasoner", "--output-dir", str(out),
-                           "--train-examples", "96", "--quiet"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl.launch.cli",
+            "build-tiny-reasoner",
+            "--output-dir",
+            str(out),
+            "--train-examples",
+            "96",
+            "--quiet",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "a reduced spec (96 examples)" in done.stdout
     card = json.loads((out / "reasoner_card.json").read_text())
     assert card["training_rows"] == 96 and card["spec"]["train_examples"] == 96
     assert card["spec_key"] == ReasonerSpec(train_examples=96).key() != ReasonerSpec().key()
-    assert [r["completion"] for r in training_rows(ReasonerSpec(train_examples=96))] == \
-        [r["completion"] for r in training_rows(ReasonerSpec())[:96]]  # the first N solutions of the full spec
+    assert [r["completion"] for r in training_rows(ReasonerSpec(train_examples=96))] == [
+        r["completion"] for r in training_rows(ReasonerSpec())[:96]
+    ]  # the first N solutions of the full spec
     report_dir = tmp_path / "eval"
-    done = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "evaluate", "--recipe", str(RECIPE), "--model",
-                           str(out), "--split", "test", "--limit", "4", "--max-new-tokens", "32",
-                           "--output-dir", str(report_dir)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl.launch.cli",
+            "evaluate",
+            "--recipe",
+            str(RECIPE),
+            "--model",
+            str(out),
+            "--split",
+            "test",
+            "--limit",
+            "4",
+            "--max-new-tokens",
+            "32",
+            "--output-dir",
+            str(report_dir),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads((report_dir / "report.json").read_text())["n"] == 4
 
@@ -97,9 +136,30 @@ def test_reasoner_meets_its_held_out_targets(tmp_path):
     inflation (right answer, flagged step) >= 0.05; the reasoner writes its steps (>= 2 per
     completion on average) and says something in its card about how it was built."""
     out = tmp_path / "eval"
-    result = subprocess.run([sys.executable, "-m", "procrl.launch.cli", "evaluate", "--recipe", str(RECIPE), "--model",
-                             "procrl:tiny-reasoner", "--split", "test", "--limit", "500", "--batch-size", "50",
-                             "--output-dir", str(out)], cwd=REPO, capture_output=True, text=True, timeout=1800)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "procrl.launch.cli",
+            "evaluate",
+            "--recipe",
+            str(RECIPE),
+            "--model",
+            "procrl:tiny-reasoner",
+            "--split",
+            "test",
+            "--limit",
+            "500",
+            "--batch-size",
+            "50",
+            "--output-dir",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads((out / "report.json").read_text())
     assert report["n"] == 500

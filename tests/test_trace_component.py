@@ -154,13 +154,28 @@ def test_a_missing_tagger_fails_the_component_not_training(tmp_path):
 def test_procrl_score_writes_per_sentence_labels(tmp_path):
     from procrl.launch.cli import main
 
-    rows = [{"question": "How many clips?", "completion": WELL_ARGUED, "answer": "#### 72"},
-            {"question": "?", "completion": RAMBLING}]
+    rows = [
+        {"question": "How many clips?", "completion": WELL_ARGUED, "answer": "#### 72"},
+        {"question": "?", "completion": RAMBLING},
+    ]
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "out.jsonl"
-    assert main(["score", "--recipe", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--input", str(source),
-                 "--output", str(out), "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--recipe",
+                str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+                "--input",
+                str(source),
+                "--output",
+                str(out),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     scored = [json.loads(line) for line in out.read_text().splitlines()]
     first = scored[0]
     assert first["diagnostics"]["trace"]["labels"] == [["Data/Evidence"], ["Claim"], ["Claim"]]
@@ -173,8 +188,21 @@ def test_tiny_cpu_recipe_logs_the_trace_reward(tmp_path):
     from procrl.launch.cli import main
 
     output_dir = tmp_path / "run"
-    assert main(["train", str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--set", "trainer.max_steps=2",
-                 "--set", "trainer.save_steps=100", "--output-dir", str(output_dir)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"),
+                "--set",
+                "trainer.max_steps=2",
+                "--set",
+                "trainer.save_steps=100",
+                "--output-dir",
+                str(output_dir),
+            ]
+        )
+        == 0
+    )
     history = json.loads((output_dir / "trainer_state.json").read_text())["log_history"]
     logged = [entry for entry in history if "rewards/trace/mean" in entry]
     assert len(logged) == 2

@@ -47,7 +47,7 @@ def _reference_probabilities(directory, sentences):
     tokenizer = AutoTokenizer.from_pretrained(directory)
     encoder = AutoModel.from_config(config).eval()
     state = load_file(str(Path(directory) / "model.safetensors"))
-    encoder.load_state_dict({k[len("deberta."):]: v for k, v in state.items() if k.startswith("deberta.")})
+    encoder.load_state_dict({k[len("deberta.") :]: v for k, v in state.items() if k.startswith("deberta.")})
     head = torch.nn.Linear(config.hidden_size, 8)
     head.load_state_dict({"weight": state["classifier.weight"], "bias": state["classifier.bias"]})
     rows = []
@@ -170,9 +170,17 @@ def test_hf_multilabel_classifier_with_the_labels_in_id2label(tmp_path):
     tokenizer = AutoTokenizer.from_pretrained(base)
     names = list(LABELS) + ["Other"]
     names = names[3:] + names[:3]
-    config = RobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=520, pad_token_id=tokenizer.pad_token_id,
-                           id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)})
+    config = RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=520,
+        pad_token_id=tokenizer.pad_token_id,
+        id2label=dict(enumerate(names)),
+        label2id={n: i for i, n in enumerate(names)},
+    )
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_config(config).eval()
     model.save_pretrained(tmp_path / "roberta")
@@ -189,8 +197,9 @@ def test_hf_classifier_without_the_labels_is_refused(tmp_path):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig
 
     base = write_tiny_tagger(tmp_path / "bert", model_type="bert", seed=1)
-    config = BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, num_labels=3)
+    config = BertConfig(
+        vocab_size=500, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, num_labels=3
+    )
     AutoModelForSequenceClassification.from_config(config).save_pretrained(tmp_path / "nli")
     AutoTokenizer.from_pretrained(base).save_pretrained(tmp_path / "nli")
     with pytest.raises(TaggerLoadError, match="lacks TRACE label"):
@@ -201,7 +210,10 @@ def test_cue_tagger_matches_the_handwritten_labels():
     """The cue lists were tuned on tests/data/trace_sentences.jsonl (written for this purpose)."""
     rows = read_labelled(DATA)
     tagger = CueTagger()
-    predicted = [[LABELS[j] for j, p in enumerate(row) if p >= 0.5] for row in tagger.predict_proba([r["sentence"] for r in rows])]
+    predicted = [
+        [LABELS[j] for j, p in enumerate(row) if p >= 0.5]
+        for row in tagger.predict_proba([r["sentence"] for r in rows])
+    ]
     exact = sum(set(p) == set(r["labels"]) for p, r in zip(predicted, rows)) / len(rows)
     scores = f1_per_label([r["labels"] for r in rows], predicted)
     macro = sum(v["f1"] for v in scores.values()) / len(scores)
@@ -218,16 +230,20 @@ def test_cue_tagger_gives_a_well_argued_solution_a_higher_trace_than_rambling():
         rows = tagger.predict_proba(sentences)
         return trace_score([{LABELS[j] for j, p in enumerate(r) if p >= 0.5} for r in rows]).score
 
-    argued = ["Natalia sold 48 clips in April.", "In May she sold half as many, so she sold 24 clips.",
-              "So she sold 48 + 24 = 72 clips in total."]
+    argued = [
+        "Natalia sold 48 clips in April.",
+        "In May she sold half as many, so she sold 24 clips.",
+        "So she sold 48 + 24 = 72 clips in total.",
+    ]
     rambling = ["Hmm, wait.", "Maybe it is probably around 70, I guess.", "Wait, let me re-read.", "I think maybe 72."]
     assert score(argued) > 0.9 > 0.3 > score(rambling)
 
 
 def test_train_tagger_round_trip(tmp_path, capsys):
     base = write_tiny_encoder(tmp_path / "base", seed=5)
-    result = train_tagger(DATA, str(base), tmp_path / "tagger", epochs=2, batch_size=16, learning_rate=1e-3,
-                          eval_fraction=0.25, seed=0)
+    result = train_tagger(
+        DATA, str(base), tmp_path / "tagger", epochs=2, batch_size=16, learning_rate=1e-3, eval_fraction=0.25, seed=0
+    )
     printed = capsys.readouterr().out
     n_heldout = round(len(read_labelled(DATA)) * 0.25)
     assert f"held-out F1 per label ({n_heldout} sentences)" in printed and "macro-F1" in printed

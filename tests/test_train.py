@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 import yaml
 from safetensors.torch import load_file
 
@@ -24,8 +23,18 @@ def log_history(output_dir: Path) -> list[dict]:
 
 def test_train_tiny_recipe_three_steps(tmp_path, tiny_recipe):
     output_dir = tmp_path / "run"
-    code = cli.main(["train", str(tiny_recipe), "--output-dir", str(output_dir), "--set", "trainer.max_steps=3",
-                     "--set", "trainer.save_steps=3"])
+    code = cli.main(
+        [
+            "train",
+            str(tiny_recipe),
+            "--output-dir",
+            str(output_dir),
+            "--set",
+            "trainer.max_steps=3",
+            "--set",
+            "trainer.save_steps=3",
+        ]
+    )
     assert code == 0
     history = log_history(output_dir)
     steps = [entry for entry in history if "rewards/accuracy/mean" in entry]
@@ -47,8 +56,18 @@ def test_train_tiny_recipe_three_steps(tmp_path, tiny_recipe):
 
 def test_lora_training_saves_an_adapter(tmp_path, tiny_recipe):
     output_dir = tmp_path / "lora"
-    code = cli.main(["train", str(tiny_recipe), "--output-dir", str(output_dir), "--set", "trainer.max_steps=2",
-                     "--set", "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"])
+    code = cli.main(
+        [
+            "train",
+            str(tiny_recipe),
+            "--output-dir",
+            str(output_dir),
+            "--set",
+            "trainer.max_steps=2",
+            "--set",
+            "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}",
+        ]
+    )
     assert code == 0
     assert (output_dir / "adapter_config.json").is_file()
     assert any("rewards/accuracy/mean" in entry for entry in log_history(output_dir))
@@ -56,16 +75,42 @@ def test_lora_training_saves_an_adapter(tmp_path, tiny_recipe):
 
 def test_wandb_offline_gets_resolved_recipe_without_secrets(tmp_path, tiny_recipe):
     """W&B config holds the resolved recipe; environment secrets never reach it."""
-    env = dict(os.environ, WANDB_MODE="offline", WANDB_DIR=str(tmp_path), WANDB_API_KEY="wandb-secret-key-123",
-               OPENAI_API_KEY="sk-very-secret-456")
+    env = dict(
+        os.environ,
+        WANDB_MODE="offline",
+        WANDB_DIR=str(tmp_path),
+        WANDB_API_KEY="wandb-secret-key-123",
+        OPENAI_API_KEY="sk-very-secret-456",
+    )
     recipe = yaml.safe_load(tiny_recipe.read_text())
-    recipe["rewards"]["words"] = {"type": "tests.helpers.rewards:count_words", "weight": 0.0, "api_token": "inline-secret-789"}
+    recipe["rewards"]["words"] = {
+        "type": "tests.helpers.rewards:count_words",
+        "weight": 0.0,
+        "api_token": "inline-secret-789",
+    }
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
     result = subprocess.run(
-        [sys.executable, "-m", "procrl", "train", str(recipe_path), "--output-dir", str(tmp_path / "run"),
-         "--set", "trainer.max_steps=1", "--set", "trainer.report_to=wandb", "--set", "logging.wandb_project=procrl-test"],
-        env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "train",
+            str(recipe_path),
+            "--output-dir",
+            str(tmp_path / "run"),
+            "--set",
+            "trainer.max_steps=1",
+            "--set",
+            "trainer.report_to=wandb",
+            "--set",
+            "logging.wandb_project=procrl-test",
+        ],
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     run = run_file(tmp_path / "wandb")

@@ -45,16 +45,24 @@ def _integer(key: str) -> bool:
 
 
 def _trainer_error(trainer: dict) -> str:
-    raw = {"recipe": MARKER, "model": {"name_or_path": "procrl:tiny-qwen2"}, "trainer": trainer,
-           "rewards": {"accuracy": {"type": "accuracy"}}}
+    raw = {
+        "recipe": MARKER,
+        "model": {"name_or_path": "procrl:tiny-qwen2"},
+        "trainer": trainer,
+        "rewards": {"accuracy": {"type": "accuracy"}},
+    }
     with pytest.raises(ConfigError) as caught:
         parse_recipe(raw)
     return str(caught.value)
 
 
 def _accepted(trainer: dict) -> dict:
-    raw = {"recipe": MARKER, "model": {"name_or_path": "procrl:tiny-qwen2"}, "trainer": trainer,
-           "rewards": {"accuracy": {"type": "accuracy"}}}
+    raw = {
+        "recipe": MARKER,
+        "model": {"name_or_path": "procrl:tiny-qwen2"},
+        "trainer": trainer,
+        "rewards": {"accuracy": {"type": "accuracy"}},
+    }
     return parse_recipe(raw).trainer_args
 
 

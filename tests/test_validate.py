@@ -10,10 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from procrl.launch.cli import main
 from procrl.core.config import ConfigError
 from procrl.evaluation.corpora import RIGHT_FLAWED, SOUND, WRONG, read_solutions
-from procrl.evaluation.validate_peers import read_peer
 from procrl.evaluation.validate_metrics import (
     auroc,
     bootstrap_auroc,
@@ -23,6 +21,8 @@ from procrl.evaluation.validate_metrics import (
     roc_points,
     step_spans,
 )
+from procrl.evaluation.validate_peers import read_peer
+from procrl.launch.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "validate"
@@ -86,8 +86,16 @@ def test_localisation_breakdown_hand_computed():
     b = localisation_breakdown(labels, predictions)
     # flawed: 8 (the sound row is not counted); exact: label 2 -> 2; early: 2 -> 1 (by 1), 5 -> 0 (by 5);
     # late: 3 -> 6 (by 3), 0 -> 1 (by 1), 1 -> 3 (by 2); none: 1 -> -1; no verdict: 4 -> None
-    assert b == {"n": 8, "exact": 1, "early": 2, "late": 3, "none": 1, "no_verdict": 1,
-                 "early_by": {"1": 1, "2": 0, "3+": 1}, "late_by": {"1": 1, "2": 1, "3+": 1}}
+    assert b == {
+        "n": 8,
+        "exact": 1,
+        "early": 2,
+        "late": 3,
+        "none": 1,
+        "no_verdict": 1,
+        "early_by": {"1": 1, "2": 0, "3+": 1},
+        "late_by": {"1": 1, "2": 1, "3+": 1},
+    }
     assert processbench_metrics(labels, predictions)["breakdown"] == b
     assert processbench_metrics(labels, predictions)["acc_err"] == pytest.approx(1 / 8)
 
@@ -169,17 +177,28 @@ def test_several_files_of_one_format_and_duplicates(tmp_path):
         read_solutions([a, PROCESSBENCH])
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("", "holds no records"),
-    ('{"problem": "p", "steps": ["a"], "label": -1}\n{"problem": "p", "steps": ["a", "b"], "label": 2}\n',
-     r":2: 'label' must be -1 or a step index below 2, got 2"),
-    ('{"problem": "p", "steps": [], "label": -1}\n', r":1: 'steps' must be a non-empty list of strings"),
-    ('{"problem": "p", "steps": ["a"], "label": -1}\n{"completion": "x", "first_error": -1}\n', r":2: not a processbench record"),
-    ('{"question": "q", "model_output_steps": ["a"], "model_output_solution_correctness": "wrong", '
-     '"model_output_solution_first_error_step": 0}\n', r":1: .*a step number from 1 to 1"),
-    ('{"foo": 1}\n', r":1: cannot tell the format"),
-    ('{"problem": "p", "steps": ["a"], "label": -1}\n{"problem": \n', r":2: not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("", "holds no records"),
+        (
+            '{"problem": "p", "steps": ["a"], "label": -1}\n{"problem": "p", "steps": ["a", "b"], "label": 2}\n',
+            r":2: 'label' must be -1 or a step index below 2, got 2",
+        ),
+        ('{"problem": "p", "steps": [], "label": -1}\n', r":1: 'steps' must be a non-empty list of strings"),
+        (
+            '{"problem": "p", "steps": ["a"], "label": -1}\n{"completion": "x", "first_error": -1}\n',
+            r":2: not a processbench record",
+        ),
+        (
+            '{"question": "q", "model_output_steps": ["a"], "model_output_solution_correctness": "wrong", '
+            '"model_output_solution_first_error_step": 0}\n',
+            r":1: .*a step number from 1 to 1",
+        ),
+        ('{"foo": 1}\n', r":1: cannot tell the format"),
+        ('{"problem": "p", "steps": ["a"], "label": -1}\n{"problem": \n', r":2: not valid JSON"),
+    ],
+)
 def test_bad_input_is_one_line_naming_file_and_record(tmp_path, capsys, content, message):
     data = tmp_path / "bad.jsonl"
     data.write_text(content)
@@ -193,7 +212,9 @@ def test_bad_input_is_one_line_naming_file_and_record(tmp_path, capsys, content,
 
 def test_a_json_array_names_the_record_and_its_line(tmp_path):
     data = tmp_path / "bad.json"
-    data.write_text('[\n{"problem": "p", "steps": ["a"], "label": -1},\n\n{"problem": "p", "steps": ["a"], "label": 5}\n]')
+    data.write_text(
+        '[\n{"problem": "p", "steps": ["a"], "label": -1},\n\n{"problem": "p", "steps": ["a"], "label": 5}\n]'
+    )
     with pytest.raises(ConfigError, match=r"bad\.json:2 \(line 4\): 'label'"):
         read_solutions(data)
 
@@ -204,8 +225,14 @@ def test_a_json_array_names_the_record_and_its_line(tmp_path):
 def test_peer_scores_are_matched_by_id(tmp_path):
     from procrl.evaluation.validate import run_validation
 
-    result = run_validation(RECIPE, ["rewards.trace.tagger=cues"], str(PROCESSBENCH), components=["accuracy"],
-                            peers=[("mine", [str(DATA / "peer_scores.jsonl")])], resamples=200)
+    result = run_validation(
+        RECIPE,
+        ["rewards.trace.tagger=cues"],
+        str(PROCESSBENCH),
+        components=["accuracy"],
+        peers=[("mine", [str(DATA / "peer_scores.jsonl")])],
+        resamples=200,
+    )
     peer = result.report["peers"]["mine"]
     assert peer["matched"] == 8 and peer["matched_fraction"] == 0.8 and peer["rows"] == 9  # one id is not in the data
     # solution score = min over steps; sound 0.8 0.7 0.6 0.9 vs flawed 0.3 0.2 0.7 0.2: 14.5 of 16 pairs
@@ -232,7 +259,9 @@ def test_peer_step_count_mismatch_is_counted(tmp_path):
 
     path = tmp_path / "peer.jsonl"
     path.write_text('{"id": "pb-sound-1", "scores": [0.9, 0.9]}\n{"id": "pb-flawed-1", "scores": [0.1, 0.9, 0.9]}\n')
-    result = run_validation(RECIPE, [], str(PROCESSBENCH), components=["accuracy"], peers=[("p", [str(path)])], resamples=50)
+    result = run_validation(
+        RECIPE, [], str(PROCESSBENCH), components=["accuracy"], peers=[("p", [str(path)])], resamples=50
+    )
     peer = result.report["peers"]["p"]
     assert peer["matched"] == 2 and peer["step_count_mismatch"] == 1 and peer["localisation"]["n"] == 1
 
@@ -242,14 +271,25 @@ def test_peer_step_count_mismatch_is_counted(tmp_path):
 
 def test_validate_end_to_end_on_the_real_mr_gsm8k_sample(tmp_path, capsys):
     out = tmp_path / "report"
-    assert main(["validate", "--recipe", RECIPE, *CUES, "--data", str(MR_GSM8K), "--output-dir", str(out), "--quiet"]) == 0
+    assert (
+        main(["validate", "--recipe", RECIPE, *CUES, "--data", str(MR_GSM8K), "--output-dir", str(out), "--quiet"]) == 0
+    )
     table = capsys.readouterr().out
     assert "AUROC sound/flawed" in table and "n/a (no sound)" in table and "acc_err" in table
     assert f"wrote {out / 'report.json'}" in table
-    assert sorted(p.name for p in out.iterdir()) == [".procrl-folder.json", "report.json", "report.md", "rows.jsonl",
-                                                     "validate.png"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".procrl-folder.json",
+        "report.json",
+        "report.md",
+        "rows.jsonl",
+        "validate.png",
+    ]
     report = json.loads((out / "report.json").read_text())
-    assert report["format"] == "mr-gsm8k" and report["n"] == 250 and report["classes"] == {"right_answer_flawed": 19, "wrong_answer": 231}
+    assert (
+        report["format"] == "mr-gsm8k"
+        and report["n"] == 250
+        and report["classes"] == {"right_answer_flawed": 19, "wrong_answer": 231}
+    )
     assert set(report["components"]) == {"accuracy", "format", "trace", "first_error"}
     assert report["components"]["first_error"]["auroc"] is None  # these files hold flawed solutions only
     local = report["components"]["first_error"]["localisation"]
@@ -276,8 +316,26 @@ def test_validate_end_to_end_on_the_real_mr_gsm8k_sample(tmp_path, capsys):
 
 def test_validate_on_both_classes_json_and_components(tmp_path, capsys):
     out = tmp_path / "pb"
-    assert main(["validate", "--recipe", RECIPE, *CUES, "--data", str(PROCESSBENCH), "--output-dir", str(out), "--json",
-                 "--component", "accuracy", "--component", "first_error"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--recipe",
+                RECIPE,
+                *CUES,
+                "--data",
+                str(PROCESSBENCH),
+                "--output-dir",
+                str(out),
+                "--json",
+                "--component",
+                "accuracy",
+                "--component",
+                "first_error",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert set(report["components"]) == {"accuracy", "first_error"}
     assert report["classes"] == {"sound": 5, "right_answer_flawed": 1, "wrong_answer": 4}
@@ -312,7 +370,9 @@ def test_output_dir_follows_the_folder_rule(tmp_path, monkeypatch, capsys):
     assert "notes.txt, report.json, which procrl did not write" in capsys.readouterr().err
     assert (foreign / "report.json").read_text() == '{"mine": true}'
     assert main([*args, "--output-dir", str(foreign), "--overwrite"]) == 0  # named by --overwrite: written into
-    assert (foreign / "notes.txt").read_text() == "kept" and json.loads((foreign / "report.json").read_text())["n"] == 10
+    assert (foreign / "notes.txt").read_text() == "kept" and json.loads((foreign / "report.json").read_text())[
+        "n"
+    ] == 10
 
 
 def test_a_component_that_cannot_load_is_one_error(tmp_path, capsys):
@@ -337,8 +397,24 @@ def test_eval_judge_is_validate_restricted_to_the_judge(tmp_path, capsys):
     assert judge["backend"] == "arithmetic" and judge["component"] == "first_error"
     assert judge["n_error"] == 250 and judge["n_correct"] == 0
     out = tmp_path / "judge"
-    assert main(["validate", "--recipe", RECIPE, *CUES, "--data", str(MR_GSM8K), "--component", "first_error",
-                 "--output-dir", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "validate",
+                "--recipe",
+                RECIPE,
+                *CUES,
+                "--data",
+                str(MR_GSM8K),
+                "--component",
+                "first_error",
+                "--output-dir",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["components"]["first_error"]["localisation"]["acc_err"] == judge["acc_err"]
 
@@ -396,10 +472,27 @@ def test_real_text_bench_runs_this_checkout_and_a_baseline(tmp_path):
     accuracy.write_text(real)
     git(checkout, "commit", "-qam", "this checkout")
 
-    result = subprocess.run([sys.executable, str(checkout / "benchmarks" / "real_text_bench.py"), "--corpus", "MR-GSM8K",
-                             "--mirror", str(tmp_path / "mirror"), "--recipe", RECIPE, "--baseline", "HEAD~1",
-                             "--resamples", "50", "--json", str(tmp_path / "bench.json")],
-                            capture_output=True, text=True, cwd=tmp_path)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(checkout / "benchmarks" / "real_text_bench.py"),
+            "--corpus",
+            "MR-GSM8K",
+            "--mirror",
+            str(tmp_path / "mirror"),
+            "--recipe",
+            RECIPE,
+            "--baseline",
+            "HEAD~1",
+            "--resamples",
+            "50",
+            "--json",
+            str(tmp_path / "bench.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "MR-GSM8K: 60 solutions" in result.stdout and "each cell: now | @HEAD~1" in result.stdout
     reports = json.loads((tmp_path / "bench.json").read_text())["MR-GSM8K"]
@@ -408,4 +501,7 @@ def test_real_text_bench_runs_this_checkout_and_a_baseline(tmp_path):
     agree_now, agree_base = now["components"]["accuracy"]["agreement"], base["components"]["accuracy"]["agreement"]
     assert agree_now["labelled"] and agree_now["scored"] == agree_base["scored"] > 0
     assert agree_base["agree"] == agree_now["scored"] - agree_now["agree"]
-    assert now["components"]["first_error"]["localisation"]["acc_err"] == base["components"]["first_error"]["localisation"]["acc_err"]
+    assert (
+        now["components"]["first_error"]["localisation"]["acc_err"]
+        == base["components"]["first_error"]["localisation"]["acc_err"]
+    )

@@ -29,11 +29,25 @@ REPO = Path(__file__).resolve().parent.parent
 FAKES = REPO / "tests" / "fakes"
 
 COMMON = [
-    "--set", "trainer.use_vllm=true", "--set", "trainer.vllm_mode=colocate", "--set", "trainer.save_steps=2",
-    "--set", "rewards.first_error={weight: 0.5}",
+    "--set",
+    "trainer.use_vllm=true",
+    "--set",
+    "trainer.vllm_mode=colocate",
+    "--set",
+    "trainer.save_steps=2",
+    "--set",
+    "rewards.first_error={weight: 0.5}",
 ]
-PPO = ["--set", "trainer.algorithm=ppo", "--set", "trainer.credit=process", "--set", "trainer.max_completion_length=12",
-       "--set", "trainer.beta=0.05"]
+PPO = [
+    "--set",
+    "trainer.algorithm=ppo",
+    "--set",
+    "trainer.credit=process",
+    "--set",
+    "trainer.max_completion_length=12",
+    "--set",
+    "trainer.beta=0.05",
+]
 
 
 def engine_events(log: Path) -> dict[int, list[dict]]:
@@ -56,8 +70,12 @@ def run_with_engine(tmp_path, args, launcher_args=None):
     out = tmp_path / "run"
     log = tmp_path / "engine.jsonl"
     env = {"PYTHONPATH": f"{FAKES}:{REPO}", "PROCRL_FAKE_VLLM_LOG": str(log)}
-    run_train(tmp_path, ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *COMMON, *args],
-             launcher=launcher_args, env_extra=env)
+    run_train(
+        tmp_path,
+        ["recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *COMMON, *args],
+        launcher=launcher_args,
+        env_extra=env,
+    )
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
     return out, engine_events(log), [h for h in history if "loss" in h]
 
@@ -78,8 +96,9 @@ def assert_engine_follows_policy(out: Path, events: list[dict], rollouts: int, c
 @pytest.mark.slow
 def test_ppo_generates_with_vllm_and_pushes_weights_after_each_update(tmp_path):
     # 2 PPO epochs per rollout: rollouts at steps 0 and 2, each reused for the next step (no sync)
-    out, events, logs = run_with_engine(tmp_path, [*PPO, "--set", "trainer.max_steps=4", "--set",
-                                                   "trainer.num_iterations=2"])
+    out, events, logs = run_with_engine(
+        tmp_path, [*PPO, "--set", "trainer.max_steps=4", "--set", "trainer.num_iterations=2"]
+    )
     assert set(events) == {0}
     assert_engine_follows_policy(out, events[0], rollouts=2, checkpoint_rollout=1)
     assert len(logs) == 4 and all("loss/policy" in h for h in logs)
@@ -95,8 +114,16 @@ def test_ppo_generates_with_vllm_and_pushes_weights_after_each_update(tmp_path):
 
 @pytest.mark.slow
 def test_ppo_with_vllm_under_lora_pushes_merged_weights(tmp_path):
-    out, events, logs = run_with_engine(tmp_path, [*PPO, "--set", "trainer.max_steps=3", "--set",
-                                                   "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}"])
+    out, events, logs = run_with_engine(
+        tmp_path,
+        [
+            *PPO,
+            "--set",
+            "trainer.max_steps=3",
+            "--set",
+            "model.lora={r: 4, lora_alpha: 8, target_modules: [q_proj, v_proj]}",
+        ],
+    )
     kinds = [e["event"] for e in events[0]]
     assert kinds == ["init"] + ["sync", "generate"] * 3
     syncs = [e["digest"] for e in events[0] if e["event"] == "sync"]
@@ -110,8 +137,15 @@ def test_ppo_with_vllm_under_lora_pushes_merged_weights(tmp_path):
 def test_ppo_with_vllm_under_zero3_two_processes(tmp_path):
     out, events, logs = run_with_engine(
         tmp_path,
-        [*PPO, "--set", "trainer.max_steps=3", "--set", "trainer.per_device_train_batch_size=2",
-         "--set", "trainer.num_generations=2"],
+        [
+            *PPO,
+            "--set",
+            "trainer.max_steps=3",
+            "--set",
+            "trainer.per_device_train_batch_size=2",
+            "--set",
+            "trainer.num_generations=2",
+        ],
         launcher_args=launcher(["--config_file", str(REPO / "launch" / "accelerate" / "zero3.yaml")]),
     )
     assert set(events) == {0, 1}
@@ -125,7 +159,14 @@ def test_ppo_with_vllm_under_zero3_two_processes(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["one_process", "zero3"])
 def test_process_grpo_generates_with_vllm(tmp_path, mode):
-    args = ["--set", "trainer.credit=process", "--set", "trainer.max_steps=3", "--set", "trainer.max_completion_length=16"]
+    args = [
+        "--set",
+        "trainer.credit=process",
+        "--set",
+        "trainer.max_steps=3",
+        "--set",
+        "trainer.max_completion_length=16",
+    ]
     launch = None
     if mode == "zero3":  # groups of 4 split over 2 ranks of 2 rows
         args += ["--set", "trainer.per_device_train_batch_size=2"]
@@ -155,7 +196,10 @@ def test_use_vllm_without_vllm_installed_fails_before_any_model_loads(tmp_path, 
     trl_imports = importlib.import_module("trl.import_utils")  # trl's lazy module hides it as an attribute
     monkeypatch.setattr(trl_imports, "is_vllm_available", lambda *a, **k: False)  # also where vLLM is installed
     for algorithm in ("grpo", "ppo"):
-        recipe = load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
-                             [f"trainer.algorithm={algorithm}", "trainer.use_vllm=true"], output_dir=str(tmp_path))
+        recipe = load_recipe(
+            REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
+            [f"trainer.algorithm={algorithm}", "trainer.use_vllm=true"],
+            output_dir=str(tmp_path),
+        )
         with pytest.raises(ConfigError, match=r"trainer\.use_vllm: true, but vLLM is not installed"):
             train(recipe)

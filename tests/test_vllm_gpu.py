@@ -46,14 +46,35 @@ def test_real_vllm_colocate(tmp_path, algorithm):
 
     model = ensure_tiny_model(hidden_size=256)
     out = tmp_path / "run"
-    run_train(tmp_path, [
-        "recipes/gsm8k_tiny_smoke.yaml", "--output-dir", str(out), *ALGORITHMS[algorithm],
-        "--set", f"model.name_or_path={model}", "--set", "trainer.max_steps=4", "--set", "trainer.save_steps=100",
-        "--set", "trainer.max_completion_length=24", "--set", "rewards.first_error={weight: 0.5}",
-        "--set", "trainer.use_vllm=true", "--set", "trainer.vllm_mode=colocate",
-        "--set", "trainer.vllm_gpu_memory_utilization=0.2",
-    ], timeout=1200)
+    run_train(
+        tmp_path,
+        [
+            "recipes/gsm8k_tiny_smoke.yaml",
+            "--output-dir",
+            str(out),
+            *ALGORITHMS[algorithm],
+            "--set",
+            f"model.name_or_path={model}",
+            "--set",
+            "trainer.max_steps=4",
+            "--set",
+            "trainer.save_steps=100",
+            "--set",
+            "trainer.max_completion_length=24",
+            "--set",
+            "rewards.first_error={weight: 0.5}",
+            "--set",
+            "trainer.use_vllm=true",
+            "--set",
+            "trainer.vllm_mode=colocate",
+            "--set",
+            "trainer.vllm_gpu_memory_utilization=0.2",
+        ],
+        timeout=1200,
+    )
     history = json.loads((out / "trainer_state.json").read_text())["log_history"]
-    gaps = [h["sampling/sampling_logp_difference/mean"] for h in history if "sampling/sampling_logp_difference/mean" in h]
+    gaps = [
+        h["sampling/sampling_logp_difference/mean"] for h in history if "sampling/sampling_logp_difference/mean" in h
+    ]
     assert len(gaps) == 4, history
     assert all(math.isfinite(g) and g < 0.05 for g in gaps), gaps

@@ -12,10 +12,9 @@ import textwrap
 import pytest
 import yaml
 
-from procrl.launch import cli
-
 from procrl.core import yaml_core
 from procrl.core.config import ConfigError
+from procrl.launch import cli
 from procrl.recipe import load_recipe
 
 RECIPE_12 = textwrap.dedent("""\
@@ -29,13 +28,39 @@ RECIPE_12 = textwrap.dedent("""\
     """)
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("on", "on"), ("off", "off"), ("yes", "yes"), ("no", "no"), ("y", "y"), ("Yes", "Yes"),
-    ("true", True), ("True", True), ("TRUE", True), ("false", False),
-    ("1e-4", 1e-4), ("1E5", 1e5), ("+1.5e-3", 1.5e-3), (".5", 0.5), ("1.", 1.0), ("-2.0", -2.0),
-    ("010", 10), ("0o10", 8), ("0x1f", 31), ("-3", -3), ("1_000", "1_000"), ("1:30", "1:30"),
-    ("2024-01-01", "2024-01-01"), ("~", None), ("null", None), ("", None), (".inf", math.inf), ("-.Inf", -math.inf),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("on", "on"),
+        ("off", "off"),
+        ("yes", "yes"),
+        ("no", "no"),
+        ("y", "y"),
+        ("Yes", "Yes"),
+        ("true", True),
+        ("True", True),
+        ("TRUE", True),
+        ("false", False),
+        ("1e-4", 1e-4),
+        ("1E5", 1e5),
+        ("+1.5e-3", 1.5e-3),
+        (".5", 0.5),
+        ("1.", 1.0),
+        ("-2.0", -2.0),
+        ("010", 10),
+        ("0o10", 8),
+        ("0x1f", 31),
+        ("-3", -3),
+        ("1_000", "1_000"),
+        ("1:30", "1:30"),
+        ("2024-01-01", "2024-01-01"),
+        ("~", None),
+        ("null", None),
+        ("", None),
+        (".inf", math.inf),
+        ("-.Inf", -math.inf),
+    ],
+)
 def test_core_schema_scalars(text, expected):
     assert yaml_core.load(f"value: {text}") == {"value": expected}
     assert type(yaml_core.load(f"value: {text}")["value"]) is type(expected)
@@ -52,9 +77,16 @@ def test_gate_on_and_exponent_float_through_a_file(tmp_path):
 
 def test_gate_on_and_exponent_float_through_set(tmp_path, capsys):
     path = tmp_path / "recipe.yaml"
-    path.write_text(RECIPE_12.replace("trainer: {learning_rate: 1e-4, max_steps: 1}", "trainer: {max_steps: 1}")
-                    .replace(", gate: {on: accuracy, min: 1.0}", ""))
-    overrides = ["trainer.learning_rate=1e-4", "rewards.format.gate={on: accuracy, min: 1}", "rewards.format.gate.value=.5"]
+    path.write_text(
+        RECIPE_12.replace("trainer: {learning_rate: 1e-4, max_steps: 1}", "trainer: {max_steps: 1}").replace(
+            ", gate: {on: accuracy, min: 1.0}", ""
+        )
+    )
+    overrides = [
+        "trainer.learning_rate=1e-4",
+        "rewards.format.gate={on: accuracy, min: 1}",
+        "rewards.format.gate.value=.5",
+    ]
     recipe = load_recipe(path, overrides)
     assert recipe.trainer_args["learning_rate"] == 1e-4
     gate = {spec.name: spec.gate for spec in recipe.rewards}["format"]
@@ -73,8 +105,19 @@ def test_set_value_on_is_a_string_where_a_string_is_expected(tmp_path):
 
 
 def test_dump_reads_back_identically_under_yaml_1_1_and_1_2():
-    data = {"a": "on", "b": "1e-4", "c": "yes", "d": 1e-4, "e": "010", "f": "2024-01-01", "g": True, "h": None,
-            "i": "", "j": "plain", "k": [1, "no", 0.5]}
+    data = {
+        "a": "on",
+        "b": "1e-4",
+        "c": "yes",
+        "d": 1e-4,
+        "e": "010",
+        "f": "2024-01-01",
+        "g": True,
+        "h": None,
+        "i": "",
+        "j": "plain",
+        "k": [1, "no", 0.5],
+    }
     text = yaml_core.dump(data)
     assert yaml_core.load(text) == data
     assert yaml.safe_load(text) == data
@@ -92,8 +135,10 @@ def test_alias_bomb_is_refused_in_one_line_before_anything_else(tmp_path):
     (minutes, gigabytes); it must be refused at load, in one line, exit 2. Run in a subprocess
     with a memory cap and a timeout, so that a regression fails instead of taking the machine."""
     path = tmp_path / "bomb.yaml"
-    path.write_text("recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\nrewards: {accuracy: {}}\n"
-                    "description: &d bomb\n" + _bomb())
+    path.write_text(
+        "recipe: procrl/v1\nmodel: {name_or_path: procrl:tiny-qwen2}\nrewards: {accuracy: {}}\n"
+        "description: &d bomb\n" + _bomb()
+    )
     assert len(path.read_bytes()) < 1200
     code = (
         "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)); "

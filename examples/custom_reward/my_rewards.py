@@ -28,8 +28,11 @@ class RepeatedSteps(RewardComponent):
             step_scores.append(steps or None)
             scores.append(sum(steps) / len(steps) if steps else None)
         repeated = [s for steps in step_scores if steps for s in steps]
-        return RewardOutput(scores=scores, step_scores=step_scores,
-                            metrics={"repeated_share": -sum(repeated) / len(repeated) if repeated else 0.0})
+        return RewardOutput(
+            scores=scores,
+            step_scores=step_scores,
+            metrics={"repeated_share": -sum(repeated) / len(repeated) if repeated else 0.0},
+        )
 
 
 def overlong_penalty(completions, max_chars: int = 1200, **kwargs):

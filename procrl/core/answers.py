@@ -58,7 +58,9 @@ _NUMBER = re.compile(
 _HASHES = re.compile(r"####[ \t]*([^\n]*)")
 # what follows '####' in an answer line: a number ('**', '$' and '\\$' allowed before it), not a
 # numbered heading ("#### 1. Calculate the cost", "#### Step 3: Total")
-_HASHES_ANSWER = re.compile(r"(?:\*\*)?[ \t]*(?:\\?\$)?[ \t]*[-−]?[ \t]?(?:\d|\.\d|\\[dt]?frac)(?![\d,]*[.:)][ \t]+[A-Za-z])")
+_HASHES_ANSWER = re.compile(
+    r"(?:\*\*)?[ \t]*(?:\\?\$)?[ \t]*[-−]?[ \t]?(?:\d|\.\d|\\[dt]?frac)(?![\d,]*[.:)][ \t]+[A-Za-z])"
+)
 _COPULA = re.compile(r"\b(?:is|are|was|were|equals|will be)\b")
 _BOLD = re.compile(r"\*\*([^*\n]{1,200})\*\*")
 _STARTS_WITH_NUMBER = re.compile(r"[\s*:(]*(?:\\\(|\\\[|\$)?[\s*]*(?:\\?\$)?\s*[-−]?\s?(?:\d|\.\d|\\[dt]?frac)")
@@ -112,12 +114,12 @@ class Number(float):
 
     exact: Decimal
 
-    def __new__(cls, exact: Decimal) -> "Number":
+    def __new__(cls, exact: Decimal) -> Number:
         number = super().__new__(cls, float(exact))  # float(Decimal) rounds; inf past float's range, never raises
         number.exact = exact
         return number
 
-    def __neg__(self) -> "Number":
+    def __neg__(self) -> Number:
         return Number(-self.exact)
 
     def __reduce__(self):

@@ -44,7 +44,12 @@ from pathlib import Path
 from procrl.core.config import ConfigError
 
 __all__ = [
-    "AtomicOutput", "OutputTarget", "output_target", "publish_directory", "replace_directory", "replace_file",
+    "AtomicOutput",
+    "OutputTarget",
+    "output_target",
+    "publish_directory",
+    "replace_directory",
+    "replace_file",
     "write_bytes",
 ]
 
@@ -116,8 +121,9 @@ def output_target(path: str | os.PathLike, option: str = "--output") -> OutputTa
         shown = str(path) if name == os.path.abspath(os.fspath(path)) else f"{path} (-> {os.path.normpath(name)})"
         if stat.S_ISDIR(mode):
             raise ConfigError(f"{option}: {shown} is a directory; give a file path")
-        raise ConfigError(f"{option}: {shown} is {_what(mode)}; procrl writes regular files, character devices "
-                          "and pipes only")
+        raise ConfigError(
+            f"{option}: {shown} is {_what(mode)}; procrl writes regular files, character devices and pipes only"
+        )
     return OutputTarget(kind, Path(name))
 
 
@@ -129,8 +135,11 @@ def _open_stream(path: Path, shown: Path, option: str) -> int:
     except OSError as error:
         if error.errno != errno.ENXIO:  # ENXIO: a FIFO without a reader
             raise
-        print(f"procrl: waiting for a reader of {shown} ({option} is a FIFO); open it for reading, "
-              "or press Ctrl-C", file=sys.stderr, flush=True)
+        print(
+            f"procrl: waiting for a reader of {shown} ({option} is a FIFO); open it for reading, or press Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
         return os.open(path, os.O_WRONLY)
     os.set_blocking(descriptor, True)  # written with ordinary blocking writes
     return descriptor
@@ -220,7 +229,11 @@ class AtomicOutput:
         if self.streamed:
             return ConfigError(f"{self.option}: writing {self.shown} failed ({reason}); the output is incomplete")
         kept = "left as it was" if self.path.exists() else "not created"
-        shown = self.shown if self.shown == self.path or str(self.shown) == str(self.path) else f"{self.shown} (-> {self.path})"
+        shown = (
+            self.shown
+            if self.shown == self.path or str(self.shown) == str(self.path)
+            else f"{self.shown} (-> {self.path})"
+        )
         return ConfigError(f"{self.option}: writing {shown} failed ({reason}); nothing written, {self.shown} {kept}")
 
     def kept(self) -> str:
@@ -250,8 +263,12 @@ class AtomicOutput:
             self.temporary.unlink(missing_ok=True)
 
 
-def replace_file(staged: str | os.PathLike, destination: str | os.PathLike, option: str = "output_dir",
-                 within: str | os.PathLike | None = None) -> None:
+def replace_file(
+    staged: str | os.PathLike,
+    destination: str | os.PathLike,
+    option: str = "output_dir",
+    within: str | os.PathLike | None = None,
+) -> None:
     """Move the finished file ``staged`` to ``destination`` under :func:`output_target`'s rule: a
     rename over it (through a symlink: over the file it points to; from another file system:
     copied beside it first, then renamed), copied into a device or a pipe, refused otherwise.
@@ -260,8 +277,10 @@ def replace_file(staged: str | os.PathLike, destination: str | os.PathLike, opti
     if within is not None and os.path.islink(destination):
         root = os.path.realpath(within)
         if os.path.commonpath([root, os.path.realpath(destination)]) != root:
-            raise ConfigError(f"{option}: {destination} is a symlink to {os.path.realpath(destination)}, outside {within}; "
-                              "procrl never writes through a link out of its folder")
+            raise ConfigError(
+                f"{option}: {destination} is a symlink to {os.path.realpath(destination)}, outside {within}; "
+                "procrl never writes through a link out of its folder"
+            )
     if target.kind == "file":
         try:
             os.replace(staged, target.path)

@@ -243,16 +243,23 @@ def _labels_named(text: str, spec: AnswerSpec) -> list[str]:
                 found.append((match.start(), label))
     leading = _LEADING_LABEL.match(text)
     if leading and leading.group(1) in labels and not any(position <= leading.start(1) + 1 for position, _ in found):
-        label, rest = leading.group(1), text[leading.end():]
+        label, rest = leading.group(1), text[leading.end() :]
         option = next((o for o in spec.options if o.label == label), None)
         own_text = option is not None and _plain(rest).startswith(_plain(option.text)) and _plain(option.text)
-        if leading.group(2) is not None or not rest.strip() or own_text or (label != "A" and rest[:1].islower()) \
-                or _ARTICLE_FOLLOWERS.match(rest):
+        if (
+            leading.group(2) is not None
+            or not rest.strip()
+            or own_text
+            or (label != "A" and rest[:1].islower())
+            or _ARTICLE_FOLLOWERS.match(rest)
+        ):
             found.append((leading.start(1), label))
     if found:
         found += [(m.start(1), m.group(1)) for m in _JOINED_LABEL.finditer(text) if m.group(1) in labels]
     # "(C), not (A)": an option ruled out is not named as the answer (when another one is)
-    kept = [(position, label) for position, label in found if not _RULED_OUT.search(text[max(0, position - 20) : position])]
+    kept = [
+        (position, label) for position, label in found if not _RULED_OUT.search(text[max(0, position - 20) : position])
+    ]
     return [label for _, label in sorted(kept if kept else found)]
 
 
@@ -280,8 +287,11 @@ def _final_line(completion: str) -> str:
 
 def _statements(completion: str) -> list[tuple[str, str | None]]:
     """The places an answer is read from, in precedence order: ``(rule, text)``."""
-    return [("boxed", extract_boxed(completion)), ("answer_is", last_answer_statement(completion)),
-            ("final_line", _final_line(completion) or None)]
+    return [
+        ("boxed", extract_boxed(completion)),
+        ("answer_is", last_answer_statement(completion)),
+        ("final_line", _final_line(completion) or None),
+    ]
 
 
 def predict_choice(completion: str, spec: AnswerSpec) -> tuple[str | None, str]:
@@ -305,8 +315,11 @@ def predict_choice(completion: str, spec: AnswerSpec) -> tuple[str | None, str]:
 _POLAR = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 _POLAR_PAIR = re.compile(r"\b(yes|no|true|false)\s*(?:or|/|and)\s*(yes|no|true|false)\b", re.IGNORECASE)
 # a final line opening with the word as an answer: "Yes.", "No, ...", "Yes it is." (not "No goldfish can ...")
-_OPENING_POLAR = re.compile(r"^[\s*_`\"'(]*(yes|no|true|false)\b"
-                            r"(?=\s*(?:[.,;:!)*]|$)|\s+(?:it|they|he|she|this|that|there|we|you|i)\b)", re.IGNORECASE)
+_OPENING_POLAR = re.compile(
+    r"^[\s*_`\"'(]*(yes|no|true|false)\b"
+    r"(?=\s*(?:[.,;:!)*]|$)|\s+(?:it|they|he|she|this|that|there|we|you|i)\b)",
+    re.IGNORECASE,
+)
 _BOLD_POLAR = re.compile(r"\*\*\s*(yes|no|true|false)\s*[.!]?\s*\*\*", re.IGNORECASE)
 
 

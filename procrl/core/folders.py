@@ -70,8 +70,7 @@ def _contents(folder: Path, entries: list[str]) -> str:
     return ", ".join(shown) + more
 
 
-def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = False,
-                 option: str = "--output-dir") -> str:
+def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = False, option: str = "--output-dir") -> str:
     """Whether ``command`` may write into ``folder`` (read-only; nothing is created): ``"new"``,
     ``"empty"``, ``"ours"`` (marked by this command) or ``"overwrite"``; a one-line ConfigError
     naming ``option`` otherwise (a file, under a file, unwritable, someone else's folder, a link
@@ -91,14 +90,20 @@ def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = Fals
     else:
         mine = [name for name in entries if name != MARKER] or entries  # (an unreadable marker alone: shown)
         if commands is not None:
-            raise ConfigError(f"{option}: {folder} was written by procrl {', '.join(commands)} ({_contents(path, mine)}), "
-                              f"not by procrl {command}; give another folder, or --overwrite to write into it")
-        raise ConfigError(f"{option}: {folder} holds {_contents(path, mine)}, which procrl did not write; give a new or "
-                          "empty folder, or --overwrite to write into it")
+            raise ConfigError(
+                f"{option}: {folder} was written by procrl {', '.join(commands)} ({_contents(path, mine)}), "
+                f"not by procrl {command}; give another folder, or --overwrite to write into it"
+            )
+        raise ConfigError(
+            f"{option}: {folder} holds {_contents(path, mine)}, which procrl did not write; give a new or "
+            "empty folder, or --overwrite to write into it"
+        )
     link = link_out_of(path)
     if link is not None:
-        raise ConfigError(f"{option}: {link[0]} is a symlink to {link[1]}, outside {folder}; procrl never writes through "
-                          "a link out of its folder: remove the link, or give another folder")
+        raise ConfigError(
+            f"{option}: {link[0]} is a symlink to {link[1]}, outside {folder}; procrl never writes through "
+            "a link out of its folder: remove the link, or give another folder"
+        )
     return state
 
 
@@ -108,8 +113,11 @@ def claim_folder(folder: str | os.PathLike, command: str) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     commands = folder_commands(path) or []
     if command not in commands:
-        record = {"written_by": "procrl", "commands": [*commands, command],
-                  "what": "procrl writes into this folder again only because this file is here"}
+        record = {
+            "written_by": "procrl",
+            "commands": [*commands, command],
+            "what": "procrl writes into this folder again only because this file is here",
+        }
         write_file(path, MARKER, json.dumps(record, indent=2) + "\n")
     return path
 

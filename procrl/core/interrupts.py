@@ -53,7 +53,10 @@ def _raise_terminated(signum, frame):
 def terminate_as_interrupt():
     """While inside: SIGTERM raises :class:`Terminated` in the main thread (elsewhere, or when a
     handler other than the default is installed, nothing changes). The handler is restored after."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+    ):
         yield
         return
     signal.signal(signal.SIGTERM, _raise_terminated)

@@ -15,8 +15,9 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from procrl.core.config import ConfigError
 
@@ -42,8 +43,10 @@ def _integer(digits: str) -> int:
 
 
 def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
-    return ConfigError(f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
-                       f"({sys.get_int_max_str_digits():,}); give it as a string (\"123...\")")
+    return ConfigError(
+        f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
+        f'({sys.get_int_max_str_digits():,}); give it as a string ("123...")'
+    )
 
 
 def _parse(text: str, path: str, where: int) -> Any:
@@ -161,7 +164,7 @@ class _Prepended(io.RawIOBase):
 
     def readinto(self, buffer) -> int:
         data = self.head[: len(buffer)] if self.head else self.rest.read(len(buffer))
-        self.head = self.head[len(data):] if self.head else b""
+        self.head = self.head[len(data) :] if self.head else b""
         buffer[: len(data)] = data
         return len(data)
 
@@ -200,8 +203,11 @@ def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
     input twice: every row is checked before any is scored)."""
     if path != "-":
         try:
-            if not stat.S_ISCHR(os.stat(path).st_mode) and not stat.S_ISFIFO(os.stat(path).st_mode) \
-                    and not stat.S_ISSOCK(os.stat(path).st_mode):
+            if (
+                not stat.S_ISCHR(os.stat(path).st_mode)
+                and not stat.S_ISFIFO(os.stat(path).st_mode)
+                and not stat.S_ISSOCK(os.stat(path).st_mode)
+            ):
                 yield path
                 return
         except OSError:
@@ -211,12 +217,16 @@ def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
     copy = os.path.join(directory, "input.jsonl")
     try:
         try:
-            with (open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb")) as source, \
-                    open(copy, "wb") as target:
+            with (
+                open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as source,
+                open(copy, "wb") as target,
+            ):
                 shutil.copyfileobj(source, target, 1 << 20)
         except OSError as error:
-            raise ConfigError(f"{option}: cannot read {path} into a temporary file in {tempfile.gettempdir()} "
-                              f"({error.strerror or error})") from None
+            raise ConfigError(
+                f"{option}: cannot read {path} into a temporary file in {tempfile.gettempdir()} "
+                f"({error.strerror or error})"
+            ) from None
         yield copy
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -15,7 +15,9 @@ import warnings
 
 __all__ = ["GRADIENT_CHECKPOINTING_RENAME", "filter_known_warnings"]
 
-GRADIENT_CHECKPOINTING_RENAME = r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated and will be removed in v6"
+GRADIENT_CHECKPOINTING_RENAME = (
+    r"`(is_)?gradient_checkpointing(_enable|_disable)?` is deprecated and will be removed in v6"
+)
 
 
 def filter_known_warnings() -> None:

@@ -8,7 +8,7 @@ NaN silently vanishes from some consumers and poisons others).
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["mean"]
 

@@ -18,13 +18,32 @@ from pathlib import Path
 
 from procrl.core.config import ConfigError
 
-__all__ = ["check_model_path", "check_output_dir_option", "has_tokenizer_files", "is_local_data_file", "writable_dir_problem"]
+__all__ = [
+    "check_model_path",
+    "check_output_dir_option",
+    "has_tokenizer_files",
+    "is_local_data_file",
+    "writable_dir_problem",
+]
 
-WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin", "*.safetensors.index.json", "tf_model.h5",
-                   "flax_model.msgpack")
+WEIGHT_PATTERNS = (
+    "*.safetensors",
+    "pytorch_model*.bin",
+    "model*.bin",
+    "*.safetensors.index.json",
+    "tf_model.h5",
+    "flax_model.msgpack",
+)
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_model.bin")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "tokenizer.model",
-                   "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 
 
 def is_local_data_file(dataset: str) -> bool:
@@ -49,7 +68,13 @@ def writable_dir_problem(folder: Path) -> str | None:
 
 
 def _looks_like_a_path(name: str) -> bool:
-    return name.startswith(("/", "./", "../", "~")) or name.count("/") > 1 or name.endswith("/") or os.sep != "/" and os.sep in name
+    return (
+        name.startswith(("/", "./", "../", "~"))
+        or name.count("/") > 1
+        or name.endswith("/")
+        or os.sep != "/"
+        and os.sep in name
+    )
 
 
 def has_tokenizer_files(directory: str | os.PathLike) -> bool:
@@ -66,7 +91,9 @@ def check_model_path(option: str, name: str, *, allow_gguf: bool = True, what: s
         if allow_gguf and path.suffix.lower() == ".gguf":
             return
         others = ", a .gguf file or an embedded procrl: name" if allow_gguf else ""
-        raise ConfigError(f"{option}: {name} is a file; give a {what} directory (config.json and weights) or a Hub id{others}")
+        raise ConfigError(
+            f"{option}: {name} is a file; give a {what} directory (config.json and weights) or a Hub id{others}"
+        )
     if path.is_dir():
         if not (path / "config.json").is_file() and not (path / "adapter_config.json").is_file():
             checkpoints = sorted(p.name for p in path.glob("checkpoint-*") if p.is_dir())
@@ -75,8 +102,10 @@ def check_model_path(option: str, name: str, *, allow_gguf: bool = True, what: s
         weights = any(next(path.glob(pattern), None) is not None for pattern in WEIGHT_PATTERNS)
         adapter = (path / "adapter_config.json").is_file() and any((path / f).is_file() for f in ADAPTER_FILES)
         if not weights and not adapter:
-            raise ConfigError(f"{option}: {name} has config.json but no weights (model.safetensors, pytorch_model.bin, "
-                              f"or a PEFT adapter); an interrupted save, or a config-only download?")
+            raise ConfigError(
+                f"{option}: {name} has config.json but no weights (model.safetensors, pytorch_model.bin, "
+                f"or a PEFT adapter); an interrupted save, or a config-only download?"
+            )
         return
     if path.exists():
         raise ConfigError(f"{option}: {name} is neither a file nor a directory")
@@ -106,6 +135,9 @@ def check_output_dir_option(option: str, directory: str | os.PathLike) -> None:
                 raise ConfigError(f"{option}: {candidate} is a file, so {directory} cannot be created")
             problem = _probe(candidate)
             if problem:
-                raise ConfigError(f"{option}: {problem}" if candidate == folder else
-                                  f"{option}: {directory} cannot be created: {problem}")
+                raise ConfigError(
+                    f"{option}: {problem}"
+                    if candidate == folder
+                    else f"{option}: {directory} cannot be created: {problem}"
+                )
             return

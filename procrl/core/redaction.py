@@ -27,16 +27,57 @@ import re
 import sys
 from typing import Any
 
-__all__ = ["REDACTED", "RedactedStream", "SecretText", "hide_secrets", "is_secret_key", "redact", "redact_argv",
-           "redact_text", "redact_url", "redacted_console", "register_secret", "register_secrets"]
+__all__ = [
+    "REDACTED",
+    "RedactedStream",
+    "SecretText",
+    "hide_secrets",
+    "is_secret_key",
+    "redact",
+    "redact_argv",
+    "redact_text",
+    "redact_url",
+    "redacted_console",
+    "register_secret",
+    "register_secrets",
+]
 
 REDACTED = "<redacted>"
-_ALWAYS = {"password", "passwd", "pwd", "secret", "secrets", "credential", "credentials", "apikey", "passphrase",
-           "authorization", "bearer", "cookie"}
+_ALWAYS = {
+    "password",
+    "passwd",
+    "pwd",
+    "secret",
+    "secrets",
+    "credential",
+    "credentials",
+    "apikey",
+    "passphrase",
+    "authorization",
+    "bearer",
+    "cookie",
+}
 _KEY_OWNERS = {"api", "access", "private", "secret", "auth", "license", "subscription", "signing", "encryption"}
 # tokenizer settings: "pad_token", "eos_token", ... are vocabulary entries, not credentials
-_VOCABULARY_TOKENS = {"pad", "eos", "bos", "unk", "sep", "cls", "mask", "start", "end", "special", "image", "audio",
-                      "video", "think", "answer", "step", "additional"}
+_VOCABULARY_TOKENS = {
+    "pad",
+    "eos",
+    "bos",
+    "unk",
+    "sep",
+    "cls",
+    "mask",
+    "start",
+    "end",
+    "special",
+    "image",
+    "audio",
+    "video",
+    "think",
+    "answer",
+    "step",
+    "additional",
+}
 # the user-info part of a URL, up to its last "@" before the path (a password may hold "@")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s'\"]+)@")
 _QUERY_PARAMETER = re.compile(r"([?&;])([^=&#\s'\"]+)=([^&#\s'\"]+)")
@@ -295,10 +336,11 @@ class redacted_console:
     """``with redacted_console(): ...`` (procrl's entry points): stdout and stderr redact what is
     written to them, a traceback that ends the process too; the streams are restored after."""
 
-    def __enter__(self) -> "redacted_console":
+    def __enter__(self) -> redacted_console:
         self.saved = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = (stream if isinstance(stream, RedactedStream) else RedactedStream(stream)
-                                  for stream in self.saved)
+        sys.stdout, sys.stderr = (
+            stream if isinstance(stream, RedactedStream) else RedactedStream(stream) for stream in self.saved
+        )
         if sys.excepthook is sys.__excepthook__:
             sys.excepthook = _redacting_excepthook
         return self

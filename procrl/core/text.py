@@ -89,7 +89,9 @@ _THINK_TAG = re.compile(r"</?think>", re.IGNORECASE)
 # Markers of a final answer statement; the answer line starts at the sentence holding one.
 _ANSWER_MARKER = re.compile(r"####|\\boxed\s*\{|\b(?:the\s+)?(?:final\s+)?answer\s*(?:is\b|:)", re.IGNORECASE)
 # A line that is only a bold number ("**18**", "**$1,500**", "**18 eggs.**"): an answer line too.
-_BOLD_NUMBER_LINE = re.compile(r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*")
+_BOLD_NUMBER_LINE = re.compile(
+    r"[ \t]*\*\*[ \t]*\\?\$?[ \t]*-?[\d.,]*\d[ \t]*[A-Za-z ]{0,20}[.!]?[ \t]*\*\*[ \t]*[.!]?[ \t]*"
+)
 # A line holding only LaTeX display delimiters: part of the answer block it surrounds.
 DISPLAY_DELIMITERS = _DISPLAY_DELIMITERS = re.compile(r"[ \t]*(?:\\\[|\\\]|\$\$|\\\(|\\\))[ \t.]*")
 _SENTENCE_END_BEFORE = re.compile(r"[.!?](?=\s)")

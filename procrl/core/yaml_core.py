@@ -73,7 +73,9 @@ class CoreLoader(yaml.SafeLoader):
     def compose_node(self, parent, index):
         if self._depth >= MAX_DEPTH:
             mark = self.peek_event().start_mark
-            raise YAMLSizeError(f"line {mark.line + 1}: YAML nested more than {MAX_DEPTH} levels deep; refusing to load")
+            raise YAMLSizeError(
+                f"line {mark.line + 1}: YAML nested more than {MAX_DEPTH} levels deep; refusing to load"
+            )
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -90,8 +92,12 @@ class CoreLoader(yaml.SafeLoader):
                 line = key_node.start_mark.line + 1
                 if key in first_line:
                     raise DuplicateKeyError(
-                        None, None, f"duplicate key {key!r}: first at line {first_line[key]}, again at line {line}; "
-                        "give each key once (YAML would keep only the last)", key_node.start_mark)
+                        None,
+                        None,
+                        f"duplicate key {key!r}: first at line {first_line[key]}, again at line {line}; "
+                        "give each key once (YAML would keep only the last)",
+                        key_node.start_mark,
+                    )
                 first_line[key] = line
         return super().construct_mapping(node, deep=deep)
 

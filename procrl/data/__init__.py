@@ -18,8 +18,17 @@ from procrl.core.config import ConfigError, suggest
 from procrl.core.paths import is_local_data_file
 from procrl.data.prompts import DEFAULT_PROMPT_TEMPLATE, format_prompt, uses_chat_template
 
-__all__ = ["build_eval_dataset", "build_prompt_dataset", "check_data_file", "check_rows", "format_prompt",
-           "has_no_splits", "load_examples", "synthetic_rows", "uses_chat_template"]
+__all__ = [
+    "build_eval_dataset",
+    "build_prompt_dataset",
+    "check_data_file",
+    "check_rows",
+    "format_prompt",
+    "has_no_splits",
+    "load_examples",
+    "synthetic_rows",
+    "uses_chat_template",
+]
 
 SYNTHETIC = "synthetic"
 
@@ -38,8 +47,9 @@ def _saved_kind(directory: Path) -> str | None:
 
 def has_no_splits(dataset: str) -> bool:
     """A local file, or a single Dataset saved with ``save_to_disk``: ``split`` selects nothing."""
-    return dataset != SYNTHETIC and (is_local_data_file(dataset) or (
-        Path(dataset).is_dir() and _saved_kind(Path(dataset)) == "dataset"))
+    return dataset != SYNTHETIC and (
+        is_local_data_file(dataset) or (Path(dataset).is_dir() and _saved_kind(Path(dataset)) == "dataset")
+    )
 
 
 def _load_directory(data, split: str):
@@ -55,14 +65,17 @@ def _load_directory(data, split: str):
             if kind == "dataset":
                 return loaded
             if split not in loaded:
-                raise ConfigError(f"data.split: {split!r} is not a split of {directory} (splits: "
-                                  f"{', '.join(map(repr, loaded))}){suggest(split, list(loaded))}")
+                raise ConfigError(
+                    f"data.split: {split!r} is not a split of {directory} (splits: "
+                    f"{', '.join(map(repr, loaded))}){suggest(split, list(loaded))}"
+                )
             return loaded[split]
         if not any(p.suffix.lower() in DATA_FILE_SUFFIXES for p in _files_below(directory, depth=3)):
             raise ConfigError(
                 f"data.dataset: {directory} is a directory but not a dataset: no dataset_dict.json or state.json "
                 f"(datasets' save_to_disk) and no data files ({', '.join(DATA_FILE_SUFFIXES)}); give a .jsonl file, "
-                "a Hub dataset id, or such a directory")
+                "a Hub dataset id, or such a directory"
+            )
         try:
             return datasets.load_dataset(str(directory), data.config, split=split)
         except ValueError as error:  # a plain folder of files has no configuration 'main' (the default, GSM8K's)
@@ -73,7 +86,9 @@ def _load_directory(data, split: str):
         raise
     except Exception as error:  # datasets' own errors: a missing config or split, unreadable files
         message = " ".join(str(error).split())[:300]
-        raise ConfigError(f"data.dataset: cannot load the directory {directory} ({type(error).__name__}: {message})") from None
+        raise ConfigError(
+            f"data.dataset: cannot load the directory {directory} ({type(error).__name__}: {message})"
+        ) from None
 
 
 def _files_below(directory: Path, depth: int):
@@ -93,23 +108,35 @@ def _files_below(directory: Path, depth: int):
         level = following
 
 
-def check_rows(dataset, source: str, question_column: str = "question", answer_column: str = "answer",
-               boolean_answers: bool = False) -> None:
+def check_rows(
+    dataset,
+    source: str,
+    question_column: str = "question",
+    answer_column: str = "answer",
+    boolean_answers: bool = False,
+) -> None:
     """Every row of a loaded dataset has a non-empty text question and a text or numeric answer
     (what :func:`check_data_file` checks for a local file), else a one-line ConfigError naming
     the row (numbered from 1)."""
+
     def rows():
-        for batch in dataset.select_columns(list(dict.fromkeys([question_column, answer_column]))).iter(batch_size=10_000):
+        for batch in dataset.select_columns(list(dict.fromkeys([question_column, answer_column]))).iter(
+            batch_size=10_000
+        ):
             yield from zip(batch[question_column], batch[answer_column])
 
     for index, (question, answer) in enumerate(rows(), 1):
         if not isinstance(question, str) or not question.strip():
             got = f"{type(question).__name__} {question!r}"[:60]
-            raise ConfigError(f"data.dataset: {source} row {index}: {question_column!r} must be a non-empty string "
-                              f"({got}; data.question_column)")
+            raise ConfigError(
+                f"data.dataset: {source} row {index}: {question_column!r} must be a non-empty string "
+                f"({got}; data.question_column)"
+            )
         if (isinstance(answer, bool) and not boolean_answers) or not isinstance(answer, (str, int, float)):
-            raise ConfigError(f"data.dataset: {source} row {index}: {answer_column!r} must be a string or a number "
-                              f"({type(answer).__name__}; data.answer_column)")
+            raise ConfigError(
+                f"data.dataset: {source} row {index}: {answer_column!r} must be a string or a number "
+                f"({type(answer).__name__}; data.answer_column)"
+            )
     if len(dataset) == 0:
         raise ConfigError(f"data.dataset: {source} holds no rows")
 
@@ -120,8 +147,10 @@ def synthetic_rows(data, split: str) -> list[dict[str, Any]]:
 
     settings = data.synthetic
     if split != "train" and split not in HELD_OUT_SPLITS:
-        raise ConfigError(f"data.split: the synthetic dataset has the splits 'train', 'test' and 'validation', "
-                          f"got {split!r}{suggest(split, ('train', *HELD_OUT_SPLITS))}")
+        raise ConfigError(
+            f"data.split: the synthetic dataset has the splits 'train', 'test' and 'validation', "
+            f"got {split!r}{suggest(split, ('train', *HELD_OUT_SPLITS))}"
+        )
     # held-out splits: their own seed stream, minus every training question (procrl/data/synthetic.py)
     size = settings.num_examples if split == "train" else settings.held_out_examples
     return generate_split(split, size, settings.seed, train_examples=settings.num_examples)
@@ -159,7 +188,9 @@ def load_examples(data, split: str | None = None):
             )
     question_type = getattr(dataset.features[columns.question], "dtype", None)
     if question_type not in ("string", "large_string"):
-        raise ConfigError(f"data.question_column: column {columns.question!r} of {data.dataset!r} holds {question_type}, not text")
+        raise ConfigError(
+            f"data.question_column: column {columns.question!r} of {data.dataset!r} holds {question_type}, not text"
+        )
     if data.dataset != SYNTHETIC and not is_local_data_file(data.dataset):  # a local file was checked line by line
         check_rows(dataset, data.dataset, columns.question, columns.answer, boolean_answers=columns.kind == "yes_no")
     if data.max_samples is not None:
@@ -190,8 +221,13 @@ def _file_columns(data):
     except ConfigError:
         first = None  # check_data_file names the problem
     names = list(first) if isinstance(first, dict) else []
-    columns = resolve_columns(data, names, first.get(data.answer_column if data.answer_column in names else "answerKey")
-                              if isinstance(first, dict) else None)
+    columns = resolve_columns(
+        data,
+        names,
+        first.get(data.answer_column if data.answer_column in names else "answerKey")
+        if isinstance(first, dict)
+        else None,
+    )
     return columns
 
 
@@ -222,13 +258,16 @@ def _check_encodable(where: str, column: str, text: str) -> None:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        raise ConfigError(f"{where}: {column!r} holds a lone surrogate ({text[error.start]!r} at character "
-                          f"{error.start + 1}), which is not text; remove it or give the character it was meant to be "
-                          "as a pair") from None
+        raise ConfigError(
+            f"{where}: {column!r} holds a lone surrogate ({text[error.start]!r} at character "
+            f"{error.start + 1}), which is not text; remove it or give the character it was meant to be "
+            "as a pair"
+        ) from None
 
 
-def check_data_file(path: str, question_column: str = "question", answer_column: str = "answer",
-                    boolean_answers: bool = False) -> int:
+def check_data_file(
+    path: str, question_column: str = "question", answer_column: str = "answer", boolean_answers: bool = False
+) -> int:
     """Read a local JSON-lines / JSON-array data file once, before ``datasets`` does: every row
     an object with a non-empty text question and a text or numeric answer. A one-line
     ConfigError names the file and line (datasets would fail with a traceback, or a row with a
@@ -244,17 +283,23 @@ def check_data_file(path: str, question_column: str = "question", answer_column:
             question = row.get(question_column)
             if not isinstance(question, str) or not question.strip():
                 got = "no such field" if question_column not in row else f"{type(question).__name__} {question!r}"[:60]
-                raise ConfigError(f"{where}: {question_column!r} must be a non-empty string ({got}; data.question_column)")
+                raise ConfigError(
+                    f"{where}: {question_column!r} must be a non-empty string ({got}; data.question_column)"
+                )
             _check_encodable(where, question_column, question)
             answer = row.get(answer_column)
             if isinstance(answer, str):
                 _check_encodable(where, answer_column, answer)
             if (isinstance(answer, bool) and not boolean_answers) or not isinstance(answer, (str, int, float)):
                 got = "no such field" if answer_column not in row else type(answer).__name__
-                raise ConfigError(f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)")
+                raise ConfigError(
+                    f"{where}: {answer_column!r} must be a string or a number ({got}; data.answer_column)"
+                )
             if isinstance(answer, int) and abs(answer) > _EXACT_IN_DATASETS:
-                raise ConfigError(f"{where}: {answer_column!r} is a JSON integer of {len(str(abs(answer)))} digits, past "
-                                  f"2**53: datasets stores numbers in 64 bits and would round it; give it as a string")
+                raise ConfigError(
+                    f"{where}: {answer_column!r} is a JSON integer of {len(str(abs(answer)))} digits, past "
+                    f"2**53: datasets stores numbers in 64 bits and would round it; give it as a string"
+                )
             count += 1
     except ConfigError as error:
         message = str(error)

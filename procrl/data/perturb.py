@@ -114,7 +114,15 @@ def build_processbench(rows: list[dict], num_errors: int, num_correct: int, seed
             corrects += 1
         else:
             continue
-        records.append({"id": f"gsm8k-train-{position}", "problem": row["question"], "steps": steps, "label": label, "answer": gold})
+        records.append(
+            {
+                "id": f"gsm8k-train-{position}",
+                "problem": row["question"],
+                "steps": steps,
+                "label": label,
+                "answer": gold,
+            }
+        )
     if errors < num_errors or corrects < num_correct:
         raise ValueError(f"only {errors} perturbable and {corrects} correct solutions in {len(rows)} rows")
     rng.shuffle(records)

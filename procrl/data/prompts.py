@@ -19,7 +19,15 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["DEFAULT_PROMPT_TEMPLATE", "KIND_PROMPT_TEMPLATES", "format_prompt", "prompt_template", "prompt_text", "render_prompt", "uses_chat_template"]
+__all__ = [
+    "DEFAULT_PROMPT_TEMPLATE",
+    "KIND_PROMPT_TEMPLATES",
+    "format_prompt",
+    "prompt_template",
+    "prompt_text",
+    "render_prompt",
+    "uses_chat_template",
+]
 
 # The default user prompt (recipe key data.prompt_template).
 DEFAULT_PROMPT_TEMPLATE = (
@@ -30,9 +38,9 @@ DEFAULT_PROMPT_TEMPLATE = (
 # choice row already lists its options ("Answer Choices: (A) ... (B) ...").
 KIND_PROMPT_TEMPLATES = {
     "choice": "{question}\n\nThink step by step, one step per line. "
-              "End with a final line of the form 'The answer is (X)', X the letter of your choice.",
+    "End with a final line of the form 'The answer is (X)', X the letter of your choice.",
     "yes_no": "{question}\n\nThink step by step, one step per line. "
-              "End with a final line of the form 'The answer is yes' or 'The answer is no'.",
+    "End with a final line of the form 'The answer is yes' or 'The answer is no'.",
 }
 
 

@@ -33,35 +33,69 @@ from typing import Any
 from procrl.core.choices import AnswerSpec, format_options, gold_answer, normalize_choices
 from procrl.core.config import ConfigError
 
-__all__ = ["Columns", "EXAMPLE_SOLUTIONS", "KNOWN_KINDS", "declared_answer_kind", "known_kind", "normalize_row", "resolve_columns"]
+__all__ = [
+    "Columns",
+    "EXAMPLE_SOLUTIONS",
+    "KNOWN_KINDS",
+    "declared_answer_kind",
+    "known_kind",
+    "normalize_row",
+    "resolve_columns",
+]
 
-KNOWN_KINDS = {"tau/commonsense_qa": "choice", "commonsense_qa": "choice", "allenai/openbookqa": "choice",
-               "openbookqa": "choice", "allenai/qasc": "choice", "qasc": "choice"}
+KNOWN_KINDS = {
+    "tau/commonsense_qa": "choice",
+    "commonsense_qa": "choice",
+    "allenai/openbookqa": "choice",
+    "openbookqa": "choice",
+    "allenai/qasc": "choice",
+    "qasc": "choice",
+}
 
 
 # Written solutions of each kind that is not a number (a dataset's gold is a letter or yes/no, not a
 # worked solution): what `procrl check` scores the reward mix on.
-_OPTIONS = [{"label": label, "text": text} for label, text in zip("ABCDE", ("ocean", "nightstand", "freezer", "volcano",
-                                                                           "mailbox"))]
+_OPTIONS = [
+    {"label": label, "text": text}
+    for label, text in zip("ABCDE", ("ocean", "nightstand", "freezer", "volcano", "mailbox"))
+]
 EXAMPLE_SOLUTIONS = {
     "choice": [
-        {"question": "Where would you put a book you want to read later tonight?\n"
-                     "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
-         "completion": "You read a book in bed before sleeping.\nSo the book should be within reach of the bed.\n"
-                       "A nightstand stands next to the bed.\nThe answer is (B).",
-         "answer": "B", "answer_kind": "choice", "choices": _OPTIONS},
-        {"question": "What would you use to keep ice cream frozen?\n"
-                     "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
-         "completion": "Ice cream melts above freezing.\nA freezer keeps food below freezing.\n**C**",
-         "answer": "C", "answer_kind": "choice", "choices": _OPTIONS},
+        {
+            "question": "Where would you put a book you want to read later tonight?\n"
+            "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
+            "completion": "You read a book in bed before sleeping.\nSo the book should be within reach of the bed.\n"
+            "A nightstand stands next to the bed.\nThe answer is (B).",
+            "answer": "B",
+            "answer_kind": "choice",
+            "choices": _OPTIONS,
+        },
+        {
+            "question": "What would you use to keep ice cream frozen?\n"
+            "Answer Choices: (A) ocean (B) nightstand (C) freezer (D) volcano (E) mailbox",
+            "completion": "Ice cream melts above freezing.\nA freezer keeps food below freezing.\n**C**",
+            "answer": "C",
+            "answer_kind": "choice",
+            "choices": _OPTIONS,
+        },
     ],
     "yes_no": [
-        {"question": "Could a goldfish survive in a desert without water?",
-         "completion": "Goldfish breathe with gills, which take oxygen from water.\nA desert has almost no water.\n"
-                       "So the answer is no.", "answer": "no", "answer_kind": "yes_no", "choices": None},
-        {"question": "Is the sun hotter than an ice cube?",
-         "completion": "The sun's surface is thousands of degrees hot.\nAn ice cube is frozen water, below zero "
-                       "degrees.\nYes.", "answer": "yes", "answer_kind": "yes_no", "choices": None},
+        {
+            "question": "Could a goldfish survive in a desert without water?",
+            "completion": "Goldfish breathe with gills, which take oxygen from water.\nA desert has almost no water.\n"
+            "So the answer is no.",
+            "answer": "no",
+            "answer_kind": "yes_no",
+            "choices": None,
+        },
+        {
+            "question": "Is the sun hotter than an ice cube?",
+            "completion": "The sun's surface is thousands of degrees hot.\nAn ice cube is frozen water, below zero "
+            "degrees.\nYes.",
+            "answer": "yes",
+            "answer_kind": "yes_no",
+            "choices": None,
+        },
     ],
 }
 
@@ -88,7 +122,9 @@ class Columns:
 
 
 def _is_yes_no(value: Any) -> bool:
-    return isinstance(value, bool) or (isinstance(value, str) and value.strip().lower() in ("yes", "no", "true", "false"))
+    return isinstance(value, bool) or (
+        isinstance(value, str) and value.strip().lower() in ("yes", "no", "true", "false")
+    )
 
 
 def resolve_columns(data, column_names: list[str], first_answer: Any = None) -> Columns:
@@ -110,8 +146,10 @@ def resolve_columns(data, column_names: list[str], first_answer: Any = None) -> 
         else:
             kind = known_kind(data.dataset) or "number"
     if kind == "choice" and choices is None:
-        raise ConfigError(f"data.choices_column: answer_kind is 'choice' but {data.dataset!r} has no column "
-                          f"{data.choices_column!r} (columns: {', '.join(column_names)})")
+        raise ConfigError(
+            f"data.choices_column: answer_kind is 'choice' but {data.dataset!r} has no column "
+            f"{data.choices_column!r} (columns: {', '.join(column_names)})"
+        )
     return Columns(question, answer, choices if kind == "choice" else None, kind)
 
 
@@ -125,20 +163,30 @@ def normalize_row(row: dict, columns: Columns, where: str) -> dict[str, Any]:
     if columns.kind == "yes_no":
         value = gold_answer(gold, AnswerSpec("yes_no"))
         if value is None:
-            raise ConfigError(f"{where}: {columns.answer!r} must be a boolean or yes / no / true / false for a "
-                              f"yes/no dataset, got {str(gold)[:40]!r} (data.answer_kind)")
+            raise ConfigError(
+                f"{where}: {columns.answer!r} must be a boolean or yes / no / true / false for a "
+                f"yes/no dataset, got {str(gold)[:40]!r} (data.answer_kind)"
+            )
         return {"question": question, "answer": "yes" if value else "no", "answer_kind": "yes_no"}
     options = normalize_choices(row.get(columns.choices))
     if not options:
-        raise ConfigError(f"{where}: {columns.choices!r} must be the options: a list of {{label, text}}, "
-                          f"{{label: [...], text: [...]}} or a list of texts (data.choices_column)")
+        raise ConfigError(
+            f"{where}: {columns.choices!r} must be the options: a list of {{label, text}}, "
+            f"{{label: [...], text: [...]}} or a list of texts (data.choices_column)"
+        )
     spec = AnswerSpec("choice", options)
     label = gold_answer(gold, spec)
     if label is None:
-        raise ConfigError(f"{where}: gold {str(gold)[:40]!r} is not one of the options "
-                          f"({', '.join(o.label for o in options)}; data.answer_column)")
-    return {"question": f"{question.strip()}\n{format_options(options)}", "answer": label,
-            "choices": [{"label": o.label, "text": o.text} for o in options], "answer_kind": "choice"}
+        raise ConfigError(
+            f"{where}: gold {str(gold)[:40]!r} is not one of the options "
+            f"({', '.join(o.label for o in options)}; data.answer_column)"
+        )
+    return {
+        "question": f"{question.strip()}\n{format_options(options)}",
+        "answer": label,
+        "choices": [{"label": o.label, "text": o.text} for o in options],
+        "answer_kind": "choice",
+    }
 
 
 def declared_answer_kind(data) -> str | None:

@@ -32,17 +32,44 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Union
 
-__all__ = ["HELD_OUT_SPLITS", "SLIPS", "Calc", "Problem", "generate_problem", "generate_problems", "generate_split",
-           "make_problem", "render_solution", "slipped"]
+__all__ = [
+    "HELD_OUT_SPLITS",
+    "SLIPS",
+    "Calc",
+    "Problem",
+    "generate_problem",
+    "generate_problems",
+    "generate_split",
+    "make_problem",
+    "render_solution",
+    "slipped",
+]
 
 HELD_OUT_SPLITS = ("test", "validation")
 SLIPS = ("carry", "recover")
 Slip = Literal["carry", "recover"]
 
-_NAMES = [("Ava", "She"), ("Ben", "He"), ("Chloe", "She"), ("Diego", "He"), ("Emma", "She"), ("Farid", "He"),
-          ("Grace", "She"), ("Hiro", "He"), ("Ines", "She"), ("Jonas", "He"), ("Keiko", "She"), ("Liam", "He")]
+_NAMES = [
+    ("Ava", "She"),
+    ("Ben", "He"),
+    ("Chloe", "She"),
+    ("Diego", "He"),
+    ("Emma", "She"),
+    ("Farid", "He"),
+    ("Grace", "She"),
+    ("Hiro", "He"),
+    ("Ines", "She"),
+    ("Jonas", "He"),
+    ("Keiko", "She"),
+    ("Liam", "He"),
+]
 _ITEMS = ["apples", "pencils", "stickers", "marbles", "cookies", "books", "stamps", "shells", "cards", "eggs"]
-_OPS: dict[str, Callable[[int, int], int]] = {"x": operator.mul, "+": operator.add, "-": operator.sub, "/": operator.floordiv}
+_OPS: dict[str, Callable[[int, int], int]] = {
+    "x": operator.mul,
+    "+": operator.add,
+    "-": operator.sub,
+    "/": operator.floordiv,
+}
 
 Operand = Union[int, "Ref"]
 
@@ -95,8 +122,10 @@ def render_solution(problem: Problem, slip: Slip | None = None, slip_step: int =
                 value = stated
         note_value = value if slip == "recover" else stated
         expression = f"{a} {calc.op} {b}"
-        lines.append(f"{calc.before}{expression} = <<{expression.replace(' ', '').replace('x', '*')}={note_value}>>{stated}"
-                     f"{calc.after.replace('{v}', str(stated))}")
+        lines.append(
+            f"{calc.before}{expression} = <<{expression.replace(' ', '').replace('x', '*')}={note_value}>>{stated}"
+            f"{calc.after.replace('{v}', str(stated))}"
+        )
         values.append(value)
     return "\n".join(lines + [f"#### {values[-1]}"]), values[-1]
 
@@ -104,31 +133,43 @@ def render_solution(problem: Problem, slip: Slip | None = None, slip_step: int =
 def _packs(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun), item = rng.choice(_NAMES), rng.choice(_ITEMS)
     start, packs, per_pack, given = rng.randint(3, 30), rng.randint(2, 6), rng.randint(2, 9), rng.randint(1, 9)
-    question = (f"{name} has {start} {item}. {pronoun} buys {packs} packs with {per_pack} {item} in each pack, "
-                f"then gives {given} {item} to a friend. How many {item} does {name} have now?")
+    question = (
+        f"{name} has {start} {item}. {pronoun} buys {packs} packs with {per_pack} {item} in each pack, "
+        f"then gives {given} {item} to a friend. How many {item} does {name} have now?"
+    )
     p = pronoun.lower()
-    return question, [Calc(f"{name} buys ", packs, "x", per_pack, f" {item}."),
-                      Calc(f"Then {p} has ", start, "+", Ref(0), f" {item}."),
-                      Calc(f"After giving some away, {p} has ", Ref(1), "-", given, f" {item}.")]
+    return question, [
+        Calc(f"{name} buys ", packs, "x", per_pack, f" {item}."),
+        Calc(f"Then {p} has ", start, "+", Ref(0), f" {item}."),
+        Calc(f"After giving some away, {p} has ", Ref(1), "-", given, f" {item}."),
+    ]
 
 
 def _wages(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun) = rng.choice(_NAMES)
     rate, hours, days = rng.randint(5, 15), rng.randint(2, 6), rng.randint(2, 5)
-    question = (f"{name} earns ${rate} an hour. {pronoun} works {hours} hours a day for {days} days. "
-                f"How much money does {name} earn in total?")
-    return question, [Calc(f"Each day {name} earns ", rate, "x", hours, " dollars."),
-                      Calc(f"Over {days} days {pronoun.lower()} earns ", Ref(0), "x", days, " dollars.")]
+    question = (
+        f"{name} earns ${rate} an hour. {pronoun} works {hours} hours a day for {days} days. "
+        f"How much money does {name} earn in total?"
+    )
+    return question, [
+        Calc(f"Each day {name} earns ", rate, "x", hours, " dollars."),
+        Calc(f"Over {days} days {pronoun.lower()} earns ", Ref(0), "x", days, " dollars."),
+    ]
 
 
 def _sharing(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, _pronoun), item = rng.choice(_NAMES), rng.choice(_ITEMS)
     friends, each, extra, boxes = rng.randint(2, 6), rng.randint(2, 9), rng.randint(1, 9), rng.randint(2, 4)
-    question = (f"{name} has {boxes} boxes. Each box holds enough {item} to give {friends} friends {each} {item} "
-                f"each with {extra} {item} left over. How many {item} are in all the boxes?")
-    return question, [Calc("The friends get ", friends, "x", each, f" {item} from one box."),
-                      Calc("So one box holds ", Ref(0), "+", extra, f" {item}."),
-                      Calc(f"All {boxes} boxes hold ", Ref(1), "x", boxes, f" {item}.")]
+    question = (
+        f"{name} has {boxes} boxes. Each box holds enough {item} to give {friends} friends {each} {item} "
+        f"each with {extra} {item} left over. How many {item} are in all the boxes?"
+    )
+    return question, [
+        Calc("The friends get ", friends, "x", each, f" {item} from one box."),
+        Calc("So one box holds ", Ref(0), "+", extra, f" {item}."),
+        Calc(f"All {boxes} boxes hold ", Ref(1), "x", boxes, f" {item}."),
+    ]
 
 
 def _savings(rng: random.Random) -> tuple[str, list[Calc]]:
@@ -137,28 +178,41 @@ def _savings(rng: random.Random) -> tuple[str, list[Calc]]:
     price = max(price, saved + weekly)
     needed = price - saved
     weeks = -(-needed // weekly)
-    question = (f"{name} wants a bike that costs ${price}. {pronoun} has saved ${saved} and saves ${weekly} "
-                f"every week. After saving for {weeks} weeks and buying the bike, how many dollars are left over?")
+    question = (
+        f"{name} wants a bike that costs ${price}. {pronoun} has saved ${saved} and saves ${weekly} "
+        f"every week. After saving for {weeks} weeks and buying the bike, how many dollars are left over?"
+    )
     p = pronoun.lower()
-    return question, [Calc(f"{name} still needs ", price, "-", saved, " dollars."),
-                      Calc(f"In {weeks} weeks {p} saves ", weeks, "x", weekly, " dollars."),
-                      Calc(f"So {p} has ", Ref(1), "-", Ref(0), " dollars left over.")]
+    return question, [
+        Calc(f"{name} still needs ", price, "-", saved, " dollars."),
+        Calc(f"In {weeks} weeks {p} saves ", weeks, "x", weekly, " dollars."),
+        Calc(f"So {p} has ", Ref(1), "-", Ref(0), " dollars left over."),
+    ]
 
 
 def _garden(rng: random.Random) -> tuple[str, list[Calc]]:
     (name, pronoun) = rng.choice(_NAMES)
     rows, per_row, eaten, baskets = rng.randint(2, 6), rng.randint(3, 9), rng.randint(1, 5), rng.choice([2, 4])
-    question = (f"{name} plants {rows} rows of tomato plants with {per_row} plants in each row. Rabbits eat {eaten} "
-                f"plants. Each remaining plant gives {baskets} tomatoes, and {name} sells half of the tomatoes. "
-                f"How many tomatoes does {name} sell?")
-    return question, [Calc(f"{name} plants ", rows, "x", per_row, " plants."),
-                      Calc("After the rabbits there are ", Ref(0), "-", eaten, " plants left."),
-                      Calc("They give ", Ref(1), "x", baskets, " tomatoes."),  # even, so half is whole
-                      Calc("Half of them is ", Ref(2), "/", 2, f" tomatoes, so {pronoun.lower()} sells {{v}}.")]
+    question = (
+        f"{name} plants {rows} rows of tomato plants with {per_row} plants in each row. Rabbits eat {eaten} "
+        f"plants. Each remaining plant gives {baskets} tomatoes, and {name} sells half of the tomatoes. "
+        f"How many tomatoes does {name} sell?"
+    )
+    return question, [
+        Calc(f"{name} plants ", rows, "x", per_row, " plants."),
+        Calc("After the rabbits there are ", Ref(0), "-", eaten, " plants left."),
+        Calc("They give ", Ref(1), "x", baskets, " tomatoes."),  # even, so half is whole
+        Calc("Half of them is ", Ref(2), "/", 2, f" tomatoes, so {pronoun.lower()} sells {{v}}."),
+    ]
 
 
 _TEMPLATES: dict[str, Callable[[random.Random], tuple[str, list[Calc]]]] = {
-    "packs": _packs, "wages": _wages, "sharing": _sharing, "savings": _savings, "garden": _garden}
+    "packs": _packs,
+    "wages": _wages,
+    "sharing": _sharing,
+    "savings": _savings,
+    "garden": _garden,
+}
 
 
 def make_problem(rng: random.Random) -> Problem:
@@ -178,7 +232,9 @@ def generate_problems(num_examples: int, seed: int = 0) -> list[dict[str, str]]:
     return [generate_problem(rng) for _ in range(num_examples)]
 
 
-def generate_split(split: str, num_examples: int, seed: int = 0, *, train_examples: int | None = None) -> list[dict[str, str]]:
+def generate_split(
+    split: str, num_examples: int, seed: int = 0, *, train_examples: int | None = None
+) -> list[dict[str, str]]:
     """``num_examples`` problems of ``split``. ``train`` is ``generate_problems(num_examples, seed)``;
     a held-out split has its own stream and leaves out the questions of the first
     ``train_examples`` training problems of ``seed`` (default: as many as it generates)."""
@@ -186,7 +242,9 @@ def generate_split(split: str, num_examples: int, seed: int = 0, *, train_exampl
         return generate_problems(num_examples, seed)
     if split not in HELD_OUT_SPLITS:
         raise ValueError(f"unknown split {split!r}; the synthetic dataset has 'train', 'test' and 'validation'")
-    training = {p["question"] for p in generate_problems(num_examples if train_examples is None else train_examples, seed)}
+    training = {
+        p["question"] for p in generate_problems(num_examples if train_examples is None else train_examples, seed)
+    }
     rng = random.Random(f"procrl-synthetic/{split}/{seed}")  # a str seed: never one an int training seed gives
     rows: list[dict[str, str]] = []
     seen: set[str] = set()

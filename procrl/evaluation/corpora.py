@@ -48,9 +48,10 @@ from 1; its line too when that differs); a file without records is an error.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
@@ -58,10 +59,19 @@ from procrl.evaluation.validate_metrics import step_spans
 
 __all__ = ["CLASSES", "CLASS_LABELS", "FORMATS", "Solution", "detect_format", "read_solutions"]
 
-SOUND, RIGHT_FLAWED, WRONG, FLAWED_UNLABELLED = "sound", "right_answer_flawed", "wrong_answer", "flawed_answer_unlabelled"
+SOUND, RIGHT_FLAWED, WRONG, FLAWED_UNLABELLED = (
+    "sound",
+    "right_answer_flawed",
+    "wrong_answer",
+    "flawed_answer_unlabelled",
+)
 CLASSES = (SOUND, RIGHT_FLAWED, WRONG, FLAWED_UNLABELLED)
-CLASS_LABELS = {SOUND: "sound", RIGHT_FLAWED: "right answer but flawed", WRONG: "wrong answer",
-                FLAWED_UNLABELLED: "flawed, answer unlabelled"}  # as reports name the classes
+CLASS_LABELS = {
+    SOUND: "sound",
+    RIGHT_FLAWED: "right answer but flawed",
+    WRONG: "wrong answer",
+    FLAWED_UNLABELLED: "flawed, answer unlabelled",
+}  # as reports name the classes
 
 
 @dataclass(frozen=True)
@@ -181,12 +191,33 @@ class _Record:
         return str(value)
 
 
-def _solution(record: _Record, ident: str, question: str | None, steps: list[str], separator: str, label: int | None,
-              answer_correct: bool | None, gold: str | None, kind: str | None = None, prefixes=None,
-              gold_solution: str | None = None) -> Solution:
+def _solution(
+    record: _Record,
+    ident: str,
+    question: str | None,
+    steps: list[str],
+    separator: str,
+    label: int | None,
+    answer_correct: bool | None,
+    gold: str | None,
+    kind: str | None = None,
+    prefixes=None,
+    gold_solution: str | None = None,
+) -> Solution:
     text, spans = step_spans(steps, separator, prefixes)
-    return Solution(ident, record.number, question, text, tuple(spans), label, answer_correct, gold, kind, record.path,
-                    gold_solution)
+    return Solution(
+        ident,
+        record.number,
+        question,
+        text,
+        tuple(spans),
+        label,
+        answer_correct,
+        gold,
+        kind,
+        record.path,
+        gold_solution,
+    )
 
 
 # --- the formats -------------------------------------------------------------------------------
@@ -195,8 +226,16 @@ def _solution(record: _Record, ident: str, question: str | None, steps: list[str
 def _processbench(record: _Record) -> Iterator[Solution]:
     steps = record.steps("steps")
     label = record.index("label", record.require("label"), len(steps))
-    yield _solution(record, record.ident("id", f"record-{record.number}"), record.text("problem"), steps, "\n\n", label,
-                    record.flag("final_answer_correct"), record.gold("answer"))
+    yield _solution(
+        record,
+        record.ident("id", f"record-{record.number}"),
+        record.text("problem"),
+        steps,
+        "\n\n",
+        label,
+        record.flag("final_answer_correct"),
+        record.gold("answer"),
+    )
 
 
 _STATED = re.compile(r"(?:value of (?:the )?(?:unknown variable )?x is|answer is:?)\s*\$?\s*(-?[\d,]*\.?\d+)", re.I)
@@ -239,13 +278,26 @@ def _mr_gsm8k(record: _Record) -> Iterator[Solution]:
         raw = record.require("model_output_solution_first_error_step")
         if isinstance(raw, str) and raw.strip().isdigit():
             raw = int(raw)
-        label = None if raw in ("N/A", None) else record.index("model_output_solution_first_error_step", raw, len(steps), base=1)
+        label = (
+            None
+            if raw in ("N/A", None)
+            else record.index("model_output_solution_first_error_step", raw, len(steps), base=1)
+        )
     answer = record.flag("model_output_answer_correctness", ("correct",), ("wrong",))
     kind = record.value.get("question_type")
     solution = record.value.get("ground_truth_solution")
-    yield _solution(record, record.ident("uuid", f"record-{record.number}"), record.text("question"), steps, "\n",
-                    label, answer, _mr_gsm8k_gold(record), kind if isinstance(kind, str) else None,
-                    gold_solution=solution if isinstance(solution, str) and solution.strip() else None)
+    yield _solution(
+        record,
+        record.ident("uuid", f"record-{record.number}"),
+        record.text("question"),
+        steps,
+        "\n",
+        label,
+        answer,
+        _mr_gsm8k_gold(record),
+        kind if isinstance(kind, str) else None,
+        gold_solution=solution if isinstance(solution, str) and solution.strip() else None,
+    )
 
 
 _OPTION_LINE = re.compile(r"^\(([A-Z])\)\s*(.+?)\s*$", re.MULTILINE)
@@ -268,9 +320,17 @@ def _big_bench_mistake(record: _Record) -> Iterator[Solution]:
     correct = None if answer is None or target is None else answer.strip() == target.strip()
     question = record.text("input")
     options = input_options(question)  # logical_deduction, tracking_shuffled_objects: answers (A)..
-    solution = _solution(record, record.ident("id", f"record-{record.number}"), question, steps, "\n",
-                         -1 if label is None else label, correct, target,
-                         prefixes=[f"Thought {i + 1}: " for i in range(len(steps))])
+    solution = _solution(
+        record,
+        record.ident("id", f"record-{record.number}"),
+        question,
+        steps,
+        "\n",
+        -1 if label is None else label,
+        correct,
+        target,
+        prefixes=[f"Thought {i + 1}: " for i in range(len(steps))],
+    )
     if options is not None:
         import dataclasses
 
@@ -278,7 +338,9 @@ def _big_bench_mistake(record: _Record) -> Iterator[Solution]:
     yield solution
 
 
-def _perturbation_label(record: _Record, kind: str, tags: Any, hypothesis: list[str], reference: list[str]) -> int | None:
+def _perturbation_label(
+    record: _Record, kind: str, tags: Any, hypothesis: list[str], reference: list[str]
+) -> int | None:
     if kind in ("random number", "random operation"):
         return record.index("tags", tags, len(hypothesis))
     if kind == "swap steps":
@@ -303,15 +365,27 @@ def _reasoneval(record: _Record, seen: set) -> Iterator[Solution]:
     worked = "\n".join(reference)  # the sound solution is the gold solution itself
     if rid not in seen:
         seen.add(rid)
-        yield _solution(record, f"rid-{rid}", question, reference, "\n", -1, True, gold, "reference", gold_solution=worked)
+        yield _solution(
+            record, f"rid-{rid}", question, reference, "\n", -1, True, gold, "reference", gold_solution=worked
+        )
     label = _perturbation_label(record, kind, record.require("tags"), hypothesis, reference)
     if kind == "swap solutions":
         other = record.value.get("other_answer")  # filled in by the reader: the swapped-in problem's gold
         correct = None if other is None or gold is None else other.strip() == gold.strip()
     else:
         correct = True if hypothesis[-1] == reference[-1] else None
-    yield _solution(record, record.ident("id", f"record-{record.number}"), question, hypothesis, "\n", label, correct,
-                    gold, kind, gold_solution=worked)
+    yield _solution(
+        record,
+        record.ident("id", f"record-{record.number}"),
+        question,
+        hypothesis,
+        "\n",
+        label,
+        correct,
+        gold,
+        kind,
+        gold_solution=worked,
+    )
 
 
 def _answer_kind(record: _Record) -> tuple[str | None, tuple[dict, ...] | None, str | None]:
@@ -330,7 +404,9 @@ def _answer_kind(record: _Record) -> tuple[str | None, tuple[dict, ...] | None, 
     gold = ("yes" if answer else "no") if isinstance(answer, bool) else record.gold("answer")
     spec = answer_spec(kind, raw, gold)
     if spec.kind != "number" and gold is not None and gold_answer(gold, spec) is None:
-        raise record.error(f"'answer' {gold[:40]!r} is not {'one of its choices' if spec.kind == 'choice' else 'yes or no'}")
+        raise record.error(
+            f"'answer' {gold[:40]!r} is not {'one of its choices' if spec.kind == 'choice' else 'yes or no'}"
+        )
     choices = tuple({"label": o.label, "text": o.text} for o in options) if options else None
     return (spec.kind if spec.kind != "number" or kind else None), choices, gold
 
@@ -338,12 +414,26 @@ def _answer_kind(record: _Record) -> tuple[str | None, tuple[dict, ...] | None, 
 def _procrl(record: _Record) -> Iterator[Solution]:
     completion = record.text("completion")
     first_error = record.require("first_error")
-    if first_error is not None and (isinstance(first_error, bool) or not isinstance(first_error, int) or first_error < -1):
-        raise record.error(f"'first_error' must be -1 (sound), a step index of procrl's segmentation, or null, got {first_error!r}")
+    if first_error is not None and (
+        isinstance(first_error, bool) or not isinstance(first_error, int) or first_error < -1
+    ):
+        raise record.error(
+            f"'first_error' must be -1 (sound), a step index of procrl's segmentation, or null, got {first_error!r}"
+        )
     kind, choices, gold = _answer_kind(record)
-    yield Solution(record.ident("id", f"record-{record.number}"), record.number, record.text("question", required=False),
-                   completion, None, first_error, record.flag("answer_correct"), gold, path=record.path,
-                   answer_kind=kind, choices=choices)
+    yield Solution(
+        record.ident("id", f"record-{record.number}"),
+        record.number,
+        record.text("question", required=False),
+        completion,
+        None,
+        first_error,
+        record.flag("answer_correct"),
+        gold,
+        path=record.path,
+        answer_kind=kind,
+        choices=choices,
+    )
 
 
 FORMATS: dict[str, tuple[Callable[[dict], bool], str]] = {
@@ -392,7 +482,11 @@ def _read_file(path: str | Path) -> tuple[str, list[Solution]]:
         raise ConfigError(f"{name}: holds no records (expected a JSON array or JSON lines of labelled solutions)")
     fmt = detect_format(records[0].value)
     if fmt is None:
-        keys = ", ".join(sorted(records[0].value)[:12]) if isinstance(records[0].value, dict) else type(records[0].value).__name__
+        keys = (
+            ", ".join(sorted(records[0].value)[:12])
+            if isinstance(records[0].value, dict)
+            else type(records[0].value).__name__
+        )
         known = "; ".join(f"{n} ({k})" for n, (_, k) in FORMATS.items())
         raise records[0].error(f"cannot tell the format from {keys}; known formats: {known}")
     solutions: list[Solution] = []
@@ -433,6 +527,8 @@ def _check_unique_ids(solutions: list[Solution]) -> None:
             first[solution.id] = solution
             keep.append(solution)
         elif (seen.completion, seen.label) != (solution.completion, solution.label):
-            raise ConfigError(f"{solution.path}:{solution.record}: id {solution.id!r} is also {seen.path}:{seen.record} "
-                              "with other steps or label")
+            raise ConfigError(
+                f"{solution.path}:{solution.record}: id {solution.id!r} is also {seen.path}:{seen.record} "
+                "with other steps or label"
+            )
     solutions[:] = keep

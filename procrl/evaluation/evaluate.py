@@ -24,10 +24,9 @@ import json
 import math
 import re
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from dataclasses import dataclass
 
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder, write_file
@@ -38,8 +37,18 @@ from procrl.observe.eval_metrics import SampleOutcome, summarize
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardBatch, RewardOutput, RuntimeContext
 
-__all__ = ["Sampling", "aggregate_outputs", "build_report", "default_output_dir", "evaluate", "format_summary",
-           "generate_completions", "judge_overrides", "sample_outcomes", "write_report"]
+__all__ = [
+    "Sampling",
+    "aggregate_outputs",
+    "build_report",
+    "default_output_dir",
+    "evaluate",
+    "format_summary",
+    "generate_completions",
+    "judge_overrides",
+    "sample_outcomes",
+    "write_report",
+]
 
 
 # Samples per problem: generated in one call per batch of prompts, so memory grows with it (a
@@ -68,14 +77,20 @@ class Sampling:
         if not 0.0 < self.top_p <= 1.0:
             raise ConfigError(f"--top-p: must be in (0, 1], got {self.top_p}")
         if not 1 <= self.num_samples <= MAX_SAMPLES:
-            raise ConfigError(f"--num-samples: must be in [1, {MAX_SAMPLES}], got {self.num_samples} (a problem's samples "
-                              f"are generated together: --batch-size x --num-samples sequences at once)")
+            raise ConfigError(
+                f"--num-samples: must be in [1, {MAX_SAMPLES}], got {self.num_samples} (a problem's samples "
+                f"are generated together: --batch-size x --num-samples sequences at once)"
+            )
         if self.greedy and self.top_p != 1.0:
-            raise ConfigError(f"--top-p {self.top_p:g} has no effect with --temperature 0 (greedy decoding); sample with "
-                              f"--temperature > 0 (e.g. 0.7), or drop --top-p")
+            raise ConfigError(
+                f"--top-p {self.top_p:g} has no effect with --temperature 0 (greedy decoding); sample with "
+                f"--temperature > 0 (e.g. 0.7), or drop --top-p"
+            )
         if self.greedy and self.num_samples > 1:
-            raise ConfigError(f"--num-samples {self.num_samples} with --temperature 0 (greedy) gives {self.num_samples} "
-                              f"identical completions; sample with --temperature > 0 (e.g. 0.7)")
+            raise ConfigError(
+                f"--num-samples {self.num_samples} with --temperature 0 (greedy) gives {self.num_samples} "
+                f"identical completions; sample with --temperature > 0 (e.g. 0.7)"
+            )
 
 
 # --- generation (the model at the edge, loaded once) ---------------------------------------------
@@ -84,8 +99,8 @@ class Sampling:
 def _load_tokenizer(source, recipe, notes: list[str] | None = None) -> Any:
     """The evaluated model's own tokenizer (a GGUF's from its file); the recipe's when a
     checkpoint directory has no tokenizer files."""
-    from procrl.models.loading import ModelSource, load_tokenizer, load_tokenizer_from
     from procrl.core.paths import has_tokenizer_files
+    from procrl.models.loading import ModelSource, load_tokenizer, load_tokenizer_from
 
     source = source if isinstance(source, ModelSource) else ModelSource(str(source))
     model_path = source.path
@@ -95,21 +110,26 @@ def _load_tokenizer(source, recipe, notes: list[str] | None = None) -> Any:
             tokenizer = load_tokenizer_from(source, trust_remote_code=recipe.model.trust_remote_code)
         except (OSError, ValueError) as error:
             if source.gguf_file:
-                raise ConfigError(f"--model: cannot read the tokenizer of {source.describe()} "
-                                  f"({' '.join(str(error).split())[:200]})") from None
+                raise ConfigError(
+                    f"--model: cannot read the tokenizer of {source.describe()} ({' '.join(str(error).split())[:200]})"
+                ) from None
             fallback = True
     if fallback:  # a checkpoint saved without its tokenizer (transformers would build an empty one): the recipe's
         tokenizer_name = recipe.model.tokenizer or recipe.model.name_or_path
         try:
             tokenizer = load_tokenizer(recipe.model)
         except (OSError, ValueError) as error:
-            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
-                              f"did not load ({' '.join(str(error).split())[:200]}); set model.tokenizer") from None
+            raise ConfigError(
+                f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
+                f"did not load ({' '.join(str(error).split())[:200]}); set model.tokenizer"
+            ) from None
         vocabulary = _vocab_size(model_path)
         if vocabulary is not None and len(tokenizer) > vocabulary:
-            raise ConfigError(f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
-                              f"has {len(tokenizer):,} tokens for a model of {vocabulary:,}: not its tokenizer; set "
-                              f"model.tokenizer to the one the model was trained with")
+            raise ConfigError(
+                f"--model: {model_path} has no tokenizer files, and the recipe's tokenizer {tokenizer_name!r} "
+                f"has {len(tokenizer):,} tokens for a model of {vocabulary:,}: not its tokenizer; set "
+                f"model.tokenizer to the one the model was trained with"
+            )
         if notes is not None:
             notes.append(f"{model_path} has no tokenizer files; used the recipe's tokenizer ({tokenizer_name})")
     if len(tokenizer) < 2:
@@ -148,9 +168,16 @@ def _prompt_texts(recipe, questions: list[str], tokenizer, kinds: list[str | Non
     return [prompt_text(recipe.data, tokenizer, question, kind) for question, kind in zip(questions, kinds)]
 
 
-def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_tokens: int,
-                         batch_size: int = 8, backend: str = "auto",
-                         sampling: Sampling = Sampling()) -> tuple[list[str], str]:
+def generate_completions(
+    model,
+    prompts: list[str],
+    tokenizer,
+    recipe,
+    max_new_tokens: int,
+    batch_size: int = 8,
+    backend: str = "auto",
+    sampling: Sampling = Sampling(),
+) -> tuple[list[str], str]:
     """``sampling.num_samples`` completions per prompt, grouped by prompt (prompt i's are at
     ``i * k .. i * k + k - 1``); returns them and the backend used. ``model``: a path or a
     :class:`~procrl.models.loading.ModelSource` (a GGUF generates with transformers: the vLLM path takes
@@ -162,15 +189,23 @@ def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_t
     model_path = source.path
     k = sampling.num_samples
     if source.gguf_file and backend == "vllm":
-        raise ConfigError(f"--backend vllm: {source.describe()} is a GGUF checkpoint; evaluate it with --backend "
-                          "transformers, or a trained checkpoint (plain safetensors) with vLLM")
+        raise ConfigError(
+            f"--backend vllm: {source.describe()} is a GGUF checkpoint; evaluate it with --backend "
+            "transformers, or a trained checkpoint (plain safetensors) with vLLM"
+        )
     if backend == "vllm" or (backend == "auto" and vllm_available(on_gpu=True) and not source.gguf_file):
         from vllm import LLM, SamplingParams
 
-        llm = LLM(model=model_path, tokenizer=model_path, dtype=recipe.model.dtype,
-                  trust_remote_code=recipe.model.trust_remote_code, seed=sampling.seed)
-        params = SamplingParams(n=k, temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed,
-                                max_tokens=max_new_tokens)
+        llm = LLM(
+            model=model_path,
+            tokenizer=model_path,
+            dtype=recipe.model.dtype,
+            trust_remote_code=recipe.model.trust_remote_code,
+            seed=sampling.seed,
+        )
+        params = SamplingParams(
+            n=k, temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed, max_tokens=max_new_tokens
+        )
         results = llm.generate(prompts, params)
         return [output.text for r in results for output in r.outputs], "vllm"
 
@@ -183,11 +218,17 @@ def generate_completions(model, prompts: list[str], tokenizer, recipe, max_new_t
     if sampling.greedy:
         options: dict[str, Any] = {"do_sample": False}
     else:
-        options = {"do_sample": True, "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": 0,
-                   "num_return_sequences": k}
+        options = {
+            "do_sample": True,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "top_k": 0,
+            "num_return_sequences": k,
+        }
         set_seed(sampling.seed)
-    completions = generate_texts(model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
-                                 sampling=options, device=device)  # k per prompt, in prompt order
+    completions = generate_texts(
+        model, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size, sampling=options, device=device
+    )  # k per prompt, in prompt order
     return completions, "transformers"
 
 
@@ -207,11 +248,16 @@ def aggregate_outputs(chunks: list[dict[str, RewardOutput]]) -> dict[str, Reward
             details = [d for p, n in zip(parts, sizes) for d in (p.details if p.details is not None else [None] * n)]
         step_scores = None
         if any(p.step_scores is not None for p in parts):
-            step_scores = [s for p, n in zip(parts, sizes) for s in (p.step_scores if p.step_scores is not None else [None] * n)]
+            step_scores = [
+                s for p, n in zip(parts, sizes) for s in (p.step_scores if p.step_scores is not None else [None] * n)
+            ]
         metrics: dict[str, float] = {}
         for key in {k for p in parts for k in p.metrics}:
-            weighted = [(p.metrics[key], n) for p, n in zip(parts, sizes)
-                        if key in p.metrics and p.metrics[key] is not None and math.isfinite(p.metrics[key])]
+            weighted = [
+                (p.metrics[key], n)
+                for p, n in zip(parts, sizes)
+                if key in p.metrics and p.metrics[key] is not None and math.isfinite(p.metrics[key])
+            ]
             if weighted:
                 metrics[key] = sum(v * n for v, n in weighted) / sum(n for _, n in weighted)
         failures: dict[str, int] = {}
@@ -227,8 +273,15 @@ def aggregate_outputs(chunks: list[dict[str, RewardOutput]]) -> dict[str, Reward
                 extras["labels"] = p.extras.get("labels")
         if total is not None:
             extras["transition_counts"] = total
-        merged[name] = RewardOutput(scores=scores, step_scores=step_scores, metrics=metrics, details=details,
-                                    failures=failures, extras=extras, seconds=sum(p.seconds for p in parts))
+        merged[name] = RewardOutput(
+            scores=scores,
+            step_scores=step_scores,
+            metrics=metrics,
+            details=details,
+            failures=failures,
+            extras=extras,
+            seconds=sum(p.seconds for p in parts),
+        )
     return merged
 
 
@@ -238,30 +291,54 @@ def _stats(values: list[float | None]) -> dict[str, Any]:
         return {"mean": None, "std": None, "min": None, "max": None, "n_scored": 0, "none": len(values)}
     mean = sum(present) / len(present)
     std = math.sqrt(sum((v - mean) ** 2 for v in present) / len(present))
-    return {"mean": mean, "std": std, "min": min(present), "max": max(present), "n_scored": len(present),
-            "none": len(values) - len(present)}
+    return {
+        "mean": mean,
+        "std": std,
+        "min": min(present),
+        "max": max(present),
+        "n_scored": len(present),
+        "none": len(values) - len(present),
+    }
 
 
 ACCURACY_KEYS = ("answer_accuracy", "reasoning_aware_accuracy", "inflation", "process_error_rate")
 
 
-def sample_outcomes(accuracy_scores: list[float | None], records: list | None, completions: list[str],
-                    num_samples: int = 1, specs: list | None = None) -> list[SampleOutcome]:
+def sample_outcomes(
+    accuracy_scores: list[float | None],
+    records: list | None,
+    completions: list[str],
+    num_samples: int = 1,
+    specs: list | None = None,
+) -> list[SampleOutcome]:
     """Per completion: its problem (completions grouped by problem, ``num_samples`` each), answer
     right or not, the judge's verdict and the predicted answer (for majority voting: a number, an
     option label, yes/no as a bool; ``specs``: each completion's answer spec)."""
     from procrl.core.choices import NUMBER, predict
 
-    return [SampleOutcome(problem=i // num_samples, correct=None if score is None else score >= 1.0,
-                          verdict=records[i].index if records is not None else None,
-                          answer=predict(completions[i], specs[i] if specs else NUMBER)[0])
-            for i, score in enumerate(accuracy_scores)]
+    return [
+        SampleOutcome(
+            problem=i // num_samples,
+            correct=None if score is None else score >= 1.0,
+            verdict=records[i].index if records is not None else None,
+            answer=predict(completions[i], specs[i] if specs else NUMBER)[0],
+        )
+        for i, score in enumerate(accuracy_scores)
+    ]
 
 
-def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weights: dict[str, float],
-                 accuracy_scores: list[float | None], accuracy_source: str, completions: list[str] | None = None,
-                 golds: list[str] | None = None, num_samples: int = 1, judge: str | None = None,
-                 specs: list | None = None) -> dict[str, Any]:
+def build_report(
+    outputs: dict[str, RewardOutput],
+    types: dict[str, str],
+    weights: dict[str, float],
+    accuracy_scores: list[float | None],
+    accuracy_source: str,
+    completions: list[str] | None = None,
+    golds: list[str] | None = None,
+    num_samples: int = 1,
+    judge: str | None = None,
+    specs: list | None = None,
+) -> dict[str, Any]:
     """The numbers of ``report.json`` from the merged outputs of every component: completions are
     grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k; ``judge``:
     the first-error component deciding reasoning-aware accuracy (default: the first); ``specs``:
@@ -275,19 +352,26 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
     stats = diag.process_error_stats(correct, records)
     problem_specs = specs or [NUMBER] * (len(golds) if golds is not None else 0)
     sample_specs = [spec for spec in problem_specs for _ in range(num_samples)] if specs else None
-    outcomes = sample_outcomes(accuracy_scores, records, completions or [""] * len(accuracy_scores), num_samples,
-                               sample_specs)
-    summary = summarize(outcomes, judged=judge is not None,
-                        golds=[gold_answer(g, spec) for g, spec in zip(golds, problem_specs)]
-                        if golds is not None and completions is not None else None)
+    outcomes = sample_outcomes(
+        accuracy_scores, records, completions or [""] * len(accuracy_scores), num_samples, sample_specs
+    )
+    summary = summarize(
+        outcomes,
+        judged=judge is not None,
+        golds=[gold_answer(g, spec) for g, spec in zip(golds, problem_specs)]
+        if golds is not None and completions is not None
+        else None,
+    )
     notes = []
     if judge is None:
         notes.append("no first_error component in the recipe: reasoning-aware accuracies and inflation are null")
     elif len([n for n, k in kinds.items() if k == diag.FIRST_ERROR]) > 1:
         notes.append(f"several first-error components; reasoning-aware accuracy uses {judge!r}")
     if judge is not None and weights.get(judge):
-        notes.append(f"the evaluation judge {judge!r} is in the trained mix (weight {weights[judge]:g}): a policy trained "
-                     "on it is graded by it; name another with data.eval_judge or --judge")
+        notes.append(
+            f"the evaluation judge {judge!r} is in the trained mix (weight {weights[judge]:g}): a policy trained "
+            "on it is graded by it; name another with data.eval_judge or --judge"
+        )
     report: dict[str, Any] = {
         "n": summary["problems"],
         "num_samples": num_samples,
@@ -297,24 +381,41 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
         report[key] = summary.get(key)
         report[f"{key}_stderr"] = summary.get(f"{key}_stderr")
     report["sampled"] = {k: v for k, v in summary.items() if "@" in k}  # pass@k, maj@k and their errors
-    report.update({
-        "accuracy_source": accuracy_source,
-        "first_error_component": judge,
-        "evaluation_judge": None if judge is None else {"component": judge, "type": types.get(judge),
-                                                        "weight": weights.get(judge), "trained_on": bool(weights.get(judge))},
-        "first_error_unjudged": None if stats["first_error_unjudged"] is None else int(stats["first_error_unjudged"]),
-        "components": {},
-        "correlations": diag.component_correlations({k: o.scores for k, o in outputs.items()}),
-        "notes": notes,
-    })
+    report.update(
+        {
+            "accuracy_source": accuracy_source,
+            "first_error_component": judge,
+            "evaluation_judge": None
+            if judge is None
+            else {
+                "component": judge,
+                "type": types.get(judge),
+                "weight": weights.get(judge),
+                "trained_on": bool(weights.get(judge)),
+            },
+            "first_error_unjudged": None
+            if stats["first_error_unjudged"] is None
+            else int(stats["first_error_unjudged"]),
+            "components": {},
+            "correlations": diag.component_correlations({k: o.scores for k, o in outputs.items()}),
+            "notes": notes,
+        }
+    )
     for name, output in outputs.items():
         report["components"][name] = {
-            "type": types.get(name), "weight": weights.get(name), **_stats(output.scores),
-            "metrics": dict(output.metrics), "failures": dict(output.failures), "seconds": output.seconds,
+            "type": types.get(name),
+            "weight": weights.get(name),
+            **_stats(output.scores),
+            "metrics": dict(output.metrics),
+            "failures": dict(output.failures),
+            "seconds": output.seconds,
         }
-    totals = [sum(weights[k] * o.scores[i] for k, o in outputs.items() if o.scores[i] is not None)
-              if any(o.scores[i] is not None for o in outputs.values()) else None
-              for i in range(len(accuracy_scores))]
+    totals = [
+        sum(weights[k] * o.scores[i] for k, o in outputs.items() if o.scores[i] is not None)
+        if any(o.scores[i] is not None for o in outputs.values())
+        else None
+        for i in range(len(accuracy_scores))
+    ]
     report["reward"] = _stats(totals)
     if records is not None:
         found = [r for r in records if r.index is not None and r.index >= 0]
@@ -328,20 +429,27 @@ def build_report(outputs: dict[str, RewardOutput], types: dict[str, str], weight
         }
         categories = diag.category_counts(records)
         if categories is not None:  # ReTraceQA's error categories: every error found, and those behind a right answer
-            report["first_error"]["categories"] = {"all": categories, "right_answer": diag.category_counts(records, correct)}
+            report["first_error"]["categories"] = {
+                "all": categories,
+                "right_answer": diag.category_counts(records, correct),
+            }
     for name, kind in kinds.items():
         if kind == diag.TRACE:
             output = outputs[name]
             report.setdefault("trace", {})[name] = {
                 "state_validity": output.metrics.get("state_validity"),
                 "transition_coherence": output.metrics.get("transition_coherence"),
-                "element_share": {k.split("/", 1)[1]: v for k, v in output.metrics.items() if k.startswith("element_share/")},
+                "element_share": {
+                    k.split("/", 1)[1]: v for k, v in output.metrics.items() if k.startswith("element_share/")
+                },
                 "labels": output.extras.get("labels") or diag.TRACE_LABELS,
                 "transition_counts": output.extras.get("transition_counts"),
             }
         elif kind == diag.RECEVAL:
-            report.setdefault("receval", {})[name] = {**diag.receval_stats(outputs[name]),
-                                                      "step_value_by_position": diag.receval_position_profile(outputs[name])}
+            report.setdefault("receval", {})[name] = {
+                **diag.receval_stats(outputs[name]),
+                "step_value_by_position": diag.receval_position_profile(outputs[name]),
+            }
     return report
 
 
@@ -366,11 +474,17 @@ def _with_error(report: dict[str, Any], key: str, source: dict[str, Any] | None 
 
 def report_markdown(report: dict[str, Any]) -> str:
     generation = report.get("generation") or {}
-    how = ("greedy" if generation.get("greedy", True) else
-           f"{report.get('num_samples', 1)} samples per problem, temperature {generation.get('temperature')}, "
-           f"top-p {generation.get('top_p')}, seed {generation.get('seed')}")
+    how = (
+        "greedy"
+        if generation.get("greedy", True)
+        else f"{report.get('num_samples', 1)} samples per problem, temperature {generation.get('temperature')}, "
+        f"top-p {generation.get('top_p')}, seed {generation.get('seed')}"
+    )
     kind = f", answers: {report['answer_kind']}" if report.get("answer_kind") else ""
-    lines = [f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']}, {how}{kind})", ""]
+    lines = [
+        f"# procrl evaluation: {report.get('model')} on {report.get('split')} (n = {report['n']}, {how}{kind})",
+        "",
+    ]
     lines += ["| metric | value ± standard error |", "|---|---|"]
     for key in ACCURACY_KEYS:
         lines.append(f"| {key} | {_with_error(report, key)} |")
@@ -378,34 +492,65 @@ def report_markdown(report: dict[str, Any]) -> str:
         if not key.endswith("_stderr"):
             lines.append(f"| {key} | {_with_error(report, key, report['sampled'])} |")
     lines.append(f"| first_error_unjudged | {_fmt(report.get('first_error_unjudged'))} |")
-    lines += ["", "Standard errors are over problems (binomial for one sample per problem); process_error_rate's is "
-              "binomial over the right, judged completions. pass@k: unbiased estimator (Chen et al. 2021)."]
-    lines += ["", f"Answer accuracy from: {report['accuracy_source']}. First-error judge: "
-              f"{report['first_error_component'] or 'none'}.", ""]
-    lines += ["## Components", "", "| component | type | weight | mean | std | scored | none | failures |", "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "Standard errors are over problems (binomial for one sample per problem); process_error_rate's is "
+        "binomial over the right, judged completions. pass@k: unbiased estimator (Chen et al. 2021).",
+    ]
+    lines += [
+        "",
+        f"Answer accuracy from: {report['accuracy_source']}. First-error judge: "
+        f"{report['first_error_component'] or 'none'}.",
+        "",
+    ]
+    lines += [
+        "## Components",
+        "",
+        "| component | type | weight | mean | std | scored | none | failures |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, c in report["components"].items():
         failures = ", ".join(f"{k}: {v}" for k, v in c["failures"].items()) or "-"
-        lines.append(f"| {name} | {c['type']} | {_fmt(c['weight'])} | {_fmt(c['mean'])} | {_fmt(c['std'])} | "
-                     f"{c['n_scored']} | {c['none']} | {failures} |")
-    lines.append(f"| weighted total | | | {_fmt(report['reward']['mean'])} | {_fmt(report['reward']['std'])} | "
-                 f"{report['reward']['n_scored']} | {report['reward']['none']} | |")
+        lines.append(
+            f"| {name} | {c['type']} | {_fmt(c['weight'])} | {_fmt(c['mean'])} | {_fmt(c['std'])} | "
+            f"{c['n_scored']} | {c['none']} | {failures} |"
+        )
+    lines.append(
+        f"| weighted total | | | {_fmt(report['reward']['mean'])} | {_fmt(report['reward']['std'])} | "
+        f"{report['reward']['n_scored']} | {report['reward']['none']} | |"
+    )
     if report["correlations"]:
         lines += ["", "## Correlations between components", "", "| pair | Pearson r |", "|---|---|"]
         lines += [f"| {pair} | {value:.3f} |" for pair, value in report["correlations"].items()]
     if "first_error" in report:
         fe = report["first_error"]
-        lines += ["", "## First error", "", f"error found in {_fmt(fe.get('error_found_rate'))} of judged completions; "
-                  f"mean index {_fmt(fe.get('mean_index'))}, mean relative position {_fmt(fe.get('mean_relative_position'))}; "
-                  f"index histogram {fe['index_histogram']}, relative histogram {fe['relative_histogram']}"]
+        lines += [
+            "",
+            "## First error",
+            "",
+            f"error found in {_fmt(fe.get('error_found_rate'))} of judged completions; "
+            f"mean index {_fmt(fe.get('mean_index'))}, mean relative position {_fmt(fe.get('mean_relative_position'))}; "
+            f"index histogram {fe['index_histogram']}, relative histogram {fe['relative_histogram']}",
+        ]
         if fe.get("categories"):
             table = fe["categories"]
-            lines += ["", "Errors found per category (ReTraceQA's; `none`: the judge named no category):", "",
-                      "| category | all errors | behind a right answer |", "|---|---|---|"]
+            lines += [
+                "",
+                "Errors found per category (ReTraceQA's; `none`: the judge named no category):",
+                "",
+                "| category | all errors | behind a right answer |",
+                "|---|---|---|",
+            ]
             lines += [f"| {c} | {n} | {table['right_answer'][c]} |" for c, n in table["all"].items()]
     for name, t in report.get("trace", {}).items():
         shares = ", ".join(f"{k} {v:.3f}" for k, v in t["element_share"].items()) or "n/a"
-        lines += ["", f"## TRACE ({name})", "", f"state validity {_fmt(t['state_validity'])}, transition coherence "
-                  f"{_fmt(t['transition_coherence'])}; element shares: {shares}"]
+        lines += [
+            "",
+            f"## TRACE ({name})",
+            "",
+            f"state validity {_fmt(t['state_validity'])}, transition coherence "
+            f"{_fmt(t['transition_coherence'])}; element shares: {shares}",
+        ]
     for name, r in report.get("receval", {}).items():
         lines += ["", f"## ReCEval ({name})", "", ", ".join(f"{k} {_fmt(v)}" for k, v in r.items()) or "n/a"]
     if report.get("plots"):
@@ -415,8 +560,13 @@ def report_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directory: Path,
-                judge: str | None = None, correct: list[bool | None] | None = None) -> list[str]:
+def write_plots(
+    outputs: dict[str, RewardOutput],
+    types: dict[str, str],
+    directory: Path,
+    judge: str | None = None,
+    correct: list[bool | None] | None = None,
+) -> list[str]:
     """PNG files written (component distributions always; first-error and TRACE when present)."""
     written = []
 
@@ -426,8 +576,10 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
         write_file(directory, name, buffer.getvalue())
         written.append(name)
 
-    save(plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types),
-         "component_distributions.png")
+    save(
+        plots.plot_component_distributions({k: o.scores for k, o in outputs.items()}, types=types),
+        "component_distributions.png",
+    )
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
     if judge is not None:
@@ -439,8 +591,14 @@ def write_plots(outputs: dict[str, RewardOutput], types: dict[str, str], directo
     traces = [n for n, k in kinds.items() if k == diag.TRACE and diag.transition_counts(outputs[n]) is not None]
     for i, name in enumerate(traces):
         file = "trace_transitions.png" if i == 0 else f"trace_transitions_{name}.png"
-        save(plots.plot_transition_heatmap(diag.transition_counts(outputs[name]), outputs[name].extras.get("labels"),
-                                           title=f"{name}: sentence label transitions"), file)
+        save(
+            plots.plot_transition_heatmap(
+                diag.transition_counts(outputs[name]),
+                outputs[name].extras.get("labels"),
+                title=f"{name}: sentence label transitions",
+            ),
+            file,
+        )
     return written
 
 
@@ -491,15 +649,20 @@ def default_output_dir(recipe, model: str | None = None, split: str = "test", gg
 # --- the command ------------------------------------------------------------------------------
 
 
-def score_completions(mix: RewardMix, questions, completions, golds, batch_size: int = 64,
-                      columns: dict[str, list] | None = None):
+def score_completions(
+    mix: RewardMix, questions, completions, golds, batch_size: int = 64, columns: dict[str, list] | None = None
+):
     """Score with the mix in batches; returns the merged outputs. ``columns``: more per-sample
     columns the rewards read (``answer_kind``, ``choices``)."""
     chunks = []
     for start in range(0, len(completions), batch_size):
         part = {key: values[start : start + batch_size] for key, values in (columns or {}).items()}
-        batch = RewardBatch.from_texts(completions[start : start + batch_size], questions[start : start + batch_size],
-                                       golds[start : start + batch_size], **part)
+        batch = RewardBatch.from_texts(
+            completions[start : start + batch_size],
+            questions[start : start + batch_size],
+            golds[start : start + batch_size],
+            **part,
+        )
         chunks.append(mix.score_all(batch))
     return aggregate_outputs(chunks)
 
@@ -528,24 +691,37 @@ def _check_run_model(model: str) -> None:
     problem = final_model_problem(model)
     newest = newest_complete_checkpoint(model) if problem else None
     if newest:  # (without one and without the marker, check_model_path says what the directory lacks)
-        raise ConfigError(f"--model: {model}: {problem}; evaluate {newest}, its newest complete checkpoint (or finish "
-                          "the run with procrl train --resume)")
+        raise ConfigError(
+            f"--model: {model}: {problem}; evaluate {newest}, its newest complete checkpoint (or finish "
+            "the run with procrl train --resume)"
+        )
     if problem and (Path(model) / FINAL_MARKER).exists():
         raise ConfigError(f"--model: {model}: {problem}: its files are a mix; it holds no complete checkpoint either")
 
 
-def evaluate(recipe, model: str | None = None, split: str = "test", limit: int | None = None,
-             output_dir: str | Path | None = None, batch_size: int = 8, max_new_tokens: int | None = None,
-             backend: str = "auto", log_wandb: bool = False, completions: list[str] | None = None,
-             sampling: Sampling = Sampling(), gguf_file: str | None = None, overwrite: bool = False) -> dict[str, Any]:
+def evaluate(
+    recipe,
+    model: str | None = None,
+    split: str = "test",
+    limit: int | None = None,
+    output_dir: str | Path | None = None,
+    batch_size: int = 8,
+    max_new_tokens: int | None = None,
+    backend: str = "auto",
+    log_wandb: bool = False,
+    completions: list[str] | None = None,
+    sampling: Sampling = Sampling(),
+    gguf_file: str | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
     """Generate (unless ``completions`` are given: ``sampling.num_samples`` per problem, grouped
     by problem), score, write the report; returns it. ``model`` (default: the recipe's policy,
     with its ``gguf_file``): a checkpoint, Hub id, embedded name or .gguf path; ``gguf_file``: a
     GGUF inside ``model``. The report folder follows procrl's folder rule (procrl/core/folders.py):
     new, empty, an earlier evaluate's, or named by ``overwrite``."""
+    from procrl.core.paths import check_model_path
     from procrl.data import load_examples
     from procrl.models.loading import check_gguf_file, model_source, policy_source
-    from procrl.core.paths import check_model_path
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
@@ -561,8 +737,11 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         if file is None:
             _check_run_model(name)  # a run's dir without its final model: name the checkpoint to use
             check_model_path("--model", name)
-        elif Path(name).expanduser().is_dir() and not (Path(name).expanduser() / file).is_file() \
-                and not Path(file).expanduser().is_file():
+        elif (
+            Path(name).expanduser().is_dir()
+            and not (Path(name).expanduser() / file).is_file()
+            and not Path(file).expanduser().is_file()
+        ):
             raise ConfigError(f"--gguf-file: {file} not found in {name}")
     if model is None:
         resolve = lambda: policy_source(recipe.model)  # noqa: E731
@@ -577,9 +756,13 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     if is_local_data_file(recipe.data.dataset):
         # a local file has no splits: never evaluate a test split on the training file by accident
         if "train" in Path(recipe.data.dataset).name.lower() and split != "train":
-            raise ConfigError(f"data.dataset is the local file {recipe.data.dataset!r}, which looks like training data; "
-                              f"evaluate on the {split} file with --set data.dataset=PATH")
-        local_notes.append(f"data.dataset is a local file ({recipe.data.dataset}); --split {split} does not select from it")
+            raise ConfigError(
+                f"data.dataset is the local file {recipe.data.dataset!r}, which looks like training data; "
+                f"evaluate on the {split} file with --set data.dataset=PATH"
+            )
+        local_notes.append(
+            f"data.dataset is a local file ({recipe.data.dataset}); --split {split} does not select from it"
+        )
     examples = load_examples(recipe.data, split)
     if limit is not None:
         examples = examples.select(range(min(limit, len(examples))))
@@ -600,12 +783,19 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
         started = time.perf_counter()
         try:
             prompts = _prompt_texts(recipe, questions, tokenizer, row_columns.get("answer_kind"))
-            completions, used = generate_completions(source, prompts, tokenizer,
-                                                     recipe, max_new_tokens, batch_size, backend, sampling)
+            completions, used = generate_completions(
+                source, prompts, tokenizer, recipe, max_new_tokens, batch_size, backend, sampling
+            )
         except OSError as error:  # from_pretrained: a Hub id that is not there (or not reachable)
             raise ConfigError(f"--model: cannot load {model} ({' '.join(str(error).split())[:300]})") from None
-        generation = {"backend": used, "max_new_tokens": max_new_tokens, "batch_size": batch_size,
-                      "greedy": sampling.greedy, "num_samples": k, "seconds": time.perf_counter() - started}
+        generation = {
+            "backend": used,
+            "max_new_tokens": max_new_tokens,
+            "batch_size": batch_size,
+            "greedy": sampling.greedy,
+            "num_samples": k,
+            "seconds": time.perf_counter() - started,
+        }
         if not sampling.greedy:
             generation.update(temperature=sampling.temperature, top_p=sampling.top_p, seed=sampling.seed)
     elif len(completions) != len(questions) * k:
@@ -620,44 +810,74 @@ def evaluate(recipe, model: str | None = None, split: str = "test", limit: int |
     sample_columns = {key: [v for v in values for _ in range(k)] for key, values in row_columns.items()}
     outputs = score_completions(mix, sample_questions, completions, sample_golds, columns=sample_columns)
     accuracy, source = _accuracy_scores(outputs, types, sample_questions, completions, sample_golds, sample_columns)
-    report = build_report(outputs, types, {n: s.weight for n, s in mix.specs.items()}, accuracy, source,
-                          completions=completions, golds=golds, num_samples=k, judge=recipe.data.eval_judge,
-                          specs=specs)
+    report = build_report(
+        outputs,
+        types,
+        {n: s.weight for n, s in mix.specs.items()},
+        accuracy,
+        source,
+        completions=completions,
+        golds=golds,
+        num_samples=k,
+        judge=recipe.data.eval_judge,
+        specs=specs,
+    )
     kinds_seen = sorted({spec.kind for spec in specs})
     if kinds_seen != ["number"]:
         report["answer_kind"] = kinds_seen[0] if len(kinds_seen) == 1 else kinds_seen
     report = {"recipe": recipe.path, "model": model, "split": split, **report, "generation": generation}
     report["notes"] = local_notes + report["notes"]
-    records = diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
-    report["behaviour"] = behaviour_summary(outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions,
-                                            accuracy, records)
+    records = (
+        diag.first_error_records(outputs[report["first_error_component"]]) if report["first_error_component"] else None
+    )
+    report["behaviour"] = behaviour_summary(
+        outputs, {n: s.weight for n, s in mix.specs.items()}, types, completions, accuracy, records
+    )
     try:  # a full disk (a PNG, the completions) is one line, not matplotlib's traceback
         claim_folder(directory, EVALUATE)
-        report["plots"] = write_plots(outputs, types, directory, judge=report["first_error_component"],
-                                      correct=[None if a is None else a >= 1.0 for a in accuracy])
+        report["plots"] = write_plots(
+            outputs,
+            types,
+            directory,
+            judge=report["first_error_component"],
+            correct=[None if a is None else a >= 1.0 for a in accuracy],
+        )
         rows = []
         for i, completion in enumerate(completions):
-            row = {"problem": i // k, "sample": i % k, "question": sample_questions[i], "answer": sample_golds[i],
-                   **{key: values[i] for key, values in sample_columns.items()},
-                   "completion": completion, "correct": accuracy[i],
-                   "first_error": records[i].index if records is not None else None,
-                   "rewards": {name: o.scores[i] for name, o in outputs.items()}}
+            row = {
+                "problem": i // k,
+                "sample": i % k,
+                "question": sample_questions[i],
+                "answer": sample_golds[i],
+                **{key: values[i] for key, values in sample_columns.items()},
+                "completion": completion,
+                "correct": accuracy[i],
+                "first_error": records[i].index if records is not None else None,
+                "rewards": {name: o.scores[i] for name, o in outputs.items()},
+            }
             if records is not None and records[i].category:
                 row["error_category"] = records[i].category
             rows.append(json.dumps(redact(row)) + "\n")
         write_file(directory, "completions.jsonl", "".join(rows))
         write_report(report, directory)
     except OSError as error:
-        raise ConfigError(f"--output-dir: writing the report to {directory} failed ({error.strerror or error}); "
-                          "the report is incomplete: free space and evaluate again") from None
+        raise ConfigError(
+            f"--output-dir: writing the report to {directory} failed ({error.strerror or error}); "
+            "the report is incomplete: free space and evaluate again"
+        ) from None
     if log_wandb:
         _log_wandb(report, outputs, types, directory, recipe, completions, sample_questions)
     return report
 
 
-def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float], types: dict[str, str],
-                      completions: list[str], accuracy: list[float | None],
-                      records: list | None) -> dict[str, float | None]:
+def behaviour_summary(
+    outputs: dict[str, RewardOutput],
+    weights: dict[str, float],
+    types: dict[str, str],
+    completions: list[str],
+    accuracy: list[float | None],
+    records: list | None,
+) -> dict[str, float | None]:
     """What the reward-hacking watch compares (``procrl/observe/hacking.py``): mean steps per completion
     (the first-error judge's count, else procrl's step segmentation), mean length in characters,
     mean process reward (weighted components other than accuracy and format) and accuracy."""
@@ -671,8 +891,12 @@ def behaviour_summary(outputs: dict[str, RewardOutput], weights: dict[str, float
         num_steps = [len(s.steps) for s in segment_batch(completions)]
     totals = process_totals({n: o.scores for n, o in outputs.items()}, types, weights)
     summary = behaviour(completions, num_steps, totals, accuracy)
-    return {"mean_steps": summary.steps, "mean_length": summary.length, "process_reward": summary.process_reward,
-            "accuracy": summary.accuracy}
+    return {
+        "mean_steps": summary.steps,
+        "mean_length": summary.length,
+        "process_reward": summary.process_reward,
+        "accuracy": summary.accuracy,
+    }
 
 
 def scalar_metrics(report: dict[str, Any]) -> dict[str, float]:
@@ -689,17 +913,34 @@ def _log_wandb(report, outputs, types, directory: Path, recipe, completions, que
     from procrl.observe.wandb import wandb_dir
 
     with wandb_dir(str(directory)):  # W&B's files under the report's directory, as a training run's under output_dir
-        run = wandb.init(project=recipe.logging.wandb_project or "procrl", entity=recipe.logging.wandb_entity,
-                         job_type="evaluate", config=redact({"model": report["model"], "split": report["split"],
-                                                             "n": report["n"], "generation": report["generation"]}))
+        run = wandb.init(
+            project=recipe.logging.wandb_project or "procrl",
+            entity=recipe.logging.wandb_entity,
+            job_type="evaluate",
+            config=redact(
+                {
+                    "model": report["model"],
+                    "split": report["split"],
+                    "n": report["n"],
+                    "generation": report["generation"],
+                }
+            ),
+        )
     scalars = {f"eval/{k}": v for k, v in scalar_metrics(report).items()}
-    scalars.update({f"eval/rewards/{k}/mean": c["mean"] for k, c in report["components"].items() if c["mean"] is not None})
+    scalars.update(
+        {f"eval/rewards/{k}/mean": c["mean"] for k, c in report["components"].items() if c["mean"] is not None}
+    )
     images = {f"eval/{Path(p).stem}": wandb.Image(str(directory / p)) for p in report["plots"]}
     table = wandb.Table(columns=["question", "completion", "steps", "first_error", *[f"reward/{k}" for k in outputs]])
     batch = RewardBatch.from_texts(completions, questions)
     for row in diag.step_rows(batch, outputs, types):
-        table.add_data(redact(row["question"]), redact(row["completion"]), redact(row["steps"]), str(row["first_error"]),
-                       *[row[f"reward/{k}"] for k in outputs])
+        table.add_data(
+            redact(row["question"]),
+            redact(row["completion"]),
+            redact(row["steps"]),
+            str(row["first_error"]),
+            *[row[f"reward/{k}"] for k in outputs],
+        )
     run.log({**scalars, **images, "eval/completions": table})
     run.summary.update(scalars)
     run.finish()
@@ -725,13 +966,21 @@ def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
 def format_summary(report: dict[str, Any], sampling: Sampling, directory: Path) -> str:
     """The lines ``procrl evaluate`` prints: the accuracies with their standard errors, the judge,
     the notes and the files written into ``directory``."""
-    how = "greedy" if sampling.greedy else (f"{sampling.num_samples} samples per problem, temperature "
-                                            f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}")
+    how = (
+        "greedy"
+        if sampling.greedy
+        else (
+            f"{sampling.num_samples} samples per problem, temperature "
+            f"{sampling.temperature}, top-p {sampling.top_p}, seed {sampling.seed}"
+        )
+    )
     lines = [f"{report['n']} problems, {how} (value ± standard error)"]
     judge = report.get("evaluation_judge")
     if judge:
-        lines.append(f"reasoning-aware accuracy judged by {judge['component']!r}"
-                     + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)"))
+        lines.append(
+            f"reasoning-aware accuracy judged by {judge['component']!r}"
+            + (" (in the trained mix)" if judge["trained_on"] else " (weight 0: not in the trained reward)")
+        )
     for key in ACCURACY_KEYS:
         lines.append(f"{key:<28} {_with_error(report, key)}")
     for key in report["sampled"] if sampling.num_samples > 1 else ():  # greedy: pass@1 = maj@1 = accuracy

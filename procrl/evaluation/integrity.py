@@ -27,7 +27,16 @@ from pathlib import Path
 
 from procrl.data.perturb import _CALCULATION, changed_value, read_train_rows, reference_steps, write_jsonl
 
-__all__ = ["KINDS", "RESTATEMENTS", "HEDGES", "build_cases", "five_completions", "orderings", "slip_solution", "verified"]
+__all__ = [
+    "KINDS",
+    "RESTATEMENTS",
+    "HEDGES",
+    "build_cases",
+    "five_completions",
+    "orderings",
+    "slip_solution",
+    "verified",
+]
 
 KINDS = ("W", "S", "P", "A", "H")
 # Number-free steps that restate without computing (padding).
@@ -69,7 +78,7 @@ def slip_solution(answer: str, rng: random.Random) -> tuple[list[str], str, int]
     new = changed_value(match.group("result"), rng)
     step = steps[index]
     steps = list(steps)
-    steps[index] = step[: match.start()] + f"<<{match.group('expression')}={new}>>{new}" + step[match.end():]
+    steps[index] = step[: match.start()] + f"<<{match.group('expression')}={new}>>{new}" + step[match.end() :]
     return steps, gold, index
 
 
@@ -96,9 +105,9 @@ def five_completions(answer: str, rng: random.Random) -> dict[str, str] | None:
 def verified(completion: str) -> bool:
     """Whether the arithmetic verifier checks at least one calculation of the completion's
     steps (the shared segmentation) and finds none wrong."""
+    from procrl.core.text import segment
     from procrl.rewards.judges import JudgeItem
     from procrl.rewards.judges.arithmetic import ArithmeticJudge
-    from procrl.core.text import segment
 
     steps = tuple(step.text for step in segment(completion).steps)
     verdict = ArithmeticJudge().judge_one(JudgeItem(None, steps))
@@ -121,8 +130,17 @@ def build_cases(rows: list[dict], num_problems: int, seed: int = 0) -> list[dict
         problems += 1
         w_verified = verified(cases["W"])
         for kind in KINDS:
-            out.append({"id": f"gsm8k-train-{position}-{kind}", "problem": position, "kind": kind, "w_verified": w_verified,
-                        "question": row["question"], "answer": row["answer"], "completion": cases[kind]})
+            out.append(
+                {
+                    "id": f"gsm8k-train-{position}-{kind}",
+                    "problem": position,
+                    "kind": kind,
+                    "w_verified": w_verified,
+                    "question": row["question"],
+                    "answer": row["answer"],
+                    "completion": cases[kind],
+                }
+            )
     return out
 
 
@@ -134,8 +152,12 @@ def orderings(scored: list[dict], key: str = "reward") -> dict[str, float | int]
     for row in scored:
         if row.get("w_verified", True):
             by_problem[row["problem"]][row["kind"]] = row[key]
-    checks = {"W>S": lambda t: t["W"] > t["S"], "W>A": lambda t: t["W"] > t["A"], "W>H": lambda t: t["W"] > t["H"],
-              "P<=S": lambda t: t["P"] <= t["S"]}
+    checks = {
+        "W>S": lambda t: t["W"] > t["S"],
+        "W>A": lambda t: t["W"] > t["A"],
+        "W>H": lambda t: t["W"] > t["H"],
+        "P<=S": lambda t: t["P"] <= t["S"],
+    }
     counts = dict.fromkeys(list(checks) + ["all"], 0)
     complete = [t for t in by_problem.values() if set(KINDS) <= set(t)]
     for totals in complete:
@@ -154,13 +176,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--input", help="GSM8K JSONL (question, answer); use the train split.")
     parser.add_argument("--output", help="Output JSONL of W/S/P/A/H rows for procrl score.")
     parser.add_argument("--num-problems", type=int, default=200, help="Problems (five rows each).")
-    parser.add_argument("--seed", type=int, default=0, help="Random seed (which calculation, which value, which sentences).")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="Random seed (which calculation, which value, which sentences)."
+    )
     parser.add_argument("--check", metavar="SCORED", help="Print the orderings of a procrl score output instead.")
     args = parser.parse_args(argv)
     if args.check:
-        scored = [json.loads(line) for line in Path(args.check).read_text(encoding="utf-8").splitlines() if line.strip()]
+        scored = [
+            json.loads(line) for line in Path(args.check).read_text(encoding="utf-8").splitlines() if line.strip()
+        ]
         result = orderings(scored)
-        print(f"problems {result['problems']}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in result.items() if k != "problems"))
+        print(
+            f"problems {result['problems']}: "
+            + ", ".join(f"{k} {100 * v:.1f}%" for k, v in result.items() if k != "problems")
+        )
         return 0
     if not args.input or not args.output:
         parser.error("--input and --output are required (or --check SCORED)")

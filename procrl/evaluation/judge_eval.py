@@ -38,16 +38,16 @@ __all__ = [
 def read_processbench(path: str | Path) -> list[dict[str, Any]]:
     """Records of a labelled-solutions file, each checked as ``procrl validate`` checks it (one
     clear error per bad record)."""
-    from procrl.evaluation.corpora import read_solutions
     from procrl.core.jsonl import iter_records
+    from procrl.evaluation.corpora import read_solutions
 
     read_solutions(path)
     return [value for _, value in iter_records(path, "--data")]
 
 
 def _pick_specs(specs: list, name: str | None) -> list:
-    from procrl.rewards.first_error import FirstErrorReward
     from procrl.evaluation.validate import select_specs
+    from procrl.rewards.first_error import FirstErrorReward
 
     judges = [s for s in specs if isinstance(s.target, type) and issubclass(s.target, FirstErrorReward)]
     if name is not None:
@@ -68,9 +68,18 @@ def judge_report(report: dict[str, Any], name: str) -> dict[str, Any]:
     entry = report["components"][name]
     local = dict(entry["localisation"])
     sweep = local.pop("threshold_sweep", None)
-    out = {**local, "component": name, "backend": entry["backend"], "model": entry["model"],
-           "failures": entry.get("failures", {}), "auroc": entry["auroc"], "auroc_ci": entry["auroc_ci"],
-           "by_class": entry["by_class"], "segmentation": report.get("segmentation"), "format": report.get("format")}
+    out = {
+        **local,
+        "component": name,
+        "backend": entry["backend"],
+        "model": entry["model"],
+        "failures": entry.get("failures", {}),
+        "auroc": entry["auroc"],
+        "auroc_ci": entry["auroc_ci"],
+        "by_class": entry["by_class"],
+        "segmentation": report.get("segmentation"),
+        "format": report.get("format"),
+    }
     if "threshold" in entry:
         out["threshold"] = entry["threshold"]
         out["threshold_sweep"] = sweep
@@ -87,7 +96,11 @@ def format_report(report: dict[str, Any]) -> str:
         f"samples: {report['n']} ({report['n_error']} with an error, {report['n_correct']} all correct)",
         f"acc_err {_percent(report['acc_err'])}   acc_cor {_percent(report['acc_cor'])}   F1 {_percent(report['f1'])}",
         f"no verdict: {report['no_verdict']}"
-        + ("" if not any(report["failures"].values()) else "   failures: " + ", ".join(f"{k} {v}" for k, v in report["failures"].items() if v)),
+        + (
+            ""
+            if not any(report["failures"].values())
+            else "   failures: " + ", ".join(f"{k} {v}" for k, v in report["failures"].items() if v)
+        ),
     ]
     if report.get("auroc") is not None:
         low, high = report["auroc_ci"]
@@ -97,39 +110,63 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"left out: {skipped} labels outside procrl's steps")
     lines += ["", "error samples by label position: n / exact / early / late / missed / no verdict"]
     for bucket, row in report["confusion"]["error_by_label"].items():
-        lines.append(f"  step {bucket:<3} {row['n']:>5} {row['exact']:>6} {row['early']:>6} {row['late']:>5} {row['missed']:>7} {row['no_verdict']:>6}")
+        lines.append(
+            f"  step {bucket:<3} {row['n']:>5} {row['exact']:>6} {row['early']:>6} {row['late']:>5} {row['missed']:>7} {row['no_verdict']:>6}"
+        )
     correct = report["confusion"]["all_correct"]
-    lines.append(f"all-correct samples: {correct['n']}: -1 {correct['correct']}, false alarm {correct['false_alarm']}, no verdict {correct['no_verdict']}")
+    lines.append(
+        f"all-correct samples: {correct['n']}: -1 {correct['correct']}, false alarm {correct['false_alarm']}, no verdict {correct['no_verdict']}"
+    )
     sweep = report.get("threshold_sweep")
     if sweep:
         lines += ["", f"threshold sweep (configured {report['threshold']}):"]
         for row in sweep["thresholds"]:
-            lines.append(f"  {row['threshold']:.2f}  F1 {_percent(row['f1'])}  acc_err {_percent(row['acc_err'])}  acc_cor {_percent(row['acc_cor'])}")
+            lines.append(
+                f"  {row['threshold']:.2f}  F1 {_percent(row['f1'])}  acc_err {_percent(row['acc_err'])}  acc_cor {_percent(row['acc_cor'])}"
+            )
         if sweep["best"]:
             lines.append(f"F1-best threshold: {sweep['best']['threshold']:.2f} (F1 {_percent(sweep['best']['f1'])})")
     return "\n".join(lines)
 
 
-def evaluate_judge(recipe: str, overrides: list[str], data: str, component: str | None = None,
-                   limit: int | None = None, device: str | None = None, output_dir: str | None = None,
-                   overwrite: bool = False, quiet: bool = False) -> dict[str, Any]:
+def evaluate_judge(
+    recipe: str,
+    overrides: list[str],
+    data: str,
+    component: str | None = None,
+    limit: int | None = None,
+    device: str | None = None,
+    output_dir: str | None = None,
+    overwrite: bool = False,
+    quiet: bool = False,
+) -> dict[str, Any]:
     """The judge's report (:func:`judge_report`) on the labelled solutions in ``data``; validate's
     report files written into ``output_dir`` when given (refused before any work by the folder
     rule). ``quiet``: no progress bar, and what libraries print goes to stderr."""
     from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
     from procrl.evaluation.validate_plot import plot_validation
 
-    directory = (choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE)
-                 if output_dir else None)
+    directory = choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE) if output_dir else None
     with quiet_stdout(quiet):
-        result = run_validation(recipe, overrides, data, limit=limit, device=device,
-                                progress=not quiet, specs_filter=lambda specs: _pick_specs(specs, component))
-    name = next(n for n, c in result.report["components"].items() if "localisation" in c and
-                (component is None or n == component))
+        result = run_validation(
+            recipe,
+            overrides,
+            data,
+            limit=limit,
+            device=device,
+            progress=not quiet,
+            specs_filter=lambda specs: _pick_specs(specs, component),
+        )
+    name = next(
+        n
+        for n, c in result.report["components"].items()
+        if "localisation" in c and (component is None or n == component)
+    )
     report = judge_report(result.report, name)
     if directory is not None:
-        write_outputs(directory, result.report, result.items, plot_validation(result.items, result.report, {}),
-                      command=EVAL_JUDGE)
+        write_outputs(
+            directory, result.report, result.items, plot_validation(result.items, result.report, {}), command=EVAL_JUDGE
+        )
     return report
 
 

@@ -27,9 +27,10 @@ import json
 import math
 import os
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from procrl.core.atomic import AtomicOutput, output_target
 from procrl.core.config import ConfigError
@@ -57,7 +58,9 @@ def _check_row(row: Any, path: str, where: int) -> dict:
         raise ConfigError(f"{path}:{where}: 'question' must be a string, got {type(question).__name__}")
     answer = row.get("answer")
     if answer is not None and not isinstance(answer, (str, int, float)):  # a bool: a yes/no gold
-        raise ConfigError(f"{path}:{where}: 'answer' must be a string, a number or a boolean, got {type(answer).__name__}")
+        raise ConfigError(
+            f"{path}:{where}: 'answer' must be a string, a number or a boolean, got {type(answer).__name__}"
+        )
     _check_answer_kind(row, path, where)
     return row
 
@@ -71,13 +74,17 @@ def _check_answer_kind(row: dict, path: str, where: int) -> None:
     if kind is not None and kind not in ANSWER_KINDS:
         raise ConfigError(f"{path}:{where}: 'answer_kind' must be one of {', '.join(ANSWER_KINDS)}, got {kind!r}")
     if row.get("choices") is not None and not normalize_choices(row["choices"]):
-        raise ConfigError(f"{path}:{where}: 'choices' must be a list of {{label, text}}, {{label: [...], text: [...]}} "
-                          "or a list of option texts")
+        raise ConfigError(
+            f"{path}:{where}: 'choices' must be a list of {{label, text}}, {{label: [...], text: [...]}} "
+            "or a list of option texts"
+        )
     if kind == "choice" and row.get("choices") is None:
         raise ConfigError(f"{path}:{where}: 'answer_kind' choice needs the row's 'choices'")
     spec = answer_spec(kind, row.get("choices"), row.get("answer"))
     if spec.kind != "number" and row.get("answer") is not None and gold_answer(row["answer"], spec) is None:
-        what = "one of its choices (a letter or an option's text)" if spec.kind == "choice" else "yes, no, true or false"
+        what = (
+            "one of its choices (a letter or an option's text)" if spec.kind == "choice" else "yes, no, true or false"
+        )
         raise ConfigError(f"{path}:{where}: 'answer' must be {what}, got {str(row['answer'])[:40]!r}")
 
 
@@ -142,7 +149,9 @@ def _jsonable(value: Any) -> Any:
 def _batch(rows: list[dict]) -> RewardBatch:
     columns = {key: [r.get(key) for r in rows] for key in ("answer_kind", "choices") if any(key in r for r in rows)}
     return RewardBatch.from_texts(
-        [r.get("completion") for r in rows], questions=[r.get("question") for r in rows], golds=[r.get("answer") for r in rows],
+        [r.get("completion") for r in rows],
+        questions=[r.get("question") for r in rows],
+        golds=[r.get("answer") for r in rows],
         **columns,
     )
 
@@ -193,7 +202,9 @@ def _segment_one(completion: str):
         return Segmentation(completion, 0, (), (), ()), f"{type(error).__name__}: {error}"
 
 
-def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[list[dict], list[RowProblem], dict[str, dict[str, int]]]:
+def score_batch(
+    mix: RewardMix, lines: list[int], rows: list[dict]
+) -> tuple[list[dict], list[RowProblem], dict[str, dict[str, int]]]:
     """Score one batch: the output rows, the rows a component failed on, failure counts per component."""
     batch = _batch(rows)
     _refuse_number_judges(mix, batch, lines)
@@ -211,8 +222,15 @@ def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[lis
             # a count that does not match the batch belongs to no row: every row gets the fallback,
             # counted per row, as training counts it (rescored alone, a row would hide it)
             span = f"{lines[0]}-{lines[-1]}" if len(lines) > 1 else f"{lines[0]}"
-            problems.append(RowProblem(span, name, f"returned the wrong number of scores for this batch of {len(rows)} "
-                                       "rows (wrong_length); each row scored with its fallback", batch=True))
+            problems.append(
+                RowProblem(
+                    span,
+                    name,
+                    f"returned the wrong number of scores for this batch of {len(rows)} "
+                    "rows (wrong_length); each row scored with its fallback",
+                    batch=True,
+                )
+            )
             continue
         if not any(output.failures.get(kind) for kind in _ROW_FAILURE_KINDS):
             continue
@@ -249,14 +267,18 @@ def score_batch(mix: RewardMix, lines: list[int], rows: list[dict]) -> tuple[lis
             for name, out in outputs.items()
             if out.scores[i] is None
         }
-        scored.append(_jsonable({
-            **row,
-            "rewards": {name: out.scores[i] for name, out in outputs.items()},
-            "reward": totals[i],
-            "steps": steps,
-            "diagnostics": diagnostics,
-            **({"fallbacks": fallbacks} if fallbacks else {}),
-        }))
+        scored.append(
+            _jsonable(
+                {
+                    **row,
+                    "rewards": {name: out.scores[i] for name, out in outputs.items()},
+                    "reward": totals[i],
+                    "steps": steps,
+                    "diagnostics": diagnostics,
+                    **({"fallbacks": fallbacks} if fallbacks else {}),
+                }
+            )
+        )
     failures = {name: {k: v for k, v in out.failures.items() if v} for name, out in outputs.items()}
     return scored, problems, failures
 
@@ -340,12 +362,21 @@ class RunningSummary:
                 lines.append(f"{name:<28}{0:>7}{s.none:>7}{'-':>10}{'-':>10}{'-':>10}")
         for name, kinds in self.failures.items():
             if kinds:
-                lines.append(f"failures of {name}: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items())))
+                lines.append(
+                    f"failures of {name}: " + ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+                )
         return "\n".join(lines)
 
 
-def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: int = 64, progress: bool = True,
-               report=None, max_reported: int = 20) -> RunningSummary:
+def score_file(
+    mix: RewardMix,
+    input_path: str,
+    output_path: str,
+    batch_size: int = 64,
+    progress: bool = True,
+    report=None,
+    max_reported: int = 20,
+) -> RunningSummary:
     """Check, score and write ``input_path`` to ``output_path`` (streamed, atomic).
     ``report(line)`` receives one line per row a component failed on (at most ``max_reported``)."""
     from tqdm.auto import tqdm
@@ -357,8 +388,10 @@ def score_file(mix: RewardMix, input_path: str, output_path: str, batch_size: in
     reported = 0
     try:
         # what a reward prints goes to stderr: stdout may be the output (--output /dev/stdout)
-        with contextlib.redirect_stdout(sys.stderr), tqdm(total=total, desc="scoring", unit="row",
-                                                           disable=not progress) as bar:
+        with (
+            contextlib.redirect_stdout(sys.stderr),
+            tqdm(total=total, desc="scoring", unit="row", disable=not progress) as bar,
+        ):
             for chunk in _chunks(iter_rows(input_path), batch_size):
                 lines = [line for line, _ in chunk]
                 scored, problems, failures = score_batch(mix, lines, [row for _, row in chunk])

@@ -74,15 +74,17 @@ def _slug(text: str) -> str:
 VALIDATE = "validate"  # the command named in the folder marker (procrl/core/folders.py)
 
 
-def choose_output_dir(output_dir: str | None, recipe: str, data: str | list[str], overwrite: bool,
-                      command: str = VALIDATE) -> Path:
+def choose_output_dir(
+    output_dir: str | None, recipe: str, data: str | list[str], overwrite: bool, command: str = VALIDATE
+) -> Path:
     """The directory to write to (default ``validate/<recipe>--<data>``), checked before any work
     by procrl's folder rule (procrl/core/folders.py): new, empty, written by an earlier validate
     (its report is replaced) or named by ``--overwrite``; anything else is refused."""
     if output_dir is None:
         files = [data] if isinstance(data, str) else list(data)
-        directory = Path("validate") / (f"{_slug(recipe)}--{_slug(files[0])}"
-                                        + (f"-and-{len(files) - 1}-more" if len(files) > 1 else ""))
+        directory = Path("validate") / (
+            f"{_slug(recipe)}--{_slug(files[0])}" + (f"-and-{len(files) - 1}-more" if len(files) > 1 else "")
+        )
     else:
         directory = Path(output_dir)
     check_folder(directory, command, overwrite=overwrite)
@@ -92,19 +94,34 @@ def choose_output_dir(output_dir: str | None, recipe: str, data: str | list[str]
 def _row_record(item: Scored, names: list[str]) -> dict[str, Any]:
     s = item.solution
     return {
-        "id": s.id, "record": s.record, "class": item.klass, "kind": s.kind, "label": s.label,
+        "id": s.id,
+        "record": s.record,
+        "class": item.klass,
+        "kind": s.kind,
+        "label": s.label,
         "completion": s.completion,
-        "procrl_label": item.procrl_label, "answer_correct": s.answer_correct, "gold": s.gold,
-        "data_steps": len(s.data_spans) if s.data_spans is not None else None, "procrl_steps": len(item.procrl_spans),
-        "rewards": {n: item.rewards.get(n) for n in names}, "reward": item.total,
-        "verdicts": {n: {k: v for k, v in d.items() if k in ("index", "verdict", "checked_steps", "wrong_calculation",
-                                                            "step_probabilities", "predicted")}
-                     for n, d in item.diagnostics.items() if isinstance(d, dict)},
+        "procrl_label": item.procrl_label,
+        "answer_correct": s.answer_correct,
+        "gold": s.gold,
+        "data_steps": len(s.data_spans) if s.data_spans is not None else None,
+        "procrl_steps": len(item.procrl_spans),
+        "rewards": {n: item.rewards.get(n) for n in names},
+        "reward": item.total,
+        "verdicts": {
+            n: {
+                k: v
+                for k, v in d.items()
+                if k in ("index", "verdict", "checked_steps", "wrong_calculation", "step_probabilities", "predicted")
+            }
+            for n, d in item.diagnostics.items()
+            if isinstance(d, dict)
+        },
     }
 
 
-def write_outputs(directory: Path, report: dict[str, Any], items: list[Scored], figure,
-                  command: str = VALIDATE) -> list[str]:
+def write_outputs(
+    directory: Path, report: dict[str, Any], items: list[Scored], figure, command: str = VALIDATE
+) -> list[str]:
     """Every file rendered first (secrets redacted: procrl/core/redaction.py), then written (each
     atomically): an error leaves nothing half-written."""
     import io
@@ -141,7 +158,9 @@ def select_specs(specs: list, names: list[str] | None) -> list:
     known = [s.name for s in specs]
     for name in names:
         if name not in known:
-            raise ConfigError(f"--component: no reward named {name!r} in the recipe{suggest(name, known)} (has: {', '.join(known)})")
+            raise ConfigError(
+                f"--component: no reward named {name!r} in the recipe{suggest(name, known)} (has: {', '.join(known)})"
+            )
     wanted = set(names)
     changed = True
     while changed:  # a gate needs the component it reads
@@ -162,10 +181,21 @@ class Validation:
     peer_scores: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def run_validation(recipe_path: str, overrides: list[str], data: str | list[str], components: list[str] | None = None,
-                   limit: int | None = None, peers: list[tuple[str, list[str]]] | None = None, peer_threshold: float = 0.5,
-                   device: str | None = None, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
-                   batch_size: int = 64, progress: bool = False, specs_filter=None) -> Validation:
+def run_validation(
+    recipe_path: str,
+    overrides: list[str],
+    data: str | list[str],
+    components: list[str] | None = None,
+    limit: int | None = None,
+    peers: list[tuple[str, list[str]]] | None = None,
+    peer_threshold: float = 0.5,
+    device: str | None = None,
+    seed: int = 0,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    batch_size: int = 64,
+    progress: bool = False,
+    specs_filter=None,
+) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
     from procrl.recipe import load_recipe
     from procrl.rewards.mix import RewardMix
@@ -187,11 +217,25 @@ def run_validation(recipe_path: str, overrides: list[str], data: str | list[str]
 
         mix.bind(RuntimeContext(device=device or ("cuda" if torch.cuda.is_available() else "cpu")))
     items, failures = score_solutions(mix, solutions, batch_size=batch_size, progress=progress)
-    peer_reports = {name: peer_report(items, scores, peer_threshold, seed, resamples) for name, scores in peer_scores.items()}
-    report = {REPORT_MARKER: 1, "recipe": str(recipe_path), "overrides": redact_argv(list(overrides)), "data": data if isinstance(data, str) else ", ".join(map(str, data)), "format": fmt,
-              **validation_report(mix, items, seed=seed, resamples=resamples, peers=peer_reports, failures=failures),
-              "settings": {"seed": seed, "resamples": resamples, "min_class": MIN_CLASS, "peer_threshold": peer_threshold,
-                           "limit": limit, "components": [s.name for s in specs]}}
+    peer_reports = {
+        name: peer_report(items, scores, peer_threshold, seed, resamples) for name, scores in peer_scores.items()
+    }
+    report = {
+        REPORT_MARKER: 1,
+        "recipe": str(recipe_path),
+        "overrides": redact_argv(list(overrides)),
+        "data": data if isinstance(data, str) else ", ".join(map(str, data)),
+        "format": fmt,
+        **validation_report(mix, items, seed=seed, resamples=resamples, peers=peer_reports, failures=failures),
+        "settings": {
+            "seed": seed,
+            "resamples": resamples,
+            "min_class": MIN_CLASS,
+            "peer_threshold": peer_threshold,
+            "limit": limit,
+            "components": [s.name for s in specs],
+        },
+    }
     return Validation(report, items, peer_scores)
 
 
@@ -201,4 +245,3 @@ def quiet_stdout(active: bool):
     import contextlib
 
     return contextlib.redirect_stdout(sys.stderr) if active else contextlib.nullcontext()
-

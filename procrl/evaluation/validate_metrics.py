@@ -56,7 +56,7 @@ def _codes(positive: Sequence[float], negative: Sequence[float]):
 
     values = np.asarray(list(positive) + list(negative), dtype=float)
     distinct, codes = np.unique(values, return_inverse=True)
-    return codes[: len(positive)], codes[len(positive):], len(distinct)
+    return codes[: len(positive)], codes[len(positive) :], len(distinct)
 
 
 def _auroc_rows(positive, negative, size: int):
@@ -85,8 +85,13 @@ def auroc(positive: Sequence[float], negative: Sequence[float]) -> float:
     return float(_auroc_rows(pos[None, :], neg[None, :], size)[0])
 
 
-def bootstrap_auroc(positive: Sequence[float], negative: Sequence[float], resamples: int = BOOTSTRAP_RESAMPLES,
-                    seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def bootstrap_auroc(
+    positive: Sequence[float],
+    negative: Sequence[float],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
     """Percentile interval of :func:`auroc` over stratified resamples (NaN, NaN when a class is
     empty)."""
     if not positive or not negative:
@@ -140,7 +145,9 @@ def processbench_metrics(labels: list[int], predictions: list[int | None]) -> di
         f1 = math.nan
     by_position: dict[str, dict[str, int]] = {}
     for label, prediction in errors:
-        row = by_position.setdefault(_bucket(label), {"n": 0, "exact": 0, "early": 0, "late": 0, "missed": 0, "no_verdict": 0})
+        row = by_position.setdefault(
+            _bucket(label), {"n": 0, "exact": 0, "early": 0, "late": 0, "missed": 0, "no_verdict": 0}
+        )
         row["n"] += 1
         if prediction is None:
             row["no_verdict"] += 1
@@ -179,8 +186,16 @@ def localisation_breakdown(labels: list[int], predictions: list[int | None]) -> 
     """Counts over the flawed samples (label >= 0): ``exact`` (the labelled step), ``early`` and
     ``late`` (another step before or after it; ``early_by`` / ``late_by``: how many steps away,
     1, 2 or 3+), ``none`` (no error found: -1) and ``no_verdict`` (None)."""
-    out: dict[str, Any] = {"n": 0, "exact": 0, "early": 0, "late": 0, "none": 0, "no_verdict": 0,
-                           "early_by": {"1": 0, "2": 0, "3+": 0}, "late_by": {"1": 0, "2": 0, "3+": 0}}
+    out: dict[str, Any] = {
+        "n": 0,
+        "exact": 0,
+        "early": 0,
+        "late": 0,
+        "none": 0,
+        "no_verdict": 0,
+        "early_by": {"1": 0, "2": 0, "3+": 0},
+        "late_by": {"1": 0, "2": 0, "3+": 0},
+    }
     for label, prediction in zip(labels, predictions):
         if label < 0:
             continue
@@ -206,7 +221,9 @@ def sweep_thresholds(labels: list[int], probabilities: list[list[float] | None],
     for threshold in thresholds:
         predictions = [None if p is None else first_below(p, threshold) for p in probabilities]
         metrics = processbench_metrics(labels, predictions)
-        rows.append({"threshold": threshold, "f1": metrics["f1"], "acc_err": metrics["acc_err"], "acc_cor": metrics["acc_cor"]})
+        rows.append(
+            {"threshold": threshold, "f1": metrics["f1"], "acc_err": metrics["acc_err"], "acc_cor": metrics["acc_cor"]}
+        )
     finite = [r for r in rows if not math.isnan(r["f1"])]
     best = max(finite, key=lambda r: r["f1"]) if finite else None
     return {"thresholds": rows, "best": best}
@@ -215,7 +232,9 @@ def sweep_thresholds(labels: list[int], probabilities: list[list[float] | None],
 # --- the data's steps and procrl's -----------------------------------------------------------
 
 
-def step_spans(steps: Sequence[str], separator: str, prefixes: Sequence[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+def step_spans(
+    steps: Sequence[str], separator: str, prefixes: Sequence[str] | None = None
+) -> tuple[str, list[tuple[int, int]]]:
     """The steps joined into one text (``prefixes[i]`` written before step i, e.g. the
     ``Thought 3: `` a model wrote) and each step's span in it: from its first to its last
     non-space character (prefix included), ``end`` exclusive."""
@@ -236,7 +255,9 @@ def step_spans(steps: Sequence[str], separator: str, prefixes: Sequence[str] | N
     return "".join(parts), spans
 
 
-def map_label(label: int | None, data_spans: Sequence[tuple[int, int]], procrl_spans: Sequence[tuple[int, int]]) -> int | None:
+def map_label(
+    label: int | None, data_spans: Sequence[tuple[int, int]], procrl_spans: Sequence[tuple[int, int]]
+) -> int | None:
     """A first-error label on the data's steps as an index of procrl's steps: -1 stays -1; step
     k becomes the first procrl step overlapping data step k's span (procrl may have split it,
     or merged it with its neighbours). None when the label is None or no procrl step overlaps
@@ -254,8 +275,9 @@ def map_label(label: int | None, data_spans: Sequence[tuple[int, int]], procrl_s
     return None
 
 
-def boundary_agreement(data_spans: Sequence[tuple[int, int]], procrl_spans: Sequence[tuple[int, int]],
-                       reasoning_end: int) -> dict[str, int | bool]:
+def boundary_agreement(
+    data_spans: Sequence[tuple[int, int]], procrl_spans: Sequence[tuple[int, int]], reasoning_end: int
+) -> dict[str, int | bool]:
     """Step boundaries (where a step other than the first starts) of the data and of procrl,
     within procrl's reasoning (before ``reasoning_end``: the trailing answer line is no step to
     procrl by design): how many each has, how many coincide, and whether the sets are equal."""

@@ -17,7 +17,11 @@ def _peer_step_score(value: Any) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value) if math.isfinite(value) else None
-    if isinstance(value, list) and value and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
         return float(sum(value[1:]))  # class probabilities [invalid, neutral, positive]: validity = the rest
     return None
 
@@ -54,8 +58,10 @@ def _read_peer_file(path: str, scores: dict, iter_records) -> None:
         if isinstance(raw, list):
             steps = [_peer_step_score(v) for v in raw]
             if not steps or any(v is None for v in steps):
-                raise ConfigError(f"{where}: 'scores' must be a number, or a non-empty list of numbers (or of class "
-                                  "probability lists) per step")
+                raise ConfigError(
+                    f"{where}: 'scores' must be a number, or a non-empty list of numbers (or of class "
+                    "probability lists) per step"
+                )
             scores[str(value["id"])] = steps
         else:
             single = _peer_step_score(raw)

@@ -30,7 +30,9 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
 
     panels: list[tuple[str, str | None, list[tuple[str, float]]]] = []
     for name, stats in report["components"].items():
-        panels.append((name, stats["type"], [(i.klass, i.rewards[name]) for i in items if i.rewards.get(name) is not None]))
+        panels.append(
+            (name, stats["type"], [(i.klass, i.rewards[name]) for i in items if i.rewards.get(name) is not None])
+        )
     panels.append(("weighted total", None, [(i.klass, i.total) for i in items if i.total is not None]))
     for name, scores in peer_scores.items():
         values = [(i.klass, scores[i.solution.id]) for i in items if i.solution.id in scores]
@@ -74,7 +76,9 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
                 for klass in present:
                     members = [v for c, v in pairs if c == klass]
                     weights = [1 / len(members)] * len(members)
-                    top.hist(members, bins=bins, weights=weights, histtype="stepfilled", alpha=0.18, color=_COLOURS[klass])
+                    top.hist(
+                        members, bins=bins, weights=weights, histtype="stepfilled", alpha=0.18, color=_COLOURS[klass]
+                    )
                     top.hist(members, bins=bins, weights=weights, histtype="step", linewidth=1.6, color=_COLOURS[klass])
             top.set_ylim(0, 1.05)
             top.set_xlabel("score")
@@ -91,12 +95,25 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
             bottom.plot(fpr, tpr, color="#2c3e50", linewidth=1.8, label=f"sound vs flawed: {auroc(sound, flawed):.3f}")
             if len(sound) >= MIN_CLASS and len(right) >= MIN_CLASS:
                 fpr, tpr = roc_points(sound, right)
-                bottom.plot(fpr, tpr, color=_COLOURS[RIGHT_FLAWED], linewidth=1.4, linestyle="--",
-                            label=f"among right answers: {auroc(sound, right):.3f}")
+                bottom.plot(
+                    fpr,
+                    tpr,
+                    color=_COLOURS[RIGHT_FLAWED],
+                    linewidth=1.4,
+                    linestyle="--",
+                    label=f"among right answers: {auroc(sound, right):.3f}",
+                )
             bottom.legend(fontsize=7, loc="lower right", title="AUROC", title_fontsize=7)
         else:
-            bottom.text(0.5, 0.5, "no ROC curve:\n" + ("no sound solutions" if not sound else "no flawed solutions"),
-                        ha="center", va="center", fontsize=9, transform=bottom.transAxes)
+            bottom.text(
+                0.5,
+                0.5,
+                "no ROC curve:\n" + ("no sound solutions" if not sound else "no flawed solutions"),
+                ha="center",
+                va="center",
+                fontsize=9,
+                transform=bottom.transAxes,
+            )
         bottom.set_xlim(0, 1)
         bottom.set_ylim(0, 1.02)
         bottom.set_aspect("equal")
@@ -104,10 +121,18 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
         if index % columns == 0:
             bottom.set_ylabel("sound passed (TPR)")
     classes = [k for k in CLASSES if k in report["classes"]]
-    figure.legend(handles=[Patch(color=_COLOURS[k], label=CLASS_LABELS[k]) for k in classes], loc="outside lower center",
-                  ncols=len(classes), fontsize=9, frameon=False)
+    figure.legend(
+        handles=[Patch(color=_COLOURS[k], label=CLASS_LABELS[k]) for k in classes],
+        loc="outside lower center",
+        ncols=len(classes),
+        fontsize=9,
+        frameon=False,
+    )
     data = ", ".join(Path(part).name for part in str(report.get("data")).split(", "))
-    what = ("score per class (top), ROC sound vs flawed (bottom)" if with_roc else
-            "score per class (one class of sound/flawed only: no ROC curves)")
+    what = (
+        "score per class (top), ROC sound vs flawed (bottom)"
+        if with_roc
+        else "score per class (one class of sound/flawed only: no ROC curves)"
+    )
     figure.suptitle(f"{Path(str(report.get('recipe'))).name} on {textwrap.shorten(data, 90)}: {what}", fontsize=11)
     return figure

@@ -60,8 +60,9 @@ def _separation(pairs: list[tuple[str, float]], seed: int, resamples: int) -> di
     return out
 
 
-def _component_stats(items: list[Scored], name: str, score_of, first_error: bool, arithmetic: bool,
-                     seed: int, resamples: int) -> dict[str, Any]:
+def _component_stats(
+    items: list[Scored], name: str, score_of, first_error: bool, arithmetic: bool, seed: int, resamples: int
+) -> dict[str, Any]:
     pairs = [(i.klass, score_of(i)) for i in items if score_of(i) is not None]
     stats = _separation(pairs, seed, resamples)
     stats["scored"] = len(pairs)
@@ -74,8 +75,10 @@ def _component_stats(items: list[Scored], name: str, score_of, first_error: bool
         entry: dict[str, Any] = {"n": len(members), "mean": _mean(values)}
         if name != TOTAL:
             entry["none"] = _share(sum(_no_opinion(i, name) for i in members), len(members))
-            entry["fallback"] = _share(sum(name in i.fallbacks or (_no_opinion(i, name) and i.rewards.get(name) is not None)
-                                           for i in members), len(members))
+            entry["fallback"] = _share(
+                sum(name in i.fallbacks or (_no_opinion(i, name) and i.rewards.get(name) is not None) for i in members),
+                len(members),
+            )
         else:
             entry["none"] = _share(sum(i.total is None for i in members), len(members))
         if first_error:
@@ -90,7 +93,11 @@ def _component_stats(items: list[Scored], name: str, score_of, first_error: bool
         sound = [v for k, v in pairs if k == SOUND]
         stats["by_kind"] = {}
         for kind in kinds:
-            flawed = [score_of(i) for i in items if i.solution.kind == kind and not i.solution.sound and score_of(i) is not None]
+            flawed = [
+                score_of(i)
+                for i in items
+                if i.solution.kind == kind and not i.solution.sound and score_of(i) is not None
+            ]
             stats["by_kind"][kind] = {"n": len(flawed), "auroc": auroc(sound, flawed) if flawed else None}
     return stats
 
@@ -164,8 +171,11 @@ def error_categories(items: list[Scored], name: str) -> dict[str, dict[str, int]
     without a category); None when the judge named no category."""
     from procrl.rewards.judges.prompt import CATEGORIES
 
-    found = [(i.klass, (i.diagnostics.get(name) or {}).get("category")) for i in items
-             if isinstance((i.diagnostics.get(name) or {}).get("index"), int) and i.diagnostics[name]["index"] >= 0]
+    found = [
+        (i.klass, (i.diagnostics.get(name) or {}).get("category"))
+        for i in items
+        if isinstance((i.diagnostics.get(name) or {}).get("index"), int) and i.diagnostics[name]["index"] >= 0
+    ]
     if not any(category for _, category in found):
         return None
     out = {}
@@ -182,8 +192,13 @@ def accuracy_agreement(items: list[Scored], name: str) -> dict[str, Any]:
     agree = [i for i in scored if (i.rewards[name] >= 0.5) == i.solution.answer_correct]
     disagree = [i for i in scored if (i.rewards[name] >= 0.5) != i.solution.answer_correct]
     kinds = sorted({i.solution.kind for i in scored if i.solution.kind})
-    by_kind = {kind: {"scored": sum(1 for i in scored if i.solution.kind == kind),
-                      "agree": sum(1 for i in agree if i.solution.kind == kind)} for kind in kinds}
+    by_kind = {
+        kind: {
+            "scored": sum(1 for i in scored if i.solution.kind == kind),
+            "agree": sum(1 for i in agree if i.solution.kind == kind),
+        }
+        for kind in kinds
+    }
     return {
         "by_kind": by_kind,
         "labelled": len(labelled),
@@ -191,14 +206,21 @@ def accuracy_agreement(items: list[Scored], name: str) -> dict[str, Any]:
         "no_score": len(labelled) - len(scored),
         "agree": len(agree),
         "agreement": _share(len(agree), len(scored)),
-        "disagreements": [{"id": i.solution.id, "labelled_correct": i.solution.answer_correct,
-                           "predicted": (i.diagnostics.get(name) or {}).get("predicted"),
-                           "gold": i.solution.gold} for i in disagree[:10]],
+        "disagreements": [
+            {
+                "id": i.solution.id,
+                "labelled_correct": i.solution.answer_correct,
+                "predicted": (i.diagnostics.get(name) or {}).get("predicted"),
+                "gold": i.solution.gold,
+            }
+            for i in disagree[:10]
+        ],
     }
 
 
-def peer_report(items: list[Scored], scores: dict[str, float | list[float]], threshold: float, seed: int,
-                resamples: int) -> dict[str, Any]:
+def peer_report(
+    items: list[Scored], scores: dict[str, float | list[float]], threshold: float, seed: int, resamples: int
+) -> dict[str, Any]:
     matched = [(i, scores[i.solution.id]) for i in items if i.solution.id in scores]
     solution_scores = {id(i): (min(s) if isinstance(s, list) else s) for i, s in matched}
     out: dict[str, Any] = {
@@ -209,8 +231,11 @@ def peer_report(items: list[Scored], scores: dict[str, float | list[float]], thr
     }
     pairs = [(i.klass, solution_scores[id(i)]) for i, _ in matched]
     out.update(_separation(pairs, seed, resamples))
-    out["by_class"] = {k: {"n": sum(1 for c, _ in pairs if c == k), "mean": _mean([v for c, v in pairs if c == k])}
-                       for k in CLASSES if any(c == k for c, _ in pairs)}
+    out["by_class"] = {
+        k: {"n": sum(1 for c, _ in pairs if c == k), "mean": _mean([v for c, v in pairs if c == k])}
+        for k in CLASSES
+        if any(c == k for c, _ in pairs)
+    }
     if out["per_step"]:
         labels, predictions = [], []
         mismatch = 0
@@ -232,9 +257,15 @@ def peer_report(items: list[Scored], scores: dict[str, float | list[float]], thr
     return out
 
 
-def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES,
-                      peers: dict[str, dict[str, Any]] | None = None,
-                      failures: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+def validation_report(
+    mix,
+    items: list[Scored],
+    *,
+    seed: int = 0,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    peers: dict[str, dict[str, Any]] | None = None,
+    failures: dict[str, dict[str, int]] | None = None,
+) -> dict[str, Any]:
     """The numbers of report.json (everything but the run's description)."""
     from procrl.rewards.first_error import FirstErrorReward
 
@@ -255,8 +286,17 @@ def validation_report(mix, items: list[Scored], *, seed: int = 0, resamples: int
             entry["model"] = getattr(component.settings, "model", None)  # None: a model-free backend
             if backend == "prm":
                 entry["threshold"] = component.settings.threshold
-        entry.update(_component_stats(items, name, lambda i, n=name: i.rewards.get(n), is_judge, backend in ("arithmetic", "reference"),
-                                      seed, resamples))
+        entry.update(
+            _component_stats(
+                items,
+                name,
+                lambda i, n=name: i.rewards.get(n),
+                is_judge,
+                backend in ("arithmetic", "reference"),
+                seed,
+                resamples,
+            )
+        )
         if is_judge:
             entry["localisation"] = localisation(items, name, backend == "prm")
             categories = error_categories(items, name)

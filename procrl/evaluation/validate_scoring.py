@@ -5,8 +5,9 @@ steps (:func:`procrl.evaluation.validate_metrics.map_label`)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.evaluation.corpora import Solution
@@ -52,8 +53,10 @@ def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> 
         total_failed = sum(kinds.get(k, 0) for k in ("exception", "judge_error", "connection_error", "http_error"))
         if n and total_failed >= n:
             cause = f"failed to load or run {what}" if what else f"every request to {redact_url(where)} failed"
-            raise ConfigError(f"rewards.{name}: {cause} ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)}); "
-                              f"fix it, or leave it out with --component / --set rewards.{name}=false")
+            raise ConfigError(
+                f"rewards.{name}: {cause} ({', '.join(f'{k} {v}' for k, v in kinds.items() if v)}); "
+                f"fix it, or leave it out with --component / --set rewards.{name}=false"
+            )
 
 
 def _reasoning_end(solution: Solution) -> int:
@@ -69,8 +72,9 @@ def _reasoning_end(solution: Solution) -> int:
     return len(solution.completion[: len(solution.completion) if start is None else start].rstrip())
 
 
-def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
-                    progress: bool = False) -> tuple[list[Scored], dict[str, dict[str, int]]]:
+def score_solutions(
+    mix, solutions: list[Solution], batch_size: int = 64, progress: bool = False
+) -> tuple[list[Scored], dict[str, dict[str, int]]]:
     """Every solution through :func:`procrl.evaluation.score.score_batch` (``procrl score``'s code); the
     scored solutions and each component's failure counts."""
     from tqdm.auto import tqdm
@@ -86,9 +90,19 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
         for chunk in [solutions[:1], *_chunks(solutions[1:], batch_size)]:
             if not chunk:
                 continue
-            rows = [{"question": s.question, "completion": s.completion, "answer": s.reference,
-                     **({"answer_kind": s.answer_kind, "choices": list(s.choices) if s.choices else None}
-                        if s.answer_kind else {})} for s in chunk]
+            rows = [
+                {
+                    "question": s.question,
+                    "completion": s.completion,
+                    "answer": s.reference,
+                    **(
+                        {"answer_kind": s.answer_kind, "choices": list(s.choices) if s.choices else None}
+                        if s.answer_kind
+                        else {}
+                    ),
+                }
+                for s in chunk
+            ]
             out, _, failures = score_batch(mix, [s.record for s in chunk], rows)
             if first:
                 _load_failures(mix, failures, len(chunk))
@@ -98,8 +112,15 @@ def score_solutions(mix, solutions: list[Solution], batch_size: int = 64,
                     counts[name][kind] = counts[name].get(kind, 0) + count
             for solution, row in zip(chunk, out):
                 spans = [(step["start"], step["end"]) for step in row["steps"]]
-                item = Scored(solution, dict(row["rewards"]), row["reward"], spans, _reasoning_end(solution),
-                              row.get("diagnostics") or {}, row.get("fallbacks") or {})
+                item = Scored(
+                    solution,
+                    dict(row["rewards"]),
+                    row["reward"],
+                    spans,
+                    _reasoning_end(solution),
+                    row.get("diagnostics") or {},
+                    row.get("fallbacks") or {},
+                )
                 if solution.data_spans is None:  # procrl format: the label is on procrl's steps already
                     label = solution.label
                     item.procrl_label = label if label is None or label < len(spans) else None

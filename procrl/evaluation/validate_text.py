@@ -43,7 +43,9 @@ def _rows_of(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 def _localisation_rows(report: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(name, ProcessBench metrics) of every first-error component and every per-step peer."""
     rows = [(name, stats["localisation"]) for name, stats in report["components"].items() if stats.get("localisation")]
-    rows += [(f"{name} (peer)", peer["localisation"]) for name, peer in report["peers"].items() if peer.get("localisation")]
+    rows += [
+        (f"{name} (peer)", peer["localisation"]) for name, peer in report["peers"].items() if peer.get("localisation")
+    ]
     return [(name, local) for name, local in rows if (local.get("breakdown") or {}).get("n")]
 
 
@@ -56,12 +58,18 @@ def localisation_table(report: dict[str, Any]) -> list[str]:
     rows = _localisation_rows(report)
     if not rows:
         return []
-    lines = ["", f"{'first error on flawed':<22}{'n':>6}{'exact':>7}{'early':>7}{'late':>7}{'none':>7}{'no verdict':>11}"
-             f"   {'early by 1/2/3+':<16}{'late by 1/2/3+':<16}"]
+    lines = [
+        "",
+        f"{'first error on flawed':<22}{'n':>6}{'exact':>7}{'early':>7}{'late':>7}{'none':>7}{'no verdict':>11}"
+        f"   {'early by 1/2/3+':<16}{'late by 1/2/3+':<16}",
+    ]
     for name, local in rows:
         b = local["breakdown"]
-        lines.append(f"{name[:21]:<22}{b['n']:>6}" + "".join(f"{_pct(b[k] / b['n']):>7}" for k in ("exact", "early", "late", "none"))
-                     + f"{_pct(b['no_verdict'] / b['n']):>11}   {_by(b['early_by']):<16}{_by(b['late_by']):<16}")
+        lines.append(
+            f"{name[:21]:<22}{b['n']:>6}"
+            + "".join(f"{_pct(b[k] / b['n']):>7}" for k in ("exact", "early", "late", "none"))
+            + f"{_pct(b['no_verdict'] / b['n']):>11}   {_by(b['early_by']):<16}{_by(b['late_by']):<16}"
+        )
     return lines
 
 
@@ -72,11 +80,18 @@ def format_table(report: dict[str, Any]) -> str:
     data = str(report.get("data"))
     files = data.split(", ")
     data = data if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"
-    head = (f"procrl validate: {report.get('recipe')} on {data} ({report.get('format')}, "
-            f"{report['n']} solutions: " + ", ".join(f"{classes[k]} {CLASS_LABELS[k]}" for k in present) + ")")
+    head = (
+        f"procrl validate: {report.get('recipe')} on {data} ({report.get('format')}, "
+        f"{report['n']} solutions: " + ", ".join(f"{classes[k]} {CLASS_LABELS[k]}" for k in present) + ")"
+    )
     short = {SOUND: "sound", RIGHT_FLAWED: "right-fl", WRONG: "wrong", FLAWED_UNLABELLED: "flawed?"}
     columns = [f"{'component':<22}", f"{'AUROC sound/flawed':<22}", f"{'AUROC right-answer':<22}"]
-    columns += [f"{short[k]:>9}" for k in present] + [f"{'none':>6}", f"{'acc_err':>8}", f"{'acc_cor':>8}", f"{'F1':>6}"]
+    columns += [f"{short[k]:>9}" for k in present] + [
+        f"{'none':>6}",
+        f"{'acc_err':>8}",
+        f"{'acc_cor':>8}",
+        f"{'F1':>6}",
+    ]
     over_classes = " " * 66 + ("mean per class" if len(present) > 1 else "mean").rjust(9 * len(present)).rstrip()
     lines = [head, "", over_classes, "".join(columns)]
     for name, stats in _rows_of(report):
@@ -85,8 +100,12 @@ def format_table(report: dict[str, Any]) -> str:
         local = stats.get("localisation") or {}
         cells = [f"{name[:21]:<22}", f"{_auroc_cell(stats):<22}", f"{_auroc_cell(stats, 'auroc_right_answer'):<22}"]
         cells += [f"{_fmt(by_class.get(k, {}).get('mean')):>9}" for k in present]
-        cells += [f"{_pct(none):>6}", f"{_pct(local.get('acc_err')) if local else '':>8}",
-                  f"{_pct(local.get('acc_cor')) if local else '':>8}", f"{_pct(local.get('f1')) if local else '':>6}"]
+        cells += [
+            f"{_pct(none):>6}",
+            f"{_pct(local.get('acc_err')) if local else '':>8}",
+            f"{_pct(local.get('acc_cor')) if local else '':>8}",
+            f"{_pct(local.get('f1')) if local else '':>6}",
+        ]
         lines.append("".join(cells))
     notes = []
     for name, stats in report["components"].items():
@@ -95,8 +114,10 @@ def format_table(report: dict[str, Any]) -> str:
             local = stats["localisation"]
             parts = []
             if any("unverified" in c for c in by_class.values()):
-                parts.append("no checkable computation: " + ", ".join(
-                    f"{short[k]} {_pct(by_class[k]['unverified'])}" for k in present if k in by_class))
+                parts.append(
+                    "no checkable computation: "
+                    + ", ".join(f"{short[k]} {_pct(by_class[k]['unverified'])}" for k in present if k in by_class)
+                )
             flawed = sum(by_class[k]["n"] for k in by_class if k != SOUND)
             if flawed:
                 parts.append(f"finds an error in {_pct(local['error_found'])} of {flawed} flawed")
@@ -111,114 +132,194 @@ def format_table(report: dict[str, Any]) -> str:
         if "agreement" in stats and stats["agreement"]["labelled"]:
             a = stats["agreement"]
             kinds = a.get("by_kind") or {}
-            notes.append(f"{name}: agrees with the labelled answer correctness on {a['agree']}/{a['scored']}"
-                         + (" (" + ", ".join(f"{k} {v['agree']}/{v['scored']}" for k, v in kinds.items()) + ")"
-                            if len(kinds) > 1 else "")
-                         + (f"; {a['no_score']} without a gold answer" if a["no_score"] else ""))
+            notes.append(
+                f"{name}: agrees with the labelled answer correctness on {a['agree']}/{a['scored']}"
+                + (
+                    " (" + ", ".join(f"{k} {v['agree']}/{v['scored']}" for k, v in kinds.items()) + ")"
+                    if len(kinds) > 1
+                    else ""
+                )
+                + (f"; {a['no_score']} without a gold answer" if a["no_score"] else "")
+            )
     seg = report.get("segmentation")
     if seg:
-        notes.append(f"segmentation: {_fmt(seg['mean_data_steps'], 1)} data steps vs {_fmt(seg['mean_procrl_steps'], 1)} "
-                     f"procrl steps per solution; {_pct(seg['boundary_recall'])} of the data's step starts are procrl's, "
-                     f"{_pct(seg['boundary_precision'])} of procrl's are the data's; identical in {_pct(seg['identical'])}")
+        notes.append(
+            f"segmentation: {_fmt(seg['mean_data_steps'], 1)} data steps vs {_fmt(seg['mean_procrl_steps'], 1)} "
+            f"procrl steps per solution; {_pct(seg['boundary_recall'])} of the data's step starts are procrl's, "
+            f"{_pct(seg['boundary_precision'])} of procrl's are the data's; identical in {_pct(seg['identical'])}"
+        )
     if notes:
         lines += [""] + notes
     lines += localisation_table(report)
     if report["peers"]:
-        lines += ["", f"{'peer (same rows)':<22}{'matched':>9}  {'AUROC sound/flawed':<22}{'AUROC right-answer':<22}"
-                  f"{'acc_err':>8}{'acc_cor':>8}{'F1':>6}"]
+        lines += [
+            "",
+            f"{'peer (same rows)':<22}{'matched':>9}  {'AUROC sound/flawed':<22}{'AUROC right-answer':<22}"
+            f"{'acc_err':>8}{'acc_cor':>8}{'F1':>6}",
+        ]
         for name, peer in report["peers"].items():
             local = peer.get("localisation") or {}
-            lines.append(f"{name[:21]:<22}{_pct(peer['matched_fraction']):>9}  {_auroc_cell(peer):<22}"
-                         f"{_auroc_cell(peer, 'auroc_right_answer'):<22}{_pct(local.get('acc_err')) if local else '-':>8}"
-                         f"{_pct(local.get('acc_cor')) if local else '-':>8}{_pct(local.get('f1')) if local else '-':>6}")
+            lines.append(
+                f"{name[:21]:<22}{_pct(peer['matched_fraction']):>9}  {_auroc_cell(peer):<22}"
+                f"{_auroc_cell(peer, 'auroc_right_answer'):<22}{_pct(local.get('acc_err')) if local else '-':>8}"
+                f"{_pct(local.get('acc_cor')) if local else '-':>8}{_pct(local.get('f1')) if local else '-':>6}"
+            )
     return "\n".join(lines)
 
 
 def report_markdown(report: dict[str, Any]) -> str:
     classes = report["classes"]
     present = [k for k in CLASSES if k in classes]
-    lines = [f"# procrl validate: {report.get('recipe')} on {report.get('data')}", "",
-             f"Format {report.get('format')}, {report['n']} solutions: "
-             + ", ".join(f"{classes[k]} {CLASS_LABELS[k]}" for k in present) + ".", ""]
+    lines = [
+        f"# procrl validate: {report.get('recipe')} on {report.get('data')}",
+        "",
+        f"Format {report.get('format')}, {report['n']} solutions: "
+        + ", ".join(f"{classes[k]} {CLASS_LABELS[k]}" for k in present)
+        + ".",
+        "",
+    ]
     if report.get("overrides"):
         lines += ["Overrides: " + ", ".join(f"`{o}`" for o in report["overrides"]), ""]
-    lines += ["| component | AUROC sound vs flawed [95% CI] | AUROC among right answers | "
-              + " | ".join(f"mean {CLASS_LABELS[k]}" for k in present) + " | no opinion | acc_err | acc_cor | F1 |",
-              "|---|---|---|" + "---|" * len(present) + "---|---|---|---|"]
+    lines += [
+        "| component | AUROC sound vs flawed [95% CI] | AUROC among right answers | "
+        + " | ".join(f"mean {CLASS_LABELS[k]}" for k in present)
+        + " | no opinion | acc_err | acc_cor | F1 |",
+        "|---|---|---|" + "---|" * len(present) + "---|---|---|---|",
+    ]
     for name, stats in _rows_of(report):
         local = stats.get("localisation") or {}
         by_class = stats["by_class"]
         none = sum((by_class[k].get("none") or 0) * by_class[k]["n"] for k in by_class) / max(report["n"], 1)
-        lines.append(f"| {name} | {_auroc_cell(stats)} | {_auroc_cell(stats, 'auroc_right_answer')} | "
-                     + " | ".join(_fmt(by_class.get(k, {}).get("mean")) for k in present)
-                     + f" | {_pct(none)} | {_pct(local.get('acc_err')) if local else ''} | "
-                     f"{_pct(local.get('acc_cor')) if local else ''} | {_pct(local.get('f1')) if local else ''} |")
-    lines += ["", f"AUROC: ties count half; interval: {report['settings']['resamples']} stratified bootstrap resamples, "
-              f"seed {report['settings']['seed']}; among right answers: sound vs right answer but flawed, when each has "
-              f">= {MIN_CLASS} scored solutions.", ""]
-    lines += ["## Per class", "", "| component | class | n | mean | no opinion | fallback | no steps | unverified |",
-              "|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {name} | {_auroc_cell(stats)} | {_auroc_cell(stats, 'auroc_right_answer')} | "
+            + " | ".join(_fmt(by_class.get(k, {}).get("mean")) for k in present)
+            + f" | {_pct(none)} | {_pct(local.get('acc_err')) if local else ''} | "
+            f"{_pct(local.get('acc_cor')) if local else ''} | {_pct(local.get('f1')) if local else ''} |"
+        )
+    lines += [
+        "",
+        f"AUROC: ties count half; interval: {report['settings']['resamples']} stratified bootstrap resamples, "
+        f"seed {report['settings']['seed']}; among right answers: sound vs right answer but flawed, when each has "
+        f">= {MIN_CLASS} scored solutions.",
+        "",
+    ]
+    lines += [
+        "## Per class",
+        "",
+        "| component | class | n | mean | no opinion | fallback | no steps | unverified |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, stats in _rows_of(report):
         for klass, c in stats["by_class"].items():
-            lines.append(f"| {name} | {CLASS_LABELS[klass]} | {c['n']} | {_fmt(c['mean'])} | {_pct(c.get('none'))} | "
-                         f"{_pct(c.get('fallback')) if 'fallback' in c else ''} | {_pct(c['no_steps']) if 'no_steps' in c else ''} | "
-                         f"{_pct(c['unverified']) if 'unverified' in c else ''} |")
+            lines.append(
+                f"| {name} | {CLASS_LABELS[klass]} | {c['n']} | {_fmt(c['mean'])} | {_pct(c.get('none'))} | "
+                f"{_pct(c.get('fallback')) if 'fallback' in c else ''} | {_pct(c['no_steps']) if 'no_steps' in c else ''} | "
+                f"{_pct(c['unverified']) if 'unverified' in c else ''} |"
+            )
     kinds = [(n, s["by_kind"]) for n, s in _rows_of(report) if s.get("by_kind")]
     if kinds:
         names = list(kinds[0][1])
-        lines += ["", "## AUROC sound vs each kind of flaw", "", "| component | " + " | ".join(names) + " |",
-                  "|---|" + "---|" * len(names)]
-        lines += [f"| {n} | " + " | ".join(f"{_fmt(k[x]['auroc'])} (n={k[x]['n']})" for x in names) + " |" for n, k in kinds]
+        lines += [
+            "",
+            "## AUROC sound vs each kind of flaw",
+            "",
+            "| component | " + " | ".join(names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
+        lines += [
+            f"| {n} | " + " | ".join(f"{_fmt(k[x]['auroc'])} (n={k[x]['n']})" for x in names) + " |" for n, k in kinds
+        ]
     judges = [(n, s) for n, s in report["components"].items() if "localisation" in s]
     if judges:
-        lines += ["", "## First-error localisation on procrl's steps", "",
-                  "| component | n sound | n flawed (label on procrl's steps) | acc_err | acc_cor | F1 | error found in flawed | "
-                  "false alarms | labels outside procrl's steps |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## First-error localisation on procrl's steps",
+            "",
+            "| component | n sound | n flawed (label on procrl's steps) | acc_err | acc_cor | F1 | error found in flawed | "
+            "false alarms | labels outside procrl's steps |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for name, stats in judges:
             l = stats["localisation"]
-            lines.append(f"| {name} | {l['n_correct']} | {l['n_error']} | {_pct(l['acc_err'])} | {_pct(l['acc_cor'])} | "
-                         f"{_pct(l['f1'])} | {_pct(l['error_found'])} | {l['false_alarm']} | {l['label_not_on_procrl_steps']} |")
+            lines.append(
+                f"| {name} | {l['n_correct']} | {l['n_error']} | {_pct(l['acc_err'])} | {_pct(l['acc_cor'])} | "
+                f"{_pct(l['f1'])} | {_pct(l['error_found'])} | {l['false_alarm']} | {l['label_not_on_procrl_steps']} |"
+            )
     breakdown = _localisation_rows(report)
     if breakdown:
-        lines += ["", "## Where the first error is put on flawed rows", "",
-                  "| judge | flawed | exact | early (by 1 / 2 / 3+) | late (by 1 / 2 / 3+) | none | no verdict | acc_err | acc_cor | F1 |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Where the first error is put on flawed rows",
+            "",
+            "| judge | flawed | exact | early (by 1 / 2 / 3+) | late (by 1 / 2 / 3+) | none | no verdict | acc_err | acc_cor | F1 |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for name, local in breakdown:
             b = local["breakdown"]
             share = {k: _pct(b[k] / b["n"]) for k in ("exact", "early", "late", "none", "no_verdict")}
-            lines.append(f"| {name} | {b['n']} | {share['exact']} | {share['early']} ({_by(b['early_by']).replace('/', ' / ')}) | "
-                         f"{share['late']} ({_by(b['late_by']).replace('/', ' / ')}) | {share['none']} | {share['no_verdict']} | "
-                         f"{_pct(local['acc_err'])} | {_pct(local['acc_cor'])} | {_pct(local['f1'])} |")
-        lines += ["", "Exact: the labelled first wrong step; early / late: another step before / after it (counts by "
-                  "distance in steps); none: no error found; a peer's steps are the data's own."]
+            lines.append(
+                f"| {name} | {b['n']} | {share['exact']} | {share['early']} ({_by(b['early_by']).replace('/', ' / ')}) | "
+                f"{share['late']} ({_by(b['late_by']).replace('/', ' / ')}) | {share['none']} | {share['no_verdict']} | "
+                f"{_pct(local['acc_err'])} | {_pct(local['acc_cor'])} | {_pct(local['f1'])} |"
+            )
+        lines += [
+            "",
+            "Exact: the labelled first wrong step; early / late: another step before / after it (counts by "
+            "distance in steps); none: no error found; a peer's steps are the data's own.",
+        ]
     seg = report.get("segmentation")
     if seg:
-        lines += ["", "## Step boundaries: the data's against procrl's", "",
-                  f"- mean steps per solution: data {_fmt(seg['mean_data_steps'], 2)}, procrl {_fmt(seg['mean_procrl_steps'], 2)}",
-                  f"- data step starts that start a procrl step: {_pct(seg['boundary_recall'])}; procrl step starts that "
-                  f"start a data step: {_pct(seg['boundary_precision'])} (within procrl's reasoning: the answer line is no step)",
-                  f"- identical boundaries: {_pct(seg['identical'])} of {seg['n']} solutions"]
+        lines += [
+            "",
+            "## Step boundaries: the data's against procrl's",
+            "",
+            f"- mean steps per solution: data {_fmt(seg['mean_data_steps'], 2)}, procrl {_fmt(seg['mean_procrl_steps'], 2)}",
+            f"- data step starts that start a procrl step: {_pct(seg['boundary_recall'])}; procrl step starts that "
+            f"start a data step: {_pct(seg['boundary_precision'])} (within procrl's reasoning: the answer line is no step)",
+            f"- identical boundaries: {_pct(seg['identical'])} of {seg['n']} solutions",
+        ]
     for name, stats in report["components"].items():
         a = stats.get("agreement")
         if a and a["labelled"]:
-            lines += ["", f"## {name}: agreement with the labelled final-answer correctness", "",
-                      f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])}); {a['no_score']} labelled rows without a gold answer."
-                      + ("" if len(a.get("by_kind") or {}) < 2 else " By kind: " + ", ".join(
-                          f"{k} {v['agree']}/{v['scored']}" for k, v in a["by_kind"].items()) + "."), ""]
+            lines += [
+                "",
+                f"## {name}: agreement with the labelled final-answer correctness",
+                "",
+                f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])}); {a['no_score']} labelled rows without a gold answer."
+                + (
+                    ""
+                    if len(a.get("by_kind") or {}) < 2
+                    else " By kind: "
+                    + ", ".join(f"{k} {v['agree']}/{v['scored']}" for k, v in a["by_kind"].items())
+                    + "."
+                ),
+                "",
+            ]
             for d in a["disagreements"]:
-                lines.append(f"- `{d['id']}`: labelled {'right' if d['labelled_correct'] else 'wrong'}, predicted "
-                             f"{d['predicted']!r}, gold {d['gold']!r}")
+                lines.append(
+                    f"- `{d['id']}`: labelled {'right' if d['labelled_correct'] else 'wrong'}, predicted "
+                    f"{d['predicted']!r}, gold {d['gold']!r}"
+                )
     if report["peers"]:
-        lines += ["", "## Peers on the same rows", "",
-                  "| peer | matched | AUROC sound vs flawed | AUROC among right answers | acc_err | acc_cor | F1 | step-count mismatches |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Peers on the same rows",
+            "",
+            "| peer | matched | AUROC sound vs flawed | AUROC among right answers | acc_err | acc_cor | F1 | step-count mismatches |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for name, p in report["peers"].items():
             l = p.get("localisation") or {}
-            lines.append(f"| {name} | {p['matched']} ({_pct(p['matched_fraction'])}) | {_auroc_cell(p)} | "
-                         f"{_auroc_cell(p, 'auroc_right_answer')} | {_pct(l.get('acc_err')) if l else '-'} | "
-                         f"{_pct(l.get('acc_cor')) if l else '-'} | {_pct(l.get('f1')) if l else '-'} | "
-                         f"{p.get('step_count_mismatch', '-')} |")
-        lines += ["", f"Peer solution score: the minimum over steps; localisation: the first step below "
-                  f"{report['settings']['peer_threshold']} on the data's own steps."]
+            lines.append(
+                f"| {name} | {p['matched']} ({_pct(p['matched_fraction'])}) | {_auroc_cell(p)} | "
+                f"{_auroc_cell(p, 'auroc_right_answer')} | {_pct(l.get('acc_err')) if l else '-'} | "
+                f"{_pct(l.get('acc_cor')) if l else '-'} | {_pct(l.get('f1')) if l else '-'} | "
+                f"{p.get('step_count_mismatch', '-')} |"
+            )
+        lines += [
+            "",
+            f"Peer solution score: the minimum over steps; localisation: the first step below "
+            f"{report['settings']['peer_threshold']} on the data's own steps.",
+        ]
     lines += ["", "![score distributions and ROC curves](validate.png)", ""]
     return "\n".join(lines)

@@ -45,7 +45,13 @@ PRELAUNCH_CHECKED_ENV = "PROCRL_PRELAUNCH_CHECKED"
 # Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
 # ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
 # LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
-_LAUNCHER_ENV = (LAUNCHED_ENV, "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "ACCELERATE_MIXED_PRECISION", "ACCELERATE_DYNAMO_BACKEND")
+_LAUNCHER_ENV = (
+    LAUNCHED_ENV,
+    "LOCAL_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "ACCELERATE_MIXED_PRECISION",
+    "ACCELERATE_DYNAMO_BACKEND",
+)
 # accelerate flags that choose the distributed type; with any of them we do not add --multi_gpu.
 _TYPE_FLAGS = ("--config_file", "--cpu", "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--tpu", "--use_megatron_lm")
 
@@ -84,8 +90,15 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
     return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
 
 
-def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-                  launch_args: list[str] | None = None, overwrite: bool = False) -> list[str]:
+def train_command(
+    recipe,
+    recipe_path: str,
+    overrides: list[str],
+    output_dir: str | None,
+    resume: bool,
+    launch_args: list[str] | None = None,
+    overwrite: bool = False,
+) -> list[str]:
     """The full command ``procrl train`` runs: accelerate launching ``-m procrl.run`` on the recipe."""
     script = ["-m", "procrl.run", recipe_path]
     for override in overrides:
@@ -99,8 +112,15 @@ def train_command(recipe, recipe_path: str, overrides: list[str], output_dir: st
     return accelerate_command(recipe, launch_args) + script
 
 
-def launch_training(recipe, recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-                    launch_args: list[str] | None = None, overwrite: bool = False) -> int:
+def launch_training(
+    recipe,
+    recipe_path: str,
+    overrides: list[str],
+    output_dir: str | None,
+    resume: bool,
+    launch_args: list[str] | None = None,
+    overwrite: bool = False,
+) -> int:
     """Run accelerate as a subprocess and return its exit status."""
     from procrl.core.interrupts import Terminated
     from procrl.core.redaction import redact_argv
@@ -152,8 +172,10 @@ def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> lis
     except OSError:
         return None
     for index, arg in enumerate(argv):
-        if arg == "accelerate.commands.launch" or (arg == "launch" and index and Path(argv[index - 1]).name.startswith("accelerate")):
-            rest = argv[index + 1:]
+        if arg == "accelerate.commands.launch" or (
+            arg == "launch" and index and Path(argv[index - 1]).name.startswith("accelerate")
+        ):
+            rest = argv[index + 1 :]
             return rest[: rest.index(script)] if script in rest else None
     return None
 
@@ -168,17 +190,23 @@ def plain_accelerate_launch(script: str | None) -> bool:
     return parent_accelerate_flags(script) == []
 
 
-def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, resume: bool,
-              launch_args: list[str] | None = None, script: str | None = None, overwrite: bool = False) -> int:
+def run_train(
+    recipe_path: str,
+    overrides: list[str],
+    output_dir: str | None,
+    resume: bool,
+    launch_args: list[str] | None = None,
+    script: str | None = None,
+    overwrite: bool = False,
+) -> int:
     """``procrl train`` / ``python RECIPE.yaml``: launch through accelerate when the recipe asks for
     it (or accelerate flags were given) and we are not inside a launcher; else train here.
 
     ``script``: the recipe path as the interpreter got it (the start-up hook); a bare
     ``accelerate launch RECIPE`` (no flags) then launches as the recipe says, since no flag of
     the user's would be overridden."""
-    from procrl.recipe import load_recipe
-
     from procrl.launch.output_dir import RunLock, check_output_dir
+    from procrl.recipe import load_recipe
 
     recipe = load_recipe(recipe_path, overrides, output_dir)
     # fail before anything starts (the launched run checks again, and its main process locks)
@@ -193,7 +221,8 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
             return 0
         resume_checkpoint(recipe.output_dir)
     launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
-        not inside_launcher() and (needs_launcher(recipe) or bool(launch_args)))
+        not inside_launcher() and (needs_launcher(recipe) or bool(launch_args))
+    )
     if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
         from procrl.launch.prelaunch import check_before_launch
 
@@ -202,7 +231,9 @@ def run_train(recipe_path: str, overrides: list[str], output_dir: str | None, re
     if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     if launch_args:
-        raise ConfigError(f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process")
+        raise ConfigError(
+            f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process"
+        )
     note_outer_launch(recipe)
     from procrl.launch.run import train_reporting_failure
 
@@ -217,8 +248,8 @@ def check_accelerate_launch(argv: list[str]) -> int | None:
     Sets PROCRL_PRELAUNCH_CHECKED so that the processes accelerate starts do not check again."""
     from accelerate.commands.launch import launch_command_parser
 
-    from procrl.recipe import is_recipe_file, load_recipe
     from procrl.launch.run import parser as run_parser
+    from procrl.recipe import is_recipe_file, load_recipe
 
     try:
         parsed, _ = launch_command_parser().parse_known_args(argv)
@@ -283,8 +314,15 @@ def _run_recipe_script(script: str, argv: list[str]) -> int:
     sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
     with interrupts.terminate_as_interrupt():
         try:
-            return run_train(args.recipe, args.overrides, args.output_dir, args.resume, split_launch_args(extra),
-                             script=script, overwrite=args.overwrite)
+            return run_train(
+                args.recipe,
+                args.overrides,
+                args.output_dir,
+                args.resume,
+                split_launch_args(extra),
+                script=script,
+                overwrite=args.overwrite,
+            )
         except ConfigError as error:
             print(f"procrl: error: {error}", file=sys.stderr)
             return 2

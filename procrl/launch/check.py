@@ -13,8 +13,16 @@ __all__ = ["check_recipe"]
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
 _LOAD_FAILURES = ("exception", "judge_error")
 # failure kinds of a component that did not score a sample at all (a judge's reply without a verdict is not one)
-_RUN_FAILURES = ("exception", "wrong_length", "non_finite", "timeout", "http_error", "connection_error", "bad_response",
-                 "judge_error")
+_RUN_FAILURES = (
+    "exception",
+    "wrong_length",
+    "non_finite",
+    "timeout",
+    "http_error",
+    "connection_error",
+    "bad_response",
+    "judge_error",
+)
 
 
 def check_recipe(path: str, overrides: list[str], load_models: bool = False, probe_judge: bool = False) -> list[str]:
@@ -55,8 +63,12 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
     print(f"\nreward mix on {len(rows)} reference solutions from {source}:")
     broken: list[str] = []
     columns = {key: [r[key] for r in rows] for key in ("answer_kind", "choices") if all(key in r for r in rows)}
-    batch = RewardBatch.from_texts([r.get("completion", r["answer"]) for r in rows], [r["question"] for r in rows],
-                                   [r["answer"] for r in rows], **columns)
+    batch = RewardBatch.from_texts(
+        [r.get("completion", r["answer"]) for r in rows],
+        [r["question"] for r in rows],
+        [r["answer"] for r in rows],
+        **columns,
+    )
     for name, component in mix.components.items():
         model = component.needs_model()
         if model is not None and not load_models:
@@ -64,8 +76,10 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
             continue
         endpoint = component.needs_network()
         if endpoint is not None and not probe_judge:
-            print(f"  {name:<24} not scored: sends requests to {redact_url(endpoint)} "
-                  "(use --probe-judge to score it here)")
+            print(
+                f"  {name:<24} not scored: sends requests to {redact_url(endpoint)} "
+                "(use --probe-judge to score it here)"
+            )
             continue
         output = mix.compute(name, batch)
         values = ", ".join("None" if v is None else f"{v:.4f}" for v in output.scores)
@@ -79,8 +93,11 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
             broken.append(f"rewards.{name}: failed to load or run {model}" + (f" ({errors[0]})" if errors else ""))
         elif sum(counted.get(kind, 0) for kind in _RUN_FAILURES) >= len(batch):
             kinds = ", ".join(kind for kind in counted if kind in _RUN_FAILURES)
-            broken.append(f"rewards.{name}: failed on every sample of the check ({kinds}"
-                          + (f": {errors[0]}" if errors else "") + "); training would give every sample its fallback")
+            broken.append(
+                f"rewards.{name}: failed on every sample of the check ({kinds}"
+                + (f": {errors[0]}" if errors else "")
+                + "); training would give every sample its fallback"
+            )
     process = [n for n, s in mix.specs.items() if component_info(s.target).process]  # as the hacking watch sums them
     print(f"  process reward of the hacking watch: {', '.join(process) or 'none (no component grades the reasoning)'}")
     return broken
@@ -123,17 +140,25 @@ def _check_policy(recipe, question: str) -> None:
         raise
     except Exception as error:  # noqa: BLE001 - whatever from_pretrained raises: one line naming the key
         message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        raise ConfigError(f"model.name_or_path: failed to load {recipe.model.name_or_path} "
-                          f"({type(error).__name__}: {message})") from None
+        raise ConfigError(
+            f"model.name_or_path: failed to load {recipe.model.name_or_path} ({type(error).__name__}: {message})"
+        ) from None
     parameters = sum(p.numel() for p in model.parameters())
     dtype = next(model.parameters()).dtype
-    print(f"\npolicy: {type(model).__name__} from {source.describe()}, {parameters / 1e6:.1f}M parameters, "
-          f"{str(dtype).replace('torch.', '')}, loaded in {time.perf_counter() - started:.1f} s")
+    print(
+        f"\npolicy: {type(model).__name__} from {source.describe()}, {parameters / 1e6:.1f}M parameters, "
+        f"{str(dtype).replace('torch.', '')}, loaded in {time.perf_counter() - started:.1f} s"
+    )
     eos = model.generation_config.eos_token_id
-    print(f"  eos {tokenizer.eos_token!r} (id {tokenizer.eos_token_id}; the model's generation_config: {eos}), "
-          f"pad {tokenizer.pad_token!r} (id {tokenizer.pad_token_id})"
-          + (": pad = eos, so completions are masked after their first EOS, never by the pad id"
-             if tokenizer.pad_token_id == tokenizer.eos_token_id else ""))
+    print(
+        f"  eos {tokenizer.eos_token!r} (id {tokenizer.eos_token_id}; the model's generation_config: {eos}), "
+        f"pad {tokenizer.pad_token!r} (id {tokenizer.pad_token_id})"
+        + (
+            ": pad = eos, so completions are masked after their first EOS, never by the pad id"
+            if tokenizer.pad_token_id == tokenizer.eos_token_id
+            else ""
+        )
+    )
     chat = uses_chat_template(recipe.data, tokenizer)
     prompt = render_prompt(tokenizer, format_prompt(recipe.data, question, chat))
     tokens = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])

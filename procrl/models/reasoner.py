@@ -45,8 +45,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["REASONER", "SHIPPED_REASONER", "ReasonerSpec", "build_tiny_reasoner", "check_build_dir",
-           "ensure_tiny_reasoner", "shipped_card", "training_rows"]
+__all__ = [
+    "REASONER",
+    "SHIPPED_REASONER",
+    "ReasonerSpec",
+    "build_tiny_reasoner",
+    "check_build_dir",
+    "ensure_tiny_reasoner",
+    "shipped_card",
+    "training_rows",
+]
 
 REASONER = "procrl:tiny-reasoner"
 REASONER_VERSION = "v1"
@@ -69,8 +77,13 @@ class ReasonerSpec:
     data_seed: int = 7  # an integer seed: the held-out splits' string seeds never equal it
     model_seed: int = 0
     # template -> (slip, rate) or (slip, rate, step): the step that slips, the first unless given (-1: the last)
-    habits: dict[str, tuple] = field(default_factory=lambda: {"packs": ("recover", 0.75, -1), "wages": ("recover", 0.75, -1),
-                                                              "sharing": ("carry", 0.65)})
+    habits: dict[str, tuple] = field(
+        default_factory=lambda: {
+            "packs": ("recover", 0.75, -1),
+            "wages": ("recover", 0.75, -1),
+            "sharing": ("carry", 0.65),
+        }
+    )
     random_slip_rate: float = 0.03  # on the other problems, either kind, at a random step
 
     def key(self) -> str:
@@ -84,15 +97,15 @@ def _prompt_text(tokenizer: Any, question: str) -> str:
     """What the CPU recipe's trainers and ``procrl evaluate`` feed the model for ``question``."""
     from procrl.data.prompts import format_prompt, render_prompt
 
-    return render_prompt(tokenizer, format_prompt(None, question, chat=True))  # the default data.prompt_template, no system prompt
+    return render_prompt(
+        tokenizer, format_prompt(None, question, chat=True)
+    )  # the default data.prompt_template, no system prompt
 
 
 def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict[str, Any]]:
     """The SFT rows: ``prompt`` / ``completion`` text (+ ``template`` and ``slip`` for the card and
     the tests). Without a tokenizer, ``prompt`` is the bare question."""
-    from procrl.data.synthetic import make_problem, render_solution
-
-    from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
+    from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split, make_problem, render_solution
 
     # The small templates (wages, garden) have a few thousand distinct questions: leave out every
     # held-out question of the default synthetic settings, so held-out means never seen in SFT.
@@ -112,16 +125,32 @@ def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict
         elif flaws.random() < spec.random_slip_rate:
             slip, step = flaws.choice(["carry", "recover"]), flaws.randrange(len(problem.steps) - 1)
         solution, _ = render_solution(problem, slip, step)
-        rows.append({"prompt": _prompt_text(tokenizer, problem.question) if tokenizer is not None else problem.question,
-                     "completion": solution, "template": problem.template, "slip": slip})
+        rows.append(
+            {
+                "prompt": _prompt_text(tokenizer, problem.question) if tokenizer is not None else problem.question,
+                "completion": solution,
+                "template": problem.template,
+                "slip": slip,
+            }
+        )
     return rows
 
 
 BUILD_MARKER = ".procrl-reasoner-build"  # in a build's temporary folder, written first: procrl's own
 # what a build writes: a directory holding only these (and the card) is a build procrl may replace
-_BUILD_FILES = {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                "special_tokens_map.json", "chat_template.jinja", "vocab.json", "merges.txt", "added_tokens.json",
-                "reasoner_card.json"}
+_BUILD_FILES = {
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "vocab.json",
+    "merges.txt",
+    "added_tokens.json",
+    "reasoner_card.json",
+}
 
 
 def _is_build(folder: Path) -> bool:
@@ -132,8 +161,13 @@ def _is_build(folder: Path) -> bool:
         names = {entry.name for entry in folder.iterdir()}
     except (OSError, ValueError):
         return False
-    return (isinstance(card, dict) and card.get("name") == REASONER and "model.safetensors" in names
-            and names <= _BUILD_FILES | set(card.get("files") or ()) and all((folder / n).is_file() for n in names))
+    return (
+        isinstance(card, dict)
+        and card.get("name") == REASONER
+        and "model.safetensors" in names
+        and names <= _BUILD_FILES | set(card.get("files") or ())
+        and all((folder / n).is_file() for n in names)
+    )
 
 
 def _is_unfinished_build(folder: Path) -> bool:
@@ -150,7 +184,9 @@ def check_build_dir(output_dir: str | os.PathLike) -> Path:
 
     text = os.fspath(output_dir)
     if not str(text).strip():
-        raise ConfigError("--output-dir: empty path; give a directory (or leave --output-dir out to build into the cache)")
+        raise ConfigError(
+            "--output-dir: empty path; give a directory (or leave --output-dir out to build into the cache)"
+        )
     output = Path(os.path.realpath(text))
     if output.exists() and not output.is_dir():
         raise ConfigError(f"--output-dir: {text} is a file, not a directory")
@@ -187,8 +223,9 @@ def _remove_stale_builds(output: Path) -> list[str]:
     return removed
 
 
-def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = ReasonerSpec(),
-                        progress: bool = True) -> dict[str, Any]:
+def build_tiny_reasoner(
+    output_dir: str | os.PathLike, spec: ReasonerSpec = ReasonerSpec(), progress: bool = True
+) -> dict[str, Any]:
     """Train the reasoner into ``output_dir`` (written to a temporary sibling and renamed, so a
     killed build leaves nothing half-written); returns the card. An existing ``output_dir`` is
     replaced only when it is empty or a reasoner build (:func:`check_build_dir`, before training)."""
@@ -220,7 +257,9 @@ def build_tiny_reasoner(output_dir: str | os.PathLike, spec: ReasonerSpec = Reas
     except OSError as error:  # a full disk at the end of the build
         shutil.rmtree(temporary, ignore_errors=True)
         kept = "left as it was" if output.exists() else "not created"
-        raise ConfigError(f"--output-dir: writing the build failed ({error.strerror or error}); {output_dir} {kept}") from None
+        raise ConfigError(
+            f"--output-dir: writing the build failed ({error.strerror or error}); {output_dir} {kept}"
+        ) from None
     except BaseException:
         shutil.rmtree(temporary, ignore_errors=True)
         raise
@@ -238,10 +277,17 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
     started = time.monotonic()
     asset = AutoTokenizer.from_pretrained(TOKENIZER_ASSET)
     config = Qwen2Config(
-        vocab_size=len(asset), hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
-        num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_attention_heads,
-        num_key_value_heads=spec.num_key_value_heads, max_position_embeddings=1024, tie_word_embeddings=True,
-        pad_token_id=asset.pad_token_id, eos_token_id=asset.eos_token_id, bos_token_id=None,
+        vocab_size=len(asset),
+        hidden_size=spec.hidden_size,
+        intermediate_size=spec.intermediate_size,
+        num_hidden_layers=spec.num_layers,
+        num_attention_heads=spec.num_attention_heads,
+        num_key_value_heads=spec.num_key_value_heads,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        pad_token_id=asset.pad_token_id,
+        eos_token_id=asset.eos_token_id,
+        bos_token_id=None,
     )
     # Train with the tokenizer exactly as every consumer loads it from the model directory: beside
     # a qwen2 config.json, AutoTokenizer gives Qwen2Tokenizer, whose pre-tokenizer splits digits
@@ -258,10 +304,23 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     args = SFTConfig(
-        output_dir=str(temporary / "sft"), num_train_epochs=1, per_device_train_batch_size=spec.batch_size,
-        learning_rate=spec.learning_rate, lr_scheduler_type="cosine", warmup_steps=0.05, weight_decay=0.0,
-        max_length=512, logging_steps=250, save_strategy="no", report_to="none", bf16=False, use_cpu=True,
-        seed=spec.model_seed, data_seed=spec.model_seed, dataloader_num_workers=0, disable_tqdm=not progress,
+        output_dir=str(temporary / "sft"),
+        num_train_epochs=1,
+        per_device_train_batch_size=spec.batch_size,
+        learning_rate=spec.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=0.05,
+        weight_decay=0.0,
+        max_length=512,
+        logging_steps=250,
+        save_strategy="no",
+        report_to="none",
+        bf16=False,
+        use_cpu=True,
+        seed=spec.model_seed,
+        data_seed=spec.model_seed,
+        dataloader_num_workers=0,
+        disable_tqdm=not progress,
         completion_only_loss=True,
     )
     import datasets
@@ -282,14 +341,21 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
         key = f"{row['template']}/{row['slip'] or 'clean'}"
         counts[key] = counts.get(key, 0) + 1
     card = {
-        "name": REASONER, "version": REASONER_VERSION, "spec": asdict(spec),
+        "name": REASONER,
+        "version": REASONER_VERSION,
+        "spec": asdict(spec),
         "parameters": sum(p.numel() for p in model.parameters()),
-        "training_rows": len(rows), "flawed_rows": sum(r["slip"] is not None for r in rows),
+        "training_rows": len(rows),
+        "flawed_rows": sum(r["slip"] is not None for r in rows),
         "rows_by_template_and_slip": dict(sorted(counts.items())),
-        "final_train_loss": result.training_loss, "build_seconds": round(time.monotonic() - started, 1),
-        "spec_key": spec.key(), "machine": _machine(),
+        "final_train_loss": result.training_loss,
+        "build_seconds": round(time.monotonic() - started, 1),
+        "spec_key": spec.key(),
+        "machine": _machine(),
     }
-    card["files"] = sorted(entry.name for entry in temporary.iterdir() if entry.name != BUILD_MARKER) + ["reasoner_card.json"]
+    card["files"] = sorted(entry.name for entry in temporary.iterdir() if entry.name != BUILD_MARKER) + [
+        "reasoner_card.json"
+    ]
     (temporary / "reasoner_card.json").write_text(json.dumps(card, indent=2) + "\n")
     return card
 
@@ -310,9 +376,15 @@ def _machine() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "trl": trl.__version__}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "trl": trl.__version__,
+    }
 
 
 def shipped_card() -> dict[str, Any]:
@@ -337,7 +409,10 @@ def ensure_tiny_reasoner(spec: ReasonerSpec = ReasonerSpec(), progress: bool | N
     with open(lock, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)  # released when the process exits, killed or not
         if not (directory / "model.safetensors").is_file():
-            print(f"procrl: building {REASONER} (once, cached in {directory}; a few minutes on 2 CPU cores)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"procrl: building {REASONER} (once, cached in {directory}; a few minutes on 2 CPU cores)",
+                file=sys.stderr,
+                flush=True,
+            )
             build_tiny_reasoner(directory, spec, progress=sys.stderr.isatty() if progress is None else progress)
     return directory

@@ -9,8 +9,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CHAT_TEMPLATE", "TINY_MODEL", "TINY_VERSION", "TOKENIZER_ASSET", "cache_root", "ensure_tiny_model",
-           "train_tiny_tokenizer"]
+__all__ = [
+    "CHAT_TEMPLATE",
+    "TINY_MODEL",
+    "TINY_VERSION",
+    "TOKENIZER_ASSET",
+    "cache_root",
+    "ensure_tiny_model",
+    "train_tiny_tokenizer",
+]
 
 TINY_MODEL = "procrl:tiny-qwen2"
 TINY_VERSION = "v1"
@@ -28,8 +35,10 @@ def cache_root() -> Path:
     if root.exists() and not root.is_dir():
         from procrl.core.config import ConfigError
 
-        raise ConfigError(f"PROCRL_CACHE: {root} is not a directory; give a directory for procrl's built models "
-                          "(or unset PROCRL_CACHE for ~/.cache/procrl)")
+        raise ConfigError(
+            f"PROCRL_CACHE: {root} is not a directory; give a directory for procrl's built models "
+            "(or unset PROCRL_CACHE for ~/.cache/procrl)"
+        )
     return root
 
 

@@ -20,8 +20,9 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from transformers import TrainerCallback
 
@@ -112,9 +113,11 @@ class DiagnosticsCallback(TrainerCallback):
         self.wandb_logged: list[str] = []  # keys sent to W&B (read by tests and benchmarks)
 
     @classmethod
-    def attach(cls, mix) -> "DiagnosticsCallback":
-        callback = cls({name: spec.type for name, spec in mix.specs.items()},
-                       {name: spec.weight for name, spec in mix.specs.items()})
+    def attach(cls, mix) -> DiagnosticsCallback:
+        callback = cls(
+            {name: spec.type for name, spec in mix.specs.items()},
+            {name: spec.weight for name, spec in mix.specs.items()},
+        )
         mix.batch_observers.append(callback.observe)
         return callback
 
@@ -127,8 +130,13 @@ class DiagnosticsCallback(TrainerCallback):
             return None
         return wandb if wandb.run is not None else None
 
-    def observe(self, batch: RewardBatch, outputs: dict[str, RewardOutput],
-                log_metric: Callable[[str, float], None] | None, log_extra: Callable[[str, list], None] | None) -> None:
+    def observe(
+        self,
+        batch: RewardBatch,
+        outputs: dict[str, RewardOutput],
+        log_metric: Callable[[str, float], None] | None,
+        log_extra: Callable[[str, list], None] | None,
+    ) -> None:
         """Called by the mix once every component has scored a batch."""
         started = time.perf_counter()
         kinds = component_kinds(self.types, outputs)
@@ -141,8 +149,10 @@ class DiagnosticsCallback(TrainerCallback):
             accuracy = first_of_kind(kinds, ACCURACY)
             if judges and accuracy is not None:
                 correct = [None if s is None else s >= 1.0 for s in outputs[accuracy].scores]
-                totals = [sum(self.weights.get(n, 0.0) * o.scores[i] for n, o in outputs.items() if o.scores[i] is not None)
-                          for i in range(len(batch))]
+                totals = [
+                    sum(self.weights.get(n, 0.0) * o.scores[i] for n, o in outputs.items() if o.scores[i] is not None)
+                    for i in range(len(batch))
+                ]
                 groups = batch.prompts if batch.prompts is not None else batch.questions
                 signal = learning_signal(groups, correct, first_error_records(outputs[judges[0]], num_steps), totals)
                 for key, value in signal.items():
@@ -160,8 +170,9 @@ class DiagnosticsCallback(TrainerCallback):
                 self._window.add(self.types, batch, outputs, keep_rows=self._keep_rows)
             self._overhead_seconds += time.perf_counter() - started
 
-    def _batch_behaviour(self, batch: RewardBatch, outputs: dict[str, RewardOutput], kinds: dict[str, str],
-                         num_steps: list[int] | None):
+    def _batch_behaviour(
+        self, batch: RewardBatch, outputs: dict[str, RewardOutput], kinds: dict[str, str], num_steps: list[int] | None
+    ):
         """This batch's steps, length, process reward and accuracy for the reward-hacking watch."""
         from procrl.observe.hacking import behaviour, process_totals
 
@@ -238,12 +249,14 @@ class DiagnosticsCallback(TrainerCallback):
             if found:
                 payload[f"train/{prefixes[judge]}/index_hist"] = wandb.Histogram([r.index for r in found])
                 payload[f"train/{prefixes[judge]}/relative_hist"] = wandb.Histogram(
-                    [relative_position(r.index, r.num_steps) for r in found])
+                    [relative_position(r.index, r.num_steps) for r in found]
+                )
             counts = category_counts(records)
             if counts:  # the judge's error categories, ReTraceQA's: a bar chart of the window's errors
                 table = wandb.Table(columns=["category", "errors"], data=[[k, v] for k, v in counts.items()])
-                payload[f"train/{prefixes[judge]}/categories"] = wandb.plot.bar(table, "category", "errors",
-                                                                                title="error categories")
+                payload[f"train/{prefixes[judge]}/categories"] = wandb.plot.bar(
+                    table, "category", "errors", title="error categories"
+                )
         if not plots:
             return payload
         from PIL import Image
@@ -254,8 +267,12 @@ class DiagnosticsCallback(TrainerCallback):
                 figure = plot_first_error_histogram(records, title=title)
                 payload[f"train/{prefixes[judge]}/histogram"] = wandb.Image(Image.open(io.BytesIO(figure_png(figure))))
         for name, matrix in window.transitions.items():
-            figure = plot_transition_heatmap(matrix, window.labels.get(name), title=f"{name}: transitions (to step {step})")
-            payload[f"train/{PREFIX}/{name}/transition_heatmap"] = wandb.Image(Image.open(io.BytesIO(figure_png(figure))))
+            figure = plot_transition_heatmap(
+                matrix, window.labels.get(name), title=f"{name}: transitions (to step {step})"
+            )
+            payload[f"train/{PREFIX}/{name}/transition_heatmap"] = wandb.Image(
+                Image.open(io.BytesIO(figure_png(figure)))
+            )
         if window.rows:
             columns = list(window.rows[-1])
             table = wandb.Table(columns=["step", *columns])

@@ -68,10 +68,13 @@ def redact_wandb_config(trainer) -> None:
 # --- the terminal: one short line per logging step ----------------------------------------------
 
 _CONSOLE_KEYS = (  # (log key, label) in print order; every metric stays in trainer_state.json / W&B
-    ("loss", "loss"), ("reward", "reward"),
-    ("diagnostics/reasoning_aware_accuracy", "reasoning-aware"), ("diagnostics/inflation", "inflation"),
+    ("loss", "loss"),
+    ("reward", "reward"),
+    ("diagnostics/reasoning_aware_accuracy", "reasoning-aware"),
+    ("diagnostics/inflation", "inflation"),
     ("diagnostics/hacking_suspect", "hacking_suspect"),
-    ("eval_answer_accuracy", "eval answer"), ("eval_reasoning_aware_accuracy", "eval reasoning-aware"),
+    ("eval_answer_accuracy", "eval answer"),
+    ("eval_reasoning_aware_accuracy", "eval reasoning-aware"),
 )
 
 
@@ -84,8 +87,10 @@ def console_line(logs: dict, step: int, max_steps: int) -> str:
     component's mean, reasoning-aware accuracy, inflation, the hacking flag, seconds per step.
     (TRL prints the whole record, ~100 keys, as a dict.)"""
     if "train_runtime" in logs:
-        return (f"done: {step} steps in {logs['train_runtime']:.0f} s (every metric: trainer_state.json in the "
-                f"output dir, and W&B when report_to has it)")
+        return (
+            f"done: {step} steps in {logs['train_runtime']:.0f} s (every metric: trainer_state.json in the "
+            f"output dir, and W&B when report_to has it)"
+        )
     parts = [f"step {step}/{max_steps}"]
     known = dict(_CONSOLE_KEYS)
     for key, label in _CONSOLE_KEYS[:2]:

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import decimal
 import math
-from decimal import Decimal
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 __all__ = [
     "SampleOutcome",
@@ -134,8 +134,12 @@ def _mean_and_error(key: str, values: list[float], out: dict[str, float | int | 
     out[f"{key}_stderr"] = standard_error(values)
 
 
-def summarize(outcomes: Sequence[SampleOutcome], judged: bool, golds: Sequence[float | None] | None = None,
-              ks: Sequence[int] | None = None) -> dict[str, float | int | None]:
+def summarize(
+    outcomes: Sequence[SampleOutcome],
+    judged: bool,
+    golds: Sequence[float | None] | None = None,
+    ks: Sequence[int] | None = None,
+) -> dict[str, float | int | None]:
     """Every accuracy with its standard error over the problems of ``outcomes``.
 
     ``judged``: a first-error component scored the samples (else the reasoning-aware values are
@@ -162,7 +166,9 @@ def summarize(outcomes: Sequence[SampleOutcome], judged: bool, golds: Sequence[f
             continue
         _mean_and_error(f"pass@{k}", [pass_at_k(len(g), sum(o.correct is True for o in g), k) for g in groups], out)
         if judged:
-            _mean_and_error(f"reasoning_aware_pass@{k}", [pass_at_k(len(g), sum(o.sound for o in g), k) for g in groups], out)
+            _mean_and_error(
+                f"reasoning_aware_pass@{k}", [pass_at_k(len(g), sum(o.sound for o in g), k) for g in groups], out
+            )
     if golds is not None and len(set(sizes)) == 1:
         from procrl.core.answers import answers_match
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from procrl.core.numeric import mean as _mean
 from procrl.rewards.registry import component_info
 
-__all__ = ["Behaviour", "BehaviourTracker", "SHRINK", "behaviour", "mean_behaviour", "process_totals",
-           "suspicions"]
+__all__ = ["Behaviour", "BehaviourTracker", "SHRINK", "behaviour", "mean_behaviour", "process_totals", "suspicions"]
 
 SHRINK = 0.5
 MARGIN = 0.02  # smaller moves in the means are noise, not a trend
@@ -39,16 +38,25 @@ class Behaviour:
     accuracy: float | None
 
 
-def behaviour(completions: list[str], num_steps: list[int] | None = None, process_rewards: list[float | None] | None = None,
-              accuracy: list[float | None] | None = None) -> Behaviour:
+def behaviour(
+    completions: list[str],
+    num_steps: list[int] | None = None,
+    process_rewards: list[float | None] | None = None,
+    accuracy: list[float | None] | None = None,
+) -> Behaviour:
     """The behaviour of one set of completions (per-completion step counts, process rewards and
     accuracy scores where known)."""
-    return Behaviour(steps=_mean(num_steps or []), length=_mean(len(c) for c in completions),
-                     process_reward=_mean(process_rewards or []), accuracy=_mean(accuracy or []))
+    return Behaviour(
+        steps=_mean(num_steps or []),
+        length=_mean(len(c) for c in completions),
+        process_reward=_mean(process_rewards or []),
+        accuracy=_mean(accuracy or []),
+    )
 
 
-def process_totals(scores: dict[str, list[float | None]], types: dict[str, str],
-                   weights: dict[str, float]) -> list[float | None] | None:
+def process_totals(
+    scores: dict[str, list[float | None]], types: dict[str, str], weights: dict[str, float]
+) -> list[float | None] | None:
     """Per completion, the weighted sum of the components that grade reasoning (their type's
     :func:`~procrl.rewards.registry.component_info` is not ``answer`` or ``form``; an unknown
     type counts); None where one of them has no opinion; None without such components."""
@@ -56,8 +64,10 @@ def process_totals(scores: dict[str, list[float | None]], types: dict[str, str],
     if not process:
         return None
     count = len(scores[process[0]])
-    return [None if any(scores[n][i] is None for n in process) else sum(weights.get(n, 1.0) * scores[n][i] for n in process)
-            for i in range(count)]
+    return [
+        None if any(scores[n][i] is None for n in process) else sum(weights.get(n, 1.0) * scores[n][i] for n in process)
+        for i in range(count)
+    ]
 
 
 def _grades_reasoning(type_name) -> bool:
@@ -66,7 +76,9 @@ def _grades_reasoning(type_name) -> bool:
 
 
 def mean_behaviour(parts: list[Behaviour]) -> Behaviour:
-    return Behaviour(*(_mean(getattr(p, key) for p in parts) for key in ("steps", "length", "process_reward", "accuracy")))
+    return Behaviour(
+        *(_mean(getattr(p, key) for p in parts) for key in ("steps", "length", "process_reward", "accuracy"))
+    )
 
 
 def suspicions(start: Behaviour, now: Behaviour, margin: float = MARGIN) -> list[str]:
@@ -78,8 +90,10 @@ def suspicions(start: Behaviour, now: Behaviour, margin: float = MARGIN) -> list
         reasons.append(f"completion length {now.length:.0f} < half of the start's {start.length:.0f} characters")
     if None not in (start.process_reward, now.process_reward, start.accuracy, now.accuracy):
         if now.process_reward > start.process_reward + margin and now.accuracy < start.accuracy - margin:
-            reasons.append(f"process reward up {now.process_reward - start.process_reward:+.3f} while answer "
-                           f"accuracy down {now.accuracy - start.accuracy:+.3f}")
+            reasons.append(
+                f"process reward up {now.process_reward - start.process_reward:+.3f} while answer "
+                f"accuracy down {now.accuracy - start.accuracy:+.3f}"
+            )
     return reasons
 
 

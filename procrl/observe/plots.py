@@ -22,8 +22,14 @@ from procrl.observe.stats import (
     score_range,
 )
 
-__all__ = ["figure_png", "new_figure", "plot_component_distributions", "plot_error_categories", "plot_first_error_histogram",
-           "plot_transition_heatmap"]
+__all__ = [
+    "figure_png",
+    "new_figure",
+    "plot_component_distributions",
+    "plot_error_categories",
+    "plot_first_error_histogram",
+    "plot_transition_heatmap",
+]
 
 # --- plots (matplotlib Figures, no pyplot state: safe off the main thread) ----------------------
 #
@@ -60,8 +66,16 @@ def _message_figure(title: str, message: str, width: float = 7.0):
 
 
 def _note(axis, text: str) -> None:
-    axis.text(0.5, 0.95, text, ha="center", va="top", fontsize=8, transform=axis.transAxes,
-              bbox={"boxstyle": "round", "facecolor": "#fdf2d0", "edgecolor": "#c9a227"})
+    axis.text(
+        0.5,
+        0.95,
+        text,
+        ha="center",
+        va="top",
+        fontsize=8,
+        transform=axis.transAxes,
+        bbox={"boxstyle": "round", "facecolor": "#fdf2d0", "edgecolor": "#c9a227"},
+    )
 
 
 def _integer_y(axis) -> None:
@@ -79,22 +93,31 @@ def plot_first_error_histogram(records: list[FirstErrorRecord], title: str = "fi
     if not records:
         return _message_figure(title, "no completions judged")
     if not judged:
-        return _message_figure(title, f"no verdicts: the judge gave none for the {len(records)} completions\n"
-                                      "(e.g. completions without steps, or a judge failure)")
+        return _message_figure(
+            title,
+            f"no verdicts: the judge gave none for the {len(records)} completions\n"
+            "(e.g. completions without steps, or a judge failure)",
+        )
     if not found:
         extra = f"; {unjudged} without a verdict" if unjudged else ""
         return _message_figure(title, f"no errors found: all {judged} judged completions have no wrong step{extra}")
     figure = new_figure(9, 3.4)
     absolute, relative = figure.subplots(1, 2)
     top = max(max(r.index for r in found), 4)  # at least steps 0..4 on the axis
-    absolute.bar(range(top + 1), histogram([r.index for r in found], [i - 0.5 for i in range(top + 2)]), color="#c0392b")
+    absolute.bar(
+        range(top + 1), histogram([r.index for r in found], [i - 0.5 for i in range(top + 2)]), color="#c0392b"
+    )
     absolute.set_xlim(-0.6, top + 0.6)
     absolute.set_xticks(range(0, top + 1, max(1, (top + 1) // 10)))
     absolute.set_xlabel("first wrong step (index)")
     absolute.set_ylabel("completions")
     edges = [i / RELATIVE_BINS for i in range(RELATIVE_BINS + 1)]
-    relative.bar([(a + b) / 2 for a, b in zip(edges, edges[1:])], histogram([relative_position(r.index, r.num_steps) for r in found], edges),
-                 width=1 / RELATIVE_BINS * 0.9, color="#e67e22")
+    relative.bar(
+        [(a + b) / 2 for a, b in zip(edges, edges[1:])],
+        histogram([relative_position(r.index, r.num_steps) for r in found], edges),
+        width=1 / RELATIVE_BINS * 0.9,
+        color="#e67e22",
+    )
     relative.set_xlim(0.0, 1.0)
     relative.set_xticks(edges)
     relative.set_xlabel("relative position (index / number of steps)")
@@ -116,8 +139,13 @@ def plot_error_categories(counts: dict[str, dict[str, int]], title: str = "error
     axis = figure.subplots()
     width = 0.8 / len(populations)
     for offset, (name, color) in enumerate(zip(populations, ("#c0392b", "#e67e22", "#2980b9"))):
-        axis.bar([i + offset * width for i in range(len(categories))], [counts[name][c] for c in categories], width,
-                 label=name, color=color)
+        axis.bar(
+            [i + offset * width for i in range(len(categories))],
+            [counts[name][c] for c in categories],
+            width,
+            label=name,
+            color=color,
+        )
     axis.set_xticks([i + width * (len(populations) - 1) / 2 for i in range(len(categories))])
     axis.set_xticklabels(categories)
     axis.set_ylabel("errors found")
@@ -127,7 +155,9 @@ def plot_error_categories(counts: dict[str, dict[str, int]], title: str = "error
     return figure
 
 
-def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None = None, title: str = "TRACE transitions"):
+def plot_transition_heatmap(
+    matrix: list[list[float]], labels: list[str] | None = None, title: str = "TRACE transitions"
+):
     """Row-normalised transition matrix (previous label -> next label), counts in each cell;
     rows of labels never followed by another are grey; a sentence instead when there is no
     transition at all."""
@@ -153,16 +183,24 @@ def plot_transition_heatmap(matrix: list[list[float]], labels: list[str] | None 
     for r, row in enumerate(matrix):
         for c, count in enumerate(row):
             if count:
-                axes.text(c, r, f"{int(count)}", ha="center", va="center", fontsize=7,
-                          color="black" if shares[r][c] > 0.6 else "white")
+                axes.text(
+                    c,
+                    r,
+                    f"{int(count)}",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="black" if shares[r][c] > 0.6 else "white",
+                )
     figure.colorbar(image, ax=axes, label="share of the row")
     note = "; grey rows: label never followed by another" if empty_rows else ""
     axes.set_title(f"{title}\n{total} transitions{note}", fontsize=10)
     return figure
 
 
-def plot_component_distributions(scores: dict[str, list[float | None]], title: str = "reward components",
-                                 types: dict[str, str] | None = None):
+def plot_component_distributions(
+    scores: dict[str, list[float | None]], title: str = "reward components", types: dict[str, str] | None = None
+):
     """One histogram per component on its declared score range (:func:`~procrl.observe.stats.score_range`), with the mean
     dashed; None = no opinion, counted in the panel title; a note on a constant component, a
     sentence for one without any score."""
@@ -174,15 +212,17 @@ def plot_component_distributions(scores: dict[str, list[float | None]], title: s
     figure = new_figure(3.3 * columns, 2.7 * rows + 0.5)
     axes = figure.subplots(rows, columns, squeeze=False)
     flat = [axis for row in axes for axis in row]
-    for axis in flat[len(names):]:
+    for axis in flat[len(names) :]:
         axis.set_axis_off()
     for i, (axis, name) in enumerate(zip(flat, names)):
         values = scores.get(name, [])
         present = [float(v) for v in values if v is not None]
         type_name = (types or {}).get(name, name)
         # name and type on lines of their own, wrapped: neighbouring titles never run into each other
-        label = "\n".join(textwrap.wrap(name, 32, break_on_hyphens=False)
-                          + ([] if type_name == name else textwrap.wrap(f"({type_name})", 32)))
+        label = "\n".join(
+            textwrap.wrap(name, 32, break_on_hyphens=False)
+            + ([] if type_name == name else textwrap.wrap(f"({type_name})", 32))
+        )
         low, high = score_range(type_name, present)
         width = (high - low) / 20  # 21 bins centred on low, low + width, ..., high
         axis.set_xlim(low - width, high + width)
@@ -191,8 +231,15 @@ def plot_component_distributions(scores: dict[str, list[float | None]], title: s
             axis.set_ylabel("completions")
         if not present:
             axis.set_yticks([])
-            axis.text(0.5, 0.5, f"no scores\n(all {len(values)} none)", ha="center", va="center", fontsize=9,
-                      transform=axis.transAxes)
+            axis.text(
+                0.5,
+                0.5,
+                f"no scores\n(all {len(values)} none)",
+                ha="center",
+                va="center",
+                fontsize=9,
+                transform=axis.transAxes,
+            )
             axis.set_title(f"{label}\nnone={len(values)}", fontsize=9)
             continue
         counts, _, _ = axis.hist(present, bins=[low + width * (j - 0.5) for j in range(22)], color="#2980b9")

@@ -14,8 +14,9 @@ previous label) and ``labels``; ReCEval: details carrying ``min_step`` and ``ste
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from procrl.rewards.protocol import RewardBatch, RewardOutput
 from procrl.rewards.registry import component_info
@@ -185,8 +186,11 @@ def category_counts(records: list[FirstErrorRecord], correct: list[bool | None] 
     judge named no category at all."""
     from procrl.rewards.judges.prompt import CATEGORIES
 
-    found = [r for i, r in enumerate(records) if r.index is not None and r.index >= 0
-             and (correct is None or correct[i] is True)]
+    found = [
+        r
+        for i, r in enumerate(records)
+        if r.index is not None and r.index >= 0 and (correct is None or correct[i] is True)
+    ]
     if not any(r.category for r in records):
         return None
     counts = {category: sum(r.category == category for r in found) for category in CATEGORIES}
@@ -223,8 +227,13 @@ def process_error_stats(correct: list[bool | None], records: list[FirstErrorReco
     right = [c is True for c in correct]
     answer_accuracy = sum(right) / n if n else None
     if records is None:
-        return {"answer_accuracy": answer_accuracy, "reasoning_aware_accuracy": None, "inflation": None,
-                "process_error_rate": None, "first_error_unjudged": None}
+        return {
+            "answer_accuracy": answer_accuracy,
+            "reasoning_aware_accuracy": None,
+            "inflation": None,
+            "process_error_rate": None,
+            "first_error_unjudged": None,
+        }
     sound = [r and rec.index == -1 for r, rec in zip(right, records)]
     flawed = [r and rec.index is not None and rec.index >= 0 for r, rec in zip(right, records)]
     judged_right = sum(r and rec.index is not None for r, rec in zip(right, records))
@@ -323,7 +332,9 @@ def receval_position_profile(output: RewardOutput, positions: int = 10) -> list[
 # --- one batch --------------------------------------------------------------------------------
 
 
-def batch_scalars(types: dict[str, str], outputs: dict[str, RewardOutput], num_steps: list[int] | None = None) -> dict[str, float]:
+def batch_scalars(
+    types: dict[str, str], outputs: dict[str, RewardOutput], num_steps: list[int] | None = None
+) -> dict[str, float]:
     """Every scalar diagnostic of one scored batch, keyed ``diagnostics/...``."""
     kinds = component_kinds(types, outputs)
     out: dict[str, float] = {}
@@ -360,8 +371,9 @@ def batch_scalars(types: dict[str, str], outputs: dict[str, RewardOutput], num_s
     return {k: float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
 
 
-def learning_signal(groups: list, correct: list[bool | None], records: list[FirstErrorRecord],
-                    totals: list[float | None]) -> dict[str, float]:
+def learning_signal(
+    groups: list, correct: list[bool | None], records: list[FirstErrorRecord], totals: list[float | None]
+) -> dict[str, float]:
     """What a process reward gives GRPO to learn from in one batch: the share of generation groups
     (``groups[i]``: sample i's group) holding both a sound and a flawed right answer (only there can
     a group-relative advantage tell them apart), and in those groups the mean total reward of the
@@ -374,8 +386,11 @@ def learning_signal(groups: list, correct: list[bool | None], records: list[Firs
     mixed, gaps, scaled = 0, [], []
     for indices in members.values():
         sound = [totals[i] for i in indices if correct[i] and records[i].index == -1 and totals[i] is not None]
-        flawed = [totals[i] for i in indices
-                  if correct[i] and records[i].index is not None and records[i].index >= 0 and totals[i] is not None]
+        flawed = [
+            totals[i]
+            for i in indices
+            if correct[i] and records[i].index is not None and records[i].index >= 0 and totals[i] is not None
+        ]
         if not sound or not flawed:
             continue
         mixed += 1
@@ -410,7 +425,9 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
                 steps = output.step_scores[i] if output.step_scores is not None else None
                 if steps is not None and j < len(steps):
                     scores.append(f"{name}={steps[j]:.3g}")
-            marks = [f" <- FIRST ERROR{f' ({judge})' if several else ''}" for judge in judges if records[judge][i].index == j]
+            marks = [
+                f" <- FIRST ERROR{f' ({judge})' if several else ''}" for judge in judges if records[judge][i].index == j
+            ]
             score_text = f" [{', '.join(scores)}]" if scores else ""
             lines.append(f"({j}){score_text}{''.join(marks)} {step.text}")
         verdicts = {}
@@ -431,7 +448,6 @@ def step_rows(batch: RewardBatch, outputs: dict[str, RewardOutput], types: dict[
 
 
 # --- score ranges (the histograms' axes, procrl validate's plots) ----------------------------------
-
 
 
 def score_range(type_name: str | None, values: list[float]) -> tuple[float, float]:

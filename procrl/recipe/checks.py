@@ -64,8 +64,10 @@ def check_golds(answers: list, specs, source: str, which: str = "training", rows
     users = uses_gold(specs)
     if not users or not answers:
         return None
-    specs_of = [answer_spec(kinds[i] if kinds else None, choices[i] if choices else None, answer)
-                for i, answer in enumerate(answers)]
+    specs_of = [
+        answer_spec(kinds[i] if kinds else None, choices[i] if choices else None, answer)
+        for i, answer in enumerate(answers)
+    ]
     unparsed = [i for i, (answer, spec) in enumerate(zip(answers, specs_of), 1) if gold_answer(answer, spec) is None]
     if not unparsed:
         return None
@@ -75,17 +77,24 @@ def check_golds(answers: list, specs, source: str, which: str = "training", rows
     if kind != "number":
         what = "an option of its row" if kind == "choice" else "yes or no"
         if len(unparsed) == len(answers):
-            raise ConfigError(f"data.answer_column: no gold answer of the {which} data ({source}) is {what} ({example}), "
-                              f"so rewards.{users[0]} would have no opinion on any sample")
-        return (f"warning: {len(unparsed):,} of {len(answers):,} gold answers of the {which} data are not {what} "
-                f"(first: {example}); rewards.{users[0]} has no opinion on those samples (its fallback applies)")
+            raise ConfigError(
+                f"data.answer_column: no gold answer of the {which} data ({source}) is {what} ({example}), "
+                f"so rewards.{users[0]} would have no opinion on any sample"
+            )
+        return (
+            f"warning: {len(unparsed):,} of {len(answers):,} gold answers of the {which} data are not {what} "
+            f"(first: {example}); rewards.{users[0]} has no opinion on those samples (its fallback applies)"
+        )
     if len(unparsed) == len(answers):
         raise ConfigError(
             f"data.answer_column: no gold answer of the {which} data ({source}) holds a number ({example}), so "
             f"rewards.{users[0]} would have no opinion on any sample; point data.answer_column at the numeric answers "
-            f"(GSM8K's '#### N' or a bare number) or drop the accuracy component")
-    return (f"warning: {len(unparsed):,} of {len(answers):,} gold answers of the {which} data hold no number (first: "
-            f"{example}); rewards.{users[0]} has no opinion on those samples (its fallback applies)")
+            f"(GSM8K's '#### N' or a bare number) or drop the accuracy component"
+        )
+    return (
+        f"warning: {len(unparsed):,} of {len(answers):,} gold answers of the {which} data hold no number (first: "
+        f"{example}); rewards.{users[0]} has no opinion on those samples (its fallback applies)"
+    )
 
 
 def model_context(model_path: str, model_section) -> int | None:
@@ -132,13 +141,16 @@ def prompt_limit(recipe, context: int | None) -> tuple[int | None, str]:
     if vllm_length is not None:  # vLLM is given fewer positions than the model has
         context = vllm_length if context is None else min(context, vllm_length)
     if context is not None and completion >= context:
-        raise ConfigError(f"trainer.max_completion_length: {completion:,} tokens leave no room for a prompt in the "
-                          f"model's context of {context:,} positions")
+        raise ConfigError(
+            f"trainer.max_completion_length: {completion:,} tokens leave no room for a prompt in the "
+            f"model's context of {context:,} positions"
+        )
     if explicit is not None:
         if context is not None and explicit + completion > context:
             raise ConfigError(
                 f"trainer.max_prompt_length: {explicit:,} + max_completion_length {completion:,} is more than the "
-                f"model's context of {context:,} positions; at most {context - completion:,}")
+                f"model's context of {context:,} positions; at most {context - completion:,}"
+            )
         return explicit, "trainer.max_prompt_length"
     if context is None:
         return None, "the model's context is unknown and trainer.max_prompt_length is not set"
@@ -177,12 +189,20 @@ class PromptReport:
     skipped: int = 0
 
     def line(self) -> str:
-        limit = (f"limit {self.limit:,} tokens ({self.limit_source})" if self.limit is not None
-                 else f"no limit ({self.limit_source})")
-        skipped = (f"; skipped {self.skipped:,} longer ones (data.long_prompts: skip; rows numbered before skipping)"
-                   if self.skipped else "")
-        return (f"{self.which} prompts: {self.rows:,}, longest {self.longest:,} tokens (row {self.longest_row}); "
-                f"{limit}{skipped}")
+        limit = (
+            f"limit {self.limit:,} tokens ({self.limit_source})"
+            if self.limit is not None
+            else f"no limit ({self.limit_source})"
+        )
+        skipped = (
+            f"; skipped {self.skipped:,} longer ones (data.long_prompts: skip; rows numbered before skipping)"
+            if self.skipped
+            else ""
+        )
+        return (
+            f"{self.which} prompts: {self.rows:,}, longest {self.longest:,} tokens (row {self.longest_row}); "
+            f"{limit}{skipped}"
+        )
 
     def observer(self, batch, outputs, log_metric, log_extra) -> None:
         """A reward-mix batch observer: the numbers go with every batch's metrics."""
@@ -211,7 +231,8 @@ def check_prompts(recipe, dataset, tokenizer, context: int | None, which: str = 
         raise ConfigError(
             f"data.dataset: {len(over):,} of {len(counts):,} {which} prompts{every} are longer than {limit:,} tokens "
             f"({source}); the longest, {longest}. Shorten or remove them, give trainer.max_prompt_length / "
-            f"max_completion_length that fit the model, or skip them with data.long_prompts: skip")
+            f"max_completion_length that fit the model, or skip them with data.long_prompts: skip"
+        )
     dropped = set(over)
     kept = [i for i in range(len(counts)) if i not in dropped]
     longest_kept = max(kept, key=counts.__getitem__)

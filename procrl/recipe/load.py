@@ -26,9 +26,13 @@ def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data[: error.start].count(b"\n") + 1
-        raise ConfigError(f"{path}: line {line}: not UTF-8 text (byte {data[error.start]:#04x}); a recipe is a UTF-8 YAML file") from None
+        raise ConfigError(
+            f"{path}: line {line}: not UTF-8 text (byte {data[error.start]:#04x}); a recipe is a UTF-8 YAML file"
+        ) from None
     if "\x00" in text:
-        raise ConfigError(f"{path}: line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; a recipe is a UTF-8 YAML file, not binary")
+        raise ConfigError(
+            f"{path}: line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte; a recipe is a UTF-8 YAML file, not binary"
+        )
     try:
         raw = yaml_core.load(text)
     except yaml_core.YAMLSizeError as error:
@@ -56,11 +60,14 @@ def add_import_paths(recipe_path: str | os.PathLike) -> list[str]:
     return added
 
 
-def load_recipe(path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None,
-                *, scoring: bool = False) -> Recipe:
+def load_recipe(
+    path: str | os.PathLike, overrides: list[str] | None = None, output_dir: str | None = None, *, scoring: bool = False
+) -> Recipe:
     """Read, override and validate a recipe file (its directory and the working directory go on
     the import path first: :func:`add_import_paths`); ``scoring``: see :func:`parse_recipe`."""
-    raw = apply_overrides(read_recipe_file(path), overrides or [])  # registers the secret values (procrl/core/redaction.py)
+    raw = apply_overrides(
+        read_recipe_file(path), overrides or []
+    )  # registers the secret values (procrl/core/redaction.py)
     add_import_paths(path)
     if output_dir is not None:
         raw["output_dir"] = output_dir

@@ -82,7 +82,9 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         raise ConfigError(f"recipe: unsupported marker {marker!r}; expected {MARKER!r}")
     for key in raw:
         if key not in TOP_LEVEL_KEYS:
-            raise ConfigError(f"{key}: unknown key{suggest(key, TOP_LEVEL_KEYS)}; top-level keys: {', '.join(TOP_LEVEL_KEYS)}")
+            raise ConfigError(
+                f"{key}: unknown key{suggest(key, TOP_LEVEL_KEYS)}; top-level keys: {', '.join(TOP_LEVEL_KEYS)}"
+            )
     if raw.get("model") is None and not scoring:
         raise ConfigError("model: required section is missing (at least model.name_or_path)")
     model = from_dict(ModelSection, raw.get("model"), "model") if raw.get("model") is not None else None
@@ -92,17 +94,24 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
     reward_names = [spec.name for spec in rewards]
     for name in trainer.process_rewards or []:
         if name not in reward_names:
-            raise ConfigError(f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}")
+            raise ConfigError(
+                f"trainer.process_rewards: no reward component named {name!r}{suggest(name, reward_names)}"
+            )
     from procrl.data.qa import declared_answer_kind
     from procrl.rewards.spec import check_answer_kind
 
-    check_answer_kind(declared_answer_kind(data), rewards,  # before anything loads
-                      "data.answer_kind" if data.answer_kind else f"data.dataset {data.dataset!r}")
+    check_answer_kind(
+        declared_answer_kind(data),
+        rewards,  # before anything loads
+        "data.answer_kind" if data.answer_kind else f"data.dataset {data.dataset!r}",
+    )
     if data.eval_judge is not None:
         judges = [spec.name for spec in rewards if spec.type == "first_error"]
         if data.eval_judge not in judges:
-            raise ConfigError(f"data.eval_judge: no first_error component named {data.eval_judge!r}"
-                              f"{suggest(data.eval_judge, judges)} (first_error components: {', '.join(judges) or 'none'})")
+            raise ConfigError(
+                f"data.eval_judge: no first_error component named {data.eval_judge!r}"
+                f"{suggest(data.eval_judge, judges)} (first_error components: {', '.join(judges) or 'none'})"
+            )
     if evaluates_during_training(trainer_args):
         data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")

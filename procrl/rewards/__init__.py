@@ -11,7 +11,14 @@ import from those modules; this package re-exports them for code outside procrl.
 
 from procrl.core.config import ConfigError, field
 from procrl.rewards.mix import RewardMix
-from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext, completion_text
+from procrl.rewards.protocol import (
+    ModelRef,
+    RewardBatch,
+    RewardComponent,
+    RewardOutput,
+    RuntimeContext,
+    completion_text,
+)
 from procrl.rewards.registry import REWARDS
 from procrl.rewards.spec import parse_rewards
 

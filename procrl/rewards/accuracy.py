@@ -9,8 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from procrl.core.answers import (answers_match, extract_boxed, extract_prediction, json_number, parse_gold,
-                                 parse_number)
+from procrl.core.answers import answers_match, extract_boxed, extract_prediction, json_number, parse_gold, parse_number
 from procrl.core.choices import gold_answer, predict
 from procrl.core.config import ConfigError, field
 from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
@@ -35,12 +34,16 @@ class AccuracyReward(RewardComponent):
     @dataclass
     class Settings:
         tolerance: float = field(
-            1e-6, help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly), compared in exact "
+            1e-6,
+            help="Absolute tolerance of the numeric comparison (>= 0; 0: equal exactly), compared in exact "
             "decimal arithmetic, so integers of any length compare exactly. A negative one is refused (it would match "
-            "nothing, not even 7 = 7).")
+            "nothing, not even 7 = 7).",
+        )
 
         def validate(self, path: str) -> None:
-            if not math.isfinite(self.tolerance) or self.tolerance < 0:  # a negative one matches nothing, not even 7 = 7
+            if (
+                not math.isfinite(self.tolerance) or self.tolerance < 0
+            ):  # a negative one matches nothing, not even 7 = 7
                 raise ConfigError(f"{path}.tolerance: must be a finite number >= 0, got {self.tolerance}")
 
     def score(self, batch: RewardBatch) -> RewardOutput:

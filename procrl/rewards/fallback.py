@@ -25,8 +25,8 @@ Pure functions, lists in, lists out.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Sequence
 
 __all__ = ["GROUP_MEAN", "FallbackResult", "consecutive_groups", "fill_group_mean", "resolve_fallback"]
 
@@ -65,7 +65,9 @@ def consecutive_groups(n: int, group_size: int) -> list[int]:
     return [i // group_size for i in range(n)]
 
 
-def fill_group_mean(scores: Sequence[float | None], groups: Sequence[Hashable], batch_level: bool = True) -> FallbackResult:
+def fill_group_mean(
+    scores: Sequence[float | None], groups: Sequence[Hashable], batch_level: bool = True
+) -> FallbackResult:
     """Each None (or NaN) becomes the mean of the scores of its group (``groups[i]`` is the
     group id of sample i); a group without any score takes the batch mean when ``batch_level``,
     else stays None."""

@@ -65,7 +65,9 @@ __all__ = [
 MODEL_FREE = ("arithmetic", "reference")
 
 
-def first_error_penalty(index: int, num_steps: int, penalty: str = "flat", answer_correct: bool | None = None) -> float | None:
+def first_error_penalty(
+    index: int, num_steps: int, penalty: str = "flat", answer_correct: bool | None = None
+) -> float | None:
     """The reward for a first error at ``index`` (-1: none) among ``num_steps`` steps.
 
     ``correct_only`` needs ``answer_correct``; without it (no gold answer) there is no opinion
@@ -204,8 +206,14 @@ class FirstErrorReward(RewardComponent):
         with ThreadPoolExecutor(max_workers=1) as pool:
             return pool.submit(asyncio.run, self.ascore(batch)).result()
 
-    def make_item(self, question: str | None, steps: tuple[str, ...], gold: str | None,
-                  spec: AnswerSpec = NUMBER, completion: str | None = None) -> JudgeItem:
+    def make_item(
+        self,
+        question: str | None,
+        steps: tuple[str, ...],
+        gold: str | None,
+        spec: AnswerSpec = NUMBER,
+        completion: str | None = None,
+    ) -> JudgeItem:
         """What the judge is asked about one solution, the same in training, ``eval-judge`` and
         ``evaluate``: the gold reduced to what ``reference`` shows (the reference judge always
         sees the whole gold solution: it checks against its intermediate values, and the final
@@ -219,23 +227,30 @@ class FirstErrorReward(RewardComponent):
             return JudgeItem(question, tuple(steps), reference_text(gold, reference))
         from procrl.rewards.judges.reference import stated_final_answer
 
-        return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), answer=stated_final_answer(completion))
+        return JudgeItem(
+            question, tuple(steps), reference_text(gold, "solution"), answer=stated_final_answer(completion)
+        )
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
         if self.settings.backend in MODEL_FREE and any(spec.kind != "number" for spec in batch.answer_specs):
             kind = next(spec.kind for spec in batch.answer_specs if spec.kind != "number")
-            raise ValueError(f"the {self.settings.backend!r} judge checks numbers; these answers are {kind} "
-                             "(use backend openai or hf)")
+            raise ValueError(
+                f"the {self.settings.backend!r} judge checks numbers; these answers are {kind} "
+                "(use backend openai or hf)"
+            )
         items = [
             self.make_item(question, tuple(step.text for step in segmentation.steps), gold, spec, completion)
-            for question, gold, segmentation, spec, completion in zip(batch.questions, batch.golds, segmentations,
-                                                                      batch.answer_specs, batch.completions)
+            for question, gold, segmentation, spec, completion in zip(
+                batch.questions, batch.golds, segmentations, batch.answer_specs, batch.completions
+            )
         ]
         verdicts = await self.judge_items(items)
         return self.output_from_verdicts(batch, items, verdicts)
 
-    def _answer_correct(self, completion: str, gold: str | None, detail: dict, spec: AnswerSpec = NUMBER) -> bool | None:
+    def _answer_correct(
+        self, completion: str, gold: str | None, detail: dict, spec: AnswerSpec = NUMBER
+    ) -> bool | None:
         if self.settings.penalty != "correct_only":
             return None
         correct = answer_correct(completion, gold, spec)
@@ -250,8 +265,9 @@ class FirstErrorReward(RewardComponent):
         details: list[dict] = []
         found, judged, unverified, relative_positions = 0, 0, 0, []
         categories = dict.fromkeys(CATEGORIES, 0)
-        for completion, gold, item, verdict, spec in zip(batch.completions, batch.golds, items, verdicts,
-                                                          batch.answer_specs):
+        for completion, gold, item, verdict, spec in zip(
+            batch.completions, batch.golds, items, verdicts, batch.answer_specs
+        ):
             n = len(item.steps)
             detail = {"index": verdict.index, "category": verdict.category, "num_steps": n, "verdict": verdict.status}
             if verdict.checked_steps is not None:
@@ -268,7 +284,9 @@ class FirstErrorReward(RewardComponent):
                 failures["no_steps"] += 1
                 if settings.backend in MODEL_FREE:
                     detail["checked_steps"] = 0
-                value = unchecked_score(settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
+                value = unchecked_score(
+                    settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail, spec)
+                )
                 scores.append(value)
                 step_scores.append([])
                 detail.update(index=None, verdict="no_steps", penalty=value)
@@ -283,7 +301,9 @@ class FirstErrorReward(RewardComponent):
                 continue
             if verdict.index == -1 and verdict.checked_steps == 0:  # the judge checked nothing
                 unverified += 1
-                value = unchecked_score(settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail, spec))
+                value = unchecked_score(
+                    settings.unverified_score, settings.penalty, self._answer_correct(completion, gold, detail, spec)
+                )
                 scores.append(value)
                 step_scores.append([0.0] * (n - 1) + [value if value else 0.0])
                 detail.update(index=None, verdict="unverified", penalty=value)
@@ -305,7 +325,9 @@ class FirstErrorReward(RewardComponent):
         total = max(len(batch), 1)
         metrics = {
             "error_found_fraction": found / judged if judged else math.nan,
-            "mean_relative_position": sum(relative_positions) / len(relative_positions) if relative_positions else math.nan,
+            "mean_relative_position": sum(relative_positions) / len(relative_positions)
+            if relative_positions
+            else math.nan,
             "no_verdict_fraction": failures["no_verdict"] / total,
             "failed_fraction": sum(v for k, v in failures.items() if k != "no_steps") / total,
             "no_steps_fraction": failures["no_steps"] / total,

@@ -25,11 +25,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from procrl.core.config import field
 from procrl.core.answers import extract_prediction
 from procrl.core.choices import NUMBER, AnswerSpec, answer_block_start, predict
-from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
+from procrl.core.config import field
 from procrl.core.text import DISPLAY_DELIMITERS, answer_line_start
+from procrl.rewards.protocol import RewardBatch, RewardComponent, RewardOutput
 
 __all__ = ["MAX_ANSWER_STATEMENTS", "FormatReward", "answer_statements", "has_answer_line", "partial_format_score"]
 
@@ -41,8 +41,11 @@ def answer_statements(completion: str, start: int) -> int:
     block's lines (``\\[`` / ``\\]`` / ``$$`` lines do not count), or, when the last statement is
     repeated more often in the completion (``The answer is 3. The answer is 3. ...`` on one
     line), that count."""
-    lines = [line.strip() for line in completion[start:].splitlines()
-             if line.strip() and not DISPLAY_DELIMITERS.fullmatch(line)]
+    lines = [
+        line.strip()
+        for line in completion[start:].splitlines()
+        if line.strip() and not DISPLAY_DELIMITERS.fullmatch(line)
+    ]
     if not lines:
         return 0
     return max(len(lines), completion.count(lines[-1]))
@@ -58,7 +61,9 @@ def has_answer_line(completion: str, require_reasoning: bool = False, spec: Answ
         return False
     if answer_statements(completion, start) > MAX_ANSWER_STATEMENTS:
         return False  # looping on the answer line
-    predicted, rule = extract_prediction(completion[start:]) if spec.kind == "number" else predict(completion[start:], spec)
+    predicted, rule = (
+        extract_prediction(completion[start:]) if spec.kind == "number" else predict(completion[start:], spec)
+    )
     if predicted is None or rule == "last_number":
         return False
     return not require_reasoning or bool(completion[:start].strip())
@@ -90,9 +95,13 @@ class FormatReward(RewardComponent):
 
     def score(self, batch: RewardBatch) -> RewardOutput:
         if self.settings.partial:
-            scores = [partial_format_score(c, self.settings.require_reasoning, spec)
-                      for c, spec in zip(batch.completions, batch.answer_specs)]
+            scores = [
+                partial_format_score(c, self.settings.require_reasoning, spec)
+                for c, spec in zip(batch.completions, batch.answer_specs)
+            ]
         else:
-            scores = [1.0 if has_answer_line(c, self.settings.require_reasoning, spec) else 0.0
-                      for c, spec in zip(batch.completions, batch.answer_specs)]
+            scores = [
+                1.0 if has_answer_line(c, self.settings.require_reasoning, spec) else 0.0
+                for c, spec in zip(batch.completions, batch.answer_specs)
+            ]
         return RewardOutput(scores=scores)

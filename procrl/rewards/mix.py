@@ -43,13 +43,22 @@ import math
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.rewards.fallback import FallbackResult, resolve_fallback
-from procrl.rewards.protocol import (FunctionComponent, RewardBatch, RewardComponent, RewardOutput, RuntimeContext,
-                                     _one_line, _prompt_text, completion_text)
+from procrl.rewards.protocol import (
+    FunctionComponent,
+    RewardBatch,
+    RewardComponent,
+    RewardOutput,
+    RuntimeContext,
+    _one_line,
+    _prompt_text,
+    completion_text,
+)
 from procrl.rewards.spec import ComponentSpec, check_gate_cycles, parse_rewards
 
 logger = logging.getLogger(__name__)
@@ -92,7 +101,7 @@ class RewardMix:
         self._abandoned: dict[str, threading.Thread] = {}  # calls past their deadline that have not returned
 
     @classmethod
-    def from_recipe_rewards(cls, raw: Any) -> "RewardMix":
+    def from_recipe_rewards(cls, raw: Any) -> RewardMix:
         return cls(parse_rewards(raw))
 
     @property
@@ -199,15 +208,21 @@ class RewardMix:
         failures = dict(output.failures)
         failures["too_long"] = failures.get("too_long", 0) + len(too_long)
         return dataclasses.replace(
-            output, scores=scores, step_scores=steps if output.step_scores is not None or not output.scores else None,
-            details=details, failures=failures,
+            output,
+            scores=scores,
+            step_scores=steps if output.step_scores is not None or not output.scores else None,
+            details=details,
+            failures=failures,
         )
 
     def _failed(self, name: str, error: BaseException, n: int) -> RewardOutput:
         logger.warning("reward component %r failed on a batch of %d: %s", name, n, _one_line(error))
         kind = "timeout" if isinstance(error, DeadlineExceeded) else "exception"
-        return RewardOutput(scores=[self._immediate_fallback(name)] * n, failures={kind: n},
-                            details=[{"error": _one_line(error)} for _ in range(n)])
+        return RewardOutput(
+            scores=[self._immediate_fallback(name)] * n,
+            failures={kind: n},
+            details=[{"error": _one_line(error)} for _ in range(n)],
+        )
 
     def _score_blocking(self, name: str, batch: RewardBatch) -> Any:
         """The component on ``batch``, in this thread, or within its deadline in a worker thread."""
@@ -227,8 +242,10 @@ class RewardMix:
                 del self._abandoned[name]
                 stuck = None
         if stuck is not None:
-            raise DeadlineExceeded(f"its call abandoned at the {deadline:g} s deadline (rewards.{name}.deadline_s) "
-                                   f"has not returned; not called again until it does")
+            raise DeadlineExceeded(
+                f"its call abandoned at the {deadline:g} s deadline (rewards.{name}.deadline_s) "
+                f"has not returned; not called again until it does"
+            )
         outcome: dict[str, Any] = {}
         grad_mode = _caller_grad_mode()
 
@@ -245,8 +262,9 @@ class RewardMix:
         if worker.is_alive():
             with self._lock:
                 self._abandoned[name] = worker
-            raise DeadlineExceeded(f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); "
-                                   f"the call was abandoned")
+            raise DeadlineExceeded(
+                f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); the call was abandoned"
+            )
         if "error" in outcome:
             raise outcome["error"]
         return outcome["value"]
@@ -259,8 +277,9 @@ class RewardMix:
         try:
             return await asyncio.wait_for(self.components[name].ascore(batch), deadline)
         except asyncio.TimeoutError:
-            raise DeadlineExceeded(f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); "
-                                   f"the call was cancelled") from None
+            raise DeadlineExceeded(
+                f"no result within its {deadline:g} s deadline (rewards.{name}.deadline_s); the call was cancelled"
+            ) from None
 
     def _apply_gate(self, name: str, batch: RewardBatch, output: RewardOutput) -> RewardOutput:
         gate = self.specs[name].gate
@@ -328,7 +347,7 @@ class RewardMix:
             output = self._failed(name, error, len(batch))
         return self._store(name, output, event)
 
-    def _perform(self, request: "_Wait | _Score | _Gate") -> Any:
+    def _perform(self, request: _Wait | _Score | _Gate) -> Any:
         """What :meth:`_scoring` waits for, done blocking."""
         if isinstance(request, _Wait):
             return request.event.wait()
@@ -336,7 +355,7 @@ class RewardMix:
             return self._score_blocking(request.name, request.batch)
         return self._apply_gate(request.name, request.batch, request.output)
 
-    async def _aperform(self, request: "_Wait | _Score | _Gate") -> Any:
+    async def _aperform(self, request: _Wait | _Score | _Gate) -> Any:
         """What :meth:`_scoring` waits for, awaited (blocking work in a thread)."""
         if isinstance(request, _Wait):
             return await asyncio.to_thread(request.event.wait)
@@ -436,7 +455,11 @@ class RewardMix:
     def _notify_if_complete(self, kwargs: dict) -> None:
         """Hand the batch to the observers once every component has scored it (once per batch)."""
         with self._lock:
-            if not self.batch_observers or self._observed_key is self._batch_key or len(self._outputs) < len(self.specs):
+            if (
+                not self.batch_observers
+                or self._observed_key is self._batch_key
+                or len(self._outputs) < len(self.specs)
+            ):
                 return
             self._observed_key = self._batch_key
             batch, outputs = self.last_batch, dict(self._outputs)

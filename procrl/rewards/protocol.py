@@ -22,9 +22,10 @@ import asyncio
 import dataclasses
 import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from procrl.core.choices import AnswerSpec, answer_block_start, answer_specs
 from procrl.core.text import Segmentation, segment_batch
@@ -45,6 +46,7 @@ __all__ = [
 
 GRADES = ("answer", "form", "reasoning")  # what a component grades (``RewardComponent.grades``)
 DIAGNOSTICS = ("accuracy", "first_error", "trace", "receval")  # process diagnostics a component can emit
+
 
 def completion_text(completion: Any) -> str:
     """Text of a TRL completion: a string, or the assistant messages of a conversation."""
@@ -91,11 +93,13 @@ class RewardBatch:
     def segmentations(self) -> list[Segmentation]:
         """Steps and sentences of every completion, computed once per batch (the answer block of a
         choice or yes/no row found under its kind)."""
-        starts = [None if spec.kind == "number" else answer_block_start(completion, spec)
-                  for completion, spec in zip(self.completions, self.answer_specs)]
+        starts = [
+            None if spec.kind == "number" else answer_block_start(completion, spec)
+            for completion, spec in zip(self.completions, self.answer_specs)
+        ]
         return segment_batch(self.completions, starts if any(s is not None for s in starts) else None)
 
-    def subset(self, indices: list[int]) -> "RewardBatch":
+    def subset(self, indices: list[int]) -> RewardBatch:
         """The batch restricted to ``indices`` (segmentations carried over, not recomputed)."""
         n = len(self)
 
@@ -103,8 +107,11 @@ class RewardBatch:
             return [values[i] for i in indices] if isinstance(values, list) and len(values) == n else values
 
         sub = RewardBatch(
-            completions=pick(self.completions), questions=pick(self.questions), golds=pick(self.golds),
-            prompts=pick(self.prompts), completion_ids=pick(self.completion_ids),
+            completions=pick(self.completions),
+            questions=pick(self.questions),
+            golds=pick(self.golds),
+            prompts=pick(self.prompts),
+            completion_ids=pick(self.completion_ids),
             columns={key: pick(value) for key, value in self.columns.items()},
         )
         for cached in ("segmentations", "answer_specs"):
@@ -113,7 +120,7 @@ class RewardBatch:
         return sub
 
     @classmethod
-    def from_texts(cls, completions, questions=None, golds=None, **columns) -> "RewardBatch":
+    def from_texts(cls, completions, questions=None, golds=None, **columns) -> RewardBatch:
         n = len(completions)
         return cls(
             completions=[completion_text(c) for c in completions],
@@ -164,7 +171,7 @@ class RuntimeContext:
     is_main_process: bool = True
 
     @classmethod
-    def from_trainer(cls, trainer: Any, tokenizer: Any) -> "RuntimeContext":
+    def from_trainer(cls, trainer: Any, tokenizer: Any) -> RuntimeContext:
         """The context a built trainer (GRPO or PPO) lends to the components."""
         return cls(
             device=trainer.accelerator.device,
@@ -212,13 +219,18 @@ def _check_metadata(target: Any, where: str) -> None:
         raise TypeError(f"{where}: grades = {grades!r}; expected one of {', '.join(map(repr, GRADES))}")
     score_range = getattr(target, "score_range", None)
     if score_range is not None:
-        if (not isinstance(score_range, tuple) or len(score_range) != 2
-                or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in score_range)
-                or not score_range[0] < score_range[1]):
+        if (
+            not isinstance(score_range, tuple)
+            or len(score_range) != 2
+            or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in score_range)
+            or not score_range[0] < score_range[1]
+        ):
             raise TypeError(f"{where}: score_range = {score_range!r}; expected (low, high) with low < high")
     diagnostics = getattr(target, "diagnostics", ())
     if not isinstance(diagnostics, tuple) or any(d not in DIAGNOSTICS for d in diagnostics):
-        raise TypeError(f"{where}: diagnostics = {diagnostics!r}; expected a tuple of {', '.join(map(repr, DIAGNOSTICS))}")
+        raise TypeError(
+            f"{where}: diagnostics = {diagnostics!r}; expected a tuple of {', '.join(map(repr, DIAGNOSTICS))}"
+        )
 
 
 def describe_component(target: Any, where: str | None = None, *, required: bool = False) -> ComponentInfo:
@@ -231,8 +243,9 @@ def describe_component(target: Any, where: str | None = None, *, required: bool 
     component = inspect.isclass(target) and issubclass(target, RewardComponent)
     info = ComponentInfo(
         grades=getattr(target, "grades", None),
-        score_range=(tuple(float(v) for v in target.score_range)
-                     if getattr(target, "score_range", None) is not None else None),
+        score_range=(
+            tuple(float(v) for v in target.score_range) if getattr(target, "score_range", None) is not None else None
+        ),
         uses_model=bool(getattr(target, "uses_model", False)),
         uses_network=bool(getattr(target, "uses_network", False)),
         diagnostics=tuple(getattr(target, "diagnostics", ())),
@@ -240,19 +253,29 @@ def describe_component(target: Any, where: str | None = None, *, required: bool 
     )
     if required:
         if info.grades is None:
-            raise TypeError(f"{where}: a built-in component must say what it grades: set the class attribute "
-                            f"grades = {' | '.join(map(repr, GRADES))}")
+            raise TypeError(
+                f"{where}: a built-in component must say what it grades: set the class attribute "
+                f"grades = {' | '.join(map(repr, GRADES))}"
+            )
         if info.score_range is None:
-            raise TypeError(f"{where}: a built-in component must declare its score range: set the class attribute "
-                            f"score_range = (low, high)")
+            raise TypeError(
+                f"{where}: a built-in component must declare its score range: set the class attribute "
+                f"score_range = (low, high)"
+            )
         if component:
-            loads = (target.models.__func__ is not RewardComponent.models.__func__
-                     or target.needs_model is not RewardComponent.needs_model)
+            loads = (
+                target.models.__func__ is not RewardComponent.models.__func__
+                or target.needs_model is not RewardComponent.needs_model
+            )
             if loads and not info.uses_model:
-                raise TypeError(f"{where}: it can load a model (it overrides models/needs_model): set uses_model = True")
+                raise TypeError(
+                    f"{where}: it can load a model (it overrides models/needs_model): set uses_model = True"
+                )
             calls = target.needs_network is not RewardComponent.needs_network
             if calls and not info.uses_network:
-                raise TypeError(f"{where}: it can call the network (it overrides needs_network): set uses_network = True")
+                raise TypeError(
+                    f"{where}: it can call the network (it overrides needs_network): set uses_network = True"
+                )
     return info
 
 
@@ -328,7 +351,7 @@ class RewardComponent:
         return await asyncio.to_thread(self.score, batch)
 
     @classmethod
-    def models(cls, settings: Any) -> dict[str, "ModelRef"]:
+    def models(cls, settings: Any) -> dict[str, ModelRef]:
         """Settings key -> the model this component loads with these settings (a Hub id or a
         local directory). The pre-launch checks make sure each one can be found; ``procrl
         check`` counts its memory in the plan. Components that load a model override this."""
@@ -381,7 +404,9 @@ def _as_scores(values: Any) -> list:
     result that is not a sequence of scores (None, a number, a string) raises, which the mix
     counts as the component's ``exception``."""
     if values is None or isinstance(values, (str, bytes, dict)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"a reward function must return a list of scores, one per completion, got {type(values).__name__}")
+        raise TypeError(
+            f"a reward function must return a list of scores, one per completion, got {type(values).__name__}"
+        )
     return list(values)
 
 
@@ -389,4 +414,3 @@ def _one_line(error: BaseException) -> str:
     """``Type: message`` on one line (a SyntaxError keeps its file and line)."""
     text = " ".join(str(error).split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
-

@@ -26,13 +26,14 @@ from __future__ import annotations
 import importlib
 import math
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from procrl.core.config import ConfigError, field
+from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 from procrl.rewards.quantities.results import EQUALS, state_results, states_number
-from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 
 __all__ = [
     "RCU",
@@ -206,7 +207,7 @@ def split_rcus(step: str) -> RCU:
             conclusion, equations = state_results(clause)
             premises += _premises(text[: last.start()]) + equations
     if not conclusion:
-        results = [m for m in EQUALS.finditer(text) if states_number(text[m.end():])]
+        results = [m for m in EQUALS.finditer(text) if states_number(text[m.end() :])]
         if results:
             last = results[-1]
             left, right = _clause_around(text, last.start(), last.end() + 1)
@@ -300,7 +301,9 @@ def informativeness_target(template: str, answer: str, question: str | None, tar
     return statement
 
 
-def informativeness_contexts(steps: Sequence[str], question: str | None, condition_on_question: bool = True) -> list[str]:
+def informativeness_contexts(
+    steps: Sequence[str], question: str | None, condition_on_question: bool = True
+) -> list[str]:
     """The n + 1 contexts (question, steps<k, " Therefore,") for k = 0..n."""
     head = [question.strip()] if condition_on_question and question and question.strip() else []
     return [("\n".join(head + list(steps[:k])) + CONNECTIVE).lstrip() for k in range(len(steps) + 1)]
@@ -340,19 +343,29 @@ class ReCEvalCorrectness(RewardComponent):
 
     @dataclass
     class Settings:
-        nli_model: str = field(DEFAULT_NLI_MODEL, help="Hub id or directory of a 3-way NLI sequence classifier (labels read from config.id2label).")
+        nli_model: str = field(
+            DEFAULT_NLI_MODEL,
+            help="Hub id or directory of a 3-way NLI sequence classifier (labels read from config.id2label).",
+        )
         batch_size: int = field(64, help="NLI pairs per forward pass.")
         max_length: int = field(
-            512, help="Token limit of a (premise, hypothesis) pair (the released code's 512); a longer pair loses the "
-            "beginning of its premise, so the most recent conclusions are kept."
+            512,
+            help="Token limit of a (premise, hypothesis) pair (the released code's 512); a longer pair loses the "
+            "beginning of its premise, so the most recent conclusions are kept.",
         )
-        rcu_splitter: str = field(DEFAULT_SPLITTER, help="'module:function' splitting a step's text into premises and a conclusion.")
+        rcu_splitter: str = field(
+            DEFAULT_SPLITTER, help="'module:function' splitting a step's text into premises and a conclusion."
+        )
         cache_size: int = field(100_000, help="NLI results kept in the text-keyed LRU cache (0: no cache).")
         dtype: str = field("auto", help="torch dtype of the NLI model ('auto', 'float32', 'bfloat16', ...).")
-        max_steps: int = field(64, help="Chains with more steps are not scored (their NLI pairs grow quadratically): they get no_steps_score, counted as too_many_steps.")
+        max_steps: int = field(
+            64,
+            help="Chains with more steps are not scored (their NLI pairs grow quadratically): they get no_steps_score, counted as too_many_steps.",
+        )
         no_steps_score: float = field(
-            0.0, help="Score of a chain without reasoning steps, or with more than max_steps: the bottom of the range, "
-            "never better than a checked chain."
+            0.0,
+            help="Score of a chain without reasoning steps, or with more than max_steps: the bottom of the range, "
+            "never better than a checked chain.",
         )
 
         def validate(self, path: str) -> None:
@@ -392,8 +405,12 @@ class ReCEvalCorrectness(RewardComponent):
 
             s = self.settings
             self._scorer = NLIScorer(
-                s.nli_model, device=self.context.device, batch_size=s.batch_size, max_length=s.max_length,
-                cache_size=s.cache_size, dtype=s.dtype,
+                s.nli_model,
+                device=self.context.device,
+                batch_size=s.batch_size,
+                max_length=s.max_length,
+                cache_size=s.cache_size,
+                dtype=s.dtype,
             )
         return self._scorer
 
@@ -443,7 +460,9 @@ class ReCEvalCorrectness(RewardComponent):
                 # no steps / too many: the policy's doing, the bottom score; a failing splitter: no opinion
                 scores.append(self.settings.no_steps_score if unscorable else None)
                 step_scores.append([] if unscorable == "no_steps" else None)
-                details.append({"min_step": None, "step_values": [], **({"unscored": unscorable} if unscorable else {})})
+                details.append(
+                    {"min_step": None, "step_values": [], **({"unscored": unscorable} if unscorable else {})}
+                )
                 continue
             try:
                 values, intra, inter = score_correctness_plan(plan, probabilities)
@@ -459,10 +478,18 @@ class ReCEvalCorrectness(RewardComponent):
             all_intra += intra
             all_inter += inter
             details.append(
-                {"min_step": index, "step_values": values, "intra": intra, "inter": inter, "conclusions": chain_conclusions}
+                {
+                    "min_step": index,
+                    "step_values": values,
+                    "intra": intra,
+                    "inter": inter,
+                    "conclusions": chain_conclusions,
+                }
             )
         metrics = _chain_summary(step_scores)
-        metrics.update({k: v for k, v in (("intra_mean", _mean(all_intra)), ("inter_mean", _mean(all_inter))) if v is not None})
+        metrics.update(
+            {k: v for k, v in (("intra_mean", _mean(all_intra)), ("inter_mean", _mean(all_inter))) if v is not None}
+        )
         stats = self.scorer.stats
         metrics["nli_pairs"] = float(stats["pairs"] - before["pairs"])
         metrics["nli_computed"] = float(stats["computed"] - before["computed"])
@@ -487,11 +514,20 @@ class ReCEvalInformativeness(RewardComponent):
 
     @dataclass
     class Settings:
-        lm: str = field("reference", help="Causal LM for the information gain: a Hub id or directory (or a .gguf path, or an embedded model such as procrl:smollm2-135m-instruct), or 'reference' for the trainer's reference model (trainer.beta > 0, or the LoRA policy with adapters disabled).")
-        gguf_file: str | None = field(None, help="A GGUF checkpoint inside lm (a Hub repository or directory), dequantized to dtype.")
+        lm: str = field(
+            "reference",
+            help="Causal LM for the information gain: a Hub id or directory (or a .gguf path, or an embedded model such as procrl:smollm2-135m-instruct), or 'reference' for the trainer's reference model (trainer.beta > 0, or the LoRA policy with adapters disabled).",
+        )
+        gguf_file: str | None = field(
+            None, help="A GGUF checkpoint inside lm (a Hub repository or directory), dequantized to dtype."
+        )
         tau: float = field(1.0, help="Temperature of tanh(IG / tau).")
-        condition_on_question: bool = field(True, help="Put the question before the steps in both contexts (the released ReCEval code omits it).")
-        target_template: str = field(" The answer is {answer}.", help="Target statement; {answer} is the chain's predicted answer.")
+        condition_on_question: bool = field(
+            True, help="Put the question before the steps in both contexts (the released ReCEval code omits it)."
+        )
+        target_template: str = field(
+            " The answer is {answer}.", help="Target statement; {answer} is the chain's predicted answer."
+        )
         target: Literal["answer", "question_and_answer"] = field(
             "answer",
             help="'answer': the target is the answer statement (target_template); 'question_and_answer': the question "
@@ -505,8 +541,13 @@ class ReCEvalInformativeness(RewardComponent):
         )
         batch_size: int = field(16, help="Sequences per LM forward pass.")
         max_length: int = field(1024, help="Token limit of context + target; longer contexts lose their beginning.")
-        dtype: str = field("auto", help="torch dtype of a named LM ('auto', 'float32', 'bfloat16', ...); unused for 'reference'.")
-        max_steps: int = field(64, help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).")
+        dtype: str = field(
+            "auto", help="torch dtype of a named LM ('auto', 'float32', 'bfloat16', ...); unused for 'reference'."
+        )
+        max_steps: int = field(
+            64,
+            help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).",
+        )
 
         def validate(self, path: str) -> None:
             if not self.tau > 0:
@@ -528,8 +569,10 @@ class ReCEvalInformativeness(RewardComponent):
                 raise ConfigError(f"{path}.max_length: must be >= 8, got {self.max_length}")
             _check_dtype(path, self.dtype)
             if self.gguf_file is not None and self.lm == "reference":
-                raise ConfigError(f"{path}.gguf_file: lm is 'reference' (the trainer's model); a GGUF file needs lm: "
-                                  "<the Hub id or directory holding it>")
+                raise ConfigError(
+                    f"{path}.gguf_file: lm is 'reference' (the trainer's model); a GGUF file needs lm: "
+                    "<the Hub id or directory holding it>"
+                )
             from procrl.models.loading import check_gguf_file
 
             check_gguf_file(f"{path}.gguf_file", self.gguf_file, self.lm, f"{path}.lm")
@@ -539,8 +582,9 @@ class ReCEvalInformativeness(RewardComponent):
         from procrl.rewards.scorers.info_gain import TargetLogProbScorer
 
         s = self.settings
-        self.scorer = TargetLogProbScorer(s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype,
-                                          gguf_file=s.gguf_file)
+        self.scorer = TargetLogProbScorer(
+            s.lm, batch_size=s.batch_size, max_length=s.max_length, dtype=s.dtype, gguf_file=s.gguf_file
+        )
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
@@ -570,8 +614,9 @@ class ReCEvalInformativeness(RewardComponent):
         failures: dict[str, int] = {}
         requests: list[tuple[str, str]] = []
         chains: list[tuple[int, int, str] | str] = []  # (first request, number of steps, target), or why unscored
-        for completion, segmentation, question, spec in zip(batch.completions, batch.segmentations, batch.questions,
-                                                            batch.answer_specs):
+        for completion, segmentation, question, spec in zip(
+            batch.completions, batch.segmentations, batch.questions, batch.answer_specs
+        ):
             steps = [step.text for step in segmentation.steps]
             predicted, _ = predict(completion, spec)  # a number, an option ("(B) reading"), yes/no
             kind = _unscorable_kind(steps, s.max_steps) or (None if predicted is not None else "no_answer")

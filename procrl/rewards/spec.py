@@ -23,8 +23,19 @@ from procrl.rewards.protocol import RewardComponent, _one_line, describe_compone
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["COMMON_KEYS", "ComponentSpec", "GateSettings", "check_answer_kind", "check_gate_cycles", "number_judges",
-           "drop_unread_after_override", "parse_component", "parse_rewards", "resolve_type", "settings_from"]
+__all__ = [
+    "COMMON_KEYS",
+    "ComponentSpec",
+    "GateSettings",
+    "check_answer_kind",
+    "check_gate_cycles",
+    "number_judges",
+    "drop_unread_after_override",
+    "parse_component",
+    "parse_rewards",
+    "resolve_type",
+    "settings_from",
+]
 
 
 @dataclass
@@ -99,8 +110,10 @@ def parse_component(name: str, raw: Any, path: str) -> ComponentSpec:
         raise ConfigError(f"{path}.weight: must be a finite number, got {weight!r}")
     gate = from_dict(GateSettings, raw["gate"], f"{path}.gate") if raw.get("gate") is not None else None
     fallback = raw.get("fallback", GROUP_MEAN)
-    if fallback is not None and fallback != GROUP_MEAN and (
-        isinstance(fallback, bool) or not isinstance(fallback, (int, float)) or not math.isfinite(fallback)
+    if (
+        fallback is not None
+        and fallback != GROUP_MEAN
+        and (isinstance(fallback, bool) or not isinstance(fallback, (int, float)) or not math.isfinite(fallback))
     ):
         raise ConfigError(
             f"{path}.fallback: expected {GROUP_MEAN!r} (the default: the mean of the component's scores in the "
@@ -146,8 +159,9 @@ def drop_unread_after_override(name: str, component: dict[str, Any], key: str, k
     for k in dropped:
         del component[k]
     if dropped:
-        logger.info("rewards.%s.%s set by --set: dropped the recipe's %s (not read any more)", name, key,
-                    ", ".join(dropped))
+        logger.info(
+            "rewards.%s.%s set by --set: dropped the recipe's %s (not read any more)", name, key, ", ".join(dropped)
+        )
     return dropped
 
 
@@ -162,8 +176,9 @@ def _deadline(raw: dict, type_name: str, path: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ConfigError(f"{path}.deadline_s: expected a positive number of seconds, or null for no deadline, "
-                          f"got {value!r}")
+        raise ConfigError(
+            f"{path}.deadline_s: expected a positive number of seconds, or null for no deadline, got {value!r}"
+        )
     return float(value)
 
 
@@ -192,7 +207,8 @@ def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
     if all(spec.weight == 0 for spec in specs):
         raise ConfigError(
             f"{path}: every component has weight 0 ({', '.join(f'{path}.{s.name}.weight' for s in specs)}), so every sample's "
-            f"reward would be 0 and there is nothing to learn; give at least one component a non-zero weight")
+            f"reward would be 0 and there is nothing to learn; give at least one component a non-zero weight"
+        )
     names = [s.name for s in specs]
     for spec in specs:
         if spec.gate is not None:
@@ -218,11 +234,12 @@ def check_gate_cycles(specs: list[ComponentSpec], path: str = "rewards") -> None
         while chain[-1] in gates:
             following = gates[chain[-1]]
             if following in chain:
-                cycle = chain[chain.index(following):] + [following]
+                cycle = chain[chain.index(following) :] + [following]
                 raise ConfigError(
                     f"{path}.{cycle[0]}.gate.on: gate cycle {' -> '.join(cycle)}: each of these components would wait "
                     f"for the other's score forever; gate them on a component outside the cycle, or drop "
-                    f"one gate")
+                    f"one gate"
+                )
             chain.append(following)
 
 
@@ -230,8 +247,11 @@ def number_judges(specs) -> list[tuple[str, str]]:
     """``(name, backend)`` of the mix's first-error components whose judge checks numbers only."""
     from procrl.rewards.first_error import MODEL_FREE, FirstErrorReward
 
-    return [(s.name, s.settings.backend) for s in specs if inspect.isclass(s.target)
-            and issubclass(s.target, FirstErrorReward) and s.settings.backend in MODEL_FREE]
+    return [
+        (s.name, s.settings.backend)
+        for s in specs
+        if inspect.isclass(s.target) and issubclass(s.target, FirstErrorReward) and s.settings.backend in MODEL_FREE
+    ]
 
 
 def check_answer_kind(kind: str | None, specs, where: str = "data.answer_kind") -> None:
@@ -241,5 +261,7 @@ def check_answer_kind(kind: str | None, specs, where: str = "data.answer_kind") 
     if kind in (None, "number"):
         return
     for name, backend in number_judges(specs):
-        raise ConfigError(f"rewards.{name}.backend: {backend!r} checks the calculations of numeric answers, but the "
-                          f"answers are {kind} ({where}); use backend 'openai' or 'hf' (an LLM judge), or drop it")
+        raise ConfigError(
+            f"rewards.{name}.backend: {backend!r} checks the calculations of numeric answers, but the "
+            f"answers are {kind} ({where}); use backend 'openai' or 'hf' (an LLM judge), or drop it"
+        )

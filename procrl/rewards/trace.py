@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 from procrl.core.config import ConfigError, field
+from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput, RuntimeContext
 from procrl.rewards.scorers.taggers import LABELS  # the fixed label order (rows/columns of the transition matrix)
-from procrl.core.numeric import mean as _mean  # None for no values (never NaN or 0)
 
 __all__ = [
     "ALLOWED_STATES",
@@ -70,6 +71,7 @@ def sentence_validity(labels: Iterable[str]) -> float:
     if not found:
         return 0.0
     return max(len(found & state) / len(found | state) for state in ALLOWED_STATES)
+
 
 # parameters of the published TRACE tagger (model card: DeBERTa-v3-base, 86M backbone + 98M embedding
 # parameters, an 8-label head), for planning its memory without its weights on disk
@@ -179,8 +181,11 @@ class TraceReward(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        return {} if settings.tagger == "cues" else {
-            "tagger": ModelRef(settings.tagger, parameters=PUBLISHED_TAGGERS.get(settings.tagger))}
+        return (
+            {}
+            if settings.tagger == "cues"
+            else {"tagger": ModelRef(settings.tagger, parameters=PUBLISHED_TAGGERS.get(settings.tagger))}
+        )
 
     def needs_model(self) -> str | None:
         return None if self.settings.tagger == "cues" else self.settings.tagger
@@ -200,8 +205,11 @@ class TraceReward(RewardComponent):
 
                     s = self.settings
                     self._tagger = load_tagger(
-                        s.tagger, format=s.tagger_format, device=self.context.device,
-                        batch_size=s.batch_size, max_length=s.max_length,
+                        s.tagger,
+                        format=s.tagger_format,
+                        device=self.context.device,
+                        batch_size=s.batch_size,
+                        max_length=s.max_length,
                     )
         return self._tagger
 
@@ -228,7 +236,9 @@ class TraceReward(RewardComponent):
                 failures["non_finite_probability"] = failures.get("non_finite_probability", 0) + 1
                 scores.append(None)
                 step_scores.append(None)
-                details.append({"labels": None, "sentences": texts, "state_validity": None, "transition_coherence": None})
+                details.append(
+                    {"labels": None, "sentences": texts, "state_validity": None, "transition_coherence": None}
+                )
                 continue
             labels = [frozenset(LABELS[j] for j, p in enumerate(row) if p >= threshold) for row in rows]
             result = trace_score(labels, self.settings.alpha)

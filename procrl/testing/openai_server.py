@@ -13,9 +13,9 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 __all__ = ["Reply", "ScriptedOpenAIServer"]
 
@@ -72,7 +72,12 @@ class ScriptedOpenAIServer:
                     attempt = outer._attempts.get(prompt, 0)
                     outer._attempts[prompt] = attempt + 1
                     outer.requests.append(
-                        {"prompt": prompt, "model": model, "authorization": self.headers.get("Authorization"), "time": time.monotonic()}
+                        {
+                            "prompt": prompt,
+                            "model": model,
+                            "authorization": self.headers.get("Authorization"),
+                            "time": time.monotonic(),
+                        }
                     )
                     outer._in_flight += 1
                     outer.max_in_flight = max(outer.max_in_flight, outer._in_flight)
@@ -88,7 +93,13 @@ class ScriptedOpenAIServer:
                                 "id": "chatcmpl-test",
                                 "object": "chat.completion",
                                 "model": model,
-                                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content}, "finish_reason": "stop"}],
+                                "choices": [
+                                    {
+                                        "index": 0,
+                                        "message": {"role": "assistant", "content": reply.content},
+                                        "finish_reason": "stop",
+                                    }
+                                ],
                             }
                         ).encode()
                     else:
@@ -130,7 +141,7 @@ class ScriptedOpenAIServer:
         with self._lock:
             return sum(1 for r in self.requests if prompt_part in r["prompt"])
 
-    def start(self) -> "ScriptedOpenAIServer":
+    def start(self) -> ScriptedOpenAIServer:
         self._thread.start()
         return self
 

@@ -11,30 +11,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from procrl.trainers.checkpoints import atomic_checkpoints
 from procrl.models.loading import load_policy, lora_config, policy_source
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RuntimeContext
+from procrl.trainers.checkpoints import atomic_checkpoints
 from procrl.trainers.grpo import ProcrlGRPOTrainer
 from procrl.trainers.process_grpo import ProcessGRPOTrainer
 
 __all__ = ["build_grpo_trainer", "build_trainer"]
 
 
-def build_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
-                  eval_dataset=None) -> Any:
+def build_trainer(
+    recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None, eval_dataset=None
+) -> Any:
     """procrl's trainer for the recipe: PPO (``trainer.algorithm: ppo``), else GRPO."""
     if recipe.trainer.algorithm == "ppo":
         from procrl.trainers.ppo import build_ppo_trainer  # imports PPO's stack only when used
 
-        return build_ppo_trainer(recipe, mix, args, tokenizer, train_dataset, callbacks=callbacks,
-                                 eval_dataset=eval_dataset)
-    return build_grpo_trainer(recipe, mix, args, tokenizer, train_dataset, callbacks=callbacks,
-                              eval_dataset=eval_dataset)
+        return build_ppo_trainer(
+            recipe, mix, args, tokenizer, train_dataset, callbacks=callbacks, eval_dataset=eval_dataset
+        )
+    return build_grpo_trainer(
+        recipe, mix, args, tokenizer, train_dataset, callbacks=callbacks, eval_dataset=eval_dataset
+    )
 
 
-def build_grpo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
-                       eval_dataset=None) -> Any:
+def build_grpo_trainer(
+    recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None, eval_dataset=None
+) -> Any:
     """TRL's GRPOTrainer for a recipe: :class:`ProcrlGRPOTrainer`, or with ``credit: process``
     :class:`ProcessGRPOTrainer` (dense process credit); checkpoints saved atomically."""
     trainer_class: type = ProcrlGRPOTrainer

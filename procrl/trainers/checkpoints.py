@@ -54,8 +54,12 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 # What holds the model in a checkpoint: transformers' weights (full or sharded), a PEFT adapter,
 # or (DeepSpeed) the engine's own checkpoint named by the ``latest`` tag file.
 _WEIGHTS = (
-    "model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json",
-    "adapter_model.safetensors", "adapter_model.bin",
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+    "adapter_model.safetensors",
+    "adapter_model.bin",
 )
 
 
@@ -128,8 +132,11 @@ def _safetensors_problem(path: Path) -> str | None:
         return f"unreadable header: {type(error).__name__}"
     if not isinstance(header, dict):
         return "unreadable header"
-    ends = [entry["data_offsets"][1] for key, entry in header.items()
-            if key != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)]
+    ends = [
+        entry["data_offsets"][1]
+        for key, entry in header.items()
+        if key != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)
+    ]
     expected = 8 + length + max(ends, default=0)
     if size < expected:
         return f"truncated: {size:,} of {expected:,} bytes"
@@ -239,8 +246,12 @@ class AtomicCheckpoints:
         self.accelerator.wait_for_everyone()  # every rank has written its shards and RNG state
         if self.args.should_save:
             publish(staged, final)
-            if self.state.best_model_checkpoint and os.path.dirname(self.state.best_model_checkpoint) == os.path.join(run_dir, STAGING_DIR):
-                self.state.best_model_checkpoint = os.path.join(run_dir, os.path.basename(self.state.best_model_checkpoint))
+            if self.state.best_model_checkpoint and os.path.dirname(self.state.best_model_checkpoint) == os.path.join(
+                run_dir, STAGING_DIR
+            ):
+                self.state.best_model_checkpoint = os.path.join(
+                    run_dir, os.path.basename(self.state.best_model_checkpoint)
+                )
             rotate_checkpoints(
                 output_dir=run_dir,
                 save_total_limit=self.args.save_total_limit,
@@ -292,8 +303,10 @@ def interrupted_final_save(output_dir: str | os.PathLike, step: int) -> str:
     """What a run stopped during its final save (at global step ``step``) leaves, in words."""
     newest = newest_complete_checkpoint(output_dir)
     if newest and Path(newest).name == f"checkpoint-{step}":
-        return (f"training had finished, but the final model was not published in {output_dir}; {newest} holds it: "
-                "use it, or procrl train --resume publishes it from there")
+        return (
+            f"training had finished, but the final model was not published in {output_dir}; {newest} holds it: "
+            "use it, or procrl train --resume publishes it from there"
+        )
     return f"the final model was not published in {output_dir}; {kept(output_dir)}"
 
 
@@ -315,7 +328,9 @@ def publish(staged: str, final: str) -> None:
     if not os.path.isdir(staged):
         raise FileNotFoundError(f"checkpoint was not written: {staged}")
     if os.path.islink(final):  # not procrl's: never renamed aside or deleted
-        raise CheckpointWriteError(f"{final} is a symlink, not a checkpoint of this run; move it away and continue with --resume")
+        raise CheckpointWriteError(
+            f"{final} is a symlink, not a checkpoint of this run; move it away and continue with --resume"
+        )
     with deferred():
         replace_directory(staged, final, os.path.join(os.path.dirname(staged), "replaced-" + os.path.basename(final)))
     try:
@@ -334,6 +349,7 @@ _FINAL_LAST = "trainer_state.json"
 
 def _publish_order(names: list[str]) -> list[str]:
     """Everything else first, then the weights, then trainer_state.json."""
+
     def rank(name: str) -> tuple[int, str]:
         if name == _FINAL_LAST:
             return 2, name
@@ -392,10 +408,17 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
         marker = folder / FINAL_MARKER
         try:
             with deferred():
-                marker.write_text(json.dumps({
-                    "what": "procrl is moving the final model from .partial/final to here; if this file stays, that "
+                marker.write_text(
+                    json.dumps(
+                        {
+                            "what": "procrl is moving the final model from .partial/final to here; if this file stays, that "
                             "was interrupted and the files here are a mix: use the newest checkpoint",
-                    "newest_checkpoint": newest_complete_checkpoint(folder)}, indent=2) + "\n")
+                            "newest_checkpoint": newest_complete_checkpoint(folder),
+                        },
+                        indent=2,
+                    )
+                    + "\n"
+                )
                 for name in _publish_order([entry.name for entry in staged.iterdir()]):
                     source, target = staged / name, folder / name
                     if source.is_dir():  # a DeepSpeed engine checkpoint (global_stepN) when weights are not gathered
@@ -428,7 +451,8 @@ def atomic_checkpoints(trainer_class: type) -> type:
         return trainer_class
     if trainer_class not in _ATOMIC_CLASSES:
         _ATOMIC_CLASSES[trainer_class] = type(
-            trainer_class.__name__, (AtomicCheckpoints, trainer_class),
+            trainer_class.__name__,
+            (AtomicCheckpoints, trainer_class),
             {"__module__": trainer_class.__module__, "__doc__": trainer_class.__doc__},
         )
     return _ATOMIC_CLASSES[trainer_class]

@@ -207,8 +207,12 @@ def aggregate_step_rewards(rewards: Sequence[float], aggregation: str = "min", t
 
 
 def process_advantages(
-    step_rewards: Sequence[Sequence[float]], step_tokens: Sequence[Sequence[int | None]], lengths: Sequence[int],
-    epsilon: float = 1e-4, aggregation: str = "min", temperature: float = 0.1,
+    step_rewards: Sequence[Sequence[float]],
+    step_tokens: Sequence[Sequence[int | None]],
+    lengths: Sequence[int],
+    epsilon: float = 1e-4,
+    aggregation: str = "min",
+    temperature: float = 0.1,
 ) -> list[list[float]]:
     """Process-supervised advantages for ONE group of completions.
 
@@ -299,7 +303,9 @@ def gae(
     return advantages, (advantages + values) * mask
 
 
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, epsilon: float = 1e-8) -> torch.Tensor:
+def masked_whiten(
+    values: torch.Tensor, mask: torch.Tensor, shift_mean: bool = True, epsilon: float = 1e-8
+) -> torch.Tensor:
     """Normalise ``values`` to unit variance (and zero mean) over the unmasked entries."""
     mask = mask.to(values.dtype)
     count = mask.sum().clamp(min=1.0)

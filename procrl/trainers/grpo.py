@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer
 
-from procrl.rewards.mix import RewardMix
 from procrl.rewards.fallback import consecutive_groups, resolve_fallback
+from procrl.rewards.mix import RewardMix
 from procrl.trainers.held_out import HeldOutEvaluation
 
 __all__ = ["ProcrlGRPOTrainer", "resolve_reward_columns"]

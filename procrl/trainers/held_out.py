@@ -54,20 +54,24 @@ class OutcomeCollector:
         rows = []
         for i, completion in enumerate(batch.completions):
             score = correct_scores[i]
-            rows.append({
-                "question": batch.questions[i] if batch.questions[i] is not None else batch.prompts[i],
-                "correct": None if score is None else score >= 1.0,
-                "verdict": records[i].index if records is not None else None,
-                "answer": predict(completion, batch.answer_specs[i])[0],  # a number, an option, yes/no
-                "gold": gold_answer(batch.golds[i], batch.answer_specs[i]),
-                "scores": {name: output.scores[i] for name, output in outputs.items()},
-            })
+            rows.append(
+                {
+                    "question": batch.questions[i] if batch.questions[i] is not None else batch.prompts[i],
+                    "correct": None if score is None else score >= 1.0,
+                    "verdict": records[i].index if records is not None else None,
+                    "answer": predict(completion, batch.answer_specs[i])[0],  # a number, an option, yes/no
+                    "gold": gold_answer(batch.golds[i], batch.answer_specs[i]),
+                    "scores": {name: output.scores[i] for name, output in outputs.items()},
+                }
+            )
         with self._lock:
             self.rows.extend(rows)
             self.judged = judge is not None
 
 
-def held_out_metrics(rows: list[dict[str, Any]], judged: bool, samples_per_problem: int | None = None) -> dict[str, float]:
+def held_out_metrics(
+    rows: list[dict[str, Any]], judged: bool, samples_per_problem: int | None = None
+) -> dict[str, float]:
     """The accuracies (with standard errors) and component means of the collected completions;
     completions of the same question are samples of one problem, at most ``samples_per_problem``
     of them (the distributed sampler pads the last batch with repeats of the first prompts, whose
@@ -83,8 +87,11 @@ def held_out_metrics(rows: list[dict[str, Any]], judged: bool, samples_per_probl
         if samples_per_problem is not None and counts[row["question"]] > samples_per_problem:
             continue
         kept.append(row)
-        outcomes.append(SampleOutcome(problem=problems[row["question"]], correct=row["correct"],
-                                      verdict=row["verdict"], answer=row["answer"]))
+        outcomes.append(
+            SampleOutcome(
+                problem=problems[row["question"]], correct=row["correct"], verdict=row["verdict"], answer=row["answer"]
+            )
+        )
     summary = summarize(outcomes, judged=judged, golds=golds)
     metrics = {k: float(v) for k, v in summary.items() if v is not None and k != "samples_per_problem"}
     names = {name for row in kept for name in row["scores"]}
@@ -105,17 +112,24 @@ class HeldOutEvaluation:
         """Completions the evaluation loop samples per held-out prompt (GRPO: num_generations_eval)."""
         return int(getattr(self, "num_generations_eval", None) or 1)
 
-    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                        metric_key_prefix: str = "eval"):
+    def evaluation_loop(
+        self, dataloader, description, prediction_loss_only=None, ignore_keys=None, metric_key_prefix: str = "eval"
+    ):
         mix = self.reward_mix
-        collector = OutcomeCollector({name: spec.type for name, spec in mix.specs.items()},
-                                     getattr(mix, "evaluation_judge", None))
+        collector = OutcomeCollector(
+            {name: spec.type for name, spec in mix.specs.items()}, getattr(mix, "evaluation_judge", None)
+        )
         collector.judged = False
         observers = mix.batch_observers
         mix.batch_observers = [collector.observe]  # held-out batches stay out of the training diagnostics
         try:
-            output = super().evaluation_loop(dataloader, description, prediction_loss_only=prediction_loss_only,
-                                             ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+            output = super().evaluation_loop(
+                dataloader,
+                description,
+                prediction_loss_only=prediction_loss_only,
+                ignore_keys=ignore_keys,
+                metric_key_prefix=metric_key_prefix,
+            )
         finally:
             mix.batch_observers = observers
         from accelerate.utils import gather_object

@@ -43,8 +43,11 @@ def local_process_advantages(
     for group in range(first_group, last_group + 1):
         members = range(group * num_generations, (group + 1) * num_generations)
         group_advantages = process_advantages(
-            [all_rewards[k] for k in members], [all_tokens[k] for k in members], [all_lengths[k] for k in members],
-            aggregation=aggregation, temperature=temperature,
+            [all_rewards[k] for k in members],
+            [all_tokens[k] for k in members],
+            [all_lengths[k] for k in members],
+            aggregation=aggregation,
+            temperature=temperature,
         )
         for k, row in zip(members, group_advantages):
             if start <= k < start + local and row:
@@ -99,13 +102,19 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         outcome = output["advantages"]
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         scored = self.reward_mix.last_batch
-        if scored is not None and scored.completion_ids is not None and len(scored.completion_ids) == len(completion_ids):
+        if (
+            scored is not None
+            and scored.completion_ids is not None
+            and len(scored.completion_ids) == len(completion_ids)
+        ):
             # TRL's unpadded ids, as the rewards saw them (completion_mask may hide truncated ones)
             ids = [list(map(int, row)) for row in scored.completion_ids]
         else:
             ids = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1).tolist())]
         lengths = [len(row) for row in ids]
-        rewards, last_tokens, stats = local_step_credit(self.reward_mix, self.processing_class, ids, self.process_rewards)
+        rewards, last_tokens, stats = local_step_credit(
+            self.reward_mix, self.processing_class, ids, self.process_rewards
+        )
 
         from accelerate.utils import gather_object
 
@@ -115,13 +124,21 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         start = self.accelerator.process_index * len(ids)
         dense = local_process_advantages(
-            all_rewards, all_tokens, all_lengths, num_generations, start, len(ids), completion_ids.size(1),
-            aggregation=self.process_aggregation, temperature=self.process_temperature,
+            all_rewards,
+            all_tokens,
+            all_lengths,
+            num_generations,
+            start,
+            len(ids),
+            completion_ids.size(1),
+            aggregation=self.process_aggregation,
+            temperature=self.process_temperature,
         )
         if all(not r for r in all_rewards) and not self._warned_no_steps:
             logger.warning(
                 "credit: process but no reward component emitted step scores (process_rewards=%s); "
-                "the advantages are the outcome advantages only", self.process_rewards,
+                "the advantages are the outcome advantages only",
+                self.process_rewards,
             )
             self._warned_no_steps = True
         dense = dense.to(outcome.device)

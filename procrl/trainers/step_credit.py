@@ -36,7 +36,8 @@ class SingleStepWarning:
             logger.warning(
                 "process credit: %.0f%% of the completions of this batch have a single step, so their process "
                 "credit is outcome credit (logged as process/single_step_fraction). Ask the policy for one step "
-                "per line, or check how procrl.core.text segments its completions.", 100 * fraction,
+                "per line, or check how procrl.core.text segments its completions.",
+                100 * fraction,
             )
             self.warned = True
 

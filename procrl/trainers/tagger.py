@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.core.folders import claim_folder, write_file
@@ -68,7 +69,9 @@ def read_labelled(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def f1_per_label(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> dict[str, dict[str, float | int | None]]:
+def f1_per_label(
+    gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]
+) -> dict[str, dict[str, float | int | None]]:
     """Per label: support, precision, recall, F1 (None when the label is neither gold nor predicted)."""
     out = {}
     for label in LABELS:
@@ -128,12 +131,15 @@ def train_tagger(
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    from procrl.rewards.scorers.taggers import TraceCheckpointTagger
-
     from procrl.core.folders import check_folder
     from procrl.core.paths import check_model_path
+    from procrl.rewards.scorers.taggers import TraceCheckpointTagger
 
-    for option, value, low in (("--epochs", epochs, 1), ("--batch-size", batch_size, 1), ("--max-length", max_length, 1)):
+    for option, value, low in (
+        ("--epochs", epochs, 1),
+        ("--batch-size", batch_size, 1),
+        ("--max-length", max_length, 1),
+    ):
         if value < low:
             raise ConfigError(f"{option}: must be >= {low}, got {value}")
     if not (learning_rate > 0 and learning_rate < float("inf")):
@@ -167,18 +173,27 @@ def train_tagger(
     encoder.train()
     head.train()
     epoch_losses: list[float] = []
-    log(f"train-tagger: {len(train_rows)} training / {len(heldout_rows)} held-out sentences, base {base}, "
-        f"{epochs} epoch(s), batch {batch_size}, lr {learning_rate}, device {device}")
+    log(
+        f"train-tagger: {len(train_rows)} training / {len(heldout_rows)} held-out sentences, base {base}, "
+        f"{epochs} epoch(s), batch {batch_size}, lr {learning_rate}, device {device}"
+    )
     for epoch in range(epochs):
         order = list(range(len(train_rows)))
         generator.shuffle(order)
         epoch_loss = 0.0
         for start in range(0, len(order), batch_size):
             chunk = [train_rows[i] for i in order[start : start + batch_size]]
-            encoded = tokenizer([r["sentence"] for r in chunk], truncation=True, max_length=max_length,
-                                padding=True, return_tensors="pt")
+            encoded = tokenizer(
+                [r["sentence"] for r in chunk],
+                truncation=True,
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
+            )
             inputs = {k: v.to(device) for k, v in encoded.items() if k in accepted}
-            targets = torch.tensor([[1.0 if label in r["labels"] else 0.0 for label in LABELS] for r in chunk], device=device)
+            targets = torch.tensor(
+                [[1.0 if label in r["labels"] else 0.0 for label in LABELS] for r in chunk], device=device
+            )
             logits = head(encoder(**inputs).last_hidden_state[:, 0])
             loss = loss_fn(logits, targets)
             optimizer.zero_grad()
@@ -192,7 +207,9 @@ def train_tagger(
 
     encoder.eval()
     head.eval()
-    tagger = TraceCheckpointTagger(encoder, head, tokenizer, batch_size=max(batch_size, 32), max_length=max_length, device=device)
+    tagger = TraceCheckpointTagger(
+        encoder, head, tokenizer, batch_size=max(batch_size, 32), max_length=max_length, device=device
+    )
     _save_published(encoder, head, tokenizer, Path(output_dir))
 
     per_label: dict = {}
@@ -204,8 +221,11 @@ def train_tagger(
         scored = [v["f1"] for v in per_label.values() if v["f1"] is not None]
         macro = sum(scored) / len(scored) if scored else None
         log(_format_f1(per_label, macro, len(heldout_rows)))
-    write_file(output_dir, "eval_metrics.json",
-               json.dumps({"heldout": len(heldout_rows), "macro_f1": macro, "per_label": per_label}, indent=2) + "\n")
+    write_file(
+        output_dir,
+        "eval_metrics.json",
+        json.dumps({"heldout": len(heldout_rows), "macro_f1": macro, "per_label": per_label}, indent=2) + "\n",
+    )
     log(f"saved the tagger in the published TRACE format to {output_dir}")
     return TaggerTrainingResult(
         output_dir=Path(output_dir),
@@ -242,9 +262,14 @@ def _format_f1(per_label: dict, macro: float | None, n: int) -> str:
     def cell(value):
         return f"{value:.3f}" if isinstance(value, float) else ("-" if value is None else str(value))
 
-    lines = [f"held-out F1 per label ({n} sentences):", f"  {'label':<16}{'support':>8}{'precision':>11}{'recall':>8}{'f1':>8}"]
+    lines = [
+        f"held-out F1 per label ({n} sentences):",
+        f"  {'label':<16}{'support':>8}{'precision':>11}{'recall':>8}{'f1':>8}",
+    ]
     for label, values in per_label.items():
-        lines.append(f"  {label:<16}{values['support']:>8}{cell(values['precision']):>11}{cell(values['recall']):>8}{cell(values['f1']):>8}")
+        lines.append(
+            f"  {label:<16}{values['support']:>8}{cell(values['precision']):>11}{cell(values['recall']):>8}{cell(values['f1']):>8}"
+        )
     lines.append(f"  macro-F1 (labels present in gold or predictions): {cell(macro)}")
     return "\n".join(lines)
 
@@ -261,14 +286,21 @@ def _wordpiece_tokenizer(corpus: Sequence[str], vocab_size: int = 400):
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokenizer.decoder = decoders.WordPiece()
-    tokenizer.train_from_iterator(list(corpus), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special))
+    tokenizer.train_from_iterator(
+        list(corpus), trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special)
+    )
     cls_id, sep_id = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)]
     )
     return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-        sep_token="[SEP]", mask_token="[MASK]", model_max_length=512,
+        tokenizer_object=tokenizer,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        model_max_length=512,
     )
 
 
@@ -289,21 +321,40 @@ def _tiny_config(model_type: str, vocab_size: int, hidden_size: int, num_layers:
     from transformers import BertConfig, DebertaV2Config
 
     common = dict(
-        vocab_size=vocab_size, hidden_size=hidden_size, num_hidden_layers=num_layers, num_attention_heads=2,
-        intermediate_size=hidden_size * 2, max_position_embeddings=512, pad_token_id=pad_token_id,
-        id2label={i: label for i, label in enumerate(LABELS)}, label2id={label: i for i, label in enumerate(LABELS)},
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=2,
+        intermediate_size=hidden_size * 2,
+        max_position_embeddings=512,
+        pad_token_id=pad_token_id,
+        id2label={i: label for i, label in enumerate(LABELS)},
+        label2id={label: i for i, label in enumerate(LABELS)},
     )
     if model_type == "deberta-v2":
         # DeBERTa-v3 style: relative attention, no absolute position input.
-        return DebertaV2Config(relative_attention=True, position_biased_input=False, pos_att_type=["p2c", "c2p"],
-                               max_relative_positions=-1, position_buckets=32, **common)
+        return DebertaV2Config(
+            relative_attention=True,
+            position_biased_input=False,
+            pos_att_type=["p2c", "c2p"],
+            max_relative_positions=-1,
+            position_buckets=32,
+            **common,
+        )
     if model_type == "bert":
         return BertConfig(**common)
     raise ValueError(f"model_type must be 'deberta-v2' or 'bert', got {model_type!r}")
 
 
-def write_tiny_tagger(directory: str | Path, *, model_type: str = "deberta-v2", hidden_size: int = 32,
-                      num_layers: int = 2, seed: int = 0, corpus: Sequence[str] | None = None) -> Path:
+def write_tiny_tagger(
+    directory: str | Path,
+    *,
+    model_type: str = "deberta-v2",
+    hidden_size: int = 32,
+    num_layers: int = 2,
+    seed: int = 0,
+    corpus: Sequence[str] | None = None,
+) -> Path:
     """A random-weight checkpoint in the published TRACE format: ``config.json``, tokenizer files,
     ``model.safetensors`` with ``<prefix>.*``, ``pooler.*`` and ``classifier.*`` tensors (written
     by the HF sequence-classification class, exactly the layout of the published checkpoint)."""
@@ -320,8 +371,15 @@ def write_tiny_tagger(directory: str | Path, *, model_type: str = "deberta-v2", 
     return directory
 
 
-def write_tiny_encoder(directory: str | Path, *, model_type: str = "deberta-v2", hidden_size: int = 32,
-                       num_layers: int = 2, seed: int = 0, corpus: Sequence[str] | None = None) -> Path:
+def write_tiny_encoder(
+    directory: str | Path,
+    *,
+    model_type: str = "deberta-v2",
+    hidden_size: int = 32,
+    num_layers: int = 2,
+    seed: int = 0,
+    corpus: Sequence[str] | None = None,
+) -> Path:
     """A random-weight bare encoder (``AutoModel``) + tokenizer: a base for ``train-tagger``."""
     import torch
     from transformers import AutoModel

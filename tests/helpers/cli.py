@@ -49,7 +49,9 @@ def assert_one_line_error(result: CliResult, *words: str) -> str:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else b"<dir>") for p in sorted(folder.rglob("*"))
+    }
 
 
 def fake_checkpoint(folder: Path, step: int) -> Path:
@@ -75,9 +77,17 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 
 
 GOOD_ROWS = [
-    {"question": "Ava has 3 bags of 4 apples. How many apples?", "completion": "3 x 4 = 12 apples.\n#### 12", "answer": "#### 12"},
+    {
+        "question": "Ava has 3 bags of 4 apples. How many apples?",
+        "completion": "3 x 4 = 12 apples.\n#### 12",
+        "answer": "#### 12",
+    },
     {"question": "Ben has 5 pens and buys 2. How many?", "completion": "5 + 2 = 7 pens.\n#### 7", "answer": "#### 7"},
-    {"question": "Cy has 10 cards and gives 4 away. How many?", "completion": "10 - 4 = 6.\n#### 6", "answer": "#### 6"},
+    {
+        "question": "Cy has 10 cards and gives 4 away. How many?",
+        "completion": "10 - 4 = 6.\n#### 6",
+        "answer": "#### 6",
+    },
 ]
 
 
@@ -101,8 +111,9 @@ def grep_secrets(folder: Path, secrets: list[str]) -> list[str]:
     return found
 
 
-def procrl_run(argv: list, tmp_path: Path, limit_bytes: int | None = None, pythonpath: list[str] = (), timeout=600,
-               **env: str) -> subprocess.CompletedProcess:
+def procrl_run(
+    argv: list, tmp_path: Path, limit_bytes: int | None = None, pythonpath: list[str] = (), timeout=600, **env: str
+) -> subprocess.CompletedProcess:
     """``procrl ARGV`` as a process (optionally with every file capped at ``limit_bytes``, as a
     full disk would stop it: RLIMIT_FSIZE, EFBIG; Python ignores SIGXFSZ)."""
     import resource
@@ -111,6 +122,12 @@ def procrl_run(argv: list, tmp_path: Path, limit_bytes: int | None = None, pytho
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
 
     path = os.pathsep.join([*map(str, pythonpath), str(REPO)])
-    return subprocess.run([sys.executable, "-m", "procrl.launch.cli", *map(str, argv)], capture_output=True, text=True,
-                          timeout=timeout, preexec_fn=small_disk if limit_bytes else None, cwd=tmp_path,
-                          env={**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", **env})
+    return subprocess.run(
+        [sys.executable, "-m", "procrl.launch.cli", *map(str, argv)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=small_disk if limit_bytes else None,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1", "WANDB_MODE": "offline", **env},
+    )

@@ -24,8 +24,19 @@ TINY_RECIPE = str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml")
 BIN = Path(sys.executable).parent
 
 # Variables a launcher sets; a test started under one must not pass them to the runs it starts.
-_LAUNCHER_PREFIXES = ("ACCELERATE_", "PROCRL_LAUNCHED", "LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
-                      "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_", "GROUP_RANK", "ROLE_")
+_LAUNCHER_PREFIXES = (
+    "ACCELERATE_",
+    "PROCRL_LAUNCHED",
+    "LOCAL_RANK",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_",
+    "GROUP_RANK",
+    "ROLE_",
+)
 
 
 def launch_env(tmp_path: Path | None = None, **extra: str) -> dict[str, str]:
@@ -56,11 +67,16 @@ class Result:
         return f"--- stdout ---\n{self.stdout[-6000:]}\n--- stderr ---\n{self.stderr[-6000:]}"
 
 
-def run_command(command: list[str], tmp_path: Path | None = None, timeout: float = 600, cwd: Path = REPO,
-                **env: str) -> Result:
+def run_command(
+    command: list[str], tmp_path: Path | None = None, timeout: float = 600, cwd: Path = REPO, **env: str
+) -> Result:
     """Run ``command`` from the repo root with :func:`launch_env`."""
     done = subprocess.run(
-        [str(c) for c in command], cwd=cwd, env=launch_env(tmp_path, **env), capture_output=True, text=True,
+        [str(c) for c in command],
+        cwd=cwd,
+        env=launch_env(tmp_path, **env),
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     return Result(done.returncode, done.stdout, done.stderr)

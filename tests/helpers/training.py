@@ -18,8 +18,14 @@ STEP_REWARD = "tests.helpers.rewards:StepStartsWith"
 
 def run_train(tmp_path, args, launcher=None, timeout=900, env_extra: dict | None = None):
     """``procrl train ARGS`` (or ``launcher`` + ARGS) as a process from the repository; asserts it succeeds."""
-    env = {**os.environ, "WANDB_MODE": "offline", "PYTHONPATH": str(REPO), "TOKENIZERS_PARALLELISM": "false",
-           "OMP_NUM_THREADS": "1", **(env_extra or {})}
+    env = {
+        **os.environ,
+        "WANDB_MODE": "offline",
+        "PYTHONPATH": str(REPO),
+        "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+        **(env_extra or {}),
+    }
     command = (launcher or [sys.executable, "-m", "procrl.launch.cli", "train"]) + args
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
     assert result.returncode == 0, (result.stdout[-2000:], result.stderr[-4000:])
@@ -27,8 +33,18 @@ def run_train(tmp_path, args, launcher=None, timeout=900, env_extra: dict | None
 
 
 def launcher(extra: list[str]) -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", *extra, "--num_processes", "2",
-            "--main_process_port", str(29500 + os.getpid() % 1000), "-m", "procrl.run"]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        *extra,
+        "--num_processes",
+        "2",
+        "--main_process_port",
+        str(29500 + os.getpid() % 1000),
+        "-m",
+        "procrl.run",
+    ]
 
 
 def zero2_config(tmp_path) -> Path:
@@ -50,9 +66,9 @@ def build_ppo(recipe, callbacks=()):
     from transformers import set_seed
 
     from procrl.data import build_prompt_dataset
+    from procrl.launch.run import build_training_args
     from procrl.models.loading import load_tokenizer
     from procrl.rewards import RewardMix
-    from procrl.launch.run import build_training_args
     from procrl.trainers.ppo import build_ppo_trainer
 
     mix = RewardMix(recipe.rewards)
@@ -64,11 +80,20 @@ def build_ppo(recipe, callbacks=()):
 
 
 def ppo_recipe(output_dir, *extra):
-    return load_recipe(REPO / "recipes" / "gsm8k_tiny_smoke.yaml", [
-        "trainer.algorithm=ppo", "trainer.credit=process", "trainer.max_completion_length=12", "trainer.beta=0.05",
-        "trainer.num_iterations=2", "trainer.save_steps=2", f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
-        *extra,
-    ], output_dir=str(output_dir))
+    return load_recipe(
+        REPO / "recipes" / "gsm8k_tiny_smoke.yaml",
+        [
+            "trainer.algorithm=ppo",
+            "trainer.credit=process",
+            "trainer.max_completion_length=12",
+            "trainer.beta=0.05",
+            "trainer.num_iterations=2",
+            "trainer.save_steps=2",
+            f"rewards.steps={{type: {STEP_REWARD}, weight: 1.0}}",
+            *extra,
+        ],
+        output_dir=str(output_dir),
+    )
 
 
 def generate_fixed(trainer, texts):
@@ -77,7 +102,9 @@ def generate_fixed(trainer, texts):
     tokenizer = trainer.processing_class
 
     def generate(prompt_texts):
-        prompts = tokenizer(prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+        prompts = tokenizer(
+            prompt_texts, return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False
+        )
         ids = [tokenizer(t, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id] for t in texts]
         width = max(map(len, ids))
         completion_ids = torch.full((len(ids), width), tokenizer.pad_token_id)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import struct
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 BLOCK = 32 * 1024
 HEADER = 7
@@ -76,5 +77,7 @@ def history(run: str | Path) -> list[dict[str, Any]]:
     rows = []
     for record in read_records(run):
         if record.WhichOneof("record_type") == "history":
-            rows.append({".".join(item.nested_key) or item.key: json.loads(item.value_json) for item in record.history.item})
+            rows.append(
+                {".".join(item.nested_key) or item.key: json.loads(item.value_json) for item in record.history.item}
+            )
     return rows

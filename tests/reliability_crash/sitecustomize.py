@@ -59,8 +59,10 @@ if os.environ.get("PROCRL_TEST_KILL_AT") or os.environ.get("PROCRL_TEST_TERM_AT"
 
         module.PretrainedConfig.to_json_file = to_json_file
 
-    _PATCHES = {"transformers.trainer_callback": _patch_trainer_callback,
-                "transformers.configuration_utils": _patch_configuration_utils}
+    _PATCHES = {
+        "transformers.trainer_callback": _patch_trainer_callback,
+        "transformers.configuration_utils": _patch_configuration_utils,
+    }
 
     class _PatchOnImport(importlib.abc.MetaPathFinder):
         """Patch the modules right after they are imported (not before: importing transformers

@@ -13,8 +13,14 @@ def add_recipe(parser: argparse.ArgumentParser, positional: bool = True, help: s
         parser.add_argument("recipe", help=help)
     else:
         parser.add_argument("--recipe", required=True, help=help)
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.",
+    )
 
 
 def positive_int(text: str) -> int:

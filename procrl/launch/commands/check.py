@@ -14,12 +14,17 @@ HELP = "Validate a recipe, print it resolved with the plan, score 2 examples."
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_recipe(parser)
-    parser.add_argument("--load-models", action="store_true",
-                        help="Also load the policy (show its first prompt as the model sees it) and score components "
-                        "that load a model.")
-    parser.add_argument("--probe-judge", action="store_true",
-                        help="Also score components that send requests (the openai judge): check needs no network "
-                        "otherwise.")
+    parser.add_argument(
+        "--load-models",
+        action="store_true",
+        help="Also load the policy (show its first prompt as the model sees it) and score components "
+        "that load a model.",
+    )
+    parser.add_argument(
+        "--probe-judge",
+        action="store_true",
+        help="Also score components that send requests (the openai judge): check needs no network otherwise.",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

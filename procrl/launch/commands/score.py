@@ -14,11 +14,18 @@ HELP = "Score completions from a JSONL file with the recipe's reward mix."
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_recipe(parser, positional=False)
-    parser.add_argument("--input", required=True, help="JSONL rows with question, completion and optional answer "
-                        "('-' or /dev/stdin: standard input, e.g. a pipe).")
-    parser.add_argument("--output", required=True,
-                        help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file "
-                        "and renamed when complete, so an interrupted run leaves an existing output as it was.")
+    parser.add_argument(
+        "--input",
+        required=True,
+        help="JSONL rows with question, completion and optional answer "
+        "('-' or /dev/stdin: standard input, e.g. a pipe).",
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="Output JSONL (input rows plus rewards, steps, diagnostics); written to a temporary file "
+        "and renamed when complete, so an interrupted run leaves an existing output as it was.",
+    )
     parser.add_argument("--batch-size", type=positive_int, default=64, help="Completions scored together.")
     parser.add_argument("--quiet", action="store_true", help="No progress bar.")
 
@@ -47,8 +54,14 @@ def run(args: argparse.Namespace) -> int:
                 from procrl.core.interrupts import interrupted
 
                 raise interrupted(error, f"{args.output} was not touched") from None
-            summary = score_file(mix, source, args.output, batch_size=args.batch_size, progress=not args.quiet,
-                                 report=lambda line: print(f"procrl: {named(line)}", file=sys.stderr, flush=True))
+            summary = score_file(
+                mix,
+                source,
+                args.output,
+                batch_size=args.batch_size,
+                progress=not args.quiet,
+                report=lambda line: print(f"procrl: {named(line)}", file=sys.stderr, flush=True),
+            )
         except ConfigError as error:
             raise ConfigError(named(str(error))) from None
     # the rows went to stdout (--output /dev/stdout): the summary goes to stderr, out of their way

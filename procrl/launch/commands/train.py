@@ -9,9 +9,11 @@ from procrl.launch.commands._options import add_recipe
 
 NAME = "train"
 HELP = "Train with a recipe."
-EPILOG = ("Starts `accelerate launch` when the recipe's launch: section asks for a config file or more than one "
-          "process. Any other flag (--num_processes N, --config_file F, --machine_rank R, --main_process_ip H, ...) "
-          "goes to accelerate launch and wins over the recipe's launch section.")
+EPILOG = (
+    "Starts `accelerate launch` when the recipe's launch: section asks for a config file or more than one "
+    "process. Any other flag (--num_processes N, --config_file F, --machine_rank R, --main_process_ip H, ...) "
+    "goes to accelerate launch and wins over the recipe's launch section."
+)
 PASSES_UNKNOWN_FLAGS = True  # to accelerate launch: procrl.launch.cli hands them over as args.launch_args
 
 
@@ -19,10 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     add_recipe(parser)
     parser.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
-    parser.add_argument("--resume", action="store_true",
-                        help="Continue from the newest complete checkpoint in the output dir.")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="Start afresh in an output dir that holds a run (deletes its checkpoints).")
+    parser.add_argument(
+        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,9 +18,9 @@ how many that is on real solutions of instruct models is measured in docs/valida
 
 from __future__ import annotations
 
-from procrl.rewards.quantities import find_claims
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.settings import ArithmeticSettings
+from procrl.rewards.quantities import find_claims
 
 __all__ = ["ArithmeticJudge"]
 

@@ -33,8 +33,9 @@ class HFJudge(LocalModelJudge):
         return AutoModelForCausalLM
 
     def _text(self, item: JudgeItem) -> str:
-        prompt = build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories,
-                              item.kind)
+        prompt = build_prompt(
+            item.question, list(item.steps), item.gold if self.reference else None, self.categories, item.kind
+        )
         if getattr(self._tokenizer, "chat_template", None):
             return self._tokenizer.apply_chat_template(
                 [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
@@ -46,8 +47,14 @@ class HFJudge(LocalModelJudge):
         self._load()
         greedy = self.temperature == 0
         sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": self.temperature}
-        return generate_texts(self._model, self._tokenizer, [self._text(item) for item in items],
-                              max_new_tokens=self.max_tokens, batch_size=self.batch_size, sampling=sampling)
+        return generate_texts(
+            self._model,
+            self._tokenizer,
+            [self._text(item) for item in items],
+            max_new_tokens=self.max_tokens,
+            batch_size=self.batch_size,
+            sampling=sampling,
+        )
 
     def _model_outputs(self, items: list[JudgeItem]) -> list[str]:
         return self.generate(items)

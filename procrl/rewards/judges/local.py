@@ -7,9 +7,9 @@ import logging
 import threading
 from typing import Any
 
+from procrl.models.standalone import load_scoring_model
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.settings import LocalModelSettings
-from procrl.models.standalone import load_scoring_model
 
 __all__ = ["LocalModelJudge"]
 
@@ -55,7 +55,10 @@ class LocalModelJudge(Judge):
             tokenizer = load_tokenizer_from(source, trust_remote_code=self.trust_remote_code)
             self._prepare_tokenizer(tokenizer)
             self._model = load_scoring_model(
-                self._auto_class(source.path), source, dtype=self.dtype, device=self.device,
+                self._auto_class(source.path),
+                source,
+                dtype=self.dtype,
+                device=self.device,
                 trust_remote_code=self.trust_remote_code,
             )
             self._tokenizer = tokenizer
@@ -72,7 +75,8 @@ class LocalModelJudge(Judge):
         try:
             outputs = self._model_outputs(items)
         except Exception as error:  # e.g. out of memory: these samples fail, training goes on
-            logger.warning("first_error %s judge failed on %d items: %s: %s", self.backend, len(items),
-                           type(error).__name__, error)
+            logger.warning(
+                "first_error %s judge failed on %d items: %s: %s", self.backend, len(items), type(error).__name__, error
+            )
             return [Verdict(None, status="judge_error", note=str(error)) for _ in items]
         return [self._verdict(item, output) for item, output in zip(items, outputs)]

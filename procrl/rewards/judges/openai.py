@@ -73,8 +73,9 @@ class OpenAIJudge(Judge):
     # -- helpers --
 
     def prompt(self, item: JudgeItem) -> str:
-        return build_prompt(item.question, list(item.steps), item.gold if self.reference else None, self.categories,
-                            item.kind)
+        return build_prompt(
+            item.question, list(item.steps), item.gold if self.reference else None, self.categories, item.kind
+        )
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -83,7 +84,9 @@ class OpenAIJudge(Judge):
             if key:
                 headers["Authorization"] = f"Bearer {key}"
             elif not self._warned_missing_key:
-                logger.warning("first_error judge: environment variable %s is not set; sending no API key", self.api_key_env)
+                logger.warning(
+                    "first_error judge: environment variable %s is not set; sending no API key", self.api_key_env
+                )
                 self._warned_missing_key = True
         return headers
 
@@ -151,8 +154,9 @@ class OpenAIJudge(Judge):
                 if response.status_code == 429 or response.status_code >= 500:
                     failure, reason = "http_error", f"{status} from {redact_url(self.url)}"
                 elif response.status_code >= 400:
-                    logger.warning("first_error judge: HTTP %d from %s (not retried)", response.status_code,
-                                   redact_url(self.url))
+                    logger.warning(
+                        "first_error judge: HTTP %d from %s (not retried)", response.status_code, redact_url(self.url)
+                    )
                     return None, "http_error", f"{status} from {redact_url(self.url)} (not retried)"
                 else:
                     text = _reply_text(response)
@@ -160,7 +164,10 @@ class OpenAIJudge(Judge):
                         self._remember(key, text)
                         return text, "ok", None
                     # an HTML error page, truncated JSON: retried
-                    failure, reason = "bad_response", f"{status} from {redact_url(self.url)} that is not a chat completion"
+                    failure, reason = (
+                        "bad_response",
+                        f"{status} from {redact_url(self.url)} that is not a chat completion",
+                    )
             if attempt < self.max_retries:
                 await asyncio.sleep(self._backoff(attempt, response))
         return None, failure, reason

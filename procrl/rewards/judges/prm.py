@@ -49,7 +49,11 @@ class PRMJudge(LocalModelJudge):
 
         config = AutoConfig.from_pretrained(path, trust_remote_code=self.trust_remote_code)
         architectures = getattr(config, "architectures", None) or []
-        return AutoModelForTokenClassification if any(a.endswith("ForTokenClassification") for a in architectures) else AutoModel
+        return (
+            AutoModelForTokenClassification
+            if any(a.endswith("ForTokenClassification") for a in architectures)
+            else AutoModel
+        )
 
     def _prepare_tokenizer(self, tokenizer: Any) -> None:
         ids = tokenizer.encode(self.step_separator, add_special_tokens=False)

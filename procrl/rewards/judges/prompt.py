@@ -57,8 +57,9 @@ earlier steps do not give), or Category: Reasoning (an invalid inference or calc
 If more than one applies, name the first of these three."""
 
 
-def build_prompt(question: str | None, steps: list[str], gold: str | None = None, categories: bool = False,
-                 kind: str = "number") -> str:
+def build_prompt(
+    question: str | None, steps: list[str], gold: str | None = None, categories: bool = False, kind: str = "number"
+) -> str:
     """The judge's user message for one solution; ``kind``: the row's answer kind."""
     if kind == "number":
         parts = ["You are checking a step-by-step solution to a math problem for mistakes.", "", "Problem:"]
@@ -110,6 +111,8 @@ def _boxed_index(content: str) -> int | None:
         text = tag.group(1)
     match = _BOXED_INT.match(text)
     return int(match.group(1).replace("−", "-").replace(" ", "")) if match else None
+
+
 _CATEGORY = re.compile(
     r"category\s*[:\-]?\s*[*_`\"'(\\{]*\s*(?:\\text\s*\{\s*)?(" + "|".join(CATEGORIES) + r")", re.IGNORECASE
 )

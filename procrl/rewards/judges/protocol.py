@@ -66,7 +66,7 @@ class Judge:
     Settings: type
 
     @classmethod
-    def from_settings(cls, settings: Any, device: Any = "cpu") -> "Judge":
+    def from_settings(cls, settings: Any, device: Any = "cpu") -> Judge:
         """The judge ``settings`` (a :attr:`Settings`) make; ``device``: where an in-process model runs."""
         raise NotImplementedError
 

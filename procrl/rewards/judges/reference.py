@@ -121,8 +121,15 @@ from itertools import combinations
 
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.settings import TRANSFORMATIONS, ReferenceRules, ReferenceSettings
-from procrl.rewards.quantities import (NotArithmeticError, decimals, evaluate, find_claims, normalize_expression,
-                                     stated_numbers, values_match)
+from procrl.rewards.quantities import (
+    NotArithmeticError,
+    decimals,
+    evaluate,
+    find_claims,
+    normalize_expression,
+    stated_numbers,
+    values_match,
+)
 from procrl.rewards.quantities.units import canonical_unit, conversion_factors, own_factors, units_named
 
 __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "judge_steps", "read_reference"]
@@ -141,19 +148,70 @@ _MAX_PARTIALS = 4000  # regrouped partial results kept per gold solution
 
 # Number words of questions ("three", "half", "a dozen"): their values count as question numbers.
 _UNITS_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
-    "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
 }
-_TENS_WORDS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
-               "ninety": 90}
+_TENS_WORDS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 _OTHER_WORDS = {
-    "hundred": (100,), "thousand": (1000,), "million": (1e6,), "dozen": (12,), "dozens": (12,), "score": (20,),
-    "half": (0.5, 2), "halves": (0.5, 2), "twice": (2,), "double": (2,), "doubles": (2,), "triple": (3,),
-    "triples": (3,), "thrice": (3,), "quadruple": (4,), "quarter": (0.25, 4), "quarters": (0.25, 4),
-    "third": (1 / 3, 3), "thirds": (1 / 3, 3), "fourth": (0.25, 4), "fourths": (0.25, 4), "fifth": (0.2, 5),
-    "fifths": (0.2, 5), "sixth": (1 / 6, 6), "eighth": (0.125, 8), "tenth": (0.1, 10), "pair": (2,), "pairs": (2,),
-    "week": (7,), "weekly": (7,), "fortnight": (14,), "percent": (100,),
+    "hundred": (100,),
+    "thousand": (1000,),
+    "million": (1e6,),
+    "dozen": (12,),
+    "dozens": (12,),
+    "score": (20,),
+    "half": (0.5, 2),
+    "halves": (0.5, 2),
+    "twice": (2,),
+    "double": (2,),
+    "doubles": (2,),
+    "triple": (3,),
+    "triples": (3,),
+    "thrice": (3,),
+    "quadruple": (4,),
+    "quarter": (0.25, 4),
+    "quarters": (0.25, 4),
+    "third": (1 / 3, 3),
+    "thirds": (1 / 3, 3),
+    "fourth": (0.25, 4),
+    "fourths": (0.25, 4),
+    "fifth": (0.2, 5),
+    "fifths": (0.2, 5),
+    "sixth": (1 / 6, 6),
+    "eighth": (0.125, 8),
+    "tenth": (0.1, 10),
+    "pair": (2,),
+    "pairs": (2,),
+    "week": (7,),
+    "weekly": (7,),
+    "fortnight": (14,),
+    "percent": (100,),
 }
 _WORD = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)?")
 
@@ -171,18 +229,18 @@ class _Values:
             self.add(value)
 
     @classmethod
-    def of_sorted(cls, values: list[float]) -> "_Values":
+    def of_sorted(cls, values: list[float]) -> _Values:
         """From magnitudes already sorted and distinct (no re-insertion: linear)."""
         made = cls()
         made._sorted = values
         return made
 
-    def copy(self) -> "_Values":
+    def copy(self) -> _Values:
         made = _Values.of_sorted(list(self._sorted))
         made.percents = list(self.percents)
         return made
 
-    def without(self, value: float) -> "_Values":
+    def without(self, value: float) -> _Values:
         """A copy without the members close to ``value``."""
         value = abs(value)
         return _Values.of_sorted([v for v in self._sorted if not math.isclose(v, value, rel_tol=1e-9, abs_tol=1e-12)])
@@ -220,7 +278,7 @@ class _Values:
         if not rounding:
             return False
         places = decimals(text)
-        window = 10.0 ** -places if places else 1.0
+        window = 10.0**-places if places else 1.0
         for member in self.near(value, window + 1e-9):
             if places and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
                 return True
@@ -233,7 +291,7 @@ def _tolerance(value: float, text: str | None = None) -> float:
     """How far a derivation may land from ``value`` as written (its rounding, else float noise)."""
     places = decimals(text) if text else 0
     if places:
-        return 10.0 ** -places  # rounded or cut to the written decimals
+        return 10.0**-places  # rounded or cut to the written decimals
     return max(1e-6 * abs(value), 1e-9)
 
 
@@ -278,8 +336,13 @@ def _uses(value: float, target: float, known: _Values, depth: int, tolerance: fl
     if depth >= 2:
         if any(reached and _uses(reached, target, known, 1, tolerance) for reached in firsts):
             return True  # (value op a) op b
-        for inner, slack in ((target - value, tolerance), (value - target, tolerance), (target + value, tolerance),
-                             (target / value, tolerance / value), (target * value, tolerance * value)):
+        for inner, slack in (
+            (target - value, tolerance),
+            (value - target, tolerance),
+            (target + value, tolerance),
+            (target / value, tolerance / value),
+            (target * value, tolerance * value),
+        ):
             if inner > 0 and _derivable(inner, known, 1, slack):
                 return True  # (a op b) op value
     return False
@@ -370,8 +433,9 @@ class _Gold:
         if regrouped:
             self.regrouped.add(value)
         if len(self.derivations) < _MAX_PARTIALS:
-            self.derivations.append(Derivation(abs(value), tuple(abs(v) for v, _ in operands),
-                                               tuple(n > 1 for _, n in operands)))
+            self.derivations.append(
+                Derivation(abs(value), tuple(abs(v) for v, _ in operands), tuple(n > 1 for _, n in operands))
+            )
 
     def walk(self, node: ast.AST) -> None:
         """Record ``node``'s chain (its value from its items, and with regrouping every sub-chain
@@ -404,8 +468,11 @@ class _Gold:
                             first = _combine(kind, tuple(chosen[i] for i in part))
                             rest = _combine(kind, tuple(chosen[i] for i in rest_part))
                             if first is not None and rest is not None:
-                                self.add(value, ((first, sum(counts[i] for i in part)),
-                                                 (rest, sum(counts[i] for i in rest_part))), regrouped=size < len(values))
+                                self.add(
+                                    value,
+                                    ((first, sum(counts[i] for i in part)), (rest, sum(counts[i] for i in rest_part))),
+                                    regrouped=size < len(values),
+                                )
         if kind == "product":  # (a + b) * c: a * c and b * c (a sum's terms over the other factors)
             for index, (sign, child) in enumerate(items):
                 terms = _flatten(child, "sum")
@@ -464,13 +531,18 @@ class Reference:
     shares: _Values = field(default_factory=_Values)  # what is left of (or added to) a share of the question
     capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
-
     def path(self, rules: ReferenceRules) -> _Values:
-        return _Values([*self.gold, *(self.regrouped if "regroup" in rules.transformations else ()),
-                        *(self.shares if "percent" in rules.transformations else ())])
+        return _Values(
+            [
+                *self.gold,
+                *(self.regrouped if "regroup" in rules.transformations else ()),
+                *(self.shares if "percent" in rules.transformations else ()),
+            ]
+        )
 
-    def worked_out(self, quantity: "_Quantity", base: _Values, established: _Values, rules: ReferenceRules,
-                   depth: int) -> bool:
+    def worked_out(
+        self, quantity: _Quantity, base: _Values, established: _Values, rules: ReferenceRules, depth: int
+    ) -> bool:
         """One of the gold's ways of computing the quantity's value takes at most ``depth``
         operations from what is known: plain numbers known (``base``: the question's, constants;
         or ``established``), results established by the completion (``depth`` 2: or worked out in
@@ -484,21 +556,31 @@ class Reference:
                 continue
             if not any(established.has(o) for o in derivation.operands):
                 continue  # from the question's numbers alone: a leap (the answer of a one-step problem)
-            if not any(_close_written(derivation.value, reading, quantity.text, rounding)
-                       for reading in _readings(quantity, rules)):
+            if not any(
+                _close_written(derivation.value, reading, quantity.text, rounding)
+                for reading in _readings(quantity, rules)
+            ):
                 continue
-            if all(self._operand_known(o, composite, base, established, depth)
-                   for o, composite in zip(derivation.operands, derivation.composite)):
+            if all(
+                self._operand_known(o, composite, base, established, depth)
+                for o, composite in zip(derivation.operands, derivation.composite)
+            ):
                 return True
         return False
 
     def _operand_known(self, operand: float, composite: bool, base: _Values, established: _Values, depth: int) -> bool:
         if established.has(operand) or (not composite and base.has(operand)):
             return True
-        return depth >= 2 and composite and any(
-            math.isclose(r.value, operand, rel_tol=1e-6) and len(r.operands) == 2
-            and all(established.has(o) or (not c and base.has(o)) for o, c in zip(r.operands, r.composite))
-            for r in self.derivations)
+        return (
+            depth >= 2
+            and composite
+            and any(
+                math.isclose(r.value, operand, rel_tol=1e-6)
+                and len(r.operands) == 2
+                and all(established.has(o) or (not c and base.has(o)) for o, c in zip(r.operands, r.composite))
+                for r in self.derivations
+            )
+        )
 
 
 def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:
@@ -523,7 +605,11 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     capped = len(body) > MAX_READ_CHARS
     body = body[:MAX_READ_CHARS]
     numbers = stated_numbers(body)
-    if answer is None and len(numbers) == 1 and not re.search(r"[A-Za-z\d]", body[:numbers[0].start] + body[numbers[0].end:]):
+    if (
+        answer is None
+        and len(numbers) == 1
+        and not re.search(r"[A-Za-z\d]", body[: numbers[0].start] + body[numbers[0].end :])
+    ):
         return None  # a bare answer ("18", "$1,500")
     values = _Values()
     for number in numbers:
@@ -554,8 +640,15 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
-    return Reference(asked, values, collected.regrouped, collected.derivations, answer, shares,
-                     capped or bool(question and len(question) > MAX_READ_CHARS))
+    return Reference(
+        asked,
+        values,
+        collected.regrouped,
+        collected.derivations,
+        answer,
+        shares,
+        capped or bool(question and len(question) > MAX_READ_CHARS),
+    )
 
 
 # --- the completion ----------------------------------------------------------------------------
@@ -596,7 +689,7 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
             continue
         equals = claim.equals if claim.equals is not None else claim.start
         # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
-        inside = numbers[bisect.bisect_left(starts, claim.start):bisect.bisect_left(starts, equals)]
+        inside = numbers[bisect.bisect_left(starts, claim.start) : bisect.bisect_left(starts, equals)]
         after = bisect.bisect_right(starts, equals)
         result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
         operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
@@ -611,7 +704,10 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
         if quantity.operands is None and number.parts:
             quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
         quantity.percent, quantity.unit, quantity.named = (
-            number.percent, canonical_unit(number.unit) or ("dollar" if number.currency else None), named)
+            number.percent,
+            canonical_unit(number.unit) or ("dollar" if number.currency else None),
+            named,
+        )
         if number.percent:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
@@ -621,6 +717,8 @@ def _step_quantities(index: int, step: str) -> list[_Quantity]:
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d$")
 _YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
+
+
 def _readings(quantity: _Quantity, rules: ReferenceRules) -> list[float]:
     """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
     if quantity.percent and "percent" in rules.transformations:
@@ -664,8 +762,13 @@ def stated_final_answer(completion: str | None) -> float | None:
     return None if rule in ("none", "last_number") else value
 
 
-def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
-                rules: ReferenceRules = ReferenceRules(), answer: float | None = None) -> Verdict:
+def judge_steps(
+    question: str | None,
+    steps: tuple[str, ...],
+    gold: str | None,
+    rules: ReferenceRules = ReferenceRules(),
+    answer: float | None = None,
+) -> Verdict:
     """The verdict for one solution (module docstring); ``answer``: the final answer the
     completion states (None: none stated)."""
     reference = read_reference(question, gold)
@@ -700,26 +803,39 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
                 known.add(factor)
         if rules.check_arithmetic and quantity.claim_correct is False:
             return _flag(quantity, checked, "a false calculation")
-        calculated = quantity.operands is not None and quantity.claim_correct is not False and all(
-            known.has(o) for o in quantity.operands)
+        calculated = (
+            quantity.operands is not None
+            and quantity.claim_correct is not False
+            and all(known.has(o) for o in quantity.operands)
+        )
         accepted, result = True, not _matches(quantity, given, rules)
         if _matches(quantity, known, rules) or _constant(quantity, rules) or (quantity.fraction and calculated):
             if calculated and quantity.on_path:
                 checked.add(quantity.step)  # a calculation the gold makes too, landing on a known value
             result = result and calculated
         elif quantity.on_path:
-            if calculated or reference.worked_out(quantity, given, _Values(derived), rules, rules.max_depth) or any(
-                    _uses(value, quantity.value, known, min(rules.max_depth, 1), _tolerance(quantity.value, quantity.text))
-                    for value in derived):
+            if (
+                calculated
+                or reference.worked_out(quantity, given, _Values(derived), rules, rules.max_depth)
+                or any(
+                    _uses(
+                        value, quantity.value, known, min(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)
+                    )
+                    for value in derived
+                )
+            ):
                 checked.add(quantity.step)
             elif rules.leap == "flag":
                 return _flag(quantity, checked, "a gold value stated before it can be worked out")
         elif quantity.leads:
             off_path.append(quantity)
-            if calculated or _derivable(quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)):
+            if calculated or _derivable(
+                quantity.value, known, rules.max_depth, _tolerance(quantity.value, quantity.text)
+            ):
                 checked.add(quantity.step)
         elif rules.off_path == "derivable" and _derivable(
-                quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)):
+            quantity.value, _Values([*known, *path]), max(rules.max_depth, 1), _tolerance(quantity.value, quantity.text)
+        ):
             off_path.append(quantity)
             checked.add(quantity.step)
         else:
@@ -735,8 +851,9 @@ def judge_steps(question: str | None, steps: tuple[str, ...], gold: str | None,
     if wrong and quantities and not _same_answer(quantities[-1].value, reference.answer):
         return _wrong_answer(quantities, off_path, answer, checked)
     if capped:
-        return Verdict(None, status="too_long",
-                       note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged")
+        return Verdict(
+            None, status="too_long", note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged"
+        )
     return Verdict(-1, checked_steps=len(checked), note=_CAPPED_NOTE if reference.capped else None)
 
 
@@ -764,8 +881,11 @@ def _wrong_answer(quantities: list[_Quantity], off_path: list[_Quantity], answer
 
 
 def _flag(quantity: _Quantity, checked: set[int], why: str) -> Verdict:
-    return Verdict(quantity.step, note=f"step {quantity.step} states {quantity.text[:80]}: {why}",
-                   checked_steps=len(checked | {quantity.step}))
+    return Verdict(
+        quantity.step,
+        note=f"step {quantity.step} states {quantity.text[:80]}: {why}",
+        checked_steps=len(checked | {quantity.step}),
+    )
 
 
 def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values, rules: ReferenceRules) -> None:
@@ -777,7 +897,7 @@ def _look_ahead(quantities: list[_Quantity], reference: Reference, base: _Values
 
     def earlier_than(index: int) -> tuple[_Values, _Values]:
         if index not in windows:
-            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW):index]]
+            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW) : index]]
             windows[index] = _Values(window), _Values([*reference.question, *window])
         return windows[index]
 

@@ -72,8 +72,9 @@ class FirstErrorSettings:
         "final answer is right.",
     )
     no_steps_score: float = field(
-        -1.0, help="Score of a completion without reasoning steps (an answer alone): never better than checked "
-        "and correct (0)."
+        -1.0,
+        help="Score of a completion without reasoning steps (an answer alone): never better than checked "
+        "and correct (0).",
     )
 
     def validate(self, path: str) -> None:
@@ -164,8 +165,13 @@ class ReferenceSettings(ModelFreeSettings):
             raise ConfigError(f"{path}.max_depth: must be 0, 1 or 2, got {self.max_depth}")
 
     def rules(self) -> ReferenceRules:
-        return ReferenceRules(max_depth=self.max_depth, transformations=tuple(self.transformations),
-                              off_path=self.off_path, leap=self.leap, check_arithmetic=self.check_arithmetic)
+        return ReferenceRules(
+            max_depth=self.max_depth,
+            transformations=tuple(self.transformations),
+            off_path=self.off_path,
+            leap=self.leap,
+            check_arithmetic=self.check_arithmetic,
+        )
 
 
 @dataclass
@@ -173,8 +179,9 @@ class ModelSettings(FirstErrorSettings):
     """The backends that ask a model (served or in-process)."""
 
     model: str | None = field(
-        None, help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path "
-        "or an embedded model such as procrl:smollm2-135m-instruct)."
+        None,
+        help="Judge model: served model name (openai) or Hugging Face id/path (hf, prm; hf also a .gguf path "
+        "or an embedded model such as procrl:smollm2-135m-instruct).",
     )
 
     def validate(self, path: str) -> None:
@@ -193,8 +200,11 @@ class LLMSettings(ModelSettings):
         "choice's letter and text, '(B) reading', or yes/no: ReTraceQA's protocol); 'solution' shows the whole "
         "gold solution; false: reference-free.",
     )
-    categories: bool = field(False, help="Also ask for the error category (Misinterpretation/Hallucination/"
-                             "Reasoning, ReTraceQA's), logged per category (rewards/<name>/category/...).")
+    categories: bool = field(
+        False,
+        help="Also ask for the error category (Misinterpretation/Hallucination/"
+        "Reasoning, ReTraceQA's), logged per category (rewards/<name>/category/...).",
+    )
     max_tokens: int = field(1024, help="Most tokens the judge may write.")
     temperature: float = field(0.0, help="Sampling temperature (0: greedy).")
 
@@ -226,10 +236,12 @@ class OpenAISettings(LLMSettings):
         None, help="Name of the environment variable holding the API key (the key itself never goes in a recipe)."
     )
     concurrency: int = field(16, help="Most requests in flight at once.")
-    timeout_s: float = field(60.0, help="Seconds allowed for one request attempt in all (connect, send, the whole "
-                             "reply).")
-    max_retries: int = field(3, help="Retries after a 429, 5xx, timeout, connection error or a 200 that is not a "
-                             "chat completion.")
+    timeout_s: float = field(
+        60.0, help="Seconds allowed for one request attempt in all (connect, send, the whole reply)."
+    )
+    max_retries: int = field(
+        3, help="Retries after a 429, 5xx, timeout, connection error or a 200 that is not a chat completion."
+    )
     backoff_s: float = field(0.5, help="First retry delay; doubles each retry (a Retry-After header wins).")
     cache_size: int = field(100_000, help="Replies cached by (model, prompt); 0 disables the cache.")
 
@@ -253,8 +265,9 @@ class OpenAISettings(LLMSettings):
 @dataclass
 class HFSettings(LLMSettings, LocalModelSettings):
     backend: Literal["hf"] = _backend("hf")
-    gguf_file: str | None = field(None, help="A GGUF checkpoint inside model (a Hub repository or directory), "
-                                  "dequantized to dtype.")
+    gguf_file: str | None = field(
+        None, help="A GGUF checkpoint inside model (a Hub repository or directory), dequantized to dtype."
+    )
 
     def validate(self, path: str) -> None:
         super().validate(path)

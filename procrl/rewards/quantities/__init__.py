@@ -17,6 +17,16 @@ from procrl.rewards.quantities.numbers import StatedNumber, stated_numbers
 from procrl.rewards.quantities.values import Claim, decimals, values_match
 
 __all__ = [
-    "Claim", "NotArithmeticError", "StatedNumber", "check_step", "decimals", "evaluate", "find_claims",
-    "first_wrong_step", "normalize_expression", "plain_arithmetic", "stated_numbers", "values_match",
+    "Claim",
+    "NotArithmeticError",
+    "StatedNumber",
+    "check_step",
+    "decimals",
+    "evaluate",
+    "find_claims",
+    "first_wrong_step",
+    "normalize_expression",
+    "plain_arithmetic",
+    "stated_numbers",
+    "values_match",
 ]

@@ -168,8 +168,19 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         except NotArithmeticError:
             expression = None
     tolerance = _rounding_tolerance(left) + _rounding_tolerance(expression or right)
-    claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
+    claim = Claim(
+        "equation",
+        _shown(left),
+        _shown(right),
+        left_start,
+        after_run,
+        left_value,
+        right_value,
+        None if expression is None else _shown(expression),
+        expression_value,
+        tolerance,
+        equals=position,
+    )
     if claim.correct:  # as written: the usual case, no other reading needed
         return claim
     left_readings = _readings(left, left_value)
@@ -187,8 +198,19 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         if agreeing is not None:
             left_value, expression_value = reading, agreeing
             break
-    claim = Claim("equation", _shown(left), _shown(right), left_start, after_run, left_value, right_value,
-                  None if expression is None else _shown(expression), expression_value, tolerance, equals=position)
+    claim = Claim(
+        "equation",
+        _shown(left),
+        _shown(right),
+        left_start,
+        after_run,
+        left_value,
+        right_value,
+        None if expression is None else _shown(expression),
+        expression_value,
+        tolerance,
+        equals=position,
+    )
     if not claim.correct and excused(text, visible, claim, left, left_start, stated_end, units):
         return None
     return claim
@@ -278,8 +300,18 @@ def find_claims(text: str) -> list[Claim]:
     for match in ANNOTATION.finditer(text):
         left, right = match.group(1), match.group(2)
         try:
-            claims.append(Claim("annotation", left, right, match.start(), match.end(), evaluate(left), evaluate(right),
-                                equals=match.start(2) - 1))
+            claims.append(
+                Claim(
+                    "annotation",
+                    left,
+                    right,
+                    match.start(),
+                    match.end(),
+                    evaluate(left),
+                    evaluate(right),
+                    equals=match.start(2) - 1,
+                )
+            )
         except NotArithmeticError:
             continue
     if "=" not in text:

@@ -108,4 +108,3 @@ def evaluate(text: str) -> float:
     except SyntaxError:
         raise NotArithmeticError(f"cannot parse {text!r}") from None
     return _evaluate_node(tree)
-

@@ -51,8 +51,9 @@ _NOUN_PHRASE_WORDS = frozenset(
 )
 
 
-def excused(text: str, visible: str, claim: Claim, left: str, left_start: int, stated_end: int,
-            units: dict[int, str]) -> bool:
+def excused(
+    text: str, visible: str, claim: Claim, left: str, left_start: int, stated_end: int, units: dict[int, str]
+) -> bool:
     """True when a claim that does not hold may still be right as written: rounding, units of
     different kinds, a conversion, a multiplier word, a percent added to a number (the list:
     :mod:`~procrl.rewards.quantities.claims`). Such a claim is dropped, not flagged. ``left`` is the left side as scanned
@@ -92,10 +93,14 @@ def excused(text: str, visible: str, claim: Claim, left: str, left_start: int, s
     if kind or any(dimension(unit) for unit in named):
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
         for target in targets:
-            if value and target and any(
-                math.isclose(abs(value / target), factor, rel_tol=1e-6)
-                or math.isclose(abs(target / value), factor, rel_tol=1e-6)
-                for factor in EXCUSING_FACTORS
+            if (
+                value
+                and target
+                and any(
+                    math.isclose(abs(value / target), factor, rel_tol=1e-6)
+                    or math.isclose(abs(target / value), factor, rel_tol=1e-6)
+                    for factor in EXCUSING_FACTORS
+                )
             ):
                 return True  # "12 x 25 cents = $3.00", "600 x 5 cents = 600 x 0.05"
     if re.search(r"[\d)][ \t]+\(|\)[ \t]+[\d$£€¥₹.]", left):
@@ -107,4 +112,3 @@ def excused(text: str, visible: str, claim: Claim, left: str, left_start: int, s
     ):
         return True  # "the number of 2 x 6 boards = ...": a size, not a product
     return False
-

@@ -32,10 +32,31 @@ _LATEX_EXPONENT = re.compile(r"\^\{([^{}\n]{1,20})\}")
 _LATEX_THOUSANDS = re.compile(r"\{,\}|\\,|\\!")
 _LATEX_NUMBER = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\{,\}|\\,|\\!|,)\d{3})+(?!\d)")
 _LATEX_SIGNS = {
-    "\\times": "×", "\\cdot": "·", "\\div": "÷", "\\ast": "*",
-    "\\left(": "(", "\\right)": ")", "\\left[": "(", "\\right]": ")", "\\left.": "", "\\right.": "",
-    "\\%": "%", "\\$": "$", "\\[": "", "\\]": "", "\\(": "", "\\)": "", "\\,": "", "\\!": "", "\\;": "",
-    "\\:": "", "\\ ": "", "\\quad": "", "\\qquad": "", "\\displaystyle": "", "&": "",
+    "\\times": "×",
+    "\\cdot": "·",
+    "\\div": "÷",
+    "\\ast": "*",
+    "\\left(": "(",
+    "\\right)": ")",
+    "\\left[": "(",
+    "\\right]": ")",
+    "\\left.": "",
+    "\\right.": "",
+    "\\%": "%",
+    "\\$": "$",
+    "\\[": "",
+    "\\]": "",
+    "\\(": "",
+    "\\)": "",
+    "\\,": "",
+    "\\!": "",
+    "\\;": "",
+    "\\:": "",
+    "\\ ": "",
+    "\\quad": "",
+    "\\qquad": "",
+    "\\displaystyle": "",
+    "&": "",
 }
 _LATEX_SIGN = re.compile("|".join(re.escape(key) for key in sorted(_LATEX_SIGNS, key=len, reverse=True)))
 # Markdown: bold / underline emphasis markers (a tight ``2**3`` is a power and stays).
@@ -122,7 +143,6 @@ def _latex_thousands(text: str) -> str:
 
 
 # --- the equation scanner ----------------------------------------------------------------------
-
 
 
 # The word after a number (its unit when no blanked run follows it).

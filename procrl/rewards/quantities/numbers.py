@@ -59,6 +59,16 @@ def stated_numbers(text: str) -> list[StatedNumber]:
         word = NEXT_WORD.match(visible, match.end(), match.end() + 30)
         unit = units.get(match.end()) or (word.group(1) if word and word.group(1) != "$" else None)
         unit = unit_name(unit) if unit else ("$" if match.group("currency") else None)
-        found.append(StatedNumber(match.start(), match.end(), value, visible[match.start() : match.end()].strip(),
-                                  bool(match.group("percent")), bool(match.group("currency")), parts, unit))
+        found.append(
+            StatedNumber(
+                match.start(),
+                match.end(),
+                value,
+                visible[match.start() : match.end()].strip(),
+                bool(match.group("percent")),
+                bool(match.group("currency")),
+                parts,
+                unit,
+            )
+        )
     return found

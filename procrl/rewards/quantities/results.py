@@ -56,7 +56,7 @@ def state_results(clause: str) -> tuple[str, list[str]]:
     (``a op b = c``, in reading order)."""
     equations: list[str] = []
     while True:
-        matches = [m for m in EQUALS.finditer(clause) if _NUMBER_TOKEN.match(clause[m.end():])]
+        matches = [m for m in EQUALS.finditer(clause) if _NUMBER_TOKEN.match(clause[m.end() :])]
         changed = False
         for match in reversed(matches):
             before = clause[: match.start()]
@@ -66,9 +66,9 @@ def state_results(clause: str) -> tuple[str, list[str]]:
                 continue
             kept = " ".join(tokens[:first])
             expression = " ".join(tokens[first:])
-            result = re.match(r"\S+", clause[match.end():]).group(0)
+            result = re.match(r"\S+", clause[match.end() :]).group(0)
             equations.append(f"{expression} = {result.rstrip('.,;:')}")
-            clause = (kept + " " if kept else "") + clause[match.end():]
+            clause = (kept + " " if kept else "") + clause[match.end() :]
             changed = True
             break
         if not changed:

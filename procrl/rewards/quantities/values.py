@@ -88,5 +88,3 @@ def stated_matches(computed: float, stated_text: str, stated_value: float) -> bo
         except NotArithmeticError:
             return False
     return False
-
-

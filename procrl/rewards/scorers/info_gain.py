@@ -19,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 __all__ = ["ReferenceModelError", "TargetLogProbScorer", "reference_lm"]
 
@@ -77,8 +78,15 @@ class TargetLogProbScorer:
     bound trainer's reference model with the policy's tokenizer.
     """
 
-    def __init__(self, lm: str, *, batch_size: int = 16, max_length: int = 1024, dtype: str = "auto",
-                 gguf_file: str | None = None):
+    def __init__(
+        self,
+        lm: str,
+        *,
+        batch_size: int = 16,
+        max_length: int = 1024,
+        dtype: str = "auto",
+        gguf_file: str | None = None,
+    ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.lm = lm

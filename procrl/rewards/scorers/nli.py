@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from procrl.models.standalone import load_scoring_model
 
@@ -182,8 +183,9 @@ class NLIScorer:
         entailment, contradiction = self._indices
         out = []
         for premise, hypothesis in pairs:
-            inputs = self._tokenizer(premise, hypothesis, truncation="longest_first", max_length=self.max_length,
-                                     return_tensors="pt")
+            inputs = self._tokenizer(
+                premise, hypothesis, truncation="longest_first", max_length=self.max_length, return_tensors="pt"
+            )
             with torch.no_grad():
                 logits = self._model(**{k: v.to(self.device) for k, v in inputs.items()}).logits.float()
             probabilities = torch.softmax(logits[0], dim=-1)

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = [
     "BLOCKERS",
@@ -65,7 +66,7 @@ class Tagger:
     def predict_proba(self, sentences: Sequence[str]) -> list[list[float]]:
         raise NotImplementedError
 
-    def to(self, device: Any) -> "Tagger":
+    def to(self, device: Any) -> Tagger:
         return self
 
 
@@ -87,67 +88,107 @@ CUES: dict[str, list[tuple[str, float]]] = {
         (r"\d\s*[-+*/x×÷]\s*\$?\d[\d,.]*\s*=\s*(?:<<[^>]*>>)?\s*\$?\d", 0.55),
         (r"\b(?:the (?:total|answer|result|final|remaining|difference|sum|product)\b[^.]*\bis\b)", 0.55),
         (r"\b(?:which means|this means|that means)\b[^.]*" + _NUM, 0.5),
-        (r"\b(?:is|are|was|were|has|have|had|will (?:have|be|get|make|need|pay|earn|spend))\s+" + _NUM
-         + r"\s*(?:[a-z]+\s*){0,3}(?:left|in total|altogether|remaining|now)\b", 0.6),
+        (
+            r"\b(?:is|are|was|were|has|have|had|will (?:have|be|get|make|need|pay|earn|spend))\s+"
+            + _NUM
+            + r"\s*(?:[a-z]+\s*){0,3}(?:left|in total|altogether|remaining|now)\b",
+            0.6,
+        ),
     ],
     "Data/Evidence": [
-        (r"\b(?:we (?:are|were) (?:told|given)|the problem (?:says|states|tells)|according to|"
-         r"(?:it is|we are) given|given that|we know that|we know|from the (?:problem|question))\b", 0.7),
-        (r"^(?:[A-Z][a-z]+|she|he|they|there|the \w+|each \w+|a \w+|an \w+|every \w+)\s+(?:has|have|had|"
-         r"buys?|bought|sells?|sold|earns?|earned|makes?|made|costs?|paid|pays|gets?|got|reads?|read|"
-         r"runs?|ran|walks?|walked|drives?|drove|works?|worked|is|are|was|were|needs?|wants?|starts?|"
-         r"started|spends?|spent|received|receives?|collects?|collected|saves?|saved|picks?|picked|"
-         r"contains?|holds?|weighs?|takes?|took|carr(?:y|ies|ied)|owns?|owned|lives?|grows?|grew)\b[^=]*\d", 0.55),
+        (
+            r"\b(?:we (?:are|were) (?:told|given)|the problem (?:says|states|tells)|according to|"
+            r"(?:it is|we are) given|given that|we know that|we know|from the (?:problem|question))\b",
+            0.7,
+        ),
+        (
+            r"^(?:[A-Z][a-z]+|she|he|they|there|the \w+|each \w+|a \w+|an \w+|every \w+)\s+(?:has|have|had|"
+            r"buys?|bought|sells?|sold|earns?|earned|makes?|made|costs?|paid|pays|gets?|got|reads?|read|"
+            r"runs?|ran|walks?|walked|drives?|drove|works?|worked|is|are|was|were|needs?|wants?|starts?|"
+            r"started|spends?|spent|received|receives?|collects?|collected|saves?|saved|picks?|picked|"
+            r"contains?|holds?|weighs?|takes?|took|carr(?:y|ies|ied)|owns?|owned|lives?|grows?|grew)\b[^=]*\d",
+            0.55,
+        ),
         (r"\b(?:each|every|per|a dozen|an hour|a day|a week)\b[^=]*\d|\d[^=]*\b(?:each|every|per)\b", 0.3),
         (r"\b(?:initially|at first|originally|in the beginning|to start with|starts? with)\b[^=]*\d", 0.6),
     ],
     "Warrant": [
         (r"\b(?:because|since|as a result of|due to)\b", 0.5),
         (r"\bwe (?:then |first |now )?(?:add|multiply|divide|subtract|convert|compute|calculate)\b", 0.55),
-        (r"\b(?:to (?:find|get|calculate|compute|determine|work out|figure out)|we (?:need|have) to|"
-         r"we (?:can|should|must|will) (?:multiply|divide|add|subtract|calculate|compute|find|use)|"
-         r"let'?s (?:calculate|compute|find|figure|work out|multiply|divide|add|subtract))\b", 0.6),
-        (r"\b(?:multiply(?:ing)?|divid(?:e|ing)|add(?:ing)? (?:up|together)?|subtract(?:ing)?|"
-         r"times|by (?:multiplying|dividing|adding|subtracting))\b", 0.3),
+        (
+            r"\b(?:to (?:find|get|calculate|compute|determine|work out|figure out)|we (?:need|have) to|"
+            r"we (?:can|should|must|will) (?:multiply|divide|add|subtract|calculate|compute|find|use)|"
+            r"let'?s (?:calculate|compute|find|figure|work out|multiply|divide|add|subtract))\b",
+            0.6,
+        ),
+        (
+            r"\b(?:multiply(?:ing)?|divid(?:e|ing)|add(?:ing)? (?:up|together)?|subtract(?:ing)?|"
+            r"times|by (?:multiplying|dividing|adding|subtracting))\b",
+            0.3,
+        ),
         (r"\b(?:this is because|the reason is|which is why|that is why|it follows that)\b", 0.7),
     ],
     "Backing": [
-        (r"\b(?:by definition|recall that|the formula (?:for|is)|the rule|in general|as a rule|"
-         r"is defined as|means that|the definition of|a property of|by the (?:distributive|commutative) "
-         r"(?:law|property))\b", 0.7),
-        (r"\b(?:there are|there is) (?:60|24|7|12|365|52|100|1,?000|3|16) (?:minutes|hours|days|months|weeks|"
-         r"inches|feet|centimeters|cm|grams|ounces|seconds|meters)\b", 0.7),
-        (r"\b(?:a dozen is|one dozen|percent means|\d+ ?% (?:of|means)|1 hour (?:is|=|has)|an hour has|"
-         r"a week has|a year has|1 foot|1 kg|1 kilogram)\b", 0.55),
-        (r"\b(?:area of|perimeter of|average (?:is|of)|speed (?:is|equals)|distance (?:is|equals)|"
-         r"rate (?:is|equals))\b[^.]*\b(?:times|divided|equals|=|sum)\b", 0.55),
+        (
+            r"\b(?:by definition|recall that|the formula (?:for|is)|the rule|in general|as a rule|"
+            r"is defined as|means that|the definition of|a property of|by the (?:distributive|commutative) "
+            r"(?:law|property))\b",
+            0.7,
+        ),
+        (
+            r"\b(?:there are|there is) (?:60|24|7|12|365|52|100|1,?000|3|16) (?:minutes|hours|days|months|weeks|"
+            r"inches|feet|centimeters|cm|grams|ounces|seconds|meters)\b",
+            0.7,
+        ),
+        (
+            r"\b(?:a dozen is|one dozen|percent means|\d+ ?% (?:of|means)|1 hour (?:is|=|has)|an hour has|"
+            r"a week has|a year has|1 foot|1 kg|1 kilogram)\b",
+            0.55,
+        ),
+        (
+            r"\b(?:area of|perimeter of|average (?:is|of)|speed (?:is|equals)|distance (?:is|equals)|"
+            r"rate (?:is|equals))\b[^.]*\b(?:times|divided|equals|=|sum)\b",
+            0.55,
+        ),
     ],
     "Qualifier": [
-        (r"\b(?:probably|likely|possibly|perhaps|maybe|might|may be|roughly|approximately|about|around|"
-         r"almost|nearly|presumably|i think|i believe|i guess|it seems|seems|assuming|approx\.?|"
-         r"not sure|uncertain)\b", 0.6),
+        (
+            r"\b(?:probably|likely|possibly|perhaps|maybe|might|may be|roughly|approximately|about|around|"
+            r"almost|nearly|presumably|i think|i believe|i guess|it seems|seems|assuming|approx\.?|"
+            r"not sure|uncertain)\b",
+            0.6,
+        ),
         (r"\b(?:should be|could be|would be)\b", 0.3),
     ],
     "Rebuttal": [
         (r"^(?:however|but|although|though|yet|still|alternatively|on the other hand|except)\b", 0.65),
-        (r"\b(?:however|unless|on the other hand|otherwise|instead|rather than|in contrast|"
-         r"not (?:\w+ )?but|except (?:for|that)|even though|although)\b", 0.55),
+        (
+            r"\b(?:however|unless|on the other hand|otherwise|instead|rather than|in contrast|"
+            r"not (?:\w+ )?but|except (?:for|that)|even though|although)\b",
+            0.55,
+        ),
         (r",\s*(?:but|yet)\b|,\s*not (?:the|a|an)\b", 0.55),
         (r"\b(?:does not|doesn't|is not|isn't|cannot|can't|won't|shouldn't)\b", 0.25),
     ],
     "Monitoring": [
-        (r"\b(?:let me (?:check|verify|re-?check|re-?read|re-?calculate|re-?compute|recount|think|see|make sure|"
-         r"double[- ]check|go back|reconsider)|let'?s (?:check|verify|double[- ]check|re-?read|make sure|"
-         r"see|go back|reconsider)|double[- ]check|wait|hmm|hold on|i made a mistake|"
-         r"i (?:need|have) to (?:check|verify|re)|re-?read|going back|so far|first,? let'?s|now,? let'?s|"
-         r"next,? (?:let'?s|we|i)|the next step|now we|now i|step \d|i should)\b", 0.6),
+        (
+            r"\b(?:let me (?:check|verify|re-?check|re-?read|re-?calculate|re-?compute|recount|think|see|make sure|"
+            r"double[- ]check|go back|reconsider)|let'?s (?:check|verify|double[- ]check|re-?read|make sure|"
+            r"see|go back|reconsider)|double[- ]check|wait|hmm|hold on|i made a mistake|"
+            r"i (?:need|have) to (?:check|verify|re)|re-?read|going back|so far|first,? let'?s|now,? let'?s|"
+            r"next,? (?:let'?s|we|i)|the next step|now we|now i|step \d|i should)\b",
+            0.6,
+        ),
         (r"^(?:first|next|then|now|finally|lastly)\b,?", 0.3),
     ],
     "Evaluation": [
-        (r"\b(?:(?:this|that|it|which|the answer|the result) (?:is|looks|seems) (?:correct|right|"
-         r"reasonable|consistent|plausible|wrong|incorrect)|makes sense|checks out|is consistent|"
-         r"is verified|verified|confirms?|confirmed|matches|agrees with|as expected|"
-         r"is indeed|indeed)\b", 0.65),
+        (
+            r"\b(?:(?:this|that|it|which|the answer|the result) (?:is|looks|seems) (?:correct|right|"
+            r"reasonable|consistent|plausible|wrong|incorrect)|makes sense|checks out|is consistent|"
+            r"is verified|verified|confirms?|confirmed|matches|agrees with|as expected|"
+            r"is indeed|indeed)\b",
+            0.65,
+        ),
         (r"\b(?:is|looks|seems|sounds) (?:correct|right|reasonable|consistent|plausible|wrong|incorrect)\b", 0.65),
         (r"\b(?:correct|reasonable|sensible|plausible|valid|accurate)\b", 0.35),
     ],
@@ -173,7 +214,9 @@ class CueTagger(Tagger):
 
     MAX_CHARS = 512
 
-    def __init__(self, cues: dict[str, list[tuple[str, float]]] | None = None, blockers: dict[str, list[str]] | None = None):
+    def __init__(
+        self, cues: dict[str, list[tuple[str, float]]] | None = None, blockers: dict[str, list[str]] | None = None
+    ):
         cues = CUES if cues is None else cues
         blockers = BLOCKERS if blockers is None else blockers
         missing = [label for label in LABELS if label not in cues]
@@ -182,7 +225,9 @@ class CueTagger(Tagger):
         unknown = sorted(set(cues) - set(LABELS)) + sorted(set(blockers) - set(LABELS))
         if unknown:
             raise ValueError(f"cue lists for unknown label(s) {unknown}; labels are {', '.join(LABELS)}")
-        self.cues = [[(re.compile(pattern, re.IGNORECASE), weight) for pattern, weight in cues[label]] for label in LABELS]
+        self.cues = [
+            [(re.compile(pattern, re.IGNORECASE), weight) for pattern, weight in cues[label]] for label in LABELS
+        ]
         self.blockers = [[re.compile(p, re.IGNORECASE) for p in blockers.get(label, [])] for label in LABELS]
 
     def sentence_proba(self, sentence: str) -> list[float]:
@@ -224,7 +269,9 @@ def _weights_files(name_or_path: str) -> list[Path]:
         if index.is_file():
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
             return [root / shard for shard in shards]
-        raise TaggerLoadError(f"{name_or_path}: no model.safetensors (or model.safetensors.index.json) in the directory")
+        raise TaggerLoadError(
+            f"{name_or_path}: no model.safetensors (or model.safetensors.index.json) in the directory"
+        )
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import EntryNotFoundError
 
@@ -256,7 +303,9 @@ def detect_format(shapes: dict[str, tuple[int, ...]], hidden_size: int) -> str:
     """
     classifier = {k: v for k, v in shapes.items() if k.startswith("classifier.")}
     if classifier.keys() == {"classifier.weight", "classifier.bias"}:
-        if classifier["classifier.weight"] == (len(LABELS), hidden_size) and classifier["classifier.bias"] == (len(LABELS),):
+        if classifier["classifier.weight"] == (len(LABELS), hidden_size) and classifier["classifier.bias"] == (
+            len(LABELS),
+        ):
             return "trace"
     return "hf"
 
@@ -304,7 +353,7 @@ class _TransformerTagger(Tagger):
     def _logits(self, inputs: dict) -> Any:
         raise NotImplementedError
 
-    def to(self, device: Any) -> "_TransformerTagger":
+    def to(self, device: Any) -> _TransformerTagger:
         self.device = _resolve_device(device)
         for module in self._modules():
             module.to(self.device)
@@ -352,7 +401,7 @@ class TraceCheckpointTagger(_TransformerTagger):
         self.label_order = label_order or list(range(len(LABELS)))
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, **kwargs) -> "TraceCheckpointTagger":
+    def from_pretrained(cls, name_or_path: str, **kwargs) -> TraceCheckpointTagger:
         import torch
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
@@ -414,10 +463,12 @@ class HFSequenceTagger(_TransformerTagger):
     def __init__(self, model, tokenizer, **kwargs):
         super().__init__(tokenizer, **kwargs)
         self.model = model.eval().to(self.device)
-        self.label_order = _label_order(model.config.id2label, getattr(model.config, "_name_or_path", "model"), allow_generic=False)
+        self.label_order = _label_order(
+            model.config.id2label, getattr(model.config, "_name_or_path", "model"), allow_generic=False
+        )
 
     @classmethod
-    def from_pretrained(cls, name_or_path: str, **kwargs) -> "HFSequenceTagger":
+    def from_pretrained(cls, name_or_path: str, **kwargs) -> HFSequenceTagger:
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
         config = AutoConfig.from_pretrained(name_or_path)
@@ -487,4 +538,3 @@ def _load_model_tagger(name: str, format: str, kwargs: dict) -> Tagger:
     if format == "trace":
         return TraceCheckpointTagger.from_pretrained(name, **kwargs)
     return HFSequenceTagger.from_pretrained(name, **kwargs)
-

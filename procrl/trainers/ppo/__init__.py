@@ -70,6 +70,18 @@ from procrl.trainers.ppo.rollout import ppo_outcome, vllm_generation
 from procrl.trainers.ppo.settings import PPOSettings
 from procrl.trainers.ppo.trainer import PPOTrainer, build_ppo_trainer
 
-__all__ = ["PPOSettings", "PPOTrainer", "PolicyAndValue", "build_ppo_trainer", "VALUE_DIR", "VALUE_HEAD_FILE",
-           "load_pretrained_into", "pad_completions", "ppo_outcome", "sampler_importance_weights", "value_head_for",
-           "vllm_generation", "zero_value_head"]
+__all__ = [
+    "PPOSettings",
+    "PPOTrainer",
+    "PolicyAndValue",
+    "build_ppo_trainer",
+    "VALUE_DIR",
+    "VALUE_HEAD_FILE",
+    "load_pretrained_into",
+    "pad_completions",
+    "ppo_outcome",
+    "sampler_importance_weights",
+    "value_head_for",
+    "vllm_generation",
+    "zero_value_head",
+]

@@ -9,7 +9,14 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["VALUE_DIR", "VALUE_HEAD_FILE", "PolicyAndValue", "load_pretrained_into", "value_head_for", "zero_value_head"]
+__all__ = [
+    "VALUE_DIR",
+    "VALUE_HEAD_FILE",
+    "PolicyAndValue",
+    "load_pretrained_into",
+    "value_head_for",
+    "zero_value_head",
+]
 
 VALUE_DIR = "value_model"
 VALUE_HEAD_FILE = "value_head.safetensors"  # value_head_on_policy: the head alone
@@ -33,8 +40,9 @@ class PolicyAndValue(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         if self.value_head_on_policy:
-            out = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False,
-                              output_hidden_states=True)
+            out = self.policy(
+                input_ids=input_ids, attention_mask=attention_mask, use_cache=False, output_hidden_states=True
+            )
             return out.logits, self.value(out.hidden_states[-1].to(self.value.weight.dtype)).squeeze(-1)
         logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
         values = self.value(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1)
@@ -47,7 +55,9 @@ class PolicyAndValue(nn.Module):
     def activation_checkpointing_enable(self, **kwargs: Any) -> None:
         for model in (self.policy, self.value):
             if hasattr(model, "gradient_checkpointing_enable"):
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs.get("activation_checkpointing_kwargs"))
+                model.gradient_checkpointing_enable(
+                    gradient_checkpointing_kwargs=kwargs.get("activation_checkpointing_kwargs")
+                )
 
     def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs: dict | None = None, **_: Any) -> None:
         self.activation_checkpointing_enable(activation_checkpointing_kwargs=gradient_checkpointing_kwargs)

@@ -10,8 +10,14 @@ import torch
 __all__ = ["entropy", "logprobs", "masked_mean", "pad_completions", "sampler_importance_weights"]
 
 
-def sampler_importance_weights(old_logprobs: torch.Tensor, sampler_logprobs: torch.Tensor, mask: torch.Tensor,
-                               mode: str, clip_min: float | None, clip_max: float | None) -> torch.Tensor:
+def sampler_importance_weights(
+    old_logprobs: torch.Tensor,
+    sampler_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str,
+    clip_min: float | None,
+    clip_max: float | None,
+) -> torch.Tensor:
     """TRL's vLLM importance-sampling correction, for PPO: ratio pi_old / pi_sampler per token
     (``token_*``) or per sequence (``sequence_*``, the product over its tokens), truncated to
     [clip_min, clip_max] (``*_truncate``) or zeroed outside it (``*_mask``). Shape (B, T) or (B, 1);
@@ -31,8 +37,9 @@ def sampler_importance_weights(old_logprobs: torch.Tensor, sampler_logprobs: tor
     raise ValueError(f"vllm_importance_sampling_mode: unknown {mode!r}")
 
 
-def pad_completions(completion_lists: list[list[int]], sampler_logprobs: list[list[list[float | None]]] | None,
-                    pad_token_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+def pad_completions(
+    completion_lists: list[list[int]], sampler_logprobs: list[list[list[float | None]]] | None, pad_token_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """vLLM's completions (token lists, EOS included when they stopped on it) as right-padded
     (B, T) ids and mask (T >= 1), with the sampled tokens' log-probs (TRL's (B, T, k) lists, the
     sampled token first); a log-prob vLLM could not give (None) becomes NaN (ratio 1, no gap)."""

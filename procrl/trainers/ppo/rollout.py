@@ -58,13 +58,21 @@ def generate_with_vllm(vllm: Any, tokenizer: Any, prompt_texts: list[str], devic
     prompt_lists = tokenizer(prompt_texts, add_special_tokens=False)["input_ids"]
     _, completion_lists, sampler_logprobs, _ = vllm.generate(prompts=prompt_lists, images=None, num_generations=1)
     padded = tokenizer.pad({"input_ids": prompt_lists}, padding=True, padding_side="left", return_tensors="pt")
-    completion_ids, completion_mask, logprobs = pad_completions(completion_lists, sampler_logprobs, tokenizer.pad_token_id)
-    return (padded["input_ids"].to(device), padded["attention_mask"].to(device), completion_ids.to(device),
-            completion_mask.to(device), None if logprobs is None else logprobs.to(device))
+    completion_ids, completion_mask, logprobs = pad_completions(
+        completion_lists, sampler_logprobs, tokenizer.pad_token_id
+    )
+    return (
+        padded["input_ids"].to(device),
+        padded["attention_mask"].to(device),
+        completion_ids.to(device),
+        completion_mask.to(device),
+        None if logprobs is None else logprobs.to(device),
+    )
 
 
-def reward_batch(rows: list[dict], prompt_texts: list[str], completions: list[str],
-                 completion_ids: list[list[int]]) -> RewardBatch:
+def reward_batch(
+    rows: list[dict], prompt_texts: list[str], completions: list[str], completion_ids: list[list[int]]
+) -> RewardBatch:
     """The batch the reward mix scores: the decoded completions, the rows' question and gold
     answer, the rendered prompts, the token ids, and every other dataset column."""
     columns = {k: [row.get(k) for row in rows] for k in rows[0] if k != "prompt"}
@@ -78,7 +86,9 @@ def reward_batch(rows: list[dict], prompt_texts: list[str], completions: list[st
     )
 
 
-def ppo_outcome(mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewards: list[str] | None) -> list[float | None]:
+def ppo_outcome(
+    mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewards: list[str] | None
+) -> list[float | None]:
     """The last-token (outcome) reward of each completion: the weighted scores of the components
     whose step scores did not reach it as step rewards (:func:`~procrl.trainers.credit.outcome_rewards`).
     ``process_rewards``: the process components as the recipe names them (None: every component

@@ -36,7 +36,7 @@ class PPOSettings:
     sampler_clip_max: float | None = 3.0
 
     @classmethod
-    def from_recipe(cls, recipe, args) -> "PPOSettings":
+    def from_recipe(cls, recipe, args) -> PPOSettings:
         trainer = recipe.trainer
         return cls(
             num_ppo_epochs=int(args.num_iterations),

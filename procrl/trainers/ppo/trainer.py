@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from transformers import Trainer
 
+import procrl.trainers.ppo.ops as ops
 from procrl.core.config import ConfigError
 from procrl.data.prompts import render_prompt
 from procrl.models.generation import generate
@@ -23,7 +24,6 @@ from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardOutput, RuntimeContext
 from procrl.trainers.credit import aggregate_step_rewards, gae, masked_whiten, scatter_step_rewards, token_rewards
 from procrl.trainers.held_out import HeldOutEvaluation
-import procrl.trainers.ppo.ops as ops
 from procrl.trainers.ppo.model import (
     VALUE_DIR,
     VALUE_HEAD_FILE,
@@ -78,7 +78,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
                 self.ref_model = prepare_deepspeed(ref_model, self.accelerator)
             else:
                 self.ref_model = self.accelerator.prepare_model(ref_model, evaluation_mode=True)
-        self.vllm_generation = vllm_generation(model.policy, self.accelerator, processing_class, args) if args.use_vllm else None
+        self.vllm_generation = (
+            vllm_generation(model.policy, self.accelerator, processing_class, args) if args.use_vllm else None
+        )
         self._vllm_synced_step = -1  # global_step of the weights vLLM holds (-1: the initial checkpoint's)
         self._rollouts: list[dict | None] = [None] * args.gradient_accumulation_steps
         self._micro_step = 0
@@ -115,7 +117,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
 
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         generations = self.settings.num_generations
-        rows_per_cycle = self.args.per_device_train_batch_size * self.args.world_size * self.args.gradient_accumulation_steps
+        rows_per_cycle = (
+            self.args.per_device_train_batch_size * self.args.world_size * self.args.gradient_accumulation_steps
+        )
         return RepeatSampler(
             data_source=dataset,
             mini_repeat_count=generations,
@@ -148,11 +152,20 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         from trl.models.utils import unwrap_model_for_generation
 
         tokenizer, settings = self.processing_class, self.settings
-        sampling = dict(do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0)
+        sampling = dict(
+            do_sample=True, temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or 0
+        )
         with unwrap_model_for_generation(self.model_wrapped, self.accelerator) as unwrapped:
-            generated = generate(unwrapped.policy, tokenizer, prompt_texts, max_new_tokens=settings.max_completion_length,
-                                 sampling=sampling, eos_token_id=tokenizer.eos_token_id, device=self.accelerator.device,
-                                 generation_kwargs=self.args.generation_kwargs)
+            generated = generate(
+                unwrapped.policy,
+                tokenizer,
+                prompt_texts,
+                max_new_tokens=settings.max_completion_length,
+                sampling=sampling,
+                eos_token_id=tokenizer.eos_token_id,
+                device=self.accelerator.device,
+                generation_kwargs=self.args.generation_kwargs,
+            )
         return generated.prompt_ids, generated.prompt_mask, generated.completion_ids, generated.completion_mask, None
 
     def _generate_vllm(self, prompt_texts: list[str]):
@@ -187,7 +200,8 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         )
         outcome = torch.tensor(
             [0.0 if t is None else t for t in ppo_outcome(self.reward_mix, outputs, batch, settings.process_rewards)],
-            dtype=torch.float32, device=device,
+            dtype=torch.float32,
+            device=device,
         )
         step_rewards = [
             aggregate_step_rewards(r, settings.process_aggregation, settings.process_temperature) for r in step_rewards
@@ -204,7 +218,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         del logits
         ref_logprobs = self._policy_ref_logprobs(input_ids, attention_mask, completion_ids, prompt_length)
         kl = (old_logprobs - ref_logprobs) if ref_logprobs is not None else torch.zeros_like(old_logprobs)
-        rewards = token_rewards(step_reward_tokens, settings.outcome_weight * outcome, completion_mask, kl, settings.kl_coef)
+        rewards = token_rewards(
+            step_reward_tokens, settings.outcome_weight * outcome, completion_mask, kl, settings.kl_coef
+        )
         advantages, returns = gae(rewards, old_values, completion_mask, settings.gamma, settings.lam)
         if settings.whiten_advantages:
             advantages = masked_whiten(advantages, completion_mask)
@@ -220,26 +236,39 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             }
             if settings.sampler_correction:
                 sampler_weights = ops.sampler_importance_weights(
-                    old_logprobs, sampler_logprobs, mask, settings.sampler_correction_mode,
-                    settings.sampler_clip_min, settings.sampler_clip_max,
+                    old_logprobs,
+                    sampler_logprobs,
+                    mask,
+                    settings.sampler_correction_mode,
+                    settings.sampler_clip_min,
+                    settings.sampler_clip_max,
                 )
                 per_token = sampler_weights.expand_as(mask)
-                sampler_stats.update({
-                    "sampling/importance_sampling_ratio/min": per_token[mask.bool()].min() if mask.any() else per_token.new_tensor(1.0),
-                    "sampling/importance_sampling_ratio/mean": ops.masked_mean(per_token, mask),
-                    "sampling/importance_sampling_ratio/max": (per_token * mask).max(),
-                })
-        self._record_rollout_metrics(outputs, totals, {**credit_stats, **fallback_stats, **diagnostics}, {
-            **sampler_stats,
-            "objective/kl": kl_per_sequence.mean(),
-            "objective/entropy": (entropy * mask).sum(dim=1).mean(),
-            "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
-            "objective/scores": outcome.mean(),
-            "objective/rlhf_reward": (rewards * mask).sum(dim=1).mean(),
-            "val/mean": ops.masked_mean(old_values, mask),
-            "val/num_eos_tokens": ended_with_eos.float().sum(),
-            "completions/mean_length": mask.sum(dim=1).mean(),
-        })
+                sampler_stats.update(
+                    {
+                        "sampling/importance_sampling_ratio/min": per_token[mask.bool()].min()
+                        if mask.any()
+                        else per_token.new_tensor(1.0),
+                        "sampling/importance_sampling_ratio/mean": ops.masked_mean(per_token, mask),
+                        "sampling/importance_sampling_ratio/max": (per_token * mask).max(),
+                    }
+                )
+        self._record_rollout_metrics(
+            outputs,
+            totals,
+            {**credit_stats, **fallback_stats, **diagnostics},
+            {
+                **sampler_stats,
+                "objective/kl": kl_per_sequence.mean(),
+                "objective/entropy": (entropy * mask).sum(dim=1).mean(),
+                "objective/non_score_reward": (-settings.kl_coef * kl_per_sequence).mean(),
+                "objective/scores": outcome.mean(),
+                "objective/rlhf_reward": (rewards * mask).sum(dim=1).mean(),
+                "val/mean": ops.masked_mean(old_values, mask),
+                "val/num_eos_tokens": ended_with_eos.float().sum(),
+                "completions/mean_length": mask.sum(dim=1).mean(),
+            },
+        )
         return {
             "input_ids": input_ids,
             "attention_mask": attention_mask,
@@ -291,7 +320,8 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         _, _, completion_ids, completion_mask, _ = generate(prompt_texts)
         id_lists = [row[: int(n)].tolist() for row, n in zip(completion_ids, completion_mask.sum(dim=1))]
         self.reward_mix.score_all(
-            reward_batch(inputs, prompt_texts, tokenizer.batch_decode(id_lists, skip_special_tokens=True), id_lists))
+            reward_batch(inputs, prompt_texts, tokenizer.batch_decode(id_lists, skip_special_tokens=True), id_lists)
+        )
         return None, None, None
 
     def _record_rollout_metrics(self, outputs, totals, credit_stats, tensors: dict[str, torch.Tensor]) -> None:
@@ -382,7 +412,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
             policy_losses = policy_losses * rollout["sampler_weights"]
         policy_loss = ops.masked_mean(policy_losses, mask)
         old_values = rollout["old_values"]
-        clipped_values = old_values + torch.clamp(values - old_values, -settings.cliprange_value, settings.cliprange_value)
+        clipped_values = old_values + torch.clamp(
+            values - old_values, -settings.cliprange_value, settings.cliprange_value
+        )
         value_losses = torch.max((values - returns) ** 2, (clipped_values - returns) ** 2)
         value_loss = 0.5 * ops.masked_mean(value_losses, mask)
         loss = policy_loss + settings.vf_coef * value_loss
@@ -427,14 +459,17 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         unwrapped = self.accelerator.unwrap_model(self.model)
         if state_dict is None:
             state_dict = unwrapped.state_dict()
-        policy_state = {k[len("policy."):]: v for k, v in state_dict.items() if k.startswith("policy.")}
-        value_state = {k[len("value."):]: v for k, v in state_dict.items() if k.startswith("value.")}
+        policy_state = {k[len("policy.") :]: v for k, v in state_dict.items() if k.startswith("policy.")}
+        value_state = {k[len("value.") :]: v for k, v in state_dict.items() if k.startswith("value.")}
         unwrapped.policy.save_pretrained(output_dir, state_dict=policy_state)
         if unwrapped.value_head_on_policy:
             from safetensors.torch import save_file
 
             os.makedirs(os.path.join(output_dir, VALUE_DIR), exist_ok=True)
-            save_file({k: v.contiguous() for k, v in value_state.items()}, os.path.join(output_dir, VALUE_DIR, VALUE_HEAD_FILE))
+            save_file(
+                {k: v.contiguous() for k, v in value_state.items()},
+                os.path.join(output_dir, VALUE_DIR, VALUE_HEAD_FILE),
+            )
         else:
             unwrapped.value.save_pretrained(os.path.join(output_dir, VALUE_DIR), state_dict=value_state)
         if self.processing_class is not None:
@@ -448,8 +483,9 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         logger.info("restored policy and value model from %s", resume_from_checkpoint)
 
 
-def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None,
-                      eval_dataset=None) -> PPOTrainer:
+def build_ppo_trainer(
+    recipe, mix: RewardMix, args, tokenizer, train_dataset, callbacks: list | None = None, eval_dataset=None
+) -> PPOTrainer:
     """The PPO trainer of a recipe: policy, value model (+ LoRA), reference, settings."""
     from transformers import AutoModelForTokenClassification
 
@@ -468,8 +504,9 @@ def build_ppo_trainer(recipe, mix: RewardMix, args, tokenizer, train_dataset, ca
     else:
         if recipe.trainer.value_model:
             value_source = model_source(recipe.trainer.value_model, recipe.trainer.value_model_gguf_file)
-            value = load_pretrained(AutoModelForTokenClassification, value_source, num_labels=1,
-                                    **pretrained_kwargs(recipe.model))
+            value = load_pretrained(
+                AutoModelForTokenClassification, value_source, num_labels=1, **pretrained_kwargs(recipe.model)
+            )
         else:  # the policy's weights (its GGUF too) under a fresh scalar head
             value = load_policy(recipe.model, AutoModelForTokenClassification, num_labels=1)
         if value.config.pad_token_id is None:

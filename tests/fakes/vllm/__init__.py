@@ -60,7 +60,7 @@ def _log(event: str, **fields) -> None:
 class _WeightLoader:
     """``model_runner.model`` of the engine: ``load_weights`` copies pushed tensors by name."""
 
-    def __init__(self, engine: "LLM"):
+    def __init__(self, engine: LLM):
         self.engine = engine
 
     def load_weights(self, weights) -> set[str]:
@@ -90,8 +90,14 @@ def _load_unpartitioned(model_class, path):
 
 
 class LLM:
-    def __init__(self, model: str, seed: int = 0, max_model_len: int | None = None, enable_sleep_mode: bool = False,
-                 **engine_kwargs):
+    def __init__(
+        self,
+        model: str,
+        seed: int = 0,
+        max_model_len: int | None = None,
+        enable_sleep_mode: bool = False,
+        **engine_kwargs,
+    ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.model = _load_unpartitioned(AutoModelForCausalLM, model)
@@ -104,11 +110,14 @@ class LLM:
             self._rng_state = torch.get_rng_state()
         max_len = max_model_len or getattr(self.model.config, "max_position_embeddings", 2048)
         self.llm_engine = SimpleNamespace(
-            model_executor=SimpleNamespace(driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=_WeightLoader(self)))),
+            model_executor=SimpleNamespace(
+                driver_worker=SimpleNamespace(model_runner=SimpleNamespace(model=_WeightLoader(self)))
+            ),
             model_config=SimpleNamespace(max_model_len=max_len),
         )
-        _log("init", model=str(model), seed=seed, digest=weights_digest(self.model),
-             engine_kwargs=sorted(engine_kwargs))
+        _log(
+            "init", model=str(model), seed=seed, digest=weights_digest(self.model), engine_kwargs=sorted(engine_kwargs)
+        )
 
     def reset_prefix_cache(self) -> bool:
         # TRL resets the cache at the end of every weight sync: the sync is complete here
@@ -136,22 +145,34 @@ class LLM:
                     ids = prompt["prompt_token_ids"] if isinstance(prompt, dict) else prompt
                 results.append(RequestOutput(prompt_token_ids=list(ids), outputs=self._sample(list(ids), params)))
             self._rng_state = torch.get_rng_state()
-        _log("generate", digest=weights_digest(self.model), prompts=len(results),
-             completions=sum(len(r.outputs) for r in results))
+        _log(
+            "generate",
+            digest=weights_digest(self.model),
+            prompts=len(results),
+            completions=sum(len(r.outputs) for r in results),
+        )
         return results
 
     def _sample(self, prompt_ids: list[int], params: SamplingParams) -> list[CompletionOutput]:
         greedy = params.temperature == 0.0
         temperature = 1.0 if greedy else params.temperature
         output = self.model.generate(
-            input_ids=torch.tensor([prompt_ids]), attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
-            do_sample=not greedy, temperature=temperature, top_p=params.top_p,
-            top_k=params.top_k if params.top_k and params.top_k > 0 else 0, min_p=params.min_p or None,
-            repetition_penalty=params.repetition_penalty, max_new_tokens=params.max_tokens,
-            num_return_sequences=params.n, eos_token_id=self.eos_token_id, pad_token_id=self.eos_token_id,
-            output_logits=True, return_dict_in_generate=True,
+            input_ids=torch.tensor([prompt_ids]),
+            attention_mask=torch.ones(1, len(prompt_ids), dtype=torch.long),
+            do_sample=not greedy,
+            temperature=temperature,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k and params.top_k > 0 else 0,
+            min_p=params.min_p or None,
+            repetition_penalty=params.repetition_penalty,
+            max_new_tokens=params.max_tokens,
+            num_return_sequences=params.n,
+            eos_token_id=self.eos_token_id,
+            pad_token_id=self.eos_token_id,
+            output_logits=True,
+            return_dict_in_generate=True,
         )
-        new_tokens = output.sequences[:, len(prompt_ids):]
+        new_tokens = output.sequences[:, len(prompt_ids) :]
         logprobs = torch.log_softmax(torch.stack(output.logits, dim=1).float() / temperature, dim=-1)
         completions = []
         for index in range(new_tokens.size(0)):
@@ -162,8 +183,13 @@ class LLM:
                 finish = "stop"
             token_logprobs = None
             if params.logprobs is not None:
-                token_logprobs = [{t: Logprob(logprob=logprobs[index, i, t].item(), rank=1)} for i, t in enumerate(tokens)]
+                token_logprobs = [
+                    {t: Logprob(logprob=logprobs[index, i, t].item(), rank=1)} for i, t in enumerate(tokens)
+                ]
             text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            completions.append(CompletionOutput(index=index, token_ids=tokens, logprobs=token_logprobs, text=text,
-                                                finish_reason=finish))
+            completions.append(
+                CompletionOutput(
+                    index=index, token_ids=tokens, logprobs=token_logprobs, text=text, finish_reason=finish
+                )
+            )
         return completions

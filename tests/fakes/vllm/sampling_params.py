@@ -12,9 +12,20 @@ class SamplingParams:
     """The sampling parameters TRL passes (unknown ones are kept, as vLLM would reject them
     only if they were invalid)."""
 
-    def __init__(self, n: int = 1, temperature: float = 1.0, top_p: float = 1.0, top_k: int = 0, min_p: float = 0.0,
-                 max_tokens: int | None = 16, logprobs: int | None = None, repetition_penalty: float = 1.0,
-                 seed: int | None = None, structured_outputs=None, **extra):
+    def __init__(
+        self,
+        n: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        min_p: float = 0.0,
+        max_tokens: int | None = 16,
+        logprobs: int | None = None,
+        repetition_penalty: float = 1.0,
+        seed: int | None = None,
+        structured_outputs=None,
+        **extra,
+    ):
         self.n = n
         self.temperature = temperature
         self.top_p = top_p
