@@ -14,7 +14,8 @@ from setuptools.command.build import build
 
 PTH_NAME = "zzz-procrl-recipe-hook.pth"
 PTH_LINE = (
-    "import sys; getattr(sys, 'argv', None) and sys.argv[0].lower().endswith(('.yaml', '.yml', 'accelerate', 'accelerate-launch'))"
+    "import sys; getattr(sys, 'argv', None) and sys.argv[0].lower()"
+    ".endswith(('.yaml', '.yml', 'accelerate', 'accelerate-launch'))"
     " and __import__('procrl_recipe_hook').run()\n"
 )
 

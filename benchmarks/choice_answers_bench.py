@@ -125,7 +125,8 @@ def main() -> int:
             share = result["agree"] / result["labelled"]
             naive = result["naive_agree"] / result["labelled"]
             print(
-                f"{task}: {result['solutions']} traces, {result['labelled']} with a labelled answer; accuracy agreement "
+                f"{task}: {result['solutions']} traces, {result['labelled']} with a labelled answer; "
+                f"accuracy agreement "
                 f"{result['agree']}/{result['labelled']} = {share:.2%} (naive last-(X) reader: {naive:.2%}); "
                 f"rules {result['rules']}"
             )

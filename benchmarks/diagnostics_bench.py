@@ -90,13 +90,16 @@ def main() -> None:
     overhead = [r["overhead_share"] for r in results[True] if r["overhead_share"] is not None]
     rewards = "accuracy, format" + ("" if args.recipe_only else ", first_error (arithmetic), trace (cues)")
     print(
-        f"tiny recipe, {args.steps} steps x {args.repeats} runs per arm, rewards: {rewards}, W&B: {'offline' if args.wandb else 'off'}"
+        f"tiny recipe, {args.steps} steps x {args.repeats} runs per arm, rewards: {rewards},"
+        f" W&B: {'offline' if args.wandb else 'off'}"
     )
     print(
-        f"mean step_time      off {off['step_time']:.4f} s  on {on['step_time']:.4f} s  ratio on/off {on['step_time'] / off['step_time']:.3f}"
+        f"mean step_time      off {off['step_time']:.4f} s  on {on['step_time']:.4f} s"
+        f"  ratio on/off {on['step_time'] / off['step_time']:.3f}"
     )
     print(
-        f"mean wall per step  off {off['wall_per_step']:.4f} s  on {on['wall_per_step']:.4f} s  ratio on/off {on['wall_per_step'] / off['wall_per_step']:.3f}"
+        f"mean wall per step  off {off['wall_per_step']:.4f} s  on {on['wall_per_step']:.4f} s"
+        f"  ratio on/off {on['wall_per_step'] / off['wall_per_step']:.3f}"
     )
     if shares:
         print(f"reward components' share of step time (diagnostics/time_share, summed): {statistics.mean(shares):.3f}")

@@ -35,7 +35,8 @@ the same reward mix, same models and device, on 32 GSM8K reference solutions aft
 Each training arm runs in its own process (clean peak-memory counters). Must fit in one 8-minute
 command on one 80 GB GPU at ``--shape 7b``.
 
-    python benchmarks/gpu_step_bench.py --shape 7b [--generation auto|transformers|vllm] [--steps 2] [--receval] [--json OUT]
+    python benchmarks/gpu_step_bench.py --shape 7b [--generation auto|transformers|vllm] \\
+        [--steps 2] [--receval] [--json OUT]
     python benchmarks/gpu_step_bench.py --shape tiny            # CPU, a test in CI
 """
 
@@ -505,7 +506,8 @@ def report(spec: dict, arms: list[dict]) -> str:
         f"({_count(first['memory_measured']['base_parameters'])} parameters, random "
         f"{spec['models']['dtype']}), {'all weights trained' if spec['full'] else 'LoRA r=16 all-linear'}; "
         f"device: {first['device_name']}; generation: {first['generation']}",
-        f"geometry: {Path(spec['recipe']).name} on one process: {first['completions_per_step']} completions per optimizer step "
+        f"geometry: {Path(spec['recipe']).name} on one process: "
+        f"{first['completions_per_step']} completions per optimizer step "
         f"(one rank's share of the recipe), up to {first['max_completion_length']} tokens; rewards: "
         + ", ".join(first["reference_rewards"]["components"])
         + (f"; TRACE tagger: {spec['models']['tagger_model']}" if "tagger_model" in spec["models"] else "")
@@ -526,7 +528,8 @@ def report(spec: dict, arms: list[dict]) -> str:
         lines.append(
             f"{'    ' + name:<34}"
             + "".join(
-                f"{t['reward_components'].get(name, 0.0):>18.3f} {_pct(t['reward_components'].get(name, 0.0), t['seconds'])}"
+                f"{t['reward_components'].get(name, 0.0):>18.3f}"
+                f" {_pct(t['reward_components'].get(name, 0.0), t['seconds'])}"
                 for t in timed
             )
         )
@@ -552,7 +555,8 @@ def report(spec: dict, arms: list[dict]) -> str:
         lines.append(f"{'peak GPU memory':<34}" + "".join(f"{'not measured (no GPU)':>26}" for _ in timed))
     if len(timed) == 2:
         lines.append(
-            f"{'step time ' + arms[1]['arm'] + ' / ' + arms[0]['arm']:<34}{timed[1]['seconds'] / timed[0]['seconds']:>26.2f}x"
+            f"{'step time ' + arms[1]['arm'] + ' / ' + arms[0]['arm']:<34}"
+            f"{timed[1]['seconds'] / timed[0]['seconds']:>26.2f}x"
             "  (the process credit's cost: same policy, data and seed)"
         )
     all_steps = [", ".join(f"{s['seconds']:.1f}" for s in a["steps"]) for a in arms]
@@ -589,7 +593,8 @@ def report(spec: dict, arms: list[dict]) -> str:
             peak = a["steps"][-1]["peak_allocated"]
             lines.append(
                 f"  {a['arm']}: peak allocated {_gib(peak)} = the estimate's {_gib(e.get('total'))} + "
-                f"{_gib(peak - e.get('total', 0))} not in it (activations, logits, KV cache, vLLM's share, reward models)"
+                f"{_gib(peak - e.get('total', 0))} not in it"
+                f" (activations, logits, KV cache, vLLM's share, reward models)"
             )
         else:
             lines.append(
@@ -679,7 +684,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--generation vllm: vLLM is not installed (pip install 'procrl[vllm]' on a CUDA machine)")
     if not cuda and args.shape not in ("tiny", "micro"):
         print(
-            f"gpu_step_bench: no CUDA GPU here; --shape {args.shape} runs on CPU (slowly) and no GPU memory is measured",
+            f"gpu_step_bench: no CUDA GPU here; --shape {args.shape} runs on CPU (slowly)"
+            f" and no GPU memory is measured",
             flush=True,
         )
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]
@@ -713,7 +719,8 @@ def main(argv: list[str] | None = None) -> int:
         logs.mkdir(parents=True, exist_ok=True)
         (work / "spec.json").write_text(json.dumps(spec))
         print(
-            f"building the {args.shape} policy and the {reward_models} reward models (cached in {real_shapes.cache_dir()}) ...",
+            f"building the {args.shape} policy and the {reward_models} reward models"
+            f" (cached in {real_shapes.cache_dir()}) ...",
             flush=True,
         )
         _child(

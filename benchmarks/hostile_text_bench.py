@@ -134,7 +134,8 @@ def main() -> None:
     started = time.perf_counter()
     verdict = judge_steps("How many apples?", ("3 boxes hold 3 * 12 = 36 apples.",), huge_gold)
     print(
-        f"{f'reference: {len(huge_gold) // 1024} KB gold':<23}{time.perf_counter() - started:>10.3f}   verdict {verdict.index}: {verdict.note}"
+        f"{f'reference: {len(huge_gold) // 1024} KB gold':<23}{time.perf_counter() - started:>10.3f}"
+        f"   verdict {verdict.index}: {verdict.note}"
     )
     over = KINDS["one long line"](MAX_CHARS + 1)
     total, _, too_long = score_once(mix, over)

@@ -37,7 +37,7 @@ def run(base_url: str, calls: int, concurrency: int, tag: str) -> float:
     )
     completions = [f"{i} + 1 = {i + 1}.\nThen {i + 1} * 2 = {2 * i + 2}.\n#### {2 * i + 2}" for i in range(calls)]
     batch = RewardBatch.from_texts(completions, [f"{tag} question {i}" for i in range(calls)])
-    batch.segmentations  # segment outside the timed region: only judge calls are measured
+    _ = batch.segmentations  # segment outside the timed region: only judge calls are measured
     started = time.perf_counter()
     output = mix.compute("first_error", batch)
     elapsed = time.perf_counter() - started
@@ -91,7 +91,8 @@ def main() -> None:
     print(f"{args.calls} judge calls, {args.latency * 1000:.0f} ms server latency")
     print(f"  sequential (concurrency 1):   {sequential:6.2f} s   (ideal {args.calls * args.latency:.2f} s)")
     print(
-        f"  concurrency {args.concurrency:<3}:              {concurrent:6.2f} s   (ideal {ideal:.2f} s = {args.calls}/{args.concurrency} x {args.latency} s)"
+        f"  concurrency {args.concurrency:<3}:              {concurrent:6.2f} s"
+        f"   (ideal {ideal:.2f} s = {args.calls}/{args.concurrency} x {args.latency} s)"
     )
     print(f"  most requests in flight: {in_flight}")
     print(f"  speed-up vs sequential: {sequential / concurrent:.1f}x (ideal {args.concurrency}x)")

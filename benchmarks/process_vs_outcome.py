@@ -236,7 +236,8 @@ def evaluate_report(directory: Path) -> dict:
     right = [int(r["correct"] is not None and r["correct"] >= 1.0) for r in rows]
     # the evaluation judge's verdict: first_error -1 = judged and no error found
     sound = [int(ok and r["first_error"] == -1) for ok, r in zip(right, rows)]
-    # the arithmetic judge's verdict: first_error 0 = checked and no error (flat penalty; -1: error, unverified, no steps)
+    # the arithmetic judge's verdict: first_error 0 = checked and no error
+    # (flat penalty; -1: error, unverified, no steps)
     arithmetic = [int(ok and r["rewards"].get("first_error") == 0.0) for ok, r in zip(right, rows)]
     return {
         "answer_accuracy": report["answer_accuracy"],
@@ -369,10 +370,13 @@ def markdown(results: dict) -> str:
     )
     for arm, row in results["summary"].items():
         suspect = "; ".join(row["hacking_suspect"]) or "no"
+        arithmetic = _fmt(
+            row.get("reasoning_aware_accuracy_arithmetic"), row.get("reasoning_aware_accuracy_arithmetic_std")
+        )
         lines.append(
             f"| {ARMS[arm]['label']} | {_fmt(row['answer_accuracy'], row['answer_accuracy_std'])} | "
             f"{_fmt(row['reasoning_aware_accuracy'], row['reasoning_aware_accuracy_std'])} | "
-            f"{_fmt(row.get('reasoning_aware_accuracy_arithmetic'), row.get('reasoning_aware_accuracy_arithmetic_std'))} | "
+            f"{arithmetic} | "
             f"{_fmt(row['inflation'], row['inflation_std'])} | {_fmt(row['mean_steps'], row['mean_steps_std'], 2)} | "
             f"{_fmt(row['mean_length'], row['mean_length_std'], 0)} | {suspect} |"
         )

@@ -19,7 +19,8 @@ arms, the rewards, segmentation and scoring are the baseline's.
 
 Prints per corpus and component: AUROC sound vs flawed, AUROC among right answers, acc_err /
 acc_cor of first-error components, the no-opinion share, the arithmetic judge's unverified share
-(no checkable computation) on sound and on flawed solutions, and the accuracy reward's agreement with the labelled answer correctness.
+(no checkable computation) on sound and on flawed solutions, and the accuracy reward's agreement with the labelled
+answer correctness.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ RUN = """
 import json, sys
 from procrl.evaluation.score import _jsonable
 from procrl.evaluation.validate import run_validation
-recipe, overrides, data, resamples, out = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+recipe, overrides, data = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+resamples, out = int(sys.argv[4]), sys.argv[5]
 result = run_validation(recipe, overrides, data, resamples=resamples)
 with open(out, "w") as handle:
     json.dump(_jsonable(result.report), handle)
@@ -225,6 +227,11 @@ def main() -> None:
         "answer agrees",
     ]
     names = list(arms)
+
+    def cell(tables: dict[str, dict], name: str, column: str) -> str:
+        values = [tables[a].get(name, {}).get(column, "-") for a in names]
+        return "" if not any(values) else " | ".join(values)
+
     print(
         f"recipe {Path(args.recipe).name} {' '.join('--set ' + o for o in overrides)}; "
         + (f"each cell: now | {names[1]}" if len(names) > 1 else "this checkout")
@@ -234,15 +241,10 @@ def main() -> None:
         classes = ", ".join(f"{n} {k}" for k, n in report["classes"].items())
         print(f"\n{corpus}: {report['n']} solutions ({classes})")
         tables = {arm: rows_of(r) for arm, r in by_arm.items()}
-
-        def cell(name: str, column: str) -> str:
-            values = [tables[a].get(name, {}).get(column, "-") for a in names]
-            return "" if not any(values) else " | ".join(values)
-
-        width = {c: max(len(c), *(len(cell(n, c)) for n in tables["now"])) for c in columns}
+        width = {c: max(len(c), *(len(cell(tables, n, c)) for n in tables["now"])) for c in columns}
         print(f"  {'component':<16}" + "".join(f"  {c:>{width[c]}}" for c in columns))
         for name in tables["now"]:
-            print(f"  {name:<16}" + "".join(f"  {cell(name, c):>{width[c]}}" for c in columns))
+            print(f"  {name:<16}" + "".join(f"  {cell(tables, name, c):>{width[c]}}" for c in columns))
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=1) + "\n")
 

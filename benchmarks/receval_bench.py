@@ -17,7 +17,8 @@ and swings with how busy the machine is (floor 5x); on a GPU it is far larger. E
 reference, the batched scorer without its token budget); the script reports medians and the
 range over rounds, and the median of the per-round ratios.
 
-    OMP_NUM_THREADS=1 python benchmarks/receval_bench.py --threads 1 [--repeats 5] [--chains 64] [--batch-size 64] [--hidden 32]
+    OMP_NUM_THREADS=1 python benchmarks/receval_bench.py --threads 1 [--repeats 5] [--chains 64] \\
+        [--batch-size 64] [--hidden 32]
 """
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         median = statistics.median(times)
         print(
-            f"{name:<32} {len(pairs) / median:8.1f} pairs/s  ({median:.3f} s, {min(times):.3f}-{max(times):.3f}; {detail})"
+            f"{name:<32} {len(pairs) / median:8.1f} pairs/s "
+            f" ({median:.3f} s, {min(times):.3f}-{max(times):.3f}; {detail})"
         )
     print(
         f"speed ratio: median {ratio:.1f}x ({min(ratios):.1f}-{max(ratios):.1f}x over rounds; load average "

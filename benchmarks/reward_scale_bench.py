@@ -52,6 +52,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -407,7 +408,7 @@ def bench_cheap(rows: list[dict], repeats: int) -> list[dict[str, Any]]:
     seconds = []
     for _ in range(repeats):
         batch = make_batch(rows)
-        elapsed, _, _ = _timed(lambda: batch.segmentations, "cpu")
+        elapsed, _, _ = _timed(partial(getattr, batch, "segmentations"), "cpu")
         seconds.append(elapsed)
     out.append(
         {
@@ -420,7 +421,7 @@ def bench_cheap(rows: list[dict], repeats: int) -> list[dict[str, Any]]:
     batch.segmentations  # noqa: B018
     for name, settings in (("accuracy", {}), ("format", {}), ("first_error", {"backend": "arithmetic"})):
         component = build_component(name, settings, "cpu")
-        times = [_timed(lambda: component.score(batch), "cpu")[0] for _ in range(repeats)]  # wall seconds
+        times = [_timed(partial(component.score, batch), "cpu")[0] for _ in range(repeats)]  # wall seconds
         out.append(
             {
                 "component": name,
@@ -575,9 +576,12 @@ def report(
         lines.append(
             f"{s['component']}: timed {s['measured_completions']} completions ({s['work_measured']['units']:,} units, "
             f"{s['work_measured']['tokens']:,} tokens; x{s['scale_by_tokens']:.1f} to the batch); batched "
-            f"{', '.join(_fmt(x) for x in s['batched_seconds_measured'])} s ({s['forward_passes_batched']} forward passes); "
-            f"naive {', '.join(_fmt(x) for x in s['naive_seconds_measured'])} s ({s['work_measured']['units']:,} passes); "
-            f"max |difference| of {s['difference_of']} {s['max_difference']:.1e}; model load {_fmt(s['load_seconds'])} s"
+            f"{', '.join(_fmt(x) for x in s['batched_seconds_measured'])} s"
+            f" ({s['forward_passes_batched']} forward passes); "
+            f"naive {', '.join(_fmt(x) for x in s['naive_seconds_measured'])} s"
+            f" ({s['work_measured']['units']:,} passes); "
+            f"max |difference| of {s['difference_of']} {s['max_difference']:.1e};"
+            f" model load {_fmt(s['load_seconds'])} s"
         )
     lines.append(
         f"s/rank: the {per_rank} completions one rank scores per optimizer step (each of the "

@@ -108,6 +108,6 @@ def test_every_python_block_runs_or_says_why_not(page, request, monkeypatch):
     if page in PREPARE:
         PREPARE[page](module, monkeypatch)
     tests = {name: value for name, value in vars(module).items() if name.startswith("test_") and callable(value)}
-    for name, test in tests.items():
+    for test in tests.values():
         fixtures = {parameter: request.getfixturevalue(parameter) for parameter in inspect.signature(test).parameters}
         test(**fixtures)

@@ -162,7 +162,10 @@ def test_pip_builds_install_the_start_up_hook(tmp_path):
         result = run_command([sys.executable, "-c", code, tmp_path], tmp_path, timeout=300, cwd=source)
         assert result.returncode == 0, result.output
         wheels.append(tmp_path / result.stdout.strip().splitlines()[-1].split()[1])
-    expected = "import sys; getattr(sys, 'argv', None) and sys.argv[0].lower().endswith(('.yaml', '.yml', 'accelerate', 'accelerate-launch'))"
+    expected = (
+        "import sys; getattr(sys, 'argv', None) and sys.argv[0].lower()"
+        ".endswith(('.yaml', '.yml', 'accelerate', 'accelerate-launch'))"
+    )
     for wheel in wheels:
         with zipfile.ZipFile(wheel) as archive:
             names = archive.namelist()

@@ -44,7 +44,8 @@ MR_GSM8K = [
         [
             "Step 1: Nancy saw 90 spiders.",
             "Step 2: She saw 1/3rd as many millipedes as spiders, so she saw 90/3 = 30 millipedes.",
-            "Step 3: She saw a number of stink bugs equal to twice the number of millipedes minus 12, so she saw 2*30 - 12 = 58 stink bugs.",
+            "Step 3: She saw a number of stink bugs equal to twice the number of millipedes minus 12, so she"
+            " saw 2*30 - 12 = 58 stink bugs.",
             "Step 4: In total, Nancy saw 90 spiders + 30 millipedes + 58 stink bugs = 178 bugs.",
             "Step 5: #### 178",
             "Step 6: The answer is: 178",
@@ -56,7 +57,8 @@ MR_GSM8K = [
         "d724e2ca-16c5-43a5-b204-16ada5252ddf",
         [
             "Step 1: We know that the rug is 5 feet wider than the chair, so the rug is 3 + 5 = 8 feet wide.",
-            "Step 2: We also know that the couch is 2 feet longer than twice the width of the rug, so the couch is 2 * 8 + 2 = 22 feet long.",
+            "Step 2: We also know that the couch is 2 feet longer than twice the width of the rug, so"
+            " the couch is 2 * 8 + 2 = 22 feet long.",
             "Step 3: Therefore, the couch is 22 feet long.",
             "Step 4: #### 22",
             "Step 5: The answer is: 22",
@@ -67,7 +69,8 @@ MR_GSM8K = [
     (
         "011f88a5-9cec-495f-819f-bcd8d92a5efc",
         [
-            "Step 1: If Mark weighs 150 pounds, and Susan weighs 20 pounds less than Mark, then Susan weighs 150 - 20 = 130 pounds.",
+            "Step 1: If Mark weighs 150 pounds, and Susan weighs 20 pounds less than Mark, then"
+            " Susan weighs 150 - 20 = 130 pounds.",
             "Step 2: If Bob weighs twice as much as Susan, then Bob weighs 130 * 2 = 260 pounds.",
             "Step 3: To find the average weight of the 3 friends, we add up their weights and divide by 3.",
             "Step 4: So the average weight is (150 + 130 + 260) / 3 = 440 / 3 = 140 pounds.",
@@ -81,9 +84,12 @@ MR_GSM8K = [
     (
         "bd29bebd-0d3a-4700-90be-23c0c4c4e96c",
         [
-            "Step 1:  We know that the distance between both is 75 miles, so the number of hours Tom has to drive to catch up with Bob is 75 / 55 = <<75/55=1.4>>1.4 hours.",
-            "Step 2: The speed of both cars is also relevant, so we have to take into account that Bob is driving 75 miles / 55 hours = <<75/55=1.4>>1.4 hours.",
-            "Step 3: So, the number of hours Tom has to drive to catch up with Bob is 1.4 hours + 1.4 hours = <<1.4+1.4=2.8>>2.8 hours.",
+            "Step 1:  We know that the distance between both is 75 miles, so the number of hours Tom has to drive to"
+            " catch up with Bob is 75 / 55 = <<75/55=1.4>>1.4 hours.",
+            "Step 2: The speed of both cars is also relevant, so we have to take into account that Bob"
+            " is driving 75 miles / 55 hours = <<75/55=1.4>>1.4 hours.",
+            "Step 3: So, the number of hours Tom has to drive to"
+            " catch up with Bob is 1.4 hours + 1.4 hours = <<1.4+1.4=2.8>>2.8 hours.",
             "Step 4: #### 2.8",
         ],
         0,

@@ -240,7 +240,10 @@ def test_score_reads_standard_input_from_a_pipe(tmp_path):
     assert not (tmp_path / "bad.jsonl").exists()
 
 
-EMPTIES = "def empties(prompts, completions, **kwargs):\n    completions.clear()\n    kwargs['answer'].clear()\n    return []\n"
+EMPTIES = (
+    "def empties(prompts, completions, **kwargs):\n    completions.clear()\n"
+    "    kwargs['answer'].clear()\n    return []\n"
+)
 
 
 def test_a_reward_that_empties_its_inputs_gets_the_fallback_in_score(tmp_path, capsys, monkeypatch):

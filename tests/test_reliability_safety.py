@@ -1,8 +1,8 @@
 """Nothing outside the run is touched, no secret is written, interruptions lose nothing: writes through
-symlinks and straight to devices and pipes, never a rename onto them; build-tiny-reasoner never deletes what procrl did not create; the final model complete or absent
-(SIGTERM and a full disk during the final save); a full disk while writing optimizer.pt; secrets
-out of training_args.bin, W&B's run files, errors and the plan; resuming a finished or changed
-run; Ctrl-C and SIGTERM in score and train. Each secret test greps every file under the output
+symlinks and straight to devices and pipes, never a rename onto them; build-tiny-reasoner never deletes what procrl did
+not create; the final model complete or absent (SIGTERM and a full disk during the final save); a full disk while
+writing optimizer.pt; secrets out of training_args.bin, W&B's run files, errors and the plan; resuming a finished or
+changed run; Ctrl-C and SIGTERM in score and train. Each secret test greps every file under the output
 dir and every printed line."""
 
 from __future__ import annotations

@@ -25,9 +25,13 @@ def test_only_the_gradient_checkpointing_rename_warnings_are_filtered():
         filter_known_warnings()
         for old in RENAMED:
             new = old.replace("gradient_checkpointing", "activation_checkpointing")
-            warnings.warn(f"`{old}` is deprecated and will be removed in v6. Use `{new}` instead.", FutureWarning)
-        warnings.warn("`use_cache` is deprecated and will be removed in v6.", FutureWarning)
-        warnings.warn("`gradient_checkpointing_enable` is deprecated and will be removed in v6.", UserWarning)
+            warnings.warn(
+                f"`{old}` is deprecated and will be removed in v6. Use `{new}` instead.", FutureWarning, stacklevel=1
+            )
+        warnings.warn("`use_cache` is deprecated and will be removed in v6.", FutureWarning, stacklevel=1)
+        warnings.warn(
+            "`gradient_checkpointing_enable` is deprecated and will be removed in v6.", UserWarning, stacklevel=1
+        )
     assert [str(w.message) for w in caught] == [
         "`use_cache` is deprecated and will be removed in v6.",
         "`gradient_checkpointing_enable` is deprecated and will be removed in v6.",

@@ -46,21 +46,22 @@ def test_field_choices_reads_an_enum_annotation_or_the_metadata():
         NO = "no"
         STEPS = "steps"
 
-    assert field_choices(typing.Union[Strategy, str], {}) == ("no", "steps")
+    # typing.Union / typing.Optional on purpose: TRL annotates its fields so, and `X | Y` is another object
+    assert field_choices(typing.Union[Strategy, str], {}) == ("no", "steps")  # noqa: UP007
     assert field_choices(str, {"choices": ["fork", "spawn"]}) == ("fork", "spawn")
-    assert field_choices(typing.Optional[str], {"help": "any text"}) is None
+    assert field_choices(typing.Optional[str], {"help": "any text"}) is None  # noqa: UP045
 
 
 def test_type_source_keeps_what_check_value_checks():
-    assert type_source(typing.Optional[float]) == "float | None"
-    assert type_source(typing.Union[str, list[str], None]) == "str | list[str] | None"
+    assert type_source(typing.Optional[float]) == "float | None"  # noqa: UP045
+    assert type_source(typing.Union[str, list[str], None]) == "str | list[str] | None"  # noqa: UP007
     assert type_source(typing.Literal["a", "b"]) == "Literal['a', 'b']"
     assert type_source(dict[str, typing.Any]) == "dict[str, Any]"
 
     class Strategy(str):  # an enum-like class procrl does not check itself
         pass
 
-    assert type_source(typing.Union[Strategy, str]) == "Any"
+    assert type_source(typing.Union[Strategy, str]) == "Any"  # noqa: UP007
 
 
 def _imported_after(code: str, cwd=REPO) -> tuple[int, list[str], str]:
@@ -98,7 +99,8 @@ def test_score_one_row_imports_no_trainer_stack_and_needs_no_model_section(tmp_p
     )
     out = tmp_path / "out.jsonl"
     code = (
-        f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r}, '--input', {str(rows)!r}, "
+        f"from procrl.launch import cli\nassert cli.main(['score', '--recipe', {str(recipe)!r},"
+        f" '--input', {str(rows)!r}, "
         f"'--output', {str(out)!r}, '--quiet']) == 0"
     )
     status, heavy, stderr = _imported_after(code)

@@ -31,7 +31,8 @@ def test_training_rows_hold_the_controlled_flaws_and_no_held_out_question():
     others = [r for r in rows if r["template"] not in spec.habits]
     assert 0.01 < sum(r["slip"] is not None for r in others) / len(others) < 0.06
     for row in rows[:300]:  # the flaws are what they claim, by the arithmetic judge's own check
-        steps, answer = row["completion"].split("\n")[:-1], row["completion"].rsplit("#### ", 1)[1]
+        assert "#### " in row["completion"]
+        steps = row["completion"].split("\n")[:-1]
         assert (first_wrong_step(steps) >= 0) == (row["slip"] is not None)
     held_out = {p["question"] for split in HELD_OUT_SPLITS for p in generate_split(split, HELD_OUT_EXAMPLES, 0)}
     assert not held_out & {r["prompt"] for r in rows}

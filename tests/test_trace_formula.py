@@ -45,7 +45,7 @@ def test_empty_input_scores_zero():
 
 def test_rule_tables_are_exactly_the_spec():
     assert len(ALLOWED_STATES) == 10 and len(GOOD_TRANSITIONS) == 13 and len(BAD_TRANSITIONS) == 7
-    allowed = {"".join(sorted(c for c, l in SHORT.items() if l in s)) for s in ALLOWED_STATES}
+    allowed = {"".join(sorted(c for c, label in SHORT.items() if label in s)) for s in ALLOWED_STATES}
     assert allowed == {"C", "CD", "CE", "D", "DW", "W", "BW", "B", "BE", "E"}
     for label in ("Qualifier", "Rebuttal", "Monitoring"):
         assert not any(label in s for s in ALLOWED_STATES)
@@ -77,7 +77,7 @@ def test_transition_coherence_counts_every_label_pair_and_skips_unlabelled_sente
     assert (r.good_transitions, r.bad_transitions, r.total_transitions) == (0, 2, 3)
     assert r.transition_coherence == pytest.approx(-2 / 3)
     counts = r.transition_counts
-    index = {l: i for i, l in enumerate(LABELS)}
+    index = {label: i for i, label in enumerate(LABELS)}
     assert counts[index["Monitoring"]][index["Qualifier"]] == 1
     assert counts[index["Qualifier"]][index["Qualifier"]] == 1
     assert counts[index["Qualifier"]][index["Data/Evidence"]] == 1

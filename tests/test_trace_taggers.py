@@ -257,7 +257,9 @@ def test_train_tagger_round_trip(tmp_path, capsys):
     assert {"classifier.weight", "classifier.bias"} <= keys and all(
         k.startswith(("deberta.", "classifier.")) for k in keys
     )
-    assert json.loads((saved / "config.json").read_text())["id2label"] == {str(i): l for i, l in enumerate(LABELS)}
+    assert json.loads((saved / "config.json").read_text())["id2label"] == {
+        str(i): label for i, label in enumerate(LABELS)
+    }
     metrics = json.loads((saved / "eval_metrics.json").read_text())
     assert metrics["heldout"] == n_heldout and set(metrics["per_label"]) == set(LABELS)
 

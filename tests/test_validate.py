@@ -308,8 +308,11 @@ def test_validate_end_to_end_on_the_real_mr_gsm8k_sample(tmp_path, capsys):
     assert sum(breakdown[k] for k in ("exact", "early", "late", "none", "no_verdict")) == 250
     assert breakdown["exact"] == round(local["acc_err"] * 250)
     assert sum(breakdown["late_by"].values()) == breakdown["late"]
-    share = lambda k: f"{100 * breakdown[k] / 250:.0f}%"
-    line = next(l for l in table.splitlines() if l.startswith("first_error") and l.split()[1] == "250")
+
+    def share(k: str) -> str:
+        return f"{100 * breakdown[k] / 250:.0f}%"
+
+    line = next(row for row in table.splitlines() if row.startswith("first_error") and row.split()[1] == "250")
     assert line.split()[2:6] == [share("exact"), share("early"), share("late"), share("none")]
     assert f"| first_error | 250 | {share('exact')} | {share('early')} (" in (out / "report.md").read_text()
 

@@ -79,7 +79,7 @@ def extract_boxed(text: str) -> str | None:
     if position < 0:
         return None
     brace = text.find("{", position)
-    if brace >= 0 and text[position:brace].strip("\\boxedfx ") == "":  # the usual case: the last box is balanced
+    if brace >= 0 and set(text[position:brace]) <= _BOX_GAP:  # the usual case: the last box is balanced
         depth = 0
         for i in range(brace, len(text)):
             if text[i] == "{":
@@ -212,11 +212,10 @@ def _last_number(text: str) -> Number | None:
 def last_answer_statement(completion: str) -> str | None:
     """What follows the last ``answer is`` / ``answer:`` / ``answer =``, to the end of its line
     (rule 3: "The answer is 3. No wait, the answer is 4." states 4)."""
-    last = None
-    for last in _ANSWER_IS.finditer(completion):
-        pass
-    if last is None:
+    matches = list(_ANSWER_IS.finditer(completion))
+    if not matches:
         return None
+    last = matches[-1]
     end = completion.find("\n", last.end())
     return completion[last.end() : end if end >= 0 else len(completion)]
 

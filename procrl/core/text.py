@@ -260,7 +260,7 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
-_LONG_RUN = re.compile(r"\S{%d,}" % (SPACY_MAX_TOKEN + 1))
+_LONG_RUN = re.compile(rf"\S{{{SPACY_MAX_TOKEN + 1},}}")
 
 
 def _spaced(run: str) -> str:

@@ -19,6 +19,7 @@ from procrl.core.paths import is_local_data_file
 from procrl.data.prompts import DEFAULT_PROMPT_TEMPLATE, format_prompt, uses_chat_template
 
 __all__ = [
+    "DEFAULT_PROMPT_TEMPLATE",
     "build_eval_dataset",
     "build_prompt_dataset",
     "check_data_file",

@@ -205,10 +205,7 @@ def declared_answer_kind(data) -> str | None:
     try:
         from procrl.core.jsonl import iter_records
 
-        for _, first in iter_records(data.dataset, "data.dataset"):
-            break
-        else:
-            return None
+        first = next((record for _, record in iter_records(data.dataset, "data.dataset")), None)
     except (ConfigError, OSError):
         return None  # loading says what is wrong with the file
     if not isinstance(first, dict):

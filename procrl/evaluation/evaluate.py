@@ -529,7 +529,8 @@ def report_markdown(report: dict[str, Any]) -> str:
             "## First error",
             "",
             f"error found in {_fmt(fe.get('error_found_rate'))} of judged completions; "
-            f"mean index {_fmt(fe.get('mean_index'))}, mean relative position {_fmt(fe.get('mean_relative_position'))}; "
+            f"mean index {_fmt(fe.get('mean_index'))},"
+            f" mean relative position {_fmt(fe.get('mean_relative_position'))}; "
             f"index histogram {fe['index_histogram']}, relative histogram {fe['relative_histogram']}",
         ]
         if fe.get("categories"):

@@ -11,7 +11,8 @@
 A mix that pays for reasoning orders W > S, W > A, W > H and P <= S. Written as rows for
 ``procrl score``::
 
-    python -m procrl.evaluation.integrity --input ../shared/data/gsm8k/train.jsonl --output cases.jsonl --num-problems 200
+    python -m procrl.evaluation.integrity --input ../shared/data/gsm8k/train.jsonl --output cases.jsonl \\
+        --num-problems 200
     procrl score --recipe recipes/gsm8k_judge.yaml --set rewards.first_error.backend=arithmetic \\
         --input cases.jsonl --output scored.jsonl
     python -m procrl.evaluation.integrity --check scored.jsonl

@@ -111,18 +111,21 @@ def format_report(report: dict[str, Any]) -> str:
     lines += ["", "error samples by label position: n / exact / early / late / missed / no verdict"]
     for bucket, row in report["confusion"]["error_by_label"].items():
         lines.append(
-            f"  step {bucket:<3} {row['n']:>5} {row['exact']:>6} {row['early']:>6} {row['late']:>5} {row['missed']:>7} {row['no_verdict']:>6}"
+            f"  step {bucket:<3} {row['n']:>5} {row['exact']:>6} {row['early']:>6} {row['late']:>5}"
+            f" {row['missed']:>7} {row['no_verdict']:>6}"
         )
     correct = report["confusion"]["all_correct"]
     lines.append(
-        f"all-correct samples: {correct['n']}: -1 {correct['correct']}, false alarm {correct['false_alarm']}, no verdict {correct['no_verdict']}"
+        f"all-correct samples: {correct['n']}: -1 {correct['correct']},"
+        f" false alarm {correct['false_alarm']}, no verdict {correct['no_verdict']}"
     )
     sweep = report.get("threshold_sweep")
     if sweep:
         lines += ["", f"threshold sweep (configured {report['threshold']}):"]
         for row in sweep["thresholds"]:
             lines.append(
-                f"  {row['threshold']:.2f}  F1 {_percent(row['f1'])}  acc_err {_percent(row['acc_err'])}  acc_cor {_percent(row['acc_cor'])}"
+                f"  {row['threshold']:.2f}  F1 {_percent(row['f1'])}  acc_err {_percent(row['acc_err'])}"
+                f"  acc_cor {_percent(row['acc_cor'])}"
             )
         if sweep["best"]:
             lines.append(f"F1-best threshold: {sweep['best']['threshold']:.2f} (F1 {_percent(sweep['best']['f1'])})")

@@ -135,9 +135,9 @@ def processbench_metrics(labels: list[int], predictions: list[int | None]) -> di
     verdict, wrong either way)."""
     if len(labels) != len(predictions):
         raise ValueError("labels and predictions differ in length")
-    errors = [(l, p) for l, p in zip(labels, predictions) if l != -1]
-    corrects = [p for l, p in zip(labels, predictions) if l == -1]
-    acc_err = sum(p == l for l, p in errors) / len(errors) if errors else math.nan
+    errors = [(label, p) for label, p in zip(labels, predictions) if label != -1]
+    corrects = [p for label, p in zip(labels, predictions) if label == -1]
+    acc_err = sum(p == label for label, p in errors) / len(errors) if errors else math.nan
     acc_cor = sum(p == -1 for p in corrects) / len(corrects) if corrects else math.nan
     if errors and corrects:
         f1 = 2 * acc_err * acc_cor / (acc_err + acc_cor) if acc_err + acc_cor > 0 else 0.0

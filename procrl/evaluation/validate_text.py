@@ -213,7 +213,8 @@ def report_markdown(report: dict[str, Any]) -> str:
         for klass, c in stats["by_class"].items():
             lines.append(
                 f"| {name} | {CLASS_LABELS[klass]} | {c['n']} | {_fmt(c['mean'])} | {_pct(c.get('none'))} | "
-                f"{_pct(c.get('fallback')) if 'fallback' in c else ''} | {_pct(c['no_steps']) if 'no_steps' in c else ''} | "
+                f"{_pct(c.get('fallback')) if 'fallback' in c else ''} | "
+                f"{_pct(c['no_steps']) if 'no_steps' in c else ''} | "
                 f"{_pct(c['unverified']) if 'unverified' in c else ''} |"
             )
     kinds = [(n, s["by_kind"]) for n, s in _rows_of(report) if s.get("by_kind")]
@@ -235,15 +236,18 @@ def report_markdown(report: dict[str, Any]) -> str:
             "",
             "## First-error localisation on procrl's steps",
             "",
-            "| component | n sound | n flawed (label on procrl's steps) | acc_err | acc_cor | F1 | error found in flawed | "
+            "| component | n sound | n flawed (label on procrl's steps) | "
+            "acc_err | acc_cor | F1 | error found in flawed | "
             "false alarms | labels outside procrl's steps |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
         for name, stats in judges:
-            l = stats["localisation"]
+            loc = stats["localisation"]
             lines.append(
-                f"| {name} | {l['n_correct']} | {l['n_error']} | {_pct(l['acc_err'])} | {_pct(l['acc_cor'])} | "
-                f"{_pct(l['f1'])} | {_pct(l['error_found'])} | {l['false_alarm']} | {l['label_not_on_procrl_steps']} |"
+                f"| {name} | {loc['n_correct']} | {loc['n_error']} | "
+                f"{_pct(loc['acc_err'])} | {_pct(loc['acc_cor'])} | "
+                f"{_pct(loc['f1'])} | {_pct(loc['error_found'])} | "
+                f"{loc['false_alarm']} | {loc['label_not_on_procrl_steps']} |"
             )
     breakdown = _localisation_rows(report)
     if breakdown:
@@ -251,15 +255,18 @@ def report_markdown(report: dict[str, Any]) -> str:
             "",
             "## Where the first error is put on flawed rows",
             "",
-            "| judge | flawed | exact | early (by 1 / 2 / 3+) | late (by 1 / 2 / 3+) | none | no verdict | acc_err | acc_cor | F1 |",
+            "| judge | flawed | exact | early (by 1 / 2 / 3+) | "
+            "late (by 1 / 2 / 3+) | none | no verdict | acc_err | acc_cor | F1 |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for name, local in breakdown:
             b = local["breakdown"]
             share = {k: _pct(b[k] / b["n"]) for k in ("exact", "early", "late", "none", "no_verdict")}
             lines.append(
-                f"| {name} | {b['n']} | {share['exact']} | {share['early']} ({_by(b['early_by']).replace('/', ' / ')}) | "
-                f"{share['late']} ({_by(b['late_by']).replace('/', ' / ')}) | {share['none']} | {share['no_verdict']} | "
+                f"| {name} | {b['n']} | {share['exact']} | "
+                f"{share['early']} ({_by(b['early_by']).replace('/', ' / ')}) | "
+                f"{share['late']} ({_by(b['late_by']).replace('/', ' / ')}) | "
+                f"{share['none']} | {share['no_verdict']} | "
                 f"{_pct(local['acc_err'])} | {_pct(local['acc_cor'])} | {_pct(local['f1'])} |"
             )
         lines += [
@@ -273,9 +280,11 @@ def report_markdown(report: dict[str, Any]) -> str:
             "",
             "## Step boundaries: the data's against procrl's",
             "",
-            f"- mean steps per solution: data {_fmt(seg['mean_data_steps'], 2)}, procrl {_fmt(seg['mean_procrl_steps'], 2)}",
+            f"- mean steps per solution: data {_fmt(seg['mean_data_steps'], 2)},"
+            f" procrl {_fmt(seg['mean_procrl_steps'], 2)}",
             f"- data step starts that start a procrl step: {_pct(seg['boundary_recall'])}; procrl step starts that "
-            f"start a data step: {_pct(seg['boundary_precision'])} (within procrl's reasoning: the answer line is no step)",
+            f"start a data step: {_pct(seg['boundary_precision'])}"
+            f" (within procrl's reasoning: the answer line is no step)",
             f"- identical boundaries: {_pct(seg['identical'])} of {seg['n']} solutions",
         ]
     for name, stats in report["components"].items():
@@ -285,7 +294,8 @@ def report_markdown(report: dict[str, Any]) -> str:
                 "",
                 f"## {name}: agreement with the labelled final-answer correctness",
                 "",
-                f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])}); {a['no_score']} labelled rows without a gold answer."
+                f"{a['agree']} of {a['scored']} agree ({_pct(a['agreement'])});"
+                f" {a['no_score']} labelled rows without a gold answer."
                 + (
                     ""
                     if len(a.get("by_kind") or {}) < 2
@@ -305,15 +315,16 @@ def report_markdown(report: dict[str, Any]) -> str:
             "",
             "## Peers on the same rows",
             "",
-            "| peer | matched | AUROC sound vs flawed | AUROC among right answers | acc_err | acc_cor | F1 | step-count mismatches |",
+            "| peer | matched | AUROC sound vs flawed |"
+            " AUROC among right answers | acc_err | acc_cor | F1 | step-count mismatches |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for name, p in report["peers"].items():
-            l = p.get("localisation") or {}
+            loc = p.get("localisation") or {}
             lines.append(
                 f"| {name} | {p['matched']} ({_pct(p['matched_fraction'])}) | {_auroc_cell(p)} | "
-                f"{_auroc_cell(p, 'auroc_right_answer')} | {_pct(l.get('acc_err')) if l else '-'} | "
-                f"{_pct(l.get('acc_cor')) if l else '-'} | {_pct(l.get('f1')) if l else '-'} | "
+                f"{_auroc_cell(p, 'auroc_right_answer')} | {_pct(loc.get('acc_err')) if loc else '-'} | "
+                f"{_pct(loc.get('acc_cor')) if loc else '-'} | {_pct(loc.get('f1')) if loc else '-'} | "
                 f"{p.get('step_count_mismatch', '-')} |"
             )
         lines += [

@@ -28,7 +28,8 @@ def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
             _check_accelerate_config(candidate, config_file)
             return candidate
     raise ConfigError(
-        f"launch.config_file: {config_file} not found (looked relative to the working directory and to the recipe's directory and its parents)"
+        f"launch.config_file: {config_file} not found (looked relative to the working directory"
+        f" and to the recipe's directory and its parents)"
     )
 
 

@@ -161,7 +161,10 @@ class RunLock:
                 f"output_dir: {folder} is in use by a run on another host ({where}); wait for it, or remove "
                 f"{self.path} if that run is gone"
             )
-        return f"output_dir: {folder} is in use by another run ({where}); wait for it to finish, or use another --output-dir"
+        return (
+            f"output_dir: {folder} is in use by another run ({where}); "
+            "wait for it to finish, or use another --output-dir"
+        )
 
     def acquire(self) -> str | None:
         """Take the lock; returns a note when a stale lock was taken over. ConfigError when busy.

@@ -163,7 +163,8 @@ def hardware_problems(recipe, layout: LaunchLayout, gpus: int) -> list[Problem]:
             Problem(
                 layout.processes_key,
                 (
-                    f"{layout.per_machine} processes per machine, but this machine has {gpus} GPU(s) (one process per GPU); "
+                    f"{layout.per_machine} processes per machine, but this machine has {gpus} GPU(s)"
+                    f" (one process per GPU); "
                     f"set {fix}"
                 ),
             )
@@ -173,7 +174,8 @@ def hardware_problems(recipe, layout: LaunchLayout, gpus: int) -> list[Problem]:
             Problem(
                 "launch.config_file",
                 (
-                    f"{layout.config_file} runs {layout.distributed_type} over {layout.processes} process(es), which needs "
+                    f"{layout.config_file} runs {layout.distributed_type} over {layout.processes} process(es),"
+                    f" which needs "
                     f"{layout.per_machine} GPU(s) per machine; this machine has none. Run it where there are GPUs "
                     f"(`procrl check RECIPE` prints the plan), or ask for CPU ranks on the command line "
                     f"(--multi_gpu --num_processes 2)"
@@ -371,7 +373,7 @@ def gguf_references(recipe) -> list[tuple[str, str, str]]:
     for spec in recipe.rewards:
         models = getattr(spec.target, "models", None)
         if callable(models):
-            for key, ref in models(spec.settings).items():
+            for ref in models(spec.settings).values():
                 if ref.gguf_file:
                     refs.append((f"rewards.{spec.name}.gguf_file", ref.name, ref.gguf_file))
     return refs

@@ -252,25 +252,33 @@ def check_batch_layout(recipe: Recipe, processes: int) -> None:
     layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
     if generations < 2:
         raise ConfigError(
-            f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages, got {generations}"
+            f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
+            f" got {generations}"
         )
     if generation_batch is not None and steps is not None:
         raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
     if generation_batch is not None:
         if generation_batch % (per_device * processes):
             raise ConfigError(
-                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout} = {per_device * processes}"
+                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout}"
+                f" = {per_device * processes}"
             )
     else:
         steps = steps if steps is not None else accumulation
         generation_batch = per_device * processes * steps
-        layout += f" x {'steps_per_generation' if args.get('steps_per_generation') is not None else 'gradient_accumulation_steps'} {steps}"
+        per_generation = args.get("steps_per_generation") is not None
+        batches = "steps_per_generation" if per_generation else "gradient_accumulation_steps"
+        layout += f" x {batches} {steps}"
     if recipe.trainer.algorithm == "ppo":
         generation_batch = per_device * processes * accumulation
-        layout = f"per_device_train_batch_size {per_device} x {processes} process(es) x gradient_accumulation_steps {accumulation}"
+        layout = (
+            f"per_device_train_batch_size {per_device} x {processes} process(es) "
+            f"x gradient_accumulation_steps {accumulation}"
+        )
     if generation_batch % generations:
         raise ConfigError(
-            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions does not hold whole groups of "
+            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions"
+            f" does not hold whole groups of "
             f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
         )
 
@@ -470,7 +478,8 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     _, step, target = finished
     if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
         raise ConfigError(
-            f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target} but its final save did "
+            f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target}"
+            f" but its final save did "
             f"not complete; {checkpoint} holds the finished model (its weights are what the final save writes): use it"
         )
     trainer._load_from_checkpoint(checkpoint)
@@ -478,7 +487,8 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     save_final_model(trainer, recipe.output_dir)
     if trainer.accelerator.is_main_process:
         _note(
-            f"--resume: the run had trained to step {step} of max_steps {target}, but its final save had not completed: "
+            f"--resume: the run had trained to step {step} of max_steps {target},"
+            f" but its final save had not completed: "
             f"saved the final model from {checkpoint}; nothing to train"
         )
 

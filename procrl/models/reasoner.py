@@ -196,7 +196,8 @@ def check_build_dir(output_dir: str | os.PathLike) -> Path:
     if output.is_dir() and any(output.iterdir()) and not _is_build(output) and not _is_unfinished_build(output):
         shown = ", ".join(sorted(entry.name for entry in output.iterdir())[:4])
         raise ConfigError(
-            f"--output-dir: {text} is a directory that holds files ({shown}, ...) and is not a {REASONER} build; procrl "
+            f"--output-dir: {text} is a directory that holds files ({shown}, ...)"
+            f" and is not a {REASONER} build; procrl "
             "replaces only its own builds: give a new or empty directory"
         )
     return output

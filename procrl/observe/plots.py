@@ -201,8 +201,8 @@ def plot_transition_heatmap(
 def plot_component_distributions(
     scores: dict[str, list[float | None]], title: str = "reward components", types: dict[str, str] | None = None
 ):
-    """One histogram per component on its declared score range (:func:`~procrl.observe.stats.score_range`), with the mean
-    dashed; None = no opinion, counted in the panel title; a note on a constant component, a
+    """One histogram per component on its declared score range (:func:`~procrl.observe.stats.score_range`), with the
+    mean dashed; None = no opinion, counted in the panel title; a note on a constant component, a
     sentence for one without any score."""
     if not scores:
         return _message_figure(title, "no reward components")

@@ -3,8 +3,8 @@ validating a recipe's ``trainer`` section does not import TRL (which imports tor
 and peft: seconds and hundreds of MiB before ``procrl check`` or ``score`` do any work).
 
 The tables below are generated from the installed TRL by
-``python -m procrl.recipe.trl_schema --write``; ``tests/test_startup.py`` checks them against the installed TRL, field by field and type by
-type, so a TRL upgrade that adds, drops or retypes a field, or changes a set of values, fails the
+``python -m procrl.recipe.trl_schema --write``; ``tests/test_startup.py`` checks them against the installed TRL, field
+by field and type by type, so a TRL upgrade that adds, drops or retypes a field, or changes a set of values, fails the
 tests until the tables are regenerated. A field's values are a closed set where TRL's dataclass
 states one: an Enum in its annotation (``IntervalStrategy | str``: the Enum's values) or
 ``metadata["choices"]`` (what transformers' argument parser offers); the recipe layer checks a

@@ -17,8 +17,9 @@ per-step scores.
 No opinion is never the best score: a chain without steps or with more than ``max_steps``
 gets ``no_steps_score`` (the bottom of the range: 0 / -1), a completion without a predicted
 answer ``no_answer_score`` (-1, informativeness); only a failure of the model or of a custom
-splitter gives None, which the mix resolves by the component's ``fallback`` (group mean). The formulas and the RCU split are pure functions (text / probabilities in,
-numbers out); models live in :mod:`procrl.rewards.scorers.nli` and :mod:`procrl.rewards.scorers.info_gain`.
+splitter gives None, which the mix resolves by the component's ``fallback`` (group mean). The formulas and the RCU split
+are pure functions (text / probabilities in, numbers out); models live in :mod:`procrl.rewards.scorers.nli` and
+:mod:`procrl.rewards.scorers.info_gain`.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class RCU:
 _CALCULATOR_NOTE = re.compile(r"<<[^<>]*>>")
 # Conclusion markers; "so far", "so that", "even so", "or so", "so many/much" are not markers.
 _CONCLUSION_MARKER = re.compile(
-    r"(?<!\beven )(?<!\bor )\bso\b(?!\s+(?:far|that|many|much)\b)|\b(?:therefore|thus|hence|which\s+means|this\s+means)\b",
+    r"(?<!\beven )(?<!\bor )\bso\b(?!\s+(?:far|that|many|much)\b)"
+    r"|\b(?:therefore|thus|hence|which\s+means|this\s+means)\b",
     re.IGNORECASE,
 )
 # Per ReCEval, the clause after "because" / "since" is a premise of the step's conclusion.
@@ -360,7 +362,8 @@ class ReCEvalCorrectness(RewardComponent):
         dtype: str = field("auto", help="torch dtype of the NLI model ('auto', 'float32', 'bfloat16', ...).")
         max_steps: int = field(
             64,
-            help="Chains with more steps are not scored (their NLI pairs grow quadratically): they get no_steps_score, counted as too_many_steps.",
+            help="Chains with more steps are not scored (their NLI pairs grow quadratically):"
+            " they get no_steps_score, counted as too_many_steps.",
         )
         no_steps_score: float = field(
             0.0,
@@ -516,7 +519,10 @@ class ReCEvalInformativeness(RewardComponent):
     class Settings:
         lm: str = field(
             "reference",
-            help="Causal LM for the information gain: a Hub id or directory (or a .gguf path, or an embedded model such as procrl:smollm2-135m-instruct), or 'reference' for the trainer's reference model (trainer.beta > 0, or the LoRA policy with adapters disabled).",
+            help="Causal LM for the information gain: a Hub id or directory (or a .gguf path,"
+            " or an embedded model such as procrl:smollm2-135m-instruct),"
+            " or 'reference' for the trainer's reference model"
+            " (trainer.beta > 0, or the LoRA policy with adapters disabled).",
         )
         gguf_file: str | None = field(
             None, help="A GGUF checkpoint inside lm (a Hub repository or directory), dequantized to dtype."
@@ -546,7 +552,8 @@ class ReCEvalInformativeness(RewardComponent):
         )
         max_steps: int = field(
             64,
-            help="Chains with more steps get no score (counted as too_many_steps): their work grows with the steps (quadratically for NLI pairs).",
+            help="Chains with more steps get no score (counted as too_many_steps):"
+            " their work grows with the steps (quadratically for NLI pairs).",
         )
 
         def validate(self, path: str) -> None:

@@ -239,7 +239,8 @@ class AtomicCheckpoints:
             if reason is None:
                 raise
             raise CheckpointWriteError(
-                f"writing {name} to {run_dir} failed ({reason}); it was not published, {kept(run_dir, 'free space and ')}"
+                f"writing {name} to {run_dir} failed ({reason});"
+                f" it was not published, {kept(run_dir, 'free space and ')}"
             ) from None
         finally:
             self._procrl_staging = False
@@ -401,7 +402,8 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
         if reason is None:
             raise
         raise CheckpointWriteError(
-            f"writing the final model to {folder} failed ({reason}); nothing was published there, {kept(folder, 'free space and ')}"
+            f"writing the final model to {folder} failed ({reason});"
+            f" nothing was published there, {kept(folder, 'free space and ')}"
         ) from None
     trainer.accelerator.wait_for_everyone()
     if main:
@@ -411,7 +413,8 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
                 marker.write_text(
                     json.dumps(
                         {
-                            "what": "procrl is moving the final model from .partial/final to here; if this file stays, that "
+                            "what": "procrl is moving the final model from .partial/final to here;"
+                            " if this file stays, that "
                             "was interrupted and the files here are a mix: use the newest checkpoint",
                             "newest_checkpoint": newest_complete_checkpoint(folder),
                         },

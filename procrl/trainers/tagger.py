@@ -268,7 +268,8 @@ def _format_f1(per_label: dict, macro: float | None, n: int) -> str:
     ]
     for label, values in per_label.items():
         lines.append(
-            f"  {label:<16}{values['support']:>8}{cell(values['precision']):>11}{cell(values['recall']):>8}{cell(values['f1']):>8}"
+            f"  {label:<16}{values['support']:>8}{cell(values['precision']):>11}"
+            f"{cell(values['recall']):>8}{cell(values['f1']):>8}"
         )
     lines.append(f"  macro-F1 (labels present in gold or predictions): {cell(macro)}")
     return "\n".join(lines)

@@ -5,9 +5,9 @@ all, from connecting to the last byte of the reply (a server that drips its repl
 time cannot stretch it: httpx's own timeouts are per read); 429, 5xx, timeouts, connection
 errors and a 200 whose body is not a chat completion (a proxy's HTML error page, truncated JSON)
 are retried ``max_retries`` times with exponential backoff (``backoff_s * 2**attempt``,
-jittered, ``Retry-After`` honoured up to 30 s); other 4xx are not retried. Replies are cached by (model, prompt), so a prompt judged before (the same
-completion in a later epoch, a rerun of eval-judge) costs no request. The API key is read from
-the environment variable named by ``api_key_env`` at request time; it is never stored.
+jittered, ``Retry-After`` honoured up to 30 s); other 4xx are not retried. Replies are cached by (model, prompt), so a
+prompt judged before (the same completion in a later epoch, a rerun of eval-judge) costs no request. The API key is read
+from the environment variable named by ``api_key_env`` at request time; it is never stored.
 """
 
 from __future__ import annotations

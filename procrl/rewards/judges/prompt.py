@@ -4,8 +4,8 @@ The prompt shows the steps tagged and numbered from 0 and asks for the earliest 
 -1, in ``\\boxed{}``; optionally the error category. A math problem (answer kind ``number``) is
 checked for calculations, facts and logic; a multiple-choice or yes/no question (``choice``,
 ``yes_no``) as ReTraceQA checks commonsense reasoning: facts and knowledge, what the question
-asks, and the inferences, with the gold answer (``(B) reading``, ``yes``) shown in reference mode. The verdict is the last ``\\boxed{int}`` of
-the reply; anything else is no verdict.
+asks, and the inferences, with the gold answer (``(B) reading``, ``yes``) shown in reference mode. The verdict is the
+last ``\\boxed{int}`` of the reply; anything else is no verdict.
 
 What real LLM replies put in the box, read as the index (from SmolLM2-135M-Instruct as the
 ``hf`` judge and the forms larger chat models write): ``\\boxed{2}``, ``\\boxed{step_2}``,

@@ -136,6 +136,8 @@ __all__ = ["Reference", "ReferenceJudge", "ReferenceRules", "TRANSFORMATIONS", "
 
 CONSTANTS = (0.0, 1.0, 2.0, 100.0)  # without a unit: what every solution may use (100: a percent's base)
 
+DEFAULT_RULES = ReferenceRules()  # frozen, so one shared default is safe
+
 
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
 # Bounds on work (every completion, question and gold gets a verdict in bounded time; real GSM8K
@@ -766,7 +768,7 @@ def judge_steps(
     question: str | None,
     steps: tuple[str, ...],
     gold: str | None,
-    rules: ReferenceRules = ReferenceRules(),
+    rules: ReferenceRules = DEFAULT_RULES,
     answer: float | None = None,
 ) -> Verdict:
     """The verdict for one solution (module docstring); ``answer``: the final answer the
@@ -949,7 +951,7 @@ class ReferenceJudge(Judge):
     def from_settings(cls, settings: ReferenceSettings, device=None) -> ReferenceJudge:
         return cls(settings.rules())
 
-    def __init__(self, rules: ReferenceRules = ReferenceRules()):
+    def __init__(self, rules: ReferenceRules = DEFAULT_RULES):
         self.rules = rules
 
     def judge_one(self, item: JudgeItem) -> Verdict:

@@ -56,8 +56,8 @@ def excused(
 ) -> bool:
     """True when a claim that does not hold may still be right as written: rounding, units of
     different kinds, a conversion, a multiplier word, a percent added to a number (the list:
-    :mod:`~procrl.rewards.quantities.claims`). Such a claim is dropped, not flagged. ``left`` is the left side as scanned
-    (it starts at ``left_start`` of ``visible``)."""
+    :mod:`~procrl.rewards.quantities.claims`). Such a claim is dropped, not flagged. ``left`` is the left side as
+    scanned (it starts at ``left_start`` of ``visible``)."""
     line_end = text.find("\n", stated_end, stated_end + 40)
     tail = text[stated_end : line_end if line_end >= 0 else stated_end + 40]
     if _ROUNDED.search(tail) or _ROUNDED.search(text[max(0, left_start - 25) : left_start]):

@@ -2,8 +2,8 @@
 
 What it keeps of vLLM's contract, because the trainers depend on it: the engine holds its own
 copy of the weights (loaded from ``model``, changed only by ``load_weights`` pushes), prompts
-are token ids (or text, tokenized by the engine), each request gives ``n`` samples, completions end with the EOS token when they
-stop on it, and each sampled token carries its log-probability after temperature
+are token ids (or text, tokenized by the engine), each request gives ``n`` samples, completions end with the EOS token
+when they stop on it, and each sampled token carries its log-probability after temperature
 ("processed_logprobs"). What it simplifies: sampling is transformers' ``generate`` one prompt at
 a time, no KV-cache management, no structured outputs, no NCCL (server mode).
 """
