@@ -126,7 +126,7 @@ def main() -> int:
             naive = result["naive_agree"] / result["labelled"]
             print(
                 f"{task}: {result['solutions']} traces, {result['labelled']} with a labelled answer; "
-                f"accuracy agreement "
+                "accuracy agreement "
                 f"{result['agree']}/{result['labelled']} = {share:.2%} (naive last-(X) reader: {naive:.2%}); "
                 f"rules {result['rules']}"
             )

@@ -594,7 +594,7 @@ def report(spec: dict, arms: list[dict]) -> str:
             lines.append(
                 f"  {a['arm']}: peak allocated {_gib(peak)} = the estimate's {_gib(e.get('total'))} + "
                 f"{_gib(peak - e.get('total', 0))} not in it"
-                f" (activations, logits, KV cache, vLLM's share, reward models)"
+                " (activations, logits, KV cache, vLLM's share, reward models)"
             )
         else:
             lines.append(
@@ -685,7 +685,7 @@ def main(argv: list[str] | None = None) -> int:
     if not cuda and args.shape not in ("tiny", "micro"):
         print(
             f"gpu_step_bench: no CUDA GPU here; --shape {args.shape} runs on CPU (slowly)"
-            f" and no GPU memory is measured",
+            " and no GPU memory is measured",
             flush=True,
         )
     arms = [a.strip() for a in args.arms.split(",") if a.strip()]

@@ -102,7 +102,7 @@ def test_reasoning_aware_accuracy_against_scripted_judge(judge, tmp_path):
         f"We read the problem.\n\nWe combine the numbers.\n\nThe answer is {golds[0]}.",  # right, sound
         f"We read the problem. MARK_STEP0\n\nWe combine the numbers.\n\nThe answer is {golds[1]}.",  # right, error at 0
         f"We read the problem.\n\nWe combine the numbers.\n\nThe answer is {wrong}.",  # wrong answer, judge: sound
-        f"We read the problem. MARK_GARBLED\n\n"
+        "We read the problem. MARK_GARBLED\n\n"
         f"We combine the numbers.\n\nThe answer is {golds[3]}.",  # right, no verdict
         f"We read the problem.\n\nWe combine the numbers. MARK_STEP1\n\nThe answer is {golds[4]}.",  # right, error at 1
     ]

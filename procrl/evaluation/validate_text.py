@@ -284,7 +284,7 @@ def report_markdown(report: dict[str, Any]) -> str:
             f" procrl {_fmt(seg['mean_procrl_steps'], 2)}",
             f"- data step starts that start a procrl step: {_pct(seg['boundary_recall'])}; procrl step starts that "
             f"start a data step: {_pct(seg['boundary_precision'])}"
-            f" (within procrl's reasoning: the answer line is no step)",
+            " (within procrl's reasoning: the answer line is no step)",
             f"- identical boundaries: {_pct(seg['identical'])} of {seg['n']} solutions",
         ]
     for name, stats in report["components"].items():

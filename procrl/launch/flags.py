@@ -29,7 +29,7 @@ def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
             return candidate
     raise ConfigError(
         f"launch.config_file: {config_file} not found (looked relative to the working directory"
-        f" and to the recipe's directory and its parents)"
+        " and to the recipe's directory and its parents)"
     )
 
 

@@ -164,7 +164,7 @@ def hardware_problems(recipe, layout: LaunchLayout, gpus: int) -> list[Problem]:
                 layout.processes_key,
                 (
                     f"{layout.per_machine} processes per machine, but this machine has {gpus} GPU(s)"
-                    f" (one process per GPU); "
+                    " (one process per GPU); "
                     f"set {fix}"
                 ),
             )
@@ -175,7 +175,7 @@ def hardware_problems(recipe, layout: LaunchLayout, gpus: int) -> list[Problem]:
                 "launch.config_file",
                 (
                     f"{layout.config_file} runs {layout.distributed_type} over {layout.processes} process(es),"
-                    f" which needs "
+                    " which needs "
                     f"{layout.per_machine} GPU(s) per machine; this machine has none. Run it where there are GPUs "
                     f"(`procrl check RECIPE` prints the plan), or ask for CPU ranks on the command line "
                     f"(--multi_gpu --num_processes 2)"

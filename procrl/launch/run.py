@@ -252,7 +252,7 @@ def check_batch_layout(recipe: Recipe, processes: int) -> None:
     layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
     if generations < 2:
         raise ConfigError(
-            f"trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
+            "trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
             f" got {generations}"
         )
     if generation_batch is not None and steps is not None:
@@ -278,7 +278,7 @@ def check_batch_layout(recipe: Recipe, processes: int) -> None:
     if generation_batch % generations:
         raise ConfigError(
             f"trainer.num_generations: a batch of {layout} = {generation_batch} completions"
-            f" does not hold whole groups of "
+            " does not hold whole groups of "
             f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
         )
 
@@ -479,7 +479,7 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
         raise ConfigError(
             f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target}"
-            f" but its final save did "
+            " but its final save did "
             f"not complete; {checkpoint} holds the finished model (its weights are what the final save writes): use it"
         )
     trainer._load_from_checkpoint(checkpoint)
@@ -488,7 +488,7 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     if trainer.accelerator.is_main_process:
         _note(
             f"--resume: the run had trained to step {step} of max_steps {target},"
-            f" but its final save had not completed: "
+            " but its final save had not completed: "
             f"saved the final model from {checkpoint}; nothing to train"
         )
 

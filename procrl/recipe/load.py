@@ -32,7 +32,7 @@ def read_recipe_file(path: str | os.PathLike) -> dict[str, Any]:
     if "\x00" in text:
         raise ConfigError(
             f"{path}: line {text[: text.index(chr(0))].count(chr(10)) + 1}: a NUL byte;"
-            f" a recipe is a UTF-8 YAML file, not binary"
+            " a recipe is a UTF-8 YAML file, not binary"
         )
     try:
         raw = yaml_core.load(text)

@@ -207,7 +207,7 @@ def parse_rewards(raw: Any, path: str = "rewards") -> list[ComponentSpec]:
     if all(spec.weight == 0 for spec in specs):
         raise ConfigError(
             f"{path}: every component has weight 0 ({', '.join(f'{path}.{s.name}.weight' for s in specs)}),"
-            f" so every sample's "
+            " so every sample's "
             f"reward would be 0 and there is nothing to learn; give at least one component a non-zero weight"
         )
     names = [s.name for s in specs]
