@@ -1,4 +1,4 @@
-"""The reference first-error judge (procrl/rewards/judges/reference.py) on hand-written steps:
+"""The reference first-error judge (procrl/rewards/judges/reference/) on hand-written steps:
 each step's quantities against the question's numbers and the gold solution's values."""
 
 from __future__ import annotations
@@ -455,13 +455,13 @@ def _count_adds(monkeypatch):
     from procrl.rewards.judges import reference
 
     calls = {"n": 0}
-    add = reference._Values.add
+    add = reference.Values.add
 
     def counted(self, value):
         calls["n"] += 1
         return add(self, value)
 
-    monkeypatch.setattr(reference._Values, "add", counted)
+    monkeypatch.setattr(reference.Values, "add", counted)
     return calls
 
 
@@ -481,6 +481,7 @@ def test_the_judge_s_work_grows_linearly_with_the_completion(monkeypatch):
 
 def test_a_long_gold_is_read_in_linear_work_and_a_huge_one_is_capped(monkeypatch):
     from procrl.rewards.judges import reference
+    from procrl.rewards.judges.reference import gold as gold_reading
 
     def gold(lines):
         return (
@@ -490,13 +491,13 @@ def test_a_long_gold_is_read_in_linear_work_and_a_huge_one_is_capped(monkeypatch
         )
 
     calls = {"n": 0}
-    flatten = reference._flatten
+    flatten = gold_reading._flatten
 
     def counted(*args):
         calls["n"] += 1
         return flatten(*args)
 
-    monkeypatch.setattr(reference, "_flatten", counted)
+    monkeypatch.setattr(gold_reading, "_flatten", counted)
     work = []
     for lines in (50, 200):  # each gold result feeds the next calculation: expanded, a chain that grows
         read_reference.cache_clear()

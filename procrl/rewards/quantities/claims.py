@@ -343,7 +343,7 @@ def first_wrong_step(steps: list[str]) -> int:
     return -1
 
 
-# --- the numbers a text states (the reference judge reads them: procrl/rewards/judges/reference.py) ---
+# --- the numbers a text states (the reference judge reads them: procrl/rewards/judges/reference/) ---
 
 # A number as the scanner reads it: currency before it, thousands separators, decimals, a percent
 # sign, a tight fraction ("3/5", "((3)/(5))" from \\frac); not a piece of a word or of a longer

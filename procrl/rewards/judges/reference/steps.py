@@ -1,0 +1,84 @@
+"""What a completion's step states: its quantities in reading order, each with the operands of the
+calculation it results from, its unit and the units its step names."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from procrl.rewards.judges.settings import ReferenceRules
+from procrl.rewards.quantities import find_claims, stated_numbers
+from procrl.rewards.quantities.units import canonical_unit, units_named
+
+
+@dataclass
+class Quantity:
+    step: int
+    value: float
+    text: str
+    operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
+    claim_correct: bool | None = None
+    percent: bool = False
+    unit: str | None = None  # the unit written after it, as a name of units.UNITS
+    named: frozenset[str] = frozenset()  # the units its step names
+    fraction: bool = False  # "3/5", "\\frac{3}{5}": ``operands`` are its two parts
+    on_path: bool = False  # a gold value (or a transformation of one)
+    leads: bool = False  # lookahead: a later quantity reaches a gold value from it
+
+
+STEP_LABEL = re.compile(r"(?i)\bstep\s*$")
+
+
+def step_quantities(index: int, step: str) -> list[Quantity]:
+    """The quantities of one step in reading order: its numbers, a calculation's result carrying
+    its operands (annotations, blanked in the text, placed where they stand)."""
+    numbers = stated_numbers(step)
+    starts = [n.start for n in numbers]
+    claims = find_claims(step)
+    named = units_named(step)
+    results: dict[int, Quantity] = {}
+    placed: list[tuple[int, Quantity]] = []
+    for claim in claims:
+        if claim.kind == "annotation":
+            inside = stated_numbers(claim.left)
+            operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+            placed.append((claim.start, Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
+            continue
+        equals = claim.equals if claim.equals is not None else claim.start
+        # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
+        inside = numbers[bisect.bisect_left(starts, claim.start) : bisect.bisect_left(starts, equals)]
+        after = bisect.bisect_right(starts, equals)
+        result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
+        operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
+        if result is not None and result.start not in results:
+            results[result.start] = Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
+    for number in numbers:
+        if STEP_LABEL.search(step, max(0, number.start - 8), number.start):
+            continue  # "Step 3:", a label, not a quantity
+        if _YEAR.match(number.text) and _YEAR_BEFORE.search(step, max(0, number.start - 12), number.start):
+            continue  # "in 2008": a date
+        quantity = results.get(number.start) or Quantity(index, number.value, number.text)
+        if quantity.operands is None and number.parts:
+            quantity.operands, quantity.fraction = number.parts, True  # "3/5 of them": a fraction of its parts
+        quantity.percent, quantity.unit, quantity.named = (
+            number.percent,
+            canonical_unit(number.unit) or ("dollar" if number.currency else None),
+            named,
+        )
+        if number.percent:
+            quantity.text = quantity.text.rstrip("% ")
+        placed.append((number.start, quantity))
+    placed.sort(key=lambda item: item[0])
+    return [quantity for _, quantity in placed]
+
+
+_YEAR = re.compile(r"(?:1[89]|20)\d\d$")
+_YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
+
+
+def readings(quantity: Quantity, rules: ReferenceRules) -> list[float]:
+    """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
+    if quantity.percent and "percent" in rules.transformations:
+        return [quantity.value, quantity.value / 100]
+    return [quantity.value]

@@ -1,0 +1,162 @@
+"""The first error: every stated quantity checked in reading order against what is known (the rule
+of :mod:`procrl.rewards.judges.reference`), and a wrong final answer blamed on a step."""
+
+from __future__ import annotations
+
+import math
+
+from procrl.rewards.judges.protocol import Verdict
+from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, read_reference
+from procrl.rewards.judges.reference.rules import CONSTANTS, constant, look_ahead, matches
+from procrl.rewards.judges.reference.steps import Quantity, step_quantities
+from procrl.rewards.judges.reference.values import Values, derivable, uses, written_tolerance
+from procrl.rewards.judges.settings import ReferenceRules
+from procrl.rewards.quantities.units import conversion_factors
+
+DEFAULT_RULES = ReferenceRules()  # frozen, so one shared default is safe
+# Bounds on work (every completion gets a verdict in bounded time; real GSM8K solutions state at most
+# a few hundred quantities):
+MAX_QUANTITIES = 1000  # quantities of a completion judged; a longer chain with no error among them: too_long
+
+
+def stated_final_answer(completion: str | None) -> float | None:
+    """The final answer a completion states explicitly (``#### N``, ``\\boxed{}``, "the answer is",
+    a bold last line), or None: a last number alone is no statement of an answer (a solution cut
+    short, a prefix, states none)."""
+    from procrl.core.answers import extract_prediction
+
+    value, rule = extract_prediction(completion or "")
+    return None if rule in ("none", "last_number") else value
+
+
+def judge_steps(
+    question: str | None,
+    steps: tuple[str, ...],
+    gold: str | None,
+    rules: ReferenceRules = DEFAULT_RULES,
+    answer: float | None = None,
+) -> Verdict:
+    """The verdict for one solution (the rule of :mod:`procrl.rewards.judges.reference`); ``answer``:
+    the final answer the completion states (None: none stated)."""
+    reference = read_reference(question, gold)
+    if reference is None:
+        return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
+    quantities: list[Quantity] = []
+    for index, step in enumerate(steps):
+        if len(quantities) > MAX_QUANTITIES:
+            break  # the later steps are not read
+        quantities += step_quantities(index, step)
+    capped = len(quantities) > MAX_QUANTITIES
+    quantities = quantities[:MAX_QUANTITIES]
+    base = Values([*reference.question, *CONSTANTS])
+    path = reference.path(rules)
+    units = "units" in rules.transformations
+    for quantity in quantities:
+        quantity.on_path = matches(quantity, path, rules)
+    if rules.off_path == "lookahead":
+        look_ahead(quantities, reference, base, rules)
+    established: list[float] = []  # every value accepted so far
+    derived: list[float] = []  # those that are results, not the question's numbers restated
+    checked: set[int] = set()
+    off_path: list[Quantity] = []  # accepted off the gold's path (they lead back to it)
+    known_so_far = base.copy()  # the question's numbers, the constants and every value accepted so far
+    for quantity in quantities:
+        factors = conversion_factors(None, quantity.named) if units else ()
+        given, known = base, known_so_far
+        if factors:
+            given, known = base.copy(), known_so_far.copy()
+            for factor in factors:
+                given.add(factor)
+                known.add(factor)
+        if rules.check_arithmetic and quantity.claim_correct is False:
+            return _flag(quantity, checked, "a false calculation")
+        calculated = (
+            quantity.operands is not None
+            and quantity.claim_correct is not False
+            and all(known.has(o) for o in quantity.operands)
+        )
+        accepted, result = True, not matches(quantity, given, rules)
+        if matches(quantity, known, rules) or constant(quantity, rules) or (quantity.fraction and calculated):
+            if calculated and quantity.on_path:
+                checked.add(quantity.step)  # a calculation the gold makes too, landing on a known value
+            result = result and calculated
+        elif quantity.on_path:
+            if (
+                calculated
+                or reference.worked_out(quantity, given, Values(derived), rules, rules.max_depth)
+                or any(
+                    uses(
+                        value,
+                        quantity.value,
+                        known,
+                        min(rules.max_depth, 1),
+                        written_tolerance(quantity.value, quantity.text),
+                    )
+                    for value in derived
+                )
+            ):
+                checked.add(quantity.step)
+            elif rules.leap == "flag":
+                return _flag(quantity, checked, "a gold value stated before it can be worked out")
+        elif quantity.leads:
+            off_path.append(quantity)
+            if calculated or derivable(
+                quantity.value, known, rules.max_depth, written_tolerance(quantity.value, quantity.text)
+            ):
+                checked.add(quantity.step)
+        elif rules.off_path == "derivable" and derivable(
+            quantity.value,
+            Values([*known, *path]),
+            max(rules.max_depth, 1),
+            written_tolerance(quantity.value, quantity.text),
+        ):
+            off_path.append(quantity)
+            checked.add(quantity.step)
+        else:
+            accepted = False
+        if not accepted:
+            return _flag(quantity, checked, "not reachable from the question and the gold solution")
+        established.append(quantity.value)
+        known_so_far.add(quantity.value)
+        if result:
+            derived.append(quantity.value)
+    wrong = answer is not None and reference.answer is not None and not _same_answer(answer, reference.answer)
+    # a chain ending on the gold's answer has a misread answer line, not a wrong step
+    if wrong and quantities and not _same_answer(quantities[-1].value, reference.answer):
+        return _wrong_answer(quantities, off_path, answer, checked)
+    if capped:
+        return Verdict(
+            None, status="too_long", note=f"no error in the first {MAX_QUANTITIES} quantities; the rest is not judged"
+        )
+    return Verdict(-1, checked_steps=len(checked), note=_CAPPED_NOTE if reference.capped else None)
+
+
+_CAPPED_NOTE = f"the question or the gold solution was read to its first {MAX_READ_CHARS} characters"
+
+
+def _same_answer(answer: float, gold: float) -> bool:
+    return math.isclose(abs(answer), abs(gold), rel_tol=1e-6, abs_tol=1e-9)
+
+
+def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: float, checked: set[int]) -> Verdict:
+    """No step was flagged but the final answer is not the gold's: a wrong answer means a wrong
+    step. The first value accepted off the gold's path (the chain left the path there and came
+    back only by coincidence), else the first step whose calculation results in the wrong answer,
+    else the last step stating it; never the answer line (it is no step). No step states it (the
+    answer line alone has it): no error named."""
+    if off_path:
+        first = off_path[0]
+        return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
+    stating = [q for q in quantities if _same_answer(q.value, answer)]
+    chosen = next((q for q in stating if q.operands is not None and not q.fraction), stating[-1] if stating else None)
+    if chosen is None:
+        return Verdict(-1, checked_steps=len(checked))
+    return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
+
+
+def _flag(quantity: Quantity, checked: set[int], why: str) -> Verdict:
+    return Verdict(
+        quantity.step,
+        note=f"step {quantity.step} states {quantity.text[:80]}: {why}",
+        checked_steps=len(checked | {quantity.step}),
+    )
