@@ -116,7 +116,7 @@ _QWEN25 = {
     "bos_token_id": 151643,
     "eos_token_id": 151645,
 }
-# the shapes procrl check plans with (procrl/launch/plan.py), completed to a loadable config
+# the shapes procrl check plans with (procrl/models/parameters.py), completed to a loadable config
 QWEN25 = {size: {**_QWEN25, **KNOWN_ARCHITECTURES[f"qwen2.5-{size}"]} for size in ("0.5b", "1.5b", "7b")}
 TINY_QWEN25_LM = {
     **_QWEN25,

@@ -1,5 +1,5 @@
 """Layer 8, launch: the ``procrl`` command line (:mod:`~procrl.launch.cli`), starting a recipe the way it
 asks (:mod:`~procrl.launch.accelerate`), the pre-launch checks (:mod:`~procrl.launch.prelaunch`), one
-training run in this process (:mod:`~procrl.launch.run`), ``procrl plan`` (:mod:`~procrl.launch.plan`)
-and the output-dir rules (:mod:`~procrl.launch.output_dir`). Import from those modules: this package
-exports nothing itself."""
+training run in this process (:mod:`~procrl.launch.run`), the plan of ``procrl check``
+(:mod:`~procrl.launch.plan`, its memory estimate :mod:`~procrl.launch.memory`) and the output-dir rules
+(:mod:`~procrl.launch.output_dir`). Import from those modules: this package exports nothing itself."""

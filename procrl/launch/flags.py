@@ -1,7 +1,7 @@
 """The command-line helpers of the launch layer: ``accelerate launch`` flags (read, checked) and
 the recipe's ``launch.config_file`` located. Pure functions, imported by :mod:`procrl.launch.prelaunch`,
-:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.plan` and :mod:`procrl.launch.check` (here so that
-none of them imports another just for these)."""
+:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.memory` and :mod:`procrl.launch.check` (here so
+that none of them imports another just for these)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ REWARDS: dict[str, str] = {
     "format": "procrl.rewards.format:FormatReward",
     "first_error": "procrl.rewards.first_error:FirstErrorReward",
     "trace": "procrl.rewards.trace:TraceReward",
-    "receval_correctness": "procrl.rewards.receval:ReCEvalCorrectness",
-    "receval_informativeness": "procrl.rewards.receval:ReCEvalInformativeness",
+    "receval_correctness": "procrl.rewards.receval.components:ReCEvalCorrectness",
+    "receval_informativeness": "procrl.rewards.receval.components:ReCEvalInformativeness",
 }
 
 

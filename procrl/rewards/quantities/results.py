@@ -1,6 +1,6 @@
 """A clause with each calculation replaced by the result it states ("He made a profit of 80000 -
 10000 = $70,000" -> "He made a profit of $70,000"), and the calculations: what ReCEval's
-premise/conclusion split reads (:func:`procrl.rewards.receval.split_rcus`). Token-based: the
+premise/conclusion split reads (:func:`procrl.rewards.receval.rcu.split_rcus`). Token-based: the
 calculation is the run of numbers, operators and unit words between them that ends at an ``=``
 followed by a number."""
 

@@ -1,0 +1,387 @@
+"""The memory estimate of ``procrl check``: per-GPU bytes for weights + gradients + optimizer
+states under the launch's ZeRO stage, TRL's reference model, PPO's critic, and the reward models.
+
+Arithmetic over the recipe and small local files (the accelerate config, the model's
+config.json or safetensors headers when they are on disk); nothing is downloaded and no model is built.
+
+Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et al. 2020):
+
+* DeepSpeed (mixed precision): 16-bit weights (2) + 16-bit gradients (2) + fp32 master weights
+  and Adam moments (12). Stage 1 shards the optimizer states over the data-parallel ranks, stage
+  2 also the gradients, stage 3 also the weights. ``offload_optimizer_device: cpu`` moves the
+  optimizer states (and ``offload_param_device: cpu`` the stage-3 weights) to host memory.
+* Without DeepSpeed (single process, DDP): weights and gradients in the model's dtype and two
+  AdamW moments in that dtype (no master copy), all replicated.
+* LoRA: all of the model's weights stay, frozen (in the model's dtype; sharded only by stage 3);
+  the adapters come on top, and only they have gradients and optimizer states, kept in fp32
+  (4 + 4 + 8 bytes, PEFT's fp32 adapters and torch AdamW's moments in the parameters' dtype).
+  Measured against a PEFT model in tests/test_launch_plan.py and by
+  benchmarks/gpu_step_bench.py (weights, gradients, optimizer states of a real run).
+* ``model.dtype: auto``: the dtype the checkpoint's config.json records (a float32 checkpoint
+  loads in float32), else 16-bit.
+* TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
+  stage 3). PPO adds its critic (the policy's layout without the LM head, or
+  ``trainer.value_model``'s), trained like the policy. Activations, generation KV cache and
+  vLLM's share of the GPU are not included.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from procrl.models.architecture import model_architecture
+from procrl.models.parameters import count_lora_parameters, count_parameters
+from procrl.recipe import Recipe
+
+__all__ = [
+    "GIB",
+    "MemoryEstimate",
+    "PolicyMemory",
+    "ZeroSetup",
+    "estimate_memory",
+    "format_bytes",
+    "format_count",
+    "policy_memory_estimate",
+    "reward_model_memory",
+    "value_model_memory",
+    "weight_bytes_per_parameter",
+    "weights_on_disk",
+    "zero_setup",
+]
+
+GIB = 1024**3
+
+
+@dataclass
+class ZeroSetup:
+    """What the accelerate config says about sharding."""
+
+    distributed_type: str  # NO | MULTI_GPU | DEEPSPEED | FSDP | ...
+    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
+    offload_optimizer: bool
+    offload_param: bool
+    config_processes: int | None
+    source: str
+
+
+def zero_setup(recipe: Recipe) -> ZeroSetup:
+    """Read the recipe's accelerate config file (launch.config_file), if any."""
+    import yaml
+
+    from procrl.core.config import ConfigError
+    from procrl.launch.flags import resolve_config_file
+
+    launch = recipe.launch
+    if launch.config_file is None:
+        kind = "MULTI_GPU" if (launch.num_processes or 1) > 1 or launch.num_machines > 1 else "NO"
+        return ZeroSetup(kind, None, False, False, None, "no accelerate config file")
+    try:
+        path = resolve_config_file(launch.config_file, recipe.path)
+        config = yaml.safe_load(path.read_text()) or {}
+    except (ConfigError, OSError, yaml.YAMLError) as error:
+        return ZeroSetup("UNKNOWN", None, False, False, None, f"{launch.config_file}: {error}")
+    kind = str(config.get("distributed_type", "NO"))
+    processes = config.get("num_processes")
+    if kind != "DEEPSPEED":
+        return ZeroSetup(kind, None, False, False, processes, launch.config_file)
+    deepspeed = config.get("deepspeed_config") or {}
+    if not isinstance(deepspeed, dict):
+        return ZeroSetup(
+            kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping"
+        )
+    stage = deepspeed.get("zero_stage")
+    offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
+    offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
+    json_file = deepspeed.get("deepspeed_config_file")
+    if json_file:
+        try:
+            zero = json.loads(resolve_config_file(json_file, str(path)).read_text()).get("zero_optimization", {})
+            stage = zero.get("stage", stage)
+            offload_optimizer = str((zero.get("offload_optimizer") or {}).get("device", "none")) != "none"
+            offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
+        except (ConfigError, OSError, ValueError) as error:
+            return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
+    return ZeroSetup(
+        kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
+    )
+
+
+@dataclass
+class MemoryEstimate:
+    """Bytes per GPU (see the module docstring for the model)."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float
+    reference_model: float
+    host_offload: float  # bytes per rank moved to CPU memory by offloading
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states + self.reference_model
+
+
+def estimate_memory(
+    parameters: int,
+    trainable: int,
+    *,
+    weight_bytes: int = 2,
+    shards: int = 1,
+    zero_stage: int | None = None,
+    offload_optimizer: bool = False,
+    offload_param: bool = False,
+    lora: bool = False,
+    reference_model: bool = False,
+) -> MemoryEstimate:
+    """Per-GPU bytes for weights, gradients, optimizer states (+ reference model) of one rank.
+
+    ``parameters``: the model's own parameters. ``trainable``: the parameters trained; with
+    ``lora`` these are the adapters, added on top of the model's parameters (which all stay
+    frozen), not a part of them.
+    """
+    if parameters < 0 or trainable < 0 or shards < 1:
+        raise ValueError("parameters and trainable must be >= 0, shards >= 1")
+    deepspeed = zero_stage is not None
+    stage = zero_stage or 0
+    frozen = parameters if lora else 0  # LoRA: the whole base stays in memory, the adapters come on top
+    if lora:  # adapters in fp32: 4 + 4 + 8; the base is frozen, in the model dtype
+        base_weights, trainable_weight, grad_bytes, optim_bytes = frozen * weight_bytes, 4, 4, 8
+    elif deepspeed:  # mixed precision: 16-bit weights and grads, fp32 master + 2 moments
+        base_weights, trainable_weight, grad_bytes, optim_bytes = (
+            0,
+            weight_bytes,
+            weight_bytes,
+            12 if weight_bytes == 2 else 8,
+        )
+    else:  # plain torch: everything in the model's dtype, two AdamW moments
+        base_weights, trainable_weight, grad_bytes, optim_bytes = 0, weight_bytes, weight_bytes, 2 * weight_bytes
+    weights = base_weights + trainable * trainable_weight
+    gradients = trainable * grad_bytes
+    optimizer = trainable * optim_bytes
+    reference = parameters * weight_bytes if reference_model else 0
+    host = 0.0
+    if deepspeed and stage >= 1:
+        optimizer /= shards
+    if deepspeed and stage >= 2:
+        gradients /= shards
+    if deepspeed and stage >= 3:
+        weights /= shards
+        reference /= shards
+    if deepspeed and offload_optimizer:
+        host += optimizer
+        optimizer = 0.0
+    if deepspeed and stage >= 3 and offload_param:
+        host += weights
+        weights = 0.0
+    return MemoryEstimate(float(weights), float(gradients), float(optimizer), float(reference), float(host))
+
+
+def format_bytes(value: float) -> str:
+    return f"{value / GIB:.1f} GiB" if value >= 0.1 * GIB else f"{value / 1024**2:.1f} MiB"
+
+
+def format_count(value: int) -> str:
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit} ({value:,})"
+    return f"{value:,}"
+
+
+def weight_bytes_per_parameter(dtype: str, config: dict[str, Any] | None) -> int:
+    """Bytes per weight as loaded: the recipe's ``model.dtype``; for ``auto``, the dtype the
+    checkpoint's config.json records (``dtype`` / ``torch_dtype``; a float32 checkpoint loads in
+    float32), else 2 (16-bit, as the Hub's LMs are stored)."""
+    if dtype == "auto" and config:
+        dtype = str(config.get("dtype") or config.get("torch_dtype") or "auto")
+    return 4 if dtype == "float32" else 2
+
+
+@dataclass
+class PolicyMemory:
+    """The estimate for a recipe's policy and the counts behind it; ``memory`` is None (and
+    ``problem`` says why) when it cannot be estimated."""
+
+    parameters: int | None
+    trainable: int | None
+    weight_bytes: int
+    memory: MemoryEstimate | None
+    config: dict[str, Any] | None
+    source: str
+    problem: str | None = None
+
+
+def policy_memory_estimate(recipe: Recipe, processes: int, setup: ZeroSetup | None = None) -> PolicyMemory:
+    """Per-GPU bytes of the policy's weights, gradients, optimizer states (+ TRL's reference
+    model) for the recipe over ``processes`` ranks (benchmarks/gpu_step_bench.py compares it
+    with what a run holds)."""
+    setup = setup or zero_setup(recipe)
+    config, source = model_architecture(recipe.model.name_or_path, recipe.model.revision, recipe.model.gguf_file)
+    weight_bytes = weight_bytes_per_parameter(recipe.model.dtype, config)
+    parameters = count_parameters(config) if config else None
+    if parameters is None:
+        return PolicyMemory(None, None, weight_bytes, None, config, source, "parameter count unknown")
+    lora = recipe.model.lora
+    trainable = parameters
+    if lora is not None:
+        trainable = count_lora_parameters(config, lora.r, lora.target_modules)
+        if trainable is None:
+            return PolicyMemory(
+                parameters, None, weight_bytes, None, config, source, "LoRA target modules not in the standard layout"
+            )
+    beta = float(recipe.trainer_args.get("beta", 0.0) or 0.0)
+    estimate = estimate_memory(
+        parameters,
+        trainable,
+        weight_bytes=weight_bytes,
+        shards=processes,
+        zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer,
+        offload_param=setup.offload_param,
+        lora=lora is not None,
+        reference_model=beta > 0 and lora is None,
+    )
+    return PolicyMemory(parameters, trainable, weight_bytes, estimate, config, source)
+
+
+# --- reward models ------------------------------------------------------------------------------
+
+_DTYPE_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "float64": 8,
+}
+
+
+def _model_directory(name: str) -> Path | None:
+    """A local directory, or the model's snapshot in the Hugging Face cache (no network)."""
+    local = Path(name).expanduser()
+    if local.is_dir():
+        return local
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+    except Exception:  # noqa: BLE001 - not a repo id
+        return None
+    return Path(cached).parent if isinstance(cached, str) else None
+
+
+def weights_on_disk(directory: Path) -> tuple[int, int] | None:
+    """(parameters, bytes) of the safetensors weights in ``directory``, from their headers."""
+    files = sorted(directory.glob("*.safetensors"))
+    if not files:
+        return None
+    from safetensors import safe_open
+
+    parameters = size = 0
+    for file in files:
+        with safe_open(str(file), framework="numpy") as handle:
+            for key in handle.keys():
+                tensor = handle.get_slice(key)
+                count = 1
+                for dimension in tensor.get_shape():
+                    count *= dimension
+                parameters += count
+                size += count * _DTYPE_BYTES.get(tensor.get_dtype(), 4)
+    return parameters, size
+
+
+def reward_model_memory(recipe: Recipe) -> dict[str, tuple[float | None, str]]:
+    """Per reward component that loads a model: (bytes per GPU or None, a description). Reward
+    models load whole on every rank (never ZeRO-sharded), so each GPU holds all of them. From the
+    safetensors headers when the weights are on disk (local or cached), else the parameter count
+    the component gives for its default model (``ModelRef.parameters``) or the architecture's."""
+    result: dict[str, tuple[float | None, str]] = {}
+    for spec in recipe.rewards:
+        models = getattr(spec.target, "models", None)
+        refs = models(spec.settings) if callable(models) else {}
+        for key, ref in refs.items():
+            label = spec.name if len(refs) == 1 else f"{spec.name}.{key}"
+            gguf = ref.gguf_file is not None or ref.name.lower().endswith(".gguf")
+            directory = None if gguf else _model_directory(ref.name)
+            on_disk = weights_on_disk(directory) if directory is not None else None
+            assumed = ""
+            if on_disk is not None:
+                parameters, stored = on_disk
+                count, source = format_count(parameters), "the weights on disk"
+            else:
+                config, _ = model_architecture(ref.name, gguf_file=ref.gguf_file)
+                parameters = ref.parameters or (
+                    count_parameters(config) if config else None
+                )  # the component's model card
+                if parameters is None:
+                    result[label] = (None, f"not estimated ({ref.name}: weights not on disk, size unknown)")
+                    continue
+                config_dtype = str((config or {}).get("torch_dtype") or (config or {}).get("dtype") or "")
+                stored = parameters * _DTYPE_BYTES.get(config_dtype, 4)
+                assumed = "" if config_dtype in _DTYPE_BYTES else ", float32 assumed"
+                count = f"~{parameters / 1e6:,.0f}M" if ref.parameters else format_count(parameters)
+                source = (
+                    "its model card"
+                    if ref.parameters
+                    else ("its GGUF header" if config and "gguf_file_type" in config else "its architecture")
+                )
+            if ref.dtype == "auto":
+                size, dtype_text = float(stored), f"checkpoint dtype{assumed}"
+            else:
+                size, dtype_text = float(parameters * _DTYPE_BYTES.get(ref.dtype, 4)), ref.dtype
+            result[label] = (
+                size,
+                f"{format_bytes(size)} ({ref.name}: {count} parameters from {source}, {dtype_text};"
+                " whole on every rank)",
+            )
+    return result
+
+
+def value_model_memory(
+    recipe: Recipe,
+    config: dict[str, Any],
+    parameters: int,
+    trainable: int,
+    weight_bytes: int,
+    processes: int,
+    setup: ZeroSetup,
+) -> MemoryEstimate | None:
+    """PPO's critic: the policy's architecture (or trainer.value_model's) without the LM head, with
+    a 1-output head, trained like the policy (LoRA adapters when the policy uses LoRA)."""
+    if recipe.trainer.value_model:
+        config, _ = model_architecture(recipe.trainer.value_model, gguf_file=recipe.trainer.value_model_gguf_file)
+        parameters = count_parameters(config) if config else None
+        if parameters is None:
+            return None
+        lora = recipe.model.lora
+        trainable = count_lora_parameters(config, lora.r, lora.target_modules) if lora else parameters
+        if trainable is None:
+            return None
+    hidden, vocab = int(config["hidden_size"]), int(config["vocab_size"])
+    head = 0 if config.get("tie_word_embeddings", False) else vocab * hidden
+    if recipe.model.lora is not None:  # frozen trunk; the adapters and the new 1-output head train
+        value_parameters, value_trainable = parameters - head, trainable + hidden
+    else:
+        value_parameters = value_trainable = parameters - head + hidden
+    return estimate_memory(
+        value_parameters,
+        value_trainable,
+        weight_bytes=weight_bytes,
+        shards=processes,
+        zero_stage=setup.zero_stage,
+        offload_optimizer=setup.offload_optimizer,
+        offload_param=setup.offload_param,
+        lora=recipe.model.lora is not None,
+    )
