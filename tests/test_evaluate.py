@@ -15,6 +15,7 @@ import pytest
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
 from procrl.evaluation import evaluate as ev
+from procrl.evaluation.evaluate_scoring import aggregate_outputs
 from procrl.launch.cli import main as cli_main
 from procrl.recipe import load_recipe
 from procrl.rewards import RewardOutput
@@ -235,7 +236,7 @@ def test_aggregate_outputs_merges_batches():
             scores=[1.0], metrics={"m": 4.0}, extras={"transition_counts": [[0, 3], [1, 0]]}, failures={"no_verdict": 2}
         )
     }
-    merged = ev.aggregate_outputs([first, second])["t"]
+    merged = aggregate_outputs([first, second])["t"]
     assert merged.scores == [0.5, None, 1.0]
     assert merged.details == [{"a": 1}, {"a": 2}, None]
     assert merged.metrics["m"] == pytest.approx((1.0 * 2 + 4.0 * 1) / 3)  # weighted by batch size

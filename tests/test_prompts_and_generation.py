@@ -1,7 +1,7 @@
 """The one prompt renderer (procrl/data/prompts.py) and the one HF generation routine
 (procrl/models/generation.py) give what each caller's job gives written out directly: the
 ``direct_*`` functions below do each caller's job on its own (PPO's ``_prompt_texts`` and
-``_generate_transformers``, evaluate's ``_prompt_texts`` and transformers loop, the reasoner
+``_generate_transformers``, evaluate's ``prompt_texts`` and transformers loop, the reasoner
 build's ``_prompt_text``), run side by side with the callers."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def noisy_model_dir(tmp_path_factory):
     "data", DATA_SECTIONS, ids=lambda d: f"{d.chat_template}-{bool(d.system_prompt)}-{d.prompt_template[:2]}"
 )
 def test_every_caller_renders_the_direct_prompts(which, data):
-    from procrl.evaluation import evaluate
+    from procrl.evaluation.evaluate_generation import prompt_texts
     from procrl.trainers.ppo import PPOTrainer
 
     tokenizer = TOKENIZERS[which]()
@@ -169,7 +169,7 @@ def test_every_caller_renders_the_direct_prompts(which, data):
         for render in (
             lambda: PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows),
             lambda: direct_ppo_prompt_texts(tokenizer, rows),
-            lambda: evaluate._prompt_texts(recipe, QUESTIONS, tokenizer),
+            lambda: prompt_texts(recipe, QUESTIONS, tokenizer),
             lambda: direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer),
         ):
             with pytest.raises(ValueError, match="chat_template is not set"):
@@ -178,7 +178,7 @@ def test_every_caller_renders_the_direct_prompts(which, data):
     ppo_prompts = PPOTrainer._prompt_texts(SimpleNamespace(processing_class=tokenizer), rows)
     assert ppo_prompts == direct_ppo_prompt_texts(tokenizer, rows)
     direct_prompts = direct_evaluate_prompt_texts(recipe, QUESTIONS, tokenizer)
-    assert evaluate._prompt_texts(recipe, QUESTIONS, tokenizer) == direct_prompts
+    assert prompt_texts(recipe, QUESTIONS, tokenizer) == direct_prompts
     # one behaviour: what PPO trains on is what evaluate grades
     assert ppo_prompts == [prompt_text(data, tokenizer, q) for q in QUESTIONS]
     if chat:
@@ -204,7 +204,7 @@ def test_reasoner_build_prompts_are_unchanged_and_those_of_the_cpu_recipe(which)
 def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
     """``procrl evaluate``'s transformers backend (the shared routine) against the loop written out directly:
     the same greedy completions, batch by batch, prompts of different lengths in a batch."""
-    from procrl.evaluation.evaluate import Sampling, generate_completions
+    from procrl.evaluation.evaluate_generation import Sampling, generate_completions
 
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
@@ -228,7 +228,7 @@ def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
 
 
 def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
-    from procrl.evaluation.evaluate import Sampling, generate_completions
+    from procrl.evaluation.evaluate_generation import Sampling, generate_completions
 
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)

@@ -79,7 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from procrl.evaluation.evaluate import Sampling, default_output_dir, evaluate, format_summary, judge_overrides
+    from procrl.evaluation.evaluate import Sampling, default_output_dir, evaluate, judge_overrides
+    from procrl.evaluation.evaluate_text import format_summary
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(args.recipe, judge_overrides(args.judge, args.overrides))
