@@ -30,7 +30,7 @@ def aggregate_outputs(chunks: list[dict[str, RewardOutput]]) -> dict[str, Reward
                 s for p, n in zip(parts, sizes) for s in (p.step_scores if p.step_scores is not None else [None] * n)
             ]
         metrics: dict[str, float] = {}
-        for key in {k for p in parts for k in p.metrics}:
+        for key in dict.fromkeys(k for p in parts for k in p.metrics):  # first-seen order: the same every run
             weighted = [
                 (p.metrics[key], n)
                 for p, n in zip(parts, sizes)
