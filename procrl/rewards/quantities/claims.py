@@ -65,6 +65,7 @@ Everything here is pure text in, values out.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -198,18 +199,8 @@ def _claim(text: str, visible: str, units: dict[int, str], left: str, left_start
         if agreeing is not None:
             left_value, expression_value = reading, agreeing
             break
-    claim = Claim(
-        "equation",
-        _shown(left),
-        _shown(right),
-        left_start,
-        after_run,
-        left_value,
-        right_value,
-        None if expression is None else _shown(expression),
-        expression_value,
-        tolerance,
-        equals=position,
+    claim = dataclasses.replace(
+        claim, left_value=left_value, right_value=right_value, right_expression_value=expression_value
     )
     if not claim.correct and excused(text, visible, claim, left, left_start, stated_end, units):
         return None
