@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 import sys
 from pathlib import Path
 
@@ -118,7 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gsm8k", type=Path, default=None, help="Folder with GSM8K's test.jsonl.")
     parser.add_argument("--recipes", nargs="+", type=Path, default=sorted((REPO / "recipes").glob("*.yaml")))
     args = parser.parse_args(argv)
-    random.seed(0)
     rows_by_corpus = corpora(args.gsm8k)
     print("| recipe | corpus | component | rows | mean | sha256 (first 16) |\n|---|---|---|---|---|---|")
     for recipe_path in args.recipes:
