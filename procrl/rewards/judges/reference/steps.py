@@ -77,6 +77,20 @@ _YEAR = re.compile(r"(?:1[89]|20)\d\d$")
 _YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
 
 
+# a sign or a word of arithmetic: a step with none states its values without working them out
+_OPERATION = re.compile(
+    r"[=+×÷*/^]|\\(?:times|div|frac|cdot)|(?<=\d)\s*[-x]\s*(?=[\d$])"
+    r"|\b(?:divided?|divides|dividing|multipl\w*|subtract\w*|add|adds|adding|added|sum|plus|minus|times|product)\b",
+    re.IGNORECASE,
+)
+
+
+def states_no_operation(step: str) -> bool:
+    """The step shows no calculation and names no operation: it only states values ("The value of
+    the sapphires is still $6400.")."""
+    return not _OPERATION.search(step)
+
+
 def readings(quantity: Quantity, rules: ReferenceRules) -> list[float]:
     """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
     if quantity.percent and "percent" in rules.transformations:

@@ -8,7 +8,7 @@ import math
 from procrl.rewards.judges.protocol import Verdict
 from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, read_reference
 from procrl.rewards.judges.reference.rules import CONSTANTS, constant, look_ahead, matches
-from procrl.rewards.judges.reference.steps import Quantity, step_quantities
+from procrl.rewards.judges.reference.steps import Quantity, states_no_operation, step_quantities
 from procrl.rewards.judges.reference.values import Values, derivable, uses, written_tolerance
 from procrl.rewards.judges.settings import ReferenceRules
 from procrl.rewards.quantities.units import conversion_factors
@@ -55,7 +55,7 @@ def judge_steps(
         quantity.on_path = matches(quantity, path, rules)
     if rules.off_path == "lookahead":
         look_ahead(quantities, reference, base, rules)
-    established: list[float] = []  # every value accepted so far
+    accepted_so_far: list[tuple[Quantity, bool]] = []  # every quantity accepted, and whether it is a result
     derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
     off_path: list[Quantity] = []  # accepted off the gold's path (they lead back to it)
@@ -69,7 +69,7 @@ def judge_steps(
                 given.add(factor)
                 known.add(factor)
         if rules.check_arithmetic and quantity.claim_correct is False:
-            return _flag(quantity, checked, "a false calculation")
+            return _blame(quantity, accepted_so_far, steps, checked, "a false calculation")
         calculated = (
             quantity.operands is not None
             and quantity.claim_correct is not False
@@ -115,8 +115,8 @@ def judge_steps(
         else:
             accepted = False
         if not accepted:
-            return _flag(quantity, checked, "not reachable from the question and the gold solution")
-        established.append(quantity.value)
+            return _blame(quantity, accepted_so_far, steps, checked, "not reachable from the question and the gold solution")
+        accepted_so_far.append((quantity, result))
         known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
@@ -152,6 +152,40 @@ def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: 
     if chosen is None:
         return Verdict(-1, checked_steps=len(checked))
     return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
+
+
+def _blame(
+    quantity: Quantity, accepted: list[tuple[Quantity, bool]], steps: tuple[str, ...], checked: set[int], why: str
+) -> Verdict:
+    """The flagged quantity's step, or the step that gave one of its operands a second role: a
+    result the completion computed, restated later in a step of its own with no calculation ("the
+    value of the sapphires is still $6400", after 3 of the 8 were traded), then used by the flagged
+    calculation. The restatement is where the chain went wrong; the flagged step only shows it."""
+    restatement = _restated_operand(quantity, accepted, steps)
+    if restatement is None:
+        return _flag(quantity, checked, why)
+    return _flag(
+        restatement,
+        checked,
+        f"a result restated without a calculation, which step {quantity.step} uses ({quantity.text[:40]}: {why})",
+    )
+
+
+def _restated_operand(
+    quantity: Quantity, accepted: list[tuple[Quantity, bool]], steps: tuple[str, ...]
+) -> Quantity | None:
+    if quantity.operands is None or quantity.fraction:
+        return None
+    blamed = []
+    for operand in quantity.operands:
+        same = [(q, result) for q, result in accepted if q.step < quantity.step and math.isclose(q.value, operand)]
+        computed = next((q.step for q, result in same if result), None)
+        if computed is None:
+            continue  # a question number or a constant restated: its role is the question's
+        restated = [q for q, result in same if not result and q.step > computed and states_no_operation(steps[q.step])]
+        if restated:
+            blamed.append(restated[-1])
+    return min(blamed, key=lambda q: q.step, default=None)
 
 
 def _flag(quantity: Quantity, checked: set[int], why: str) -> Verdict:
