@@ -579,3 +579,49 @@ def test_the_tiny_reasoners_flaws_are_caught_at_their_step():
     details = RewardMix([spec]).score_all(batch)["first_error"].details
     assert len(rows) == 50 and any(r["first_error_step"] == 2 for r in rows)
     assert [d["index"] for d in details] == [r["first_error_step"] for r in rows]
+
+
+def test_a_result_restated_in_a_second_role_is_blamed_where_it_is_restated():
+    # "the chickens cost him $180 each": the number of chickens, computed in step 0, restated in a
+    # step of its own with no calculation as a price; "180 * 300" only shows the wrong role
+    computed = "He sells 3/5 * 300 = 180 chickens."
+    wrong_role = "The chickens cost him $180 each."
+    uses_it = "So he paid 180 * 300 = $54000."
+    result = verdict(ISAIAS, [computed, wrong_role, uses_it], ISAIAS_GOLD)
+    assert result.index == 1 and "which step 2 uses" in result.note
+    assert verdict(ISAIAS, [computed, uses_it], ISAIAS_GOLD).index == 1  # no restatement: the calculation
+    # a restatement used rightly is no error
+    right = [computed, "He takes the 180 chickens to the market.", "He gets 180 * 50 = $9000."]
+    assert verdict(ISAIAS, right + ["He bought them for 9000 - 2000 = $7000."], ISAIAS_GOLD).index == -1
+    # a step that works the value out again, or names an operation, is not a bare restatement
+    again = "The chickens cost him $180 + $0 = $180 each."
+    assert verdict(ISAIAS, [computed, again, uses_it], ISAIAS_GOLD).index == 2
+    assert verdict(ISAIAS, [computed, "We multiply by the price, $180.", uses_it], ISAIAS_GOLD).index == 2
+    # a question number restated keeps the question's role: the calculation is blamed
+    assert verdict(ISAIAS, ["He has 300 chickens.", "So he paid 300 * 300 = $90000."], ISAIAS_GOLD).index == 1
+
+
+def test_real_restated_result_in_a_second_role_is_the_labelled_step():
+    """MR-GSM8K (MIT), GSM8K test question: the sapphires' value computed for all 8 (step 0), then
+    "still $6400" after 3 were traded (step 2, the human label); step 4 adds it up."""
+    question = (
+        "Jenna starts out with 8 sapphires. She trades 3 sapphires for two rubies. If sapphires are worth $800 and "
+        "rubies are worth $1200, how much money are all her jewels worth?"
+    )
+    gold = (
+        "First find the total number of sapphires Jenna still has: 8 sapphires - 3 sapphires = <<8-3=5>>5 sapphires\n"
+        "Then multiply this number by the cost per sapphire to find the total cost of the sapphires: 5 sapphires * "
+        "$800/sapphire = $<<5*800=4000>>4000\nThen find the total value of the rubies: 2 rubies * $1200/ruby = "
+        "$<<2*1200=2400>>2400\nThen amount this to the cost of the sapphires to find the total value of her jewelry: "
+        "$2400 + $4000 = $<<2400+4000=6400>>6400\n#### 6400"
+    )
+    steps = [
+        "Jenna starts with 8 sapphires, which are worth $800 each, so the total value of the sapphires is 8 * $800 = "
+        "$6400.",
+        "She trades 3 sapphires for 2 rubies, so she now has 8 - 3 = 5 sapphires left.",
+        "The value of the sapphires is still $6400.",
+        "The value of the rubies is $1200 each, so the total value of the 2 rubies is 2 * $1200 = $2400.",
+        "Therefore, the total value of all her jewels is $6400 + $2400 = $8800.",
+    ]
+    result = judge_steps(question, tuple(steps), gold, answer=8800.0)
+    assert result.index == 2 and "step 4 uses" in result.note

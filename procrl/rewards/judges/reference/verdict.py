@@ -115,7 +115,8 @@ def judge_steps(
         else:
             accepted = False
         if not accepted:
-            return _blame(quantity, accepted_so_far, steps, checked, "not reachable from the question and the gold solution")
+            why = "not reachable from the question and the gold solution"
+            return _blame(quantity, accepted_so_far, steps, checked, why)
         accepted_so_far.append((quantity, result))
         known_so_far.add(quantity.value)
         if result:
