@@ -23,6 +23,11 @@ from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is s
   hash of the question text, 40% held out), so that the rules are chosen on ``dev/`` only and the
   figures of docs/first-error.md are reported on rows no rule was tuned on. The same question falls
   in the same part in every file (GSM8K real and MR-GSM8K share questions).
+* ``fresh/gsm8k_fresh.jsonl`` (procrl format): real GSM8K test solutions of Qwen2.5-7B-Instruct,
+  Llama-3.2-3B-Instruct and Llama-3.1-8B-Instruct (macklinhrw/llm-reasoning, zero-shot; no licence
+  file: measured with, never shipped) whose first wrong step was labelled for this corpus after
+  every rule was chosen (``benchmarks/data/gsm8k_fresh_labels.tsv``: how they were drawn and
+  labelled); no question of ``dev/``, and no rule was measured on them before the final figure.
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
@@ -57,6 +62,12 @@ PEERS = {
 }
 LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
 LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
+FRESH_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_labels.tsv"
+FRESH_SOURCES = {
+    "qwen25-7b": "results/archive/pre-prompt fix/evaluation_results-qwen2.5-7b-01-zs.json",
+    "llama32-3b": "results/evaluation_results-Llama-3.2-3B-Instruct-2024-12-02-05-33.json",
+    "llama31-8b": LLAMA,
+}
 
 
 HELD_OUT_PERCENT = 40
@@ -216,6 +227,54 @@ def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
     return str(path)
 
 
+def fresh(directory: str, gsm8k_test: str, output: Path) -> str | None:
+    """The labelled rows of :data:`FRESH_LABELS` (``x``: excluded, the reason in its note) with their
+    solutions and gold solutions; ``answer_correct`` as the labels read the final answer (a right
+    answer the original extractor misread is right)."""
+    golds = {
+        json.loads(line)["question"].strip(): json.loads(line)["answer"]
+        for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
+    solutions = {}
+    rows = []
+    for line in FRESH_LABELS.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or line.startswith("model\t") or not line.strip():
+            continue
+        model, index, label, note = line.split("\t", 3)
+        if label == "x":
+            continue
+        if model not in solutions:
+            text = git_show(directory, FRESH_SOURCES[model])
+            if text is None:
+                print(f"llm-reasoning: {FRESH_SOURCES[model]} is not in the snapshot; skipped", file=sys.stderr)
+                return None
+            solutions[model] = json.loads(text)
+        solution = solutions[model][int(index)]
+        first_error = int(label)
+        rows.append(
+            {
+                "id": f"{model}-{index}",
+                "question": solution["question"],
+                "completion": solution["response"],
+                "answer": golds[solution["question"].strip()],
+                "first_error": first_error,
+                "answer_correct": first_error == -1 or _extracted_right(solution),
+            }
+        )
+    (output / "fresh").mkdir(parents=True, exist_ok=True)
+    path = output / "fresh" / "gsm8k_fresh.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return str(path)
+
+
+def _extracted_right(solution: dict) -> bool:
+    try:
+        return abs(float(solution["predicted"]) - float(solution["correct"])) < 1e-6
+    except (TypeError, ValueError):
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", required=True)
@@ -250,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"procrl validate --recipe {recipe} --data {combined} "
                 + " ".join(f"--peer {n}={p}" for n, p in peer_files.items())
             )
+    if args.llm_reasoning:
+        path = fresh(args.llm_reasoning, args.gsm8k_test, output)
+        if path:
+            commands.append(f"procrl validate --recipe {recipe} --data {path}  # fresh: report on it once")
     for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl"):
         if (output / name).exists():
             dev, heldout = split_file(output / name, output)
