@@ -599,6 +599,8 @@ def test_a_result_restated_in_a_second_role_is_blamed_where_it_is_restated():
     assert verdict(ISAIAS, [computed, "We multiply by the price, $180.", uses_it], ISAIAS_GOLD).index == 2
     # a question number restated keeps the question's role: the calculation is blamed
     assert verdict(ISAIAS, ["He has 300 chickens.", "So he paid 300 * 300 = $90000."], ISAIAS_GOLD).index == 1
+    # a conclusion sums up the steps before it: "So he sells 180 chickens." gives no second role
+    assert verdict(ISAIAS, [computed, "So he sells 180 chickens.", uses_it], ISAIAS_GOLD).index == 2
 
 
 def test_real_restated_result_in_a_second_role_is_the_labelled_step():

@@ -85,10 +85,14 @@ _OPERATION = re.compile(
 )
 
 
+_CONCLUSION = re.compile(r"^\W*(?:therefore|so|thus|hence)\b", re.IGNORECASE)
+
+
 def states_no_operation(step: str) -> bool:
     """The step shows no calculation and names no operation: it only states values ("The value of
-    the sapphires is still $6400.")."""
-    return not _OPERATION.search(step)
+    the sapphires is still $6400."); a conclusion ("Therefore, the smallest angle is 30 degrees.")
+    sums up the steps before it and is not counted."""
+    return not _OPERATION.search(step) and not _CONCLUSION.match(step)
 
 
 def readings(quantity: Quantity, rules: ReferenceRules) -> list[float]:
