@@ -312,8 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.llm_reasoning:
         path = fresh(args.llm_reasoning, args.gsm8k_test, output)
         if path:
-            commands.append(f"procrl validate --recipe {recipe} --data {path}  # fresh: report on it once")
-    for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl"):
+            commands.append(f"procrl validate --recipe {recipe} --data {path}")
+    for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl", "fresh/gsm8k_fresh.jsonl"):
         if (output / name).exists():
             dev, heldout = split_file(output / name, output)
             commands.append(f"# split by question: {dev} (tune on it), {heldout} (report on it)")

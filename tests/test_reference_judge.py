@@ -627,3 +627,27 @@ def test_real_restated_result_in_a_second_role_is_the_labelled_step():
     ]
     result = judge_steps(question, tuple(steps), gold, answer=8800.0)
     assert result.index == 2 and "step 4 uses" in result.note
+
+
+THERAPY = (
+    "John injured his back and needs to go to physical therapy.  He went to physical therapy for 6 weeks.  Each week "
+    "he went twice for 2 hours at a time.  If the sessions cost $125 per hour how much did the physical therapy cost?"
+)
+THERAPY_GOLD = (
+    "Each week he did 2*2=<<2*2=4>>4 hours of physical therapy\nSo it cost 4*125=$<<4*125=500>>500 per week\n"
+    "This means he spent 500*6=$<<500*6=3000>>3000\n#### 3000"
+)
+
+
+def test_a_decomposition_through_a_value_that_is_a_conversion_factor_passes():
+    # 12 sessions, then 24 hours (24: the hours of a day, so accepted as known), then the gold's
+    # 3000: the chain leaves the path at 12 and comes back through 24, written as Qwen writes
+    steps = [
+        r"**Total number of sessions:** \[ 2 \text{ sessions/week} \times 6 \text{ weeks} = 12 \text{ sessions} \]",
+        r"**Total hours:** \[ 12 \text{ sessions} \times 2 \text{ hours/session} = 24 \text{ hours} \]",
+        r"**Total cost:** \[ 24 \text{ hours} \times 125 \text{ dollars/hour} = 3000 \text{ dollars} \]",
+    ]
+    assert verdict(THERAPY, steps, THERAPY_GOLD).index == -1
+    wrong_cost = r"**Total cost:** \[ 24 \text{ hours} \times 100 \text{ dollars/hour} = 2400 \text{ dollars} \]"
+    wrong = [*steps[:2], wrong_cost]
+    assert verdict(THERAPY, wrong, THERAPY_GOLD).index == 0  # 12 leads nowhere then: flagged where it is stated

@@ -57,7 +57,12 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
 
     for position in range(len(quantities) - 1, -1, -1):
         quantity = quantities[position]
-        if quantity.on_path or base.has(quantity.value) or constant(quantity, rules):
+        if quantity.on_path:
+            continue
+        # a result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 hours a day)
+        # is accepted as known; it is still a link of a chain that a later calculation carries on
+        link_only = base.has(quantity.value) or constant(quantity, rules)
+        if link_only and quantity.operands is None:
             continue
         for index in range(position + 1, min(len(quantities), position + 1 + LOOKAHEAD_WINDOW)):
             later = quantities[index]
@@ -68,7 +73,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
                     quantity.leads = True
                     break
                 continue
-            if rules.max_depth < 1:
+            if rules.max_depth < 1 or link_only:
                 continue
             earlier, with_question = earlier_than(index)
             earlier = earlier.without(quantity.value)
@@ -80,7 +85,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
             if uses(quantity.value, later.value, before, rules.max_depth, written_tolerance(later.value, later.text)):
                 quantity.leads = True
                 break
-        if not quantity.leads and _towards_answer(quantity, reference):
+        if not quantity.leads and not link_only and _towards_answer(quantity, reference):
             quantity.leads = True
 
 
