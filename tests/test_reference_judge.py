@@ -651,3 +651,22 @@ def test_a_decomposition_through_a_value_that_is_a_conversion_factor_passes():
     wrong_cost = r"**Total cost:** \[ 24 \text{ hours} \times 100 \text{ dollars/hour} = 2400 \text{ dollars} \]"
     wrong = [*steps[:2], wrong_cost]
     assert verdict(THERAPY, wrong, THERAPY_GOLD).index == 0  # 12 leads nowhere then: flagged where it is stated
+
+
+def test_a_decomposition_into_a_slip_is_blamed_on_the_slip():
+    # 3 + 4 = 7 leaves the gold's path; the next calculation would bring it back (16 - 7 = 9) but
+    # is false: the decomposition was right and the error is the slip, not the step before it
+    slip = ["She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 8 eggs.", "She makes 8 * 2 = $16."]
+    result = verdict(JANET, slip, JANET_GOLD)
+    assert result.index == 1 and "false calculation" in result.note
+    assert verdict(JANET, ["She uses 3 + 4 = 7 eggs.", "She sells 16 - 7 = 9 eggs."], JANET_GOLD).index == -1
+    # a true calculation that leads nowhere is still the error where it is stated
+    assert verdict(JANET, ["She uses 3 + 4 = 7 eggs.", "She sells 16 + 7 = 22 eggs."], JANET_GOLD).index == 0
+
+
+def test_real_decomposition_into_a_slip_is_the_labelled_step():
+    """MR-GSM8K (MIT): "$3.00 / 10 = $0.30" of bread per sandwich is right (the gold adds the loaf to
+    the cheese first); "$0.30 x 10 + $30.00 = $30.00 + $30.00 = $60.00" is the labelled slip."""
+    row, steps = _mr_gsm8k_row("15ad9675-ca3e-432d-b734-2334b72d1d9b")
+    assert int(row["model_output_solution_first_error_step"]) - 1 == 5
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == 5

@@ -48,6 +48,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
     later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
     operations of it and the values known there, and not worked out without it."""
     windows: dict[int, tuple[Values, Values]] = {}  # per later quantity: the ones just before it (+ the question's)
+    path = reference.path(rules)
 
     def earlier_than(index: int) -> tuple[Values, Values]:
         if index not in windows:
@@ -66,7 +67,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
             continue
         for index in range(position + 1, min(len(quantities), position + 1 + LOOKAHEAD_WINDOW)):
             later = quantities[index]
-            if not (later.on_path or later.leads):
+            if not (later.on_path or later.leads or _slip_onto_path(later, path)):
                 continue
             if later.operands is not None:
                 if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
@@ -87,6 +88,12 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
                 break
         if not quantity.leads and not link_only and _towards_answer(quantity, reference):
             quantity.leads = True
+
+
+def _slip_onto_path(quantity: Quantity, path: Values) -> bool:
+    """A false calculation whose own value is on the gold's path ("160 + 80 + 320 + 640 = 1280" for
+    the gold's 1200): the chain into it was right and the slip is its own (it is flagged there)."""
+    return quantity.claim_correct is False and quantity.worked is not None and path.has(quantity.worked)
 
 
 def _towards_answer(quantity: Quantity, reference: Reference) -> bool:

@@ -19,6 +19,7 @@ class Quantity:
     text: str
     operands: tuple[float, ...] | None = None  # a calculation's result: the numbers of its left side
     claim_correct: bool | None = None
+    worked: float | None = None  # a calculation's own value (its left side), what a false result should be
     percent: bool = False
     unit: str | None = None  # the unit written after it, as a name of units.UNITS
     named: frozenset[str] = frozenset()  # the units its step names
@@ -43,7 +44,9 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         if claim.kind == "annotation":
             inside = stated_numbers(claim.left)
             operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
-            placed.append((claim.start, Quantity(index, abs(claim.right_value), claim.right, operands, claim.correct)))
+            value, worked = abs(claim.right_value), abs(claim.left_value)
+            quantity = Quantity(index, value, claim.right, operands, claim.correct, worked)
+            placed.append((claim.start, quantity))
             continue
         equals = claim.equals if claim.equals is not None else claim.start
         # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
@@ -52,7 +55,9 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
         operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
         if result is not None and result.start not in results:
-            results[result.start] = Quantity(index, abs(claim.right_value), result.text, operands, claim.correct)
+            results[result.start] = Quantity(
+                index, abs(claim.right_value), result.text, operands, claim.correct, abs(claim.left_value)
+            )
     for number in numbers:
         if STEP_LABEL.search(step, max(0, number.start - 8), number.start):
             continue  # "Step 3:", a label, not a quantity
