@@ -176,6 +176,8 @@ def test_real_notation_is_read_and_holds(text):
         "2/3 of 90 = 50",
         "(1) 5 + 3 = 9",
         "3 apples + 4 apples = 3 + 5 = 8",
+        # count nouns of different kinds are summed, not converted (Llama-3.2-3B's style)
+        "160 sheets + 80 comforters + 320 pillow cases + 640 towels = 1280",
     ],
 )
 def test_wrong_results_in_real_notation_are_found(text):

@@ -75,8 +75,8 @@ def excused(
     if {word for unit in named for word in unit.replace("/", " ").split()} & MULTIPLIER_WORDS:
         return True  # "2 dozen + 6 = 30", "2 million + 500,000"
     additive = bool(re.search(r"[\d)%][ \t]*[+\-−–][ \t]*[\d($£€¥₹.]", left))
-    if additive and len(named) > 1:
-        return True  # "1 hour + 30 minutes = 90 minutes", "$3 + 50 cents"
+    if additive and len({unit for unit in named if dimension(unit)}) > 1:
+        return True  # "1 hour + 30 minutes = 90 minutes", "$3 + 50 cents" (units of measure, not count nouns)
     percents = [bool(sign) for sign in re.findall(r"\d[\d,]*(?:\.\d+)?([ \t]*%)?", left)]
     if additive and any(percents) and not all(percents):
         return True  # "80,000 + 150%": a percent of something
