@@ -670,3 +670,22 @@ def test_real_decomposition_into_a_slip_is_the_labelled_step():
     row, steps = _mr_gsm8k_row("15ad9675-ca3e-432d-b734-2334b72d1d9b")
     assert int(row["model_output_solution_first_error_step"]) - 1 == 5
     assert judge_steps(row["question"], steps, row["ground_truth_solution"]).index == 5
+
+
+def test_a_number_read_wrong_into_a_known_value_is_no_decomposition():
+    # the tiny reasoner's own slip: "11 + 10 = 21" misreads the question's 21 and lands on it; 21
+    # carries the chain on, but 11 is a number read wrong, not a result: step 1 is the error
+    question = (
+        "Chloe has 21 stickers. She buys 5 packs with 2 stickers in each pack, then gives 5 stickers to a friend. "
+        "How many stickers does Chloe have now?"
+    )
+    gold = (
+        "Chloe buys 5 x 2 = <<5*2=10>>10 stickers.\nThen she has 21 + 10 = <<21+10=31>>31 stickers.\n"
+        "After giving some away, she has 31 - 5 = <<31-5=26>>26 stickers.\n#### 26"
+    )
+    steps = (
+        "Chloe buys 5 x 2 = <<5*2=10>>10 stickers.",
+        "Then she has 11 + 10 = <<11+10=21>>21 stickers.",
+        "After giving some away, she has 21 - 5 = <<21-5=16>>26 stickers.",
+    )
+    assert judge_steps(question, steps, gold, answer=16.0).index == 1

@@ -70,6 +70,9 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
             if not (later.on_path or later.leads or _slip_onto_path(later, path)):
                 continue
             if later.operands is not None:
+                lands_on_known = base.has(later.value) or constant(later, rules)
+                if not later.on_path and quantity.operands is None and lands_on_known:
+                    continue  # "11 + 10 = 21", 21 the question's: a number read wrong, not a decomposition
                 if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
                     quantity.leads = True
                     break
