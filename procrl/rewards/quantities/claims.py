@@ -45,8 +45,9 @@ Never flagged:
   (``= 33 (rounded)``, ``approximately``), a whole number written for a value that is not whole
   after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $46,153 = $13,845``:
   floor, ceiling or nearest), large operands rounded in earlier steps (``$46,153 + $13,845 =
-  $60,000``: off by at most one per operand and 0.01%), a sum of different units (``1 hour +
-  30 minutes = 90 minutes``, ``$3 + 50 cents``), a conversion (``15 minutes * 4 = 1 hour``: a
+  $60,000``: off by at most one per operand and 0.01%), a sum of different units of measure
+  (``1 hour + 30 minutes = 90 minutes``, ``$3 + 50 cents``; different count nouns are summed and
+  checked: ``160 sheets + 80 comforters = 240``), a conversion (``15 minutes * 4 = 1 hour``: a
   result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``12 x
   25 cents = $3.00``), a right side that spells a unit out (``2/5 of 15 tens = 2/5 x 15 x
   $10``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a

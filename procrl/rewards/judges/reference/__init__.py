@@ -53,12 +53,17 @@ not accepted:
    there that the gold's own ways do not reach without it; recursively, so an alternative
    decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
    "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
-   first stated. It also accepts a true calculation whose result is one operation with a number of
-   the question from the gold's answer ("300 songs * 10 hours = 3000 hours" for a gold
-   ``20 * 300 = 6000``, ``6000 * 10 = 60000``), whether or not a later step uses it: the error is
-   then the later step that does not. ``derivable`` accepts any value within ``max_depth`` operations of known and
-   gold values (the naive rule: it lets wrong operations on right numbers through); ``flag``
-   flags every value off the path (the strict rule: it flags alternative decompositions).
+   first stated. A result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 the
+   hours of a day) is still a link of such a chain when a later calculation carries it on (a bare
+   number read wrong, "11 + 10 = 21" for the question's 21, is none); a false calculation whose
+   own value is on the path counts as reaching it ("160 + 80 + 320 + 640 = 1280" for the gold's
+   1200: the slip is the error, not the decomposition before it). It also accepts a true
+   calculation whose result is one operation with a number of the question from the gold's answer
+   ("300 songs * 10 hours = 3000 hours" for a gold ``20 * 300 = 6000``, ``6000 * 10 = 60000``),
+   whether or not a later step uses it: the error is then the later step that does not.
+   ``derivable`` accepts any value within ``max_depth`` operations of known and gold values (the
+   naive rule: it lets wrong operations on right numbers through); ``flag`` flags every value off
+   the path (the strict rule: it flags alternative decompositions).
 
 Transformations (``transformations``, default ``[units, percent, rounding]``): ``units``,
 ``percent`` (also: a number written with ``%`` stands for its value over 100, on both sides),
@@ -79,10 +84,15 @@ in the wrong answer ("30 / 10 = 3 small bags", 3 a number of the question), else
 stating it. Never the answer line (it is no step); when no step states the answer, or the chain
 ends on the gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
 so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``).
-Rules that blame an earlier step for a flagged one (an operand restated in a second role, an
-operand stated without a calculation, a step whose words commit to an operation, a plan step just
-before) and a calculation landing on a question number by an operation the gold does not take
-were measured on the development split and not adopted (docs/first-error.md).
+**A result restated in a second role** is blamed for the calculation that uses it: when the
+flagged quantity is a calculation one of whose operands is a result the completion computed and
+then restated in a later step with no calculation and no operation word ("The value of the
+sapphires is still $6400.", after 3 of the 8 were traded; not a conclusion opening with "so",
+"therefore", "thus", "hence"), the restating step is named. Other rules that blame an earlier
+step (an operand off the path blamed where it is stated, a step whose words commit to an
+operation, a plan step or a colon-ended step just before) and a calculation landing on a question
+number by an operation the gold does not take were measured on the development split and not
+adopted (docs/first-error.md).
 
 **Bounded work**: a question and a gold solution are read to their first ``MAX_READ_CHARS``
 characters (the gold's answer line wherever it is; the verdict's note says so), a completion to
