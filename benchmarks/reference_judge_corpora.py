@@ -25,9 +25,9 @@ from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is s
   in the same part in every file (GSM8K real and MR-GSM8K share questions).
 * ``fresh/gsm8k_fresh.jsonl`` (procrl format): real GSM8K test solutions of Qwen2.5-7B-Instruct,
   Llama-3.2-3B-Instruct and Llama-3.1-8B-Instruct (macklinhrw/llm-reasoning, zero-shot; no licence
-  file: measured with, never shipped) whose first wrong step was labelled for this corpus after
-  every rule was chosen (``benchmarks/data/gsm8k_fresh_labels.tsv``: how they were drawn and
-  labelled); no question of ``dev/``, and no rule was measured on them before the final figure.
+  file: measured with, never shipped) whose first wrong step was labelled for this corpus
+  (``benchmarks/data/gsm8k_fresh_labels.tsv``: how they were drawn and labelled; the guide,
+  ``gsm8k_fresh_guide.md``); split like the others into ``dev/`` (tune on it) and ``heldout/``.
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
