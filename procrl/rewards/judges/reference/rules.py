@@ -42,13 +42,18 @@ def constant(quantity: Quantity, rules: ReferenceRules) -> bool:
     return any(math.isclose(quantity.value, f) for f in own + conversion_factors(None, named))
 
 
-def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, rules: ReferenceRules) -> None:
+def look_ahead(
+    quantities: list[Quantity], reference: Reference, base: Values, rules: ReferenceRules, path: Values
+) -> None:
     """Mark the off-path quantities from which a later quantity reaches a gold value (backwards,
     so that a chain of several off-path values ending on the gold's path is marked whole): the
     later one is a calculation with it among its operands, or (max_depth >= 1) within max_depth
-    operations of it and the values known there, and not worked out without it."""
+    operations of it and the values known there, and not worked out without it. ``path``: the
+    gold's path under ``rules`` (``reference.path(rules)``, which the caller has already built)."""
     windows: dict[int, tuple[Values, Values]] = {}  # per later quantity: the ones just before it (+ the question's)
-    path = reference.path(rules)
+    # a result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 hours a day) is
+    # accepted as known; it is still a link of a chain that a later calculation carries on
+    known_valued = [base.has(q.value) or constant(q, rules) for q in quantities]
 
     def earlier_than(index: int) -> tuple[Values, Values]:
         if index not in windows:
@@ -60,9 +65,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
         quantity = quantities[position]
         if quantity.on_path:
             continue
-        # a result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 hours a day)
-        # is accepted as known; it is still a link of a chain that a later calculation carries on
-        link_only = base.has(quantity.value) or constant(quantity, rules)
+        link_only = known_valued[position]
         if link_only and quantity.operands is None:
             continue
         for index in range(position + 1, min(len(quantities), position + 1 + LOOKAHEAD_WINDOW)):
@@ -70,8 +73,7 @@ def look_ahead(quantities: list[Quantity], reference: Reference, base: Values, r
             if not (later.on_path or later.leads or _slip_onto_path(later, path)):
                 continue
             if later.operands is not None:
-                lands_on_known = base.has(later.value) or constant(later, rules)
-                if not later.on_path and quantity.operands is None and lands_on_known:
+                if not later.on_path and quantity.operands is None and known_valued[index]:
                     continue  # "11 + 10 = 21", 21 the question's: a number read wrong, not a decomposition
                 if any(math.isclose(o, quantity.value, rel_tol=1e-9) for o in later.operands):
                     quantity.leads = True

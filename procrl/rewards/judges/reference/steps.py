@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from procrl.rewards.judges.settings import ReferenceRules
-from procrl.rewards.quantities import find_claims, stated_numbers
+from procrl.rewards.quantities import Claim, find_claims, stated_numbers
 from procrl.rewards.quantities.units import canonical_unit, units_named
 
 
@@ -44,9 +44,7 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         if claim.kind == "annotation":
             inside = stated_numbers(claim.left)
             operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
-            value, worked = abs(claim.right_value), abs(claim.left_value)
-            quantity = Quantity(index, value, claim.right, operands, claim.correct, worked)
-            placed.append((claim.start, quantity))
+            placed.append((claim.start, _result(index, claim, claim.right, operands)))
             continue
         equals = claim.equals if claim.equals is not None else claim.start
         # the numbers are in reading order: a claim's are found by bisection (linear in a long step)
@@ -55,9 +53,7 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         result = numbers[after] if after < len(numbers) and numbers[after].start < claim.end else None
         operands = tuple(n.value for n in inside) + tuple(p for n in inside if n.parts for p in n.parts)
         if result is not None and result.start not in results:
-            results[result.start] = Quantity(
-                index, abs(claim.right_value), result.text, operands, claim.correct, abs(claim.left_value)
-            )
+            results[result.start] = _result(index, claim, result.text, operands)
     for number in numbers:
         if STEP_LABEL.search(step, max(0, number.start - 8), number.start):
             continue  # "Step 3:", a label, not a quantity
@@ -76,6 +72,11 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         placed.append((number.start, quantity))
     placed.sort(key=lambda item: item[0])
     return [quantity for _, quantity in placed]
+
+
+def _result(index: int, claim: Claim, text: str, operands: tuple[float, ...]) -> Quantity:
+    """The quantity a calculation states: its result, with its operands and its own value."""
+    return Quantity(index, abs(claim.right_value), text, operands, claim.correct, abs(claim.left_value))
 
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d$")

@@ -54,7 +54,7 @@ def judge_steps(
     for quantity in quantities:
         quantity.on_path = matches(quantity, path, rules)
     if rules.off_path == "lookahead":
-        look_ahead(quantities, reference, base, rules)
+        look_ahead(quantities, reference, base, rules, path)
     accepted_so_far: list[tuple[Quantity, bool]] = []  # every quantity accepted, and whether it is a result
     derived: list[float] = []  # those that are results, not the question's numbers restated
     checked: set[int] = set()
