@@ -190,17 +190,22 @@ def peers(directory: str, output: Path, labels: dict[str, tuple[int, int]]) -> d
     return written
 
 
+def gsm8k_golds(gsm8k_test: str) -> dict[str, str]:
+    """GSM8K's gold solution of each test question (the question as the key, stripped)."""
+    return {
+        json.loads(line)["question"].strip(): json.loads(line)["answer"]
+        for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
+
+
 def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
     text = git_show(directory, LLAMA)
     if text is None:
         print(f"llm-reasoning: {LLAMA} is not in the snapshot; skipped", file=sys.stderr)
         return None
     solutions = json.loads(text)
-    golds = {
-        json.loads(line)["question"].strip(): json.loads(line)["answer"]
-        for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    }
+    golds = gsm8k_golds(gsm8k_test)
     labels = {}
     for line in LABELS.read_text(encoding="utf-8").splitlines():
         if line.startswith("#") or line.startswith("index") or not line.strip():
@@ -209,7 +214,7 @@ def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
         labels[int(index)] = int(first_error)
     rows = []
     for index, solution in enumerate(solutions):
-        right = solution["predicted"] is not None and abs(solution["predicted"] - solution["correct"]) < 1e-6
+        right = _extracted_right(solution)
         if right and index not in labels:
             continue  # not hand-labelled
         rows.append(
@@ -231,11 +236,7 @@ def fresh(directory: str, gsm8k_test: str, output: Path) -> str | None:
     """The labelled rows of :data:`FRESH_LABELS` (``x``: excluded, the reason in its note) with their
     solutions and gold solutions; ``answer_correct`` as the labels read the final answer (a right
     answer the original extractor misread is right)."""
-    golds = {
-        json.loads(line)["question"].strip(): json.loads(line)["answer"]
-        for line in Path(gsm8k_test).read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    }
+    golds = gsm8k_golds(gsm8k_test)
     solutions = {}
     rows = []
     for line in FRESH_LABELS.read_text(encoding="utf-8").splitlines():
@@ -269,6 +270,7 @@ def fresh(directory: str, gsm8k_test: str, output: Path) -> str | None:
 
 
 def _extracted_right(solution: dict) -> bool:
+    """Whether the results file's extracted answer is the gold's (None or unreadable: no)."""
     try:
         return abs(float(solution["predicted"]) - float(solution["correct"])) < 1e-6
     except (TypeError, ValueError):
