@@ -11,6 +11,7 @@ from procrl.rewards.quantities import decimals
 from procrl.rewards.quantities.results import state_results
 from procrl.rewards.quantities.units import (
     CONVERSIONS,
+    EXCUSING_BY_KIND,
     EXCUSING_FACTORS,
     UNITS,
     canonical_unit,
@@ -61,6 +62,30 @@ def test_conversions():
     assert units_named("3 hours at $5 an hour, 2 feet") == {"hour", "dollar", "foot"}
     assert all(a in UNITS and b in UNITS for a, b in CONVERSIONS)
     assert EXCUSING_FACTORS == (60, 100, 1000, 12, 16, 24, 7, 3600, 52, 365, 3, 36, 5280, 10)
+    assert EXCUSING_BY_KIND == {
+        "time": (60, 24, 7, 3600, 52, 365),
+        "money": (100,),
+        "length": (1000, 12, 3, 36, 5280, 10),
+        "mass": (16,),
+    }
+
+
+@pytest.mark.parametrize(
+    "text, correct",
+    [
+        ("12 x 25 cents = $3.00", []),  # cents to dollars: a conversion
+        ("2 hours x 3 = 360 minutes", []),
+        ("5 feet x 4 = 60 inches", []),
+        # a money result off by 3 (feet per yard) or 60 (minutes per hour) is a slip, not a conversion
+        ("150% of $2 = $1", [False]),
+        ("4 x $15 = $1", [False]),
+        ("150% of $2 = 0.5 x $2 = $1", [False, True]),  # Llama-3.2-3B, a GSM8K test solution
+    ],
+)
+def test_a_conversion_factor_excuses_only_within_its_kind(text, correct):
+    from procrl.rewards.quantities import find_claims
+
+    assert [c.correct for c in find_claims(text)] == correct
 
 
 def test_one_unit_vocabulary():

@@ -48,8 +48,9 @@ Never flagged:
   $60,000``: off by at most one per operand and 0.01%), a sum of different units of measure
   (``1 hour + 30 minutes = 90 minutes``, ``$3 + 50 cents``; different count nouns are summed and
   checked: ``160 sheets + 80 comforters = 240``), a conversion (``15 minutes * 4 = 1 hour``: a
-  result in another unit of the same kind, or off by a unit factor such as 60 or 100: ``12 x
-  25 cents = $3.00``), a right side that spells a unit out (``2/5 of 15 tens = 2/5 x 15 x
+  result in another unit of the same kind, or off by a factor of a conversion of the kind its
+  units are: ``12 x 25 cents = $3.00``, 100 for money; a money result off by 3 or 60 is a slip:
+  ``150% of $2 = $1``), a right side that spells a unit out (``2/5 of 15 tens = 2/5 x 15 x
   $10``), a multiplier word (``2 dozen + 6``, ``2 million + 500,000``, ``= $1.5 million``), a
   percent added to a plain number (``80,000 + 150%``), an implicit product with a space
   (``12 (4 + 8)``), a size in a noun phrase (``the number of 2 x 6 boards = ...``). Those

@@ -10,7 +10,7 @@ import re
 from procrl.rewards.quantities.evaluate import CURRENCY
 from procrl.rewards.quantities.notation import NEXT_WORD
 from procrl.rewards.quantities.scanner import word_before
-from procrl.rewards.quantities.units import EXCUSING_FACTORS, MULTIPLIER_WORDS, dimension, unit_name
+from procrl.rewards.quantities.units import EXCUSING_BY_KIND, MULTIPLIER_WORDS, dimension, unit_name
 from procrl.rewards.quantities.values import Claim, stated_matches
 
 __all__ = ["NUMBER_END", "excused"]
@@ -90,7 +90,9 @@ def excused(
     if named and claim.right_expression is not None and not stated_matches(value, claim.right, stated):
         if len(NUMBER_END.findall(claim.right_expression)) > operands:
             return True  # "2/5 of 15 tens = 2/5 x 15 x $10": the right side spells a unit out
-    if kind or any(dimension(unit) for unit in named):
+    kinds = {kind} | {dimension(unit) for unit in named}
+    factors = tuple(f for k in kinds if k for f in EXCUSING_BY_KIND.get(k, ()))
+    if factors:
         targets = [stated] + ([claim.right_expression_value] if claim.right_expression_value is not None else [])
         for target in targets:
             if (
@@ -99,7 +101,7 @@ def excused(
                 and any(
                     math.isclose(abs(value / target), factor, rel_tol=1e-6)
                     or math.isclose(abs(target / value), factor, rel_tol=1e-6)
-                    for factor in EXCUSING_FACTORS
+                    for factor in factors
                 )
             ):
                 return True  # "12 x 25 cents = $3.00", "600 x 5 cents = 600 x 0.05"

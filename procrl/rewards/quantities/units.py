@@ -13,6 +13,7 @@ import re
 
 __all__ = [
     "CONVERSIONS",
+    "EXCUSING_BY_KIND",
     "EXCUSING_FACTORS",
     "MULTIPLIER_WORDS",
     "UNITS",
@@ -127,6 +128,11 @@ _EXCUSING = (
     ("millimeter", "centimeter"),
 )
 EXCUSING_FACTORS = tuple(dict.fromkeys(CONVERSIONS[pair] for pair in _EXCUSING))
+# The same, per kind of unit: a money result off by 3 (feet per yard) is no conversion.
+EXCUSING_BY_KIND: dict[str, tuple[int, ...]] = {}
+for _pair in _EXCUSING:
+    _kind = UNITS[_pair[0]][0]
+    EXCUSING_BY_KIND[_kind] = tuple(dict.fromkeys((*EXCUSING_BY_KIND.get(_kind, ()), CONVERSIONS[_pair])))
 # Words that scale the number: a sum or a result with one of them is not checked when it does not hold.
 MULTIPLIER_WORDS = frozenset(
     "dozen dozens hundred hundreds thousand thousands million millions billion billions trillion k m bn "
