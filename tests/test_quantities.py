@@ -88,6 +88,23 @@ def test_a_conversion_factor_excuses_only_within_its_kind(text, correct):
     assert [c.correct for c in find_claims(text)] == correct
 
 
+@pytest.mark.parametrize(
+    "text, correct",
+    [
+        ("25 / 4 = 6 boxes", []),  # a count: floor, ceiling or nearest
+        ("25 / 4 = 7 boxes", []),
+        ("0.3 x $46,153 = $13,845", []),  # money: whole dollars
+        ("10 / 3 = 3 hours", []),  # a measure rounded to the nearest whole
+        ("3/8 * 21 = 7 hours", [False]),  # 7.875 hours is no 7: a measure is not floored
+        ("25 / 4 = 5 boxes", [False]),
+    ],
+)
+def test_a_whole_number_for_a_division_is_floor_or_ceiling_only_for_counts_and_money(text, correct):
+    from procrl.rewards.quantities import find_claims
+
+    assert [c.correct for c in find_claims(text)] == correct
+
+
 def test_one_unit_vocabulary():
     """No other module of procrl spells out a unit table (a second vocabulary would drift)."""
     vocabulary = PACKAGE / "rewards" / "quantities" / "units.py"

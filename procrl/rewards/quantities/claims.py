@@ -44,7 +44,8 @@ Never flagged:
 * a result that does not match when the text says why it may not: the written rounding
   (``= 33 (rounded)``, ``approximately``), a whole number written for a value that is not whole
   after a division or a decimal factor (``25 / 4 = 6 boxes``, ``0.3 x $46,153 = $13,845``:
-  floor, ceiling or nearest), large operands rounded in earlier steps (``$46,153 + $13,845 =
+  floor, ceiling or nearest; a unit of measure only the nearest: ``3/8 * 21 = 7 hours`` is
+  flagged), large operands rounded in earlier steps (``$46,153 + $13,845 =
   $60,000``: off by at most one per operand and 0.01%), a sum of different units of measure
   (``1 hour + 30 minutes = 90 minutes``, ``$3 + 50 cents``; different count nouns are summed and
   checked: ``160 sheets + 80 comforters = 240``), a conversion (``15 minutes * 4 = 1 hour``: a

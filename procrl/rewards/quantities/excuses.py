@@ -65,7 +65,8 @@ def excused(
     value, stated = claim.left_value, claim.right_value
     divides = "/" in left or "÷" in left or re.search(r"\d\.\d", left)
     if divides and float(stated).is_integer() and not float(value).is_integer():
-        if stated in (math.floor(value), math.ceil(value), round(value)):
+        measure = dimension(_result_unit(visible, claim.right, stated_end, units)) not in (None, "money")
+        if stated == round(value) or (not measure and stated in (math.floor(value), math.ceil(value))):
             return True  # "25 / 4 = 6 boxes", "0.3 x $46,153 = $13,845": a whole number written
     operands = len(re.findall(r"\d[\d,]*(?:\.\d+)?", left))
     if stated and abs(value - stated) <= operands and abs(value - stated) <= 1e-4 * abs(stated):
