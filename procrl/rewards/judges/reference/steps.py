@@ -7,6 +7,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from procrl.rewards.judges.reference.equations import solutions
 from procrl.rewards.judges.settings import ReferenceRules
 from procrl.rewards.quantities import Claim, find_claims, stated_numbers
 from procrl.rewards.quantities.units import canonical_unit, units_named
@@ -70,6 +71,8 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
         if number.percent:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
+    for solution in solutions(step):  # "4x + 21 = 44" commits to x = 5.75
+        placed.append((solution.start, Quantity(index, abs(solution.value), solution.text, solution.operands)))
     placed.sort(key=lambda item: item[0])
     return [quantity for _, quantity in placed]
 
