@@ -17,7 +17,7 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _LETTER = re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 # "3 x 4": x between two operands is a product sign, not an unknown
 _TIMES_X = re.compile(r"(?<=[\d)%])[ \t]*[xX][ \t]*(?=[\d($£€¥₹.])")
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
 _BARE_NUMBER = re.compile(r"[ \t]*[$£€¥₹]?[ \t]*\d[\d,]*(?:\.\d+)?[ \t]*%?[ \t]*")
 _NOT_UNKNOWNS = frozenset("aI")  # an article, a pronoun
 MAX_SIDE = 120  # characters of one side (longer: not an equation set up in a step)
@@ -36,7 +36,7 @@ def _side(piece: str, left: bool) -> str:
     words = list(_WORD.finditer(piece))
     if words:
         piece = piece[words[-1].end() :] if left else piece[: words[0].start()]
-    return piece.strip()
+    return piece.strip().strip(".,").strip()  # the end of a sentence or a clause
 
 
 def _value(side: str, unknown: str, value: float) -> float:
