@@ -18,14 +18,14 @@ _LETTER = re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 # "3 x 4": x between two operands is a product sign, not an unknown
 _TIMES_X = re.compile(r"(?<=[\d)%])[ \t]*[xX][ \t]*(?=[\d($£€¥₹.])")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?|\.\d+")
-_BARE_NUMBER = re.compile(r"[ \t]*[$£€¥₹]?[ \t]*\d[\d,]*(?:\.\d+)?[ \t]*%?[ \t]*")
+_BARE_NUMBER = re.compile(r"[ \t]*[-−–]?[ \t]*[$£€¥₹]?[ \t]*\d[\d,]*(?:\.\d+)?[ \t]*%?[ \t]*")
 _NOT_UNKNOWNS = frozenset("aI")  # an article, a pronoun
 MAX_SIDE = 120  # characters of one side (longer: not an equation set up in a step)
 
 
 @dataclass(frozen=True)
 class Solution:
-    start: int  # offset of the equation's "=" in the step
+    end: int  # offset in the step just after the equation: it is read after the numbers it is written with
     value: float
     text: str  # the equation as written (plain)
     operands: tuple[float, ...]  # the numbers the equation is written with
@@ -94,5 +94,6 @@ def solutions(step: str) -> list[Solution]:
             if solved is None:
                 continue
             operands = tuple(float(n.group(0)) for n in _NUMBER.finditer(left + " " + right.replace(",", "")))
-            found.append(Solution(offsets[i + 1] - 1, solved[1], f"{left} = {right}", operands))
+            end = offsets[i + 1] + after.end()
+            found.append(Solution(end, solved[1], f"{left} = {right}", operands))
     return found

@@ -57,7 +57,8 @@ def look_ahead(
 
     def earlier_than(index: int) -> tuple[Values, Values]:
         if index not in windows:
-            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW) : index]]
+            # a solution is no number the text writes: a later number is reached through it only by a use of it
+            window = [q.value for q in quantities[max(0, index - LOOKAHEAD_WINDOW) : index] if not q.solved]
             windows[index] = Values(window), Values([*reference.question, *window])
         return windows[index]
 
@@ -79,8 +80,8 @@ def look_ahead(
                     quantity.leads = True
                     break
                 continue
-            if rules.max_depth < 1 or link_only:
-                continue
+            if rules.max_depth < 1 or link_only or quantity.solved:
+                continue  # a solution reaches the numbers of its own equation: only a use of it counts
             earlier, with_question = earlier_than(index)
             earlier = earlier.without(quantity.value)
             if later.on_path and reference.worked_out(later, base, earlier, rules, 1):

@@ -25,6 +25,7 @@ class Quantity:
     unit: str | None = None  # the unit written after it, as a name of units.UNITS
     named: frozenset[str] = frozenset()  # the units its step names
     fraction: bool = False  # "3/5", "\\frac{3}{5}": ``operands`` are its two parts
+    solved: bool = False  # the solution of an equation in one unknown the step sets up
     on_path: bool = False  # a gold value (or a transformation of one)
     leads: bool = False  # lookahead: a later quantity reaches a gold value from it
 
@@ -72,7 +73,9 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
             quantity.text = quantity.text.rstrip("% ")
         placed.append((number.start, quantity))
     for solution in solutions(step):  # "4x + 21 = 44" commits to x = 5.75
-        placed.append((solution.start, Quantity(index, abs(solution.value), solution.text, solution.operands)))
+        placed.append(
+            (solution.end, Quantity(index, abs(solution.value), solution.text, solution.operands, solved=True))
+        )
     placed.sort(key=lambda item: item[0])
     return [quantity for _, quantity in placed]
 

@@ -175,8 +175,8 @@ def _blame(
 def _restated_operand(
     quantity: Quantity, accepted: list[tuple[Quantity, bool]], steps: tuple[str, ...]
 ) -> Quantity | None:
-    if quantity.operands is None or quantity.fraction:
-        return None
+    if quantity.operands is None or quantity.fraction or quantity.solved:
+        return None  # an equation's numbers are what it is written with, not results it uses
     blamed = []
     for operand in quantity.operands:
         same = [(q, result) for q, result in accepted if q.step < quantity.step and math.isclose(q.value, operand)]
