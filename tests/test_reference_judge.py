@@ -689,3 +689,68 @@ def test_a_number_read_wrong_into_a_known_value_is_no_decomposition():
         "After giving some away, she has 21 - 5 = <<21-5=16>>26 stickers.",
     )
     assert judge_steps(question, steps, gold, answer=16.0).index == 1
+
+
+def test_the_solution_of_an_equation_in_one_unknown():
+    from procrl.rewards.judges.reference.equations import solutions
+
+    def solved(text):
+        return [round(s.value, 4) for s in solutions(text)]
+
+    assert solved("We can set up the equation:\n\nx + (x + 7) + (x + 7) + (x + 7) = 44") == [5.75]
+    assert solved("Combine like terms: 4x + 21 = 44") == [5.75]
+    assert solved("3(30 + x) = 30 + x + 75 - x") == [5.0]
+    assert solved("\\[\n\\frac{3}{4}M = 60\n\\]") == [80.0]  # LaTeX, an upper-case unknown
+    assert solved("So, the cost of climbing all the branches is $.25 * x = $105.") == [420.0]
+    assert solved("the number of years is x = 32 - 19 = 13 years.") == [13.0]
+    # not equations to solve: a product sign, an unknown given a number, two unknowns, not linear
+    assert solved("3 x 4 = 12") == [] and solved("x = 14.") == [] and solved("x = -24") == []
+    assert solved("L + 6(4x + 6y) = 80") == [] and solved("60/x = 12") == [] and solved("x + 1 = x + 2") == []
+    assert solved("Number of chairs = 20 + 2") == []  # words, not an unknown
+    assert [s.operands for s in solutions("20 * x = 120 + 67")] == [(20.0, 120.0, 67.0)]
+
+
+TWINS = (
+    "The combined age of two twins and three triplets is 44. One of the twins is 7 years older than one of the "
+    "triplets. How old is one of the twins?"
+)
+TWINS_GOLD = "Let T be a triplet's age: 2 * (T + 7) + 3T = 44\n5T + 14 = 44\n5T = 30\nT = <<30/5=6>>6\n" + (
+    "Twin = 6 + 7 = <<6+7=13>>13\n#### 13"
+)
+
+
+def test_an_equation_set_up_wrong_is_the_error_where_it_is_set_up():
+    # one triplet and three twins instead of three triplets and two twins: the set-up commits to
+    # x = 5.75 though it writes no number for it; the step that spells 5.75 out only shows it
+    wrong = [
+        "Let x be the age of one triplet, so a twin is x + 7.",
+        "We can set up an equation: x + (x + 7) + (x + 7) + (x + 7) = 44",
+        "Combine like terms: 4x + 21 = 44",
+        "So x = 5.75 and a twin is 5.75 + 7 = 12.75.",
+    ]
+    assert verdict(TWINS, wrong, TWINS_GOLD).index == 1
+    sound = [
+        "Let x be the age of one triplet, so a twin is x + 7.",
+        "We can set up an equation: 2(x + 7) + 3x = 44",
+        "Combine like terms: 5x + 14 = 44",
+        "So x = 6 and a twin is 6 + 7 = 13.",
+    ]
+    assert verdict(TWINS, sound, TWINS_GOLD).index == -1
+
+
+@pytest.mark.parametrize(
+    "uuid, answer, step",
+    [
+        ("33acf272-121e-499c-8e35-1364216be2fd", 121.0, 3),  # "x - $71 = $50": the subtraction reversed
+        ("4020b2b9-8a19-4ffa-a78b-212da590e204", 9.0, 2),  # "20 * x = 120 + 67": 67 counted twice
+        ("656ef435-c5a1-4a14-8b34-cfa04059a82a", 15.0, 4),  # "63 - (x + 40) + 15 = 63"
+        ("8e087e67-08d9-42a2-ad9b-1c2cddffe98b", 14.0, 2),  # "28 = 2x": twice the fish of both, not of each
+    ],
+)
+def test_real_equations_set_up_wrong_are_the_labelled_step(uuid, answer, step):
+    """MR-GSM8K (MIT): solutions that set up a wrong equation and solve it right; the human label is
+    the set-up, which states no number of its own (the judge used to flag where the solution is
+    spelled out, or after)."""
+    row, steps = _mr_gsm8k_row(uuid)
+    assert int(row["model_output_solution_first_error_step"]) - 1 == step
+    assert judge_steps(row["question"], steps, row["ground_truth_solution"], answer=answer).index == step
