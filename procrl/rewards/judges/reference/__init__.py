@@ -13,7 +13,11 @@ LaTeX, unicode operators, markdown, bullets, currency, thousands separators, uni
 number it writes (:func:`~procrl.rewards.quantities.stated_numbers`; magnitudes, since a ``-`` may be an
 operator or a dash; "Step 3" labels and years after "in"/"since"/... are not quantities) and
 every calculation it shows (:func:`~procrl.rewards.quantities.find_claims`: the result of ``a op b = c``
-or ``<<a op b=c>>`` with its operands).
+or ``<<a op b=c>>`` with its operands), and the solution of every equation in one unknown it sets
+up (:mod:`~procrl.rewards.judges.reference.equations`: "4x + 21 = 44" states x = 5.75, with the
+equation's numbers as its operands): a wrong set-up is wrong where it is written, not where the
+solution is first spelled out. A solution is read after its equation's numbers, is no restated
+result, and leads a chain on only when a later calculation uses it.
 
 **What is known** at a point of the completion:
 
