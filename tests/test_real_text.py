@@ -248,7 +248,7 @@ def test_instruct_style_solution_is_verified_step_by_step():
     )
     assert verdict(completion) == -1
     slipped = completion.replace("20 - 8 = 12", "20 - 8 = 11")
-    assert verdict(slipped) == 2  # step 0 is the introduction
+    assert verdict(slipped) == 1  # the introduction ends with a colon: one step with item 1
     assert extract_prediction(completion) == (36.0, "boxed")
 
 

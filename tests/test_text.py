@@ -25,6 +25,28 @@ def test_sentences_when_one_line():
     assert texts(seg.steps) == ["We have 3 apples.", "We buy 2 more.", "So 3 + 2 = 5."]
 
 
+def test_a_lead_in_ending_with_a_colon_is_one_step_with_what_it_introduces():
+    qwen = (
+        "To find the total, we follow these steps:\n\n1. **Eggs used per day:**\n   5 + 3 = 8\n\n"
+        "Next, we subtract the eggs used:\n\n\\[\n20 - 8 = 12\n\\]\n\nSo she sells 12 eggs.\n\n#### 12"
+    )
+    seg = segment(qwen)
+    assert texts(seg.steps) == [
+        "To find the total, we follow these steps:\n\n1. **Eggs used per day:**\n   5 + 3 = 8",
+        "Next, we subtract the eggs used:\n\n\\[\n20 - 8 = 12\n\\]",
+        "So she sells 12 eggs.",
+    ]
+    assert seg.steps[1].start == qwen.index("Next") and qwen[seg.steps[1].end - 2 : seg.steps[1].end] == "\\]"
+    # lines too, and a bold heading; a colon inside a step is no lead-in, nor is a last piece
+    llama = "The total number of flashlights is:\n2 x 8 = 16\n**Candles:**\n4 x 4 = 16\nSo: 16 + 16 = 32\nTotal:"
+    assert texts(segment(llama).steps) == [
+        "The total number of flashlights is:\n2 x 8 = 16",
+        "**Candles:**\n4 x 4 = 16",
+        "So: 16 + 16 = 32",
+        "Total:",
+    ]
+
+
 def test_step_prefixes_stripped_but_offsets_kept():
     completion = "Step 1: Add 2 and 3.\nStep 2: Multiply by 4.\n3. Subtract 1.\n#### 19"
     seg = segment(completion)

@@ -344,7 +344,7 @@ def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[
 
 # --- steps -------------------------------------------------------------------------------------
 
-_STEP_PREFIX = re.compile(r"^\s*(?:(?:step|Step|STEP)\s*\d+\s*[:.)\-]|\d{1,3}[.)](?!\d)|[-*•])\s*")
+_STEP_PREFIX = re.compile(r"^\s*(?:(?:step|Step|STEP)\s*\d+\s*[:.)\-]|\d{1,3}[.)](?!\d)|[-•]|\*(?!\*))\s*")  # "**bold**" is no bullet
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
@@ -379,11 +379,27 @@ def _to_span(text: str, a: int, b: int) -> Span:
     return Span(scoring.strip(), start, stop)
 
 
+_LEAD_IN_END = re.compile(r":[\s*_]*$")
+
+
+def _join_lead_ins(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """A piece ending with a colon ("The total number of flashlights is:") is a lead-in: one step
+    with the piece it introduces (most often the display math), as ProcessBench's steps are
+    logically complete paragraphs."""
+    joined: list[tuple[int, int]] = []
+    for a, b in pieces:
+        if joined and _LEAD_IN_END.search(text[joined[-1][0] : joined[-1][1]]):
+            joined[-1] = (joined[-1][0], b)
+        else:
+            joined.append((a, b))
+    return joined
+
+
 def _steps_from_pieces(text: str, end: int) -> list[tuple[int, int]] | None:
     for separator in (_BLANK_LINE, "\n"):
         pieces = _pieces(text, 0, end, separator)
         if len(pieces) >= 2:
-            return pieces
+            return _join_lead_ins(text, pieces)
     return None
 
 
