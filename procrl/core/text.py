@@ -344,7 +344,8 @@ def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[
 
 # --- steps -------------------------------------------------------------------------------------
 
-_STEP_PREFIX = re.compile(r"^\s*(?:(?:step|Step|STEP)\s*\d+\s*[:.)\-]|\d{1,3}[.)](?!\d)|[-•]|\*(?!\*))\s*")  # "**bold**" is no bullet
+# a label or a bullet ("**bold**" opening a step is no bullet)
+_STEP_PREFIX = re.compile(r"^\s*(?:(?:step|Step|STEP)\s*\d+\s*[:.)\-]|\d{1,3}[.)](?!\d)|[-•]|\*(?!\*))\s*")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 
 
