@@ -702,9 +702,14 @@ def test_the_solution_of_an_equation_in_one_unknown():
     assert solved("3(30 + x) = 30 + x + 75 - x") == [5.0]
     assert solved("\\[\n\\frac{3}{4}M = 60\n\\]") == [80.0]  # LaTeX, an upper-case unknown
     assert solved("So, the cost of climbing all the branches is $.25 * x = $105.") == [420.0]
-    assert solved("the number of years is x = 32 - 19 = 13 years.") == [13.0]
+    assert solved("the number of years since James was born is 19 + x = 32.") == [13.0]
     # not equations to solve: a product sign, an unknown given a number, two unknowns, not linear
     assert solved("3 x 4 = 12") == [] and solved("x = 14.") == [] and solved("x = -24") == []
+    assert solved("x = 28/2") == [] and solved("$d = 75$") == []  # an unknown given a value: stated
+    # MATH notation: a subscript, a function, a factorial, a power, two display blocks side by side
+    assert solved("$a_1 + 3d = 200$") == [] and solved("$g(6) = 6+1$") == [] and solved("6C5 = 6! / 5!") == []
+    assert solved("$\\sin (2y) = \\frac{1}{3}$") == [] and solved("$r=2^{1/8}$") == []
+    assert solved("\\[ 1200x = 1500000 \\] \\[ x = \\frac{1500000}{1200} \\]") == []  # run together: not read
     assert solved("L + 6(4x + 6y) = 80") == [] and solved("60/x = 12") == [] and solved("x + 1 = x + 2") == []
     assert solved("Number of chairs = 20 + 2") == []  # words, not an unknown
     assert [s.operands for s in solutions("20 * x = 120 + 67")] == [(20.0, 120.0, 67.0)]
