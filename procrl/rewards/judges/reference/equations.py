@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from dataclasses import dataclass
 
 from procrl.rewards.quantities.evaluate import NotArithmeticError, evaluate
 from procrl.rewards.quantities.notation import plain_arithmetic
 
 # A side of an equation: arithmetic, with single letters; a word of two letters or more ends it.
-_SIDE = frozenset("0123456789.,+-*/×÷·⋅∗−–^()$£€¥₹% \t") | frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_SIDE = frozenset("0123456789.,+-*/×÷·⋅∗−–^()$£€¥₹% \t") | frozenset(string.ascii_letters)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _LETTER = re.compile(r"(?<![A-Za-z])[A-Za-z](?![A-Za-z])")
 # "3 x 4": x between two operands is a product sign, not an unknown
