@@ -63,9 +63,10 @@ def excused(
     if _ROUNDED.search(tail) or _ROUNDED.search(text[max(0, left_start - 25) : left_start]):
         return True  # "= 33 (rounded)", "approximately 4200 / 1500 = 2.7"
     value, stated = claim.left_value, claim.right_value
+    result = _result_unit(visible, claim.right, stated_end, units)
     divides = "/" in left or "÷" in left or re.search(r"\d\.\d", left)
     if divides and float(stated).is_integer() and not float(value).is_integer():
-        measure = dimension(_result_unit(visible, claim.right, stated_end, units)) not in (None, "money")
+        measure = dimension(result) not in (None, "money")
         if stated == round(value) or (not measure and stated in (math.floor(value), math.ceil(value))):
             return True  # "25 / 4 = 6 boxes", "0.3 x $46,153 = $13,845": a whole number written
     operands = len(re.findall(r"\d[\d,]*(?:\.\d+)?", left))
@@ -81,7 +82,6 @@ def excused(
     percents = [bool(sign) for sign in re.findall(r"\d[\d,]*(?:\.\d+)?([ \t]*%)?", left)]
     if additive and any(percents) and not all(percents):
         return True  # "80,000 + 150%": a percent of something
-    result = _result_unit(visible, claim.right, stated_end, units)
     if result and result.split()[0] in MULTIPLIER_WORDS:
         return True  # "500,000 * 3 = $1.5 million"
     kind = dimension(result)

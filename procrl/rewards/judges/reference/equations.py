@@ -74,8 +74,7 @@ def _bounds(text: str, at: int, left: bool) -> tuple[int, int] | None:
 
 def _value(side: str, unknown: str, value: float) -> float:
     expression = _LETTER.sub(lambda m: f"({value!r})" if m.group(0) == unknown else m.group(0), side)
-    expression = re.sub(r"(?<=[\d)])\s*(?=\()", "*", expression)  # "2(x)" -> "2*(x)"
-    return evaluate(expression)
+    return evaluate(expression)  # its normalisation makes "2(x)" a product
 
 
 def solve(left: str, right: str) -> tuple[str, float] | None:
