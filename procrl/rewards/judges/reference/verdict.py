@@ -149,7 +149,9 @@ def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: 
         first = off_path[0]
         return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
     stating = [q for q in quantities if _same_answer(q.value, answer)]
-    chosen = next((q for q in stating if q.operands is not None and not q.fraction), stating[-1] if stating else None)
+    calculations = [q for q in stating if q.operands is not None and not q.fraction]
+    solutions = [q for q in calculations if q.solved]
+    chosen = (solutions or calculations or stating or [None])[0 if solutions else -1]
     if chosen is None:
         return Verdict(-1, checked_steps=len(checked))
     return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
