@@ -379,6 +379,42 @@ def test_a_wrong_operation_stated_in_words_with_a_gold_value_as_answer():
     assert judge_steps(SAM, tuple(steps), SAM_GOLD, answer=16.0).index == 1
 
 
+TRIP = "A school trip costs $300. The school pays half of it and John has $50. How much more money does John need?"
+TRIP_GOLD = (
+    "The school pays 300 / 2 = <<300/2=150>>150.\nJohn has 150 + 50 = <<150+50=200>>200.\n"
+    "He needs 300 - 200 = <<300-200=100>>100 more.\n#### 100"
+)
+ANDREA = "Andrea had $36. She spent $11 on a sweater and gave her brother $4. How much did she save?"
+ANDREA_GOLD = "She spent 11 + 4 = <<11+4=15>>15.\nShe saved 36 - 15 = <<36-15=21>>21.\n#### 21"
+
+
+def test_a_gold_value_taken_as_the_answer_is_blamed_where_it_is_committed_as_the_answer():
+    # the school's half is right at step 0; "300 - 150 = 150" forgets John's $50 and commits the
+    # gold's 150 as the answer: every value is on the path, the last calculation of it is the error
+    steps = ["The school pays $300 / 2 = $150.", "So John needs $300 - $150 = $150 more."]
+    assert judge_steps(TRIP, tuple(steps), TRIP_GOLD).index == -1  # without the answer: nothing to see
+    result = judge_steps(TRIP, tuple(steps), TRIP_GOLD, answer=150.0)
+    assert result.index == 1 and "final answer 150" in result.note
+    # stated without a calculation after it: the calculation is still the one named
+    assert judge_steps(TRIP, (*steps[:1], "John needs $150 more."), TRIP_GOLD, answer=150.0).index == 0
+    # the right chain: no change
+    right = ("The school pays $300 / 2 = $150.", "He has $150 + $50 = $200.", "He needs $300 - $200 = $100.")
+    assert judge_steps(TRIP, right, TRIP_GOLD, answer=100.0).index == -1
+
+
+def test_a_gold_value_taken_as_the_answer_through_an_equation_is_blamed_where_it_is_set_up():
+    # "x - $15 = $0" sets up the wrong equation (she had $36): its solution 15 is the gold's spending,
+    # and the later "x = $15" only solves it
+    steps = [
+        "Let x be what Andrea saved.",
+        "She spent $11 + $4 = $15.",
+        "She was left with nothing, so x - $15 = $0.",
+        "Adding $15 to both sides, x = $15.",
+    ]
+    result = judge_steps(ANDREA, tuple(steps), ANDREA_GOLD, answer=15.0)
+    assert result.index == 2 and "final answer 15" in result.note
+
+
 def test_a_wrong_answer_is_blamed_on_the_first_value_off_the_path():
     # 13 leaves the gold's path (the lookahead lets it through: 13 - 4 = 9 comes back to it), and the
     # answer 18 + 9 = 27 is wrong: the chain left the path at step 0 (not where the answer is stated)
@@ -428,6 +464,7 @@ def _mr_gsm8k_row(uuid):
         ("893fac38-641f-410e-9a0d-498a2ed57d31", 3.0, 1),  # misread "each": 10 M&M per small bag taken as 10 ounces
         ("328906bd-02bb-46d5-821a-a54a6936ee9a", 2.0, 2),  # in words: "two-thirds are to family, so 6 emails left"
         ("1884c208-2140-43a7-99bf-30a21a7590bf", 4.0, 3),  # the wrong answer restated, no false calculation
+        ("906504f1-b345-4a1b-b88e-2aa4c63d2a21", 20.0, 2),  # the gold's 20 committed as the answer: "20-0 = 20"
     ],
 )
 def test_real_mr_gsm8k_wrong_answers_are_blamed_on_the_labelled_step(uuid, answer, step):

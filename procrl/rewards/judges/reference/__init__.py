@@ -81,12 +81,14 @@ needs no option: magnitudes are compared, so ``a - b`` and ``b - a`` state the s
 **A wrong final answer is never "no error"**: when no quantity is flagged but the final answer
 the completion states (``JudgeItem.answer``: its ``#### N``, ``\\boxed{}``, "the answer is" or bold
 last line; a last number alone states none, so a solution cut short is judged by its quantities
-alone) is not the gold's, a wrong step is named: the first value accepted off the gold's path (the chain left
-the path there and came back to it by coincidence: "30 + 18 = 48", then "30 - 48 = -18", 18 a
-gold value, the answer 18 against the gold's 12), else the first step whose calculation results
-in the wrong answer ("30 / 10 = 3 small bags", 3 a number of the question), else the last step
-stating it. Never the answer line (it is no step); when no step states the answer, or the chain
-ends on the gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
+alone) is not the gold's, a wrong step is named: the first value accepted off the gold's path
+(the chain left the path there and came back to it by coincidence: "30 + 18 = 48", then "30 - 48
+= -18", 18 a gold value, the answer 18 against the gold's 12). Else the wrong answer is a value
+of the path taken as the answer: the step setting up the equation it solves ("x - $15 = $0"),
+else the last step whose calculation results in it ("$300 - $150 = $150" after the right "$300/2
+= $150"; "30 / 10 = 3 small bags", 3 a number of the question), else the last step stating it.
+Never the answer line (it is no step); when no step states the answer, or the chain ends on the
+gold's answer (the answer line read is then a misread one: "our answer is 5/24 ...
 so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_reference``).
 **A result restated in a second role** is blamed for the calculation that uses it: when the
 flagged quantity is a calculation one of whose operands is a result the completion computed and

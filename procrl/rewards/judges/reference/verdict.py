@@ -142,18 +142,20 @@ def _same_answer(answer: float, gold: float) -> bool:
 def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: float, checked: set[int]) -> Verdict:
     """No step was flagged but the final answer is not the gold's: a wrong answer means a wrong
     step. The first value accepted off the gold's path (the chain left the path there and came
-    back only by coincidence), else the first step whose calculation results in the wrong answer,
-    else the last step stating it; never the answer line (it is no step). No step states it (the
-    answer line alone has it): no error named."""
+    back only by coincidence). Else the wrong answer is a value of the path taken as the answer
+    (the chain stopped short, or ended on the wrong value): the equation it solves (the step that
+    set it up), else the last calculation resulting in it (the one that commits it as the answer:
+    "$300 - $150 = $150" after the right "$300/2 = $150"), else the last step stating it; never the
+    answer line (it is no step). No step states it (the answer line alone has it): no error named."""
     if off_path:
         first = off_path[0]
         return _flag(first, checked, f"off the gold's path, and the final answer {answer:g} is not the gold's")
     stating = [q for q in quantities if _same_answer(q.value, answer)]
+    if not stating:
+        return Verdict(-1, checked_steps=len(checked))
     calculations = [q for q in stating if q.operands is not None and not q.fraction]
     solutions = [q for q in calculations if q.solved]
-    chosen = (solutions or calculations or stating or [None])[0 if solutions else -1]
-    if chosen is None:
-        return Verdict(-1, checked_steps=len(checked))
+    chosen = solutions[0] if solutions else (calculations or stating)[-1]
     return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
 
 
