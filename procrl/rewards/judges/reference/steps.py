@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from procrl.rewards.judges.reference.equations import solutions
 from procrl.rewards.judges.settings import ReferenceRules
-from procrl.rewards.quantities import Claim, find_claims, stated_numbers
+from procrl.rewards.quantities import Claim, find_claims, stated_numbers, values_match
 from procrl.rewards.quantities.units import canonical_unit, units_named
 
 
@@ -81,8 +81,14 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
 
 
 def _result(index: int, claim: Claim, text: str, operands: tuple[float, ...]) -> Quantity:
-    """The quantity a calculation states: its result, with its operands and its own value."""
-    return Quantity(index, abs(claim.right_value), text, operands, claim.correct, abs(claim.left_value))
+    """The quantity a calculation states: its result, with its operands and its own value. A
+    result the whole run after "=" states ("1/4 * 2 = 1/2", "2/30 = 1/15") is that run's value,
+    not the first number of it."""
+    stated = claim.right_value
+    whole = claim.right_expression_value
+    if whole is not None and not values_match(claim.left_value, stated, text) and values_match(claim.left_value, whole):
+        stated = whole
+    return Quantity(index, abs(stated), text, operands, claim.correct, abs(claim.left_value))
 
 
 _YEAR = re.compile(r"(?:1[89]|20)\d\d$")
