@@ -796,3 +796,36 @@ def test_real_equations_set_up_wrong_are_the_labelled_step(uuid, answer, step):
     row, steps = _mr_gsm8k_row(uuid)
     assert int(row["model_output_solution_first_error_step"]) - 1 == step
     assert judge_steps(row["question"], steps, row["ground_truth_solution"], answer=answer).index == step
+
+
+def test_a_result_written_as_a_fraction_states_the_fraction():
+    from procrl.rewards.judges.reference.steps import step_quantities
+
+    def results(text):
+        return [round(q.value, 4) for q in step_quantities(0, text) if q.operands is not None and not q.fraction]
+
+    assert results("Team A scores 1/4 * 2 = 1/2 goal.") == [0.5]  # not 1, the first number after "="
+    assert results("He drinks 2/30 = 1/15 bottles a minute.") == [0.0667]
+    assert results("So 3 * 2 = 6 * 4 = 24.") == [6.0, 24.0]  # a chain: each result its own
+
+
+def test_a_result_one_operation_from_a_constant_is_no_decomposition():
+    # 50 km/h x 3 days = 150 km (the days never turned into hours) is off the gold's path; "150 - 50 =
+    # 100" would reach the percent's 100 (a gold value here), which every solution may write: that is
+    # no way back to the path, and the error is where 150 is stated, not where the percentage is
+    question = (
+        "Michael drives 50 km per hour without stopping for 3 days. The trip is 6000 km long. "
+        "What percentage of the trip has he driven?"
+    )
+    gold = (
+        "3 days are 3 * 24 = <<3*24=72>>72 hours.\nHe drives 50 * 72 = <<50*72=3600>>3600 km.\n"
+        "That is (3600 / 6000) * 100% = 60%.\n#### 60"
+    )
+    steps = (
+        "He drives 50 km/hr x 3 days = 150 km.",
+        "To find the percentage, we divide by the whole trip and multiply by 100.",
+        "So (150 km / 6000 km) x 100 = 0.025 x 100 = 2.5%.",
+    )
+    assert judge_steps(question, steps, gold, answer=2.5).index == 0
+    right = ("3 days are 72 hours.", "He drives 50 x 72 = 3600 km.", "So (3600 / 6000) x 100 = 60%.")
+    assert judge_steps(question, right, gold, answer=60.0).index == -1

@@ -57,7 +57,9 @@ not accepted:
    there that the gold's own ways do not reach without it; recursively, so an alternative
    decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
    "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
-   first stated. A result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 the
+   first stated. A result reaching, within those operations, a later value that is a constant or
+   a number of the question restated reaches nothing ("50 km/h x 3 days = 150 km", then "x 100":
+   150 - 50 = 100 holds for any 150). A result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 the
    hours of a day) is still a link of such a chain when a later calculation carries it on (a bare
    number read wrong, "11 + 10 = 21" for the question's 21, is none); a false calculation whose
    own value is on the path counts as reaching it ("160 + 80 + 320 + 640 = 1280" for the gold's
