@@ -829,3 +829,9 @@ def test_a_result_one_operation_from_a_constant_is_no_decomposition():
     assert judge_steps(question, steps, gold, answer=2.5).index == 0
     right = ("3 days are 72 hours.", "He drives 50 x 72 = 3600 km.", "So (3600 / 6000) x 100 = 60%.")
     assert judge_steps(question, right, gold, answer=60.0).index == -1
+    # a step calculating with an unknown keeps its coefficients' benefit of the doubt
+    from procrl.rewards.judges.reference.steps import step_quantities
+
+    assert all(q.symbolic for q in step_quantities(0, "so \\( \\frac{2x - 6}{6} \\) are left"))
+    assert all(q.symbolic for q in step_quantities(0, "x + 7 = 12"))
+    assert not any(q.symbolic for q in step_quantities(0, "So 2 x 5 = 10 slices, 3 x 4 = 12 hours."))

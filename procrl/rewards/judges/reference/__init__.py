@@ -52,21 +52,22 @@ not accepted:
    numbers alone): ``leap: accept`` (default) accepts it without counting it as checked,
    ``flag`` makes it an error;
 4. off the gold's path (``off_path``): ``lookahead`` (default) accepts a value from which a later
-   quantity of the completion reaches the gold's path: a calculation with it among its operands,
-   or a value within ``max_depth`` operations (``+ - * /`` over pairs) of it and what is known
-   there that the gold's own ways do not reach without it; recursively, so an alternative
-   decomposition passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then
-   "60 / 10 = 6") while a wrong operation on right numbers leads nowhere and is flagged where it is
-   first stated. A result reaching, within those operations, a later value that is a constant or
-   a number of the question restated reaches nothing ("50 km/h x 3 days = 150 km", then "x 100":
-   150 - 50 = 100 holds for any 150). A result that lands on a known value ("12 sessions x 2 hours = 24 hours", 24 the
-   hours of a day) is still a link of such a chain when a later calculation carries it on (a bare
-   number read wrong, "11 + 10 = 21" for the question's 21, is none); a false calculation whose
-   own value is on the path counts as reaching it ("160 + 80 + 320 + 640 = 1280" for the gold's
-   1200: the slip is the error, not the decomposition before it). It also accepts a true
-   calculation whose result is one operation with a number of the question from the gold's answer
-   ("300 songs * 10 hours = 3000 hours" for a gold ``20 * 300 = 6000``, ``6000 * 10 = 60000``),
-   whether or not a later step uses it: the error is then the later step that does not.
+   quantity of the completion reaches the gold's path: a calculation with it among its operands, or
+   a value within ``max_depth`` operations (``+ - * /`` over pairs) of it and what is known there
+   that the gold's own ways do not reach without it; recursively, so an alternative decomposition
+   passes ("3 + 4 = 7 eggs", then "16 - 7 = 9 eggs"; "5 * 12 = 60 minutes", then "60 / 10 = 6")
+   while a wrong operation on right numbers leads nowhere and is flagged where it is first stated. A
+   value reaching, within those operations, a later value that is a constant or a number of the
+   question restated reaches nothing ("50 km/h x 3 days = 150 km", then "x 100": 150 - 50 = 100),
+   unless its step calculates with an unknown ("\\frac{2x - 6}{6}"). A result that lands on a known
+   value ("12 sessions x 2 hours = 24 hours", 24 the hours of a day) is still a link of such a chain
+   when a later calculation carries it on (a bare number read wrong, "11 + 10 = 21" for the
+   question's 21, is none); a false calculation whose own value is on the path counts as reaching it
+   ("160 + 80 + 320 + 640 = 1280" for the gold's 1200: the slip is the error, not the decomposition
+   before it). It also accepts a true calculation whose result is one operation with a number of the
+   question from the gold's answer ("300 songs * 10 hours = 3000 hours" for a gold ``20 * 300 =
+   6000``, ``6000 * 10 = 60000``), whether or not a later step uses it: the error is then the later
+   step that does not.
    ``derivable`` accepts any value within ``max_depth`` operations of known and gold values (the
    naive rule: it lets wrong operations on right numbers through); ``flag`` flags every value off
    the path (the strict rule: it flags alternative decompositions).

@@ -82,8 +82,10 @@ def look_ahead(
                 continue
             if rules.max_depth < 1 or link_only or quantity.solved:
                 continue  # a solution reaches the numbers of its own equation: only a use of it counts
-            if known_valued[index] and quantity.operands is not None:
-                continue  # a result one operation from 100 or from a question number restated is no decomposition
+            if known_valued[index] and not quantity.symbolic:
+                # 100 or a question number restated is one operation from anything ("150 - 50 = 100"):
+                # no way back to the path; an algebra step's coefficients keep the benefit of the doubt
+                continue
             earlier, with_question = earlier_than(index)
             earlier = earlier.without(quantity.value)
             if later.on_path and reference.worked_out(later, base, earlier, rules, 1):

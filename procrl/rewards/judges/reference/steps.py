@@ -28,6 +28,7 @@ class Quantity:
     solved: bool = False  # the solution of an equation in one unknown the step sets up
     on_path: bool = False  # a gold value (or a transformation of one)
     leads: bool = False  # lookahead: a later quantity reaches a gold value from it
+    symbolic: bool = False  # its step calculates with an unknown ("2x - 2", "\\frac{x}{3}")
 
 
 STEP_LABEL = re.compile(r"(?i)\bstep\s*$")
@@ -77,6 +78,9 @@ def step_quantities(index: int, step: str) -> list[Quantity]:
             (solution.end, Quantity(index, abs(solution.value), solution.text, solution.operands, solved=True))
         )
     placed.sort(key=lambda item: item[0])
+    symbolic = bool(_SYMBOLIC.search(step))
+    for _, quantity in placed:
+        quantity.symbolic = symbolic
     return [quantity for _, quantity in placed]
 
 
@@ -91,6 +95,8 @@ def _result(index: int, claim: Claim, text: str, operands: tuple[float, ...]) ->
     return Quantity(index, abs(stated), text, operands, claim.correct, abs(claim.left_value))
 
 
+# an unknown calculated with: a single letter next to a digit, an operator or a LaTeX fraction's brace
+_SYMBOLIC = re.compile(r"(?<![A-Za-z\\])(?:\d[a-zA-Z]|[a-zA-Z]\s*[-+*/^=])(?![A-Za-z])|\\frac\{\s*\d*\s*[a-zA-Z]\s*\}")
 _YEAR = re.compile(r"(?:1[89]|20)\d\d$")
 _YEAR_BEFORE = re.compile(r"(?i)\b(?:in|of|year|since|until|by|from|to|after|before|[a-z]+ \d{1,2},)\s*$")
 
