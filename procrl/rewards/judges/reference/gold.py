@@ -14,6 +14,7 @@ from procrl.rewards.judges.reference.steps import STEP_LABEL, Quantity, readings
 from procrl.rewards.judges.reference.values import Values
 from procrl.rewards.judges.settings import ReferenceRules
 from procrl.rewards.quantities import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers
+from procrl.rewards.quantities.units import CONVERSIONS
 
 _MAX_CHAIN = 8  # terms / factors of one gold calculation regrouped
 # Bounds on work (the cost grows linearly with the gold; real GSM8K golds and questions are under 2 KB):
@@ -269,12 +270,14 @@ class Reference:
     derivations: list[Derivation]
     answer: float | None
     shares: Values = field(default_factory=Values)  # what is left of (or added to) a share of the question
+    # conversion factors the gold writes and never computes ("180/60"): constants, not values of its path
+    unit_factors: Values = field(default_factory=Values)
     capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
     def path(self, rules: ReferenceRules) -> Values:
         return Values(
             [
-                *self.gold,
+                *(v for v in self.gold if not self.unit_factors.has(v)),
                 *(self.regrouped if "regroup" in rules.transformations else ()),
                 *(self.shares if "percent" in rules.transformations else ()),
             ]
@@ -327,6 +330,10 @@ def _close_written(value: float, stated: float, text: str, rounding: bool) -> bo
     return Values([value]).has_written(stated, text, rounding)
 
 
+# A conversion factor the gold only writes (60 in "180/60 = 3 hours") is a constant, and a completion's
+# "30 + 30 = 60 pages" lands on it by coincidence. The factors below 12 (2, 3, 4, 8, 10) are also the
+# counts a question implies ("octuplets", a cow's 4 legs): those stay on the path.
+_UNIT_FACTORS = frozenset(float(f) for f in CONVERSIONS.values() if f >= 12)
 _GOLD_ANSWER = re.compile(r"####\s*([^\n]*)")
 
 
@@ -366,11 +373,13 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         shares.add(whole - share)
         shares.add(whole + share)
     trees: list[tuple[float, ast.AST]] = []
+    computed = Values()  # what the gold's calculations result in
     for claim in claims:
         tree = _tree(claim.left)
         if not isinstance(tree, ast.BinOp):
             continue  # "<<30=30>>": a restatement, not a calculation
         values.add(claim.right_value)
+        computed.add(claim.right_value)
         tree = _Substitute(trees, asked).visit(tree)
         collected.walk(tree)
         if _leaves(tree) <= _MAX_SUBSTITUTED:
@@ -380,6 +389,8 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         return None  # a bare answer: no intermediate value to check a step against
     if answer is not None:
         values.add(answer)
+        computed.add(answer)
+    unit_factors = Values(v for v in values if v in _UNIT_FACTORS and not computed.has(v))
     return Reference(
         asked,
         values,
@@ -387,5 +398,6 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         collected.derivations,
         answer,
         shares,
+        unit_factors,
         capped or bool(question and len(question) > MAX_READ_CHARS),
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from procrl.rewards.judges.protocol import Verdict
-from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, read_reference
+from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, Reference, read_reference
 from procrl.rewards.judges.reference.rules import CONSTANTS, constant, look_ahead, matches
 from procrl.rewards.judges.reference.steps import Quantity, states_no_operation, step_quantities
 from procrl.rewards.judges.reference.values import Values, derivable, uses, written_tolerance
@@ -116,6 +116,14 @@ def judge_steps(
             accepted = False
         if not accepted:
             why = "not reachable from the question and the gold solution"
+            replaced = _replaced_operand(quantity, reference, accepted_so_far)
+            if replaced is not None:
+                return _flag(
+                    replaced,
+                    checked,
+                    f"a result in the role of another gold value, which step {quantity.step} uses in the gold's "
+                    f"calculation ({quantity.text[:40]}: {why})",
+                )
             return _blame(quantity, accepted_so_far, steps, checked, why)
         accepted_so_far.append((quantity, result))
         known_so_far.add(quantity.value)
@@ -157,6 +165,55 @@ def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: 
     solutions = [q for q in calculations if q.solved]
     chosen = solutions[0] if solutions else (calculations or stating)[-1]
     return _flag(chosen, checked, f"the final answer {answer:g}, not the gold's")
+
+
+def _replaced_operand(
+    quantity: Quantity, reference: Reference, accepted: list[tuple[Quantity, bool]]
+) -> Quantity | None:
+    """A calculation off the gold's path that is one of the gold's calculations with one operand
+    replaced by a result the completion stated earlier ("80 - 18 = 62" for the gold's "80 - 54 = 26",
+    after "6 + 6 + 6 = 18" for what all the lawns paid): the calculation is the right one and the
+    replaced operand is where the chain went wrong, so the step stating it (the last one before) is
+    named. Not when the replaced operand is a question number or a constant (restating the question
+    is no error: the calculation is), nor when the completion computed it the gold's own way (then
+    it stands in its right role and the calculation using it is the error)."""
+    if quantity.operands is None or quantity.fraction or quantity.solved or len(quantity.operands) < 2:
+        return None
+    for derivation in reference.derivations:
+        if len(derivation.operands) != len(quantity.operands) or not reference.gold.has(derivation.value):
+            continue
+        unmatched = _unmatched(quantity.operands, derivation.operands)
+        if len(unmatched) != 1:
+            continue
+        value = unmatched[0]
+        if reference.question.has(value) or any(math.isclose(value, c) for c in CONSTANTS):
+            continue
+        stating = [q for q, _ in accepted if q.step < quantity.step and math.isclose(q.value, value, rel_tol=1e-6)]
+        if stating and not any(_computed_the_gold_way(q, reference) for q in stating):
+            return stating[-1]
+    return None
+
+
+def _unmatched(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> list[float]:
+    """The operands with no counterpart among the gold's (each gold operand pairs with one)."""
+    rest = list(gold_operands)
+    unmatched = []
+    for operand in operands:
+        hit = next((i for i, g in enumerate(rest) if math.isclose(g, operand, rel_tol=1e-6)), None)
+        if hit is None:
+            unmatched.append(operand)
+        else:
+            rest.pop(hit)
+    return unmatched
+
+
+def _computed_the_gold_way(quantity: Quantity, reference: Reference) -> bool:
+    return quantity.operands is not None and any(
+        math.isclose(d.value, quantity.value, rel_tol=1e-6)
+        and not _unmatched(quantity.operands, d.operands)
+        and len(d.operands) == len(quantity.operands)
+        for d in reference.derivations
+    )
 
 
 def _blame(
