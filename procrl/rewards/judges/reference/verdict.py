@@ -179,13 +179,14 @@ def _replaced_operand(
     it stands in its right role and the calculation using it is the error)."""
     if quantity.operands is None or quantity.fraction or quantity.solved or len(quantity.operands) < 2:
         return None
-    for derivation in reference.derivations:
-        if len(derivation.operands) != len(quantity.operands) or not reference.gold.has(derivation.value):
-            continue
-        unmatched = _unmatched(quantity.operands, derivation.operands)
-        if len(unmatched) != 1:
-            continue
-        value = unmatched[0]
+    replaced = {
+        unmatched[0]
+        for derivation in reference.derivations
+        if len(derivation.operands) == len(quantity.operands) and reference.gold.has(derivation.value)
+        for unmatched in [_unmatched(quantity.operands, derivation.operands)]
+        if len(unmatched) == 1
+    }
+    for value in sorted(replaced):
         if reference.question.has(value) or any(math.isclose(value, c) for c in CONSTANTS):
             continue
         stating = [q for q, _ in accepted if q.step < quantity.step and math.isclose(q.value, value, rel_tol=1e-6)]
@@ -208,10 +209,10 @@ def _unmatched(operands: tuple[float, ...], gold_operands: tuple[float, ...]) ->
 
 
 def _computed_the_gold_way(quantity: Quantity, reference: Reference) -> bool:
+    """Its operands include all of one of the gold's ways to its value (a fraction's numerator and
+    denominator come with it: "3/5 * 300" has the operands 0.6, 300, 3 and 5)."""
     return quantity.operands is not None and any(
-        math.isclose(d.value, quantity.value, rel_tol=1e-6)
-        and not _unmatched(quantity.operands, d.operands)
-        and len(d.operands) == len(quantity.operands)
+        math.isclose(d.value, quantity.value, rel_tol=1e-6) and not _unmatched(d.operands, quantity.operands)
         for d in reference.derivations
     )
 
