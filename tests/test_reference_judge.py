@@ -835,3 +835,130 @@ def test_a_result_one_operation_from_a_constant_is_no_decomposition():
     assert all(q.symbolic for q in step_quantities(0, "so \\( \\frac{2x - 6}{6} \\) are left"))
     assert all(q.symbolic for q in step_quantities(0, "x + 7 = 12"))
     assert not any(q.symbolic for q in step_quantities(0, "So 2 x 5 = 10 slices, 3 x 4 = 12 hours."))
+
+
+LAWNS = (
+    "Tasha mows lawns for $6 an hour. Each lawn takes her 3 hours, and she mows 3 lawns. She wants a bike that "
+    "costs $80. How much more money does she need?"
+)
+LAWNS_GOLD = (
+    "Each lawn earns her 6 * 3 = $<<6*3=18>>18.\nThe 3 lawns earn her 18 * 3 = $<<18*3=54>>54.\n"
+    "She needs 80 - 54 = $<<80-54=26>>26 more.\n#### 26"
+)
+
+
+def test_a_result_in_the_role_of_another_gold_value_is_blamed_where_it_is_stated():
+    # "80 - 18" is the gold's "80 - 54" with the 54 all the lawns paid replaced by 18, which step 1
+    # computed for all the lawns (the gold's 18 is one lawn's): the calculation is the right one,
+    # the step that put 18 in that role is the error
+    steps = [
+        "Tasha earns $6 an hour for 3 hours on each lawn.",
+        "For the lawns she earns 6 + 6 + 6 = $18.",
+        "She needs 80 - 18 = $62 more.",
+    ]
+    result = verdict(LAWNS, steps, LAWNS_GOLD)
+    assert result.index == 1 and "in the role of another gold value, which step 2 uses" in result.note
+    # 18 computed the gold's own way is one lawn's pay in its right role: using it for all is the error
+    assert verdict(LAWNS, ["Each lawn earns her 6 * 3 = $18.", "She needs 80 - 18 = $62 more."], LAWNS_GOLD).index == 1
+    # a question number put in the role is no earlier error: the calculation is
+    assert verdict(LAWNS, ["She earns $6 an hour.", "She needs 80 - 6 = $74 more."], LAWNS_GOLD).index == 1
+    # another operation on the replaced operand is not the gold's calculation
+    other = ["For the lawns she earns 6 + 6 + 6 = $18.", "She needs 80 / 18 = 4.44 times as much."]
+    assert "in the role of another gold value" not in (verdict(LAWNS, other, LAWNS_GOLD).note or "")
+    right = ["Each lawn earns her 6 * 3 = $18.", "The 3 lawns earn her 18 * 3 = $54.", "She needs 80 - 54 = $26 more."]
+    assert verdict(LAWNS, right, LAWNS_GOLD).index == -1
+
+
+@pytest.mark.parametrize(
+    "question, gold, steps, labelled",
+    [
+        (  # MR-GSM8K (MIT) c9ebc60d: "65/2" halves the concert with its encore; "32.5 - 15" is the gold's "65 - 15"
+            "Elaina is holding the final concert in her tour. To celebrate her final concert, she makes the concert "
+            "twice as long as her usual concerts. At the end of the concert, she also performs a 15-minute encore. If "
+            "the runtime of this final concert is 65 minutes then how long, in minutes, do her usual concerts run for?",
+            "The concert, minus the encore, lasted for 65-minute concert – 15-minute encore = <<65-15=50>>50 minutes.\n"
+            "This is twice as long as her usual concerts so her usual concert must have a runtime of 50 minutes / 2 = "
+            "<<50/2=25>>25 minutes.\n#### 25",
+            [
+                "The final concert is twice as long as her usual concerts, so the usual concerts run for 65/2 = 32.5 "
+                "minutes.",
+                "She also performs a 15-minute encore at the end of the concert, so the total length of the usual "
+                "concerts is 32.5 - 15 = 17.5 minutes.",
+                "Therefore, her usual concerts run for 17.5 minutes.",
+            ],
+            0,
+        ),
+        (  # MR-GSM8K (MIT) 03c10711: "18 * 2 = 36" doubles the points; "18 + 36" is the gold's "18 + 18"
+            "In a 60-item quiz, 40% of the questions are easy, and the rest are equally divided as average and "
+            "difficult questions. If Aries is sure to get 75% of the easy questions, and half of the average and "
+            "difficult questions correctly, how many points is she sure to get?",
+            "The average and difficult questions comprises 100% - 40% = 60% of the quiz.\nThere are 60 questions x "
+            "40/100 = <<60*40/100=24>>24 easy questions.\nThere are a total of 60 questions x 60/100 = "
+            "<<60*60/100=36>>36 average and difficult questions.\nIf Aries is sure to get 75% of the easy questions, "
+            "then this means she is sure of her 24 questions x 75/100 = <<24*75/100=18>>18 points.\nFrom the average "
+            "and difficult questions, she is sure to get half of it correctly so that is 36 questions / 2 = "
+            "<<36/2=18>>18 points.\nThus, she is sure of getting 18 points + 18 points = <<18+18=36>>36 points in her "
+            "quiz.\n#### 36",
+            [
+                "There are 60 questions in total.",
+                "40% of the questions are easy, so 40/100 * 60 = 24 questions are easy.",
+                "The remaining questions are divided equally between average and difficult, so there are 60 - 24 = 36 "
+                "average and difficult questions.",
+                "Aries is sure to get 75% of the easy questions, so she will get 75/100 * 24 = 18 easy questions "
+                "correctly.",
+                "She is also sure to get half of the average and difficult questions correctly, so she will get 1/2 * "
+                "36 = 18 average and difficult questions correctly.",
+                "To calculate the total points, we multiply the number of questions she gets correctly by the points "
+                "for each question.",
+                "For the easy questions, she gets 18 * 1 = 18 points.",
+                "For the average and difficult questions, she gets 18 * 2 = 36 points.",
+                "Therefore, Aries is sure to get a total of 18 + 36 = 54 points.",
+            ],
+            7,
+        ),
+    ],
+)
+def test_real_result_in_the_role_of_another_gold_value_is_the_labelled_step(question, gold, steps, labelled):
+    """Real flawed solutions of MR-GSM8K with a human first-error label: the flagged calculation is
+    the gold's with one operand replaced by an earlier result; the step stating it is the label."""
+    result = judge_steps(question, tuple(steps), gold)
+    assert result.index == labelled and "in the role of another gold value" in result.note
+
+
+READING = (
+    "Each week, Mia reads 30 pages on Saturday and writes 30 pages on Sunday. She reads 1 page per minute. How many "
+    "hours does she spend reading in 6 weeks?"
+)
+READING_GOLD = (
+    "She reads 30 * 6 = <<30*6=180>>180 pages in 6 weeks.\nAt 1 page per minute that is 180 minutes, or 180 / 60 = "
+    "<<180/60=3>>3 hours.\n#### 3"
+)
+
+
+def test_a_conversion_factor_the_gold_only_writes_is_not_a_value_of_its_path():
+    # "30 + 30 = 60 pages" adds the pages she writes: it lands on the gold's 60, which is minutes per
+    # hour there, not a value the gold computes
+    reference = read_reference(READING, READING_GOLD)
+    assert reference.unit_factors.has(60.0) and not reference.path(ReferenceRules()).has(60.0)
+    wrong = [
+        "She reads and writes 30 + 30 = 60 pages a week.",
+        "In 6 weeks that is 60 x 6 = 360 minutes.",
+        "That is 360 / 60 = 6 hours.",
+    ]
+    assert verdict(READING, wrong, READING_GOLD).index == 0
+    # the factor is still a constant to convert with
+    assert (
+        verdict(
+            READING, ["She reads 30 x 6 = 180 pages, so 180 minutes.", "That is 180 / 60 = 3 hours."], READING_GOLD
+        ).index
+        == -1
+    )
+    # a factor the gold computes, or writes as a result ("3x = 12"), stays on its path; so does a small
+    # one, which is also a count the question implies in words (octuplets)
+    assert not read_reference("A farm has 5 boxes of 12 eggs.", "5 * 12 = <<5*12=60>>60\n#### 60").unit_factors.has(60)
+    solved = read_reference("x sunflowers take 3 pounds each out of 30.", "3 + 15 + 3x = 30\n3x = 12\nx = 4\n#### 4")
+    assert solved.path(ReferenceRules()).has(12.0)
+    octuplets = read_reference(
+        "She has octuplets and buys 3 shirts for each.", "She buys 8 * 3 = <<8*3=24>>24.\n#### 24"
+    )
+    assert octuplets.path(ReferenceRules()).has(8.0)

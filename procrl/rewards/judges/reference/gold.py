@@ -334,6 +334,7 @@ def _close_written(value: float, stated: float, text: str, rounding: bool) -> bo
 # "30 + 30 = 60 pages" lands on it by coincidence. The factors below 12 (2, 3, 4, 8, 10) are also the
 # counts a question implies ("octuplets", a cow's 4 legs): those stay on the path.
 _UNIT_FACTORS = frozenset(float(f) for f in CONVERSIONS.values() if f >= 12)
+_AFTER_EQUALS = re.compile(r"=\s*\\?\$?\s*$")
 _GOLD_ANSWER = re.compile(r"####\s*([^\n]*)")
 
 
@@ -390,6 +391,9 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     if answer is not None:
         values.add(answer)
         computed.add(answer)
+    for number in numbers:  # a result written after "=" without the calculator's note ("3x = 12")
+        if _AFTER_EQUALS.search(body, max(0, number.start - 6), number.start):
+            computed.add(number.value)
     unit_factors = Values(v for v in values if v in _UNIT_FACTORS and not computed.has(v))
     return Reference(
         asked,

@@ -179,12 +179,13 @@ def _replaced_operand(
     it stands in its right role and the calculation using it is the error)."""
     if quantity.operands is None or quantity.fraction or quantity.solved or len(quantity.operands) < 2:
         return None
+    result = quantity.worked if quantity.worked is not None else quantity.value
     replaced = {
-        unmatched[0]
+        value
         for derivation in reference.derivations
         if len(derivation.operands) == len(quantity.operands) and reference.gold.has(derivation.value)
-        for unmatched in [_unmatched(quantity.operands, derivation.operands)]
-        if len(unmatched) == 1
+        for value, gold_operands in [_one_replaced(quantity.operands, derivation.operands)]
+        if value is not None and _same_operation(quantity.operands, result, gold_operands, derivation.value)
     }
     for value in sorted(replaced):
         if reference.question.has(value) or any(math.isclose(value, c) for c in CONSTANTS):
@@ -193,6 +194,45 @@ def _replaced_operand(
         if stating and not any(_computed_the_gold_way(q, reference) for q in stating):
             return stating[-1]
     return None
+
+
+def _one_replaced(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> tuple[float | None, tuple]:
+    """The one operand with no counterpart among the gold's, and the gold's operands in the order of
+    the completion's (the gold's left-over operand where that one stands); (None, ()) unless exactly one."""
+    rest = list(gold_operands)
+    aligned: list[float | None] = []
+    for operand in operands:
+        hit = next((i for i, g in enumerate(rest) if math.isclose(g, operand, rel_tol=1e-6)), None)
+        aligned.append(None if hit is None else rest.pop(hit))
+    if aligned.count(None) != 1:
+        return None, ()
+    position = aligned.index(None)
+    aligned[position] = rest[0]
+    return operands[position], tuple(aligned)
+
+
+_OPERATIONS = (
+    lambda a, b: a + b,
+    lambda a, b: a - b,
+    lambda a, b: b - a,
+    lambda a, b: a * b,
+    lambda a, b: a / b if b else math.nan,
+    lambda a, b: b / a if a else math.nan,
+)
+
+
+def _same_operation(operands: tuple[float, ...], result: float, gold_operands: tuple, gold_result: float) -> bool:
+    """One operation gives both results ("14000 - 1600" is no replaced "3.5 * 1600"): for two operands
+    any of + - * / in either order, for more a sum or a product."""
+    if len(operands) == 2:
+        return any(
+            math.isclose(op(*operands), result, rel_tol=1e-6) and math.isclose(op(*gold_operands), gold_result, rel_tol=1e-6)
+            for op in _OPERATIONS
+        )
+    return any(
+        math.isclose(op(operands), result, rel_tol=1e-6) and math.isclose(op(gold_operands), gold_result, rel_tol=1e-6)
+        for op in (math.fsum, math.prod)
+    )
 
 
 def _unmatched(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> list[float]:
