@@ -224,15 +224,15 @@ _OPERATIONS = (
 def _same_operation(operands: tuple[float, ...], result: float, gold_operands: tuple, gold_result: float) -> bool:
     """One operation gives both results ("14000 - 1600" is no replaced "3.5 * 1600"): for two operands
     any of + - * / in either order, for more a sum or a product."""
-    if len(operands) == 2:
-        return any(
-            math.isclose(op(*operands), result, rel_tol=1e-6) and math.isclose(op(*gold_operands), gold_result, rel_tol=1e-6)
-            for op in _OPERATIONS
+
+    def both(op) -> bool:
+        return math.isclose(op(*operands), result, rel_tol=1e-6) and math.isclose(
+            op(*gold_operands), gold_result, rel_tol=1e-6
         )
-    return any(
-        math.isclose(op(operands), result, rel_tol=1e-6) and math.isclose(op(gold_operands), gold_result, rel_tol=1e-6)
-        for op in (math.fsum, math.prod)
-    )
+
+    if len(operands) == 2:
+        return any(both(op) for op in _OPERATIONS)
+    return any(both(lambda *xs, op=op: op(xs)) for op in (math.fsum, math.prod))
 
 
 def _unmatched(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> list[float]:
