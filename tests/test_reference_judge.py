@@ -958,6 +958,8 @@ def test_a_conversion_factor_the_gold_only_writes_is_not_a_value_of_its_path():
     assert not read_reference("A farm has 5 boxes of 12 eggs.", "5 * 12 = <<5*12=60>>60\n#### 60").unit_factors.has(60)
     solved = read_reference("x sunflowers take 3 pounds each out of 30.", "3 + 15 + 3x = 30\n3x = 12\nx = 4\n#### 4")
     assert solved.path(ReferenceRules()).has(12.0)
+    prose = read_reference("Rosa's age divided by 2 leaves 1.", "Try 49: divided by 2 we get 24, remainder 1.\n#### 49")
+    assert prose.path(ReferenceRules()).has(24.0)  # written, but no calculation is written with it
     octuplets = read_reference(
         "She has octuplets and buys 3 shirts for each.", "She buys 8 * 3 = <<8*3=24>>24.\n#### 24"
     )

@@ -270,7 +270,7 @@ class Reference:
     derivations: list[Derivation]
     answer: float | None
     shares: Values = field(default_factory=Values)  # what is left of (or added to) a share of the question
-    # conversion factors the gold writes and never computes ("180/60"): constants, not values of its path
+    # conversion factors the gold calculates with and never computes ("180/60"): constants, not values of its path
     unit_factors: Values = field(default_factory=Values)
     capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
@@ -330,7 +330,7 @@ def _close_written(value: float, stated: float, text: str, rounding: bool) -> bo
     return Values([value]).has_written(stated, text, rounding)
 
 
-# A conversion factor the gold only writes (60 in "180/60 = 3 hours") is a constant, and a completion's
+# A conversion factor the gold only calculates with (60 in "180/60 = 3 hours") is a constant, and a completion's
 # "30 + 30 = 60 pages" lands on it by coincidence. The factors below 12 (2, 3, 4, 8, 10) are also the
 # counts a question implies ("octuplets", a cow's 4 legs): those stay on the path.
 _UNIT_FACTORS = frozenset(float(f) for f in CONVERSIONS.values() if f >= 12)
@@ -375,10 +375,14 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
         shares.add(whole + share)
     trees: list[tuple[float, ast.AST]] = []
     computed = Values()  # what the gold's calculations result in
+    operands = Values()  # the numbers the gold's calculations are written with
     for claim in claims:
         tree = _tree(claim.left)
         if not isinstance(tree, ast.BinOp):
             continue  # "<<30=30>>": a restatement, not a calculation
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+                operands.add(float(node.value))
         values.add(claim.right_value)
         computed.add(claim.right_value)
         tree = _Substitute(trees, asked).visit(tree)
@@ -394,7 +398,7 @@ def read_reference(question: str | None, gold: str | None) -> Reference | None:
     for number in numbers:  # a result written after "=" without the calculator's note ("3x = 12")
         if _AFTER_EQUALS.search(body, max(0, number.start - 6), number.start):
             computed.add(number.value)
-    unit_factors = Values(v for v in values if v in _UNIT_FACTORS and not computed.has(v))
+    unit_factors = Values(v for v in values if v in _UNIT_FACTORS and operands.has(v) and not computed.has(v))
     return Reference(
         asked,
         values,
