@@ -27,7 +27,11 @@ result, and leads a chain on only when a later calculation uses it.
   its step names ("60 minutes", "3 hours x 60 = 180 minutes", "7 days", "100 cents");
 * the gold's path *G*: every number the gold solution states that the question does not
   (calculator results, results of its equations and its prose's numbers, fraction parts, the
-  ``#### N`` or ``\\boxed{}`` answer); with ``percent`` what is left of or added to a share of
+  ``#### N`` or ``\\boxed{}`` answer), but not a conversion factor of 12 or more that a gold
+  calculation is written with and that the gold never computes nor writes after "=" (the 60 of
+  "180/60 = 3 hours" is a constant there: "30 + 30 = 60 pages" lands on it by coincidence; the
+  smaller factors are also counts a question implies in words, octuplets, a cow's 4 legs, and
+  stay); with ``percent`` what is left of or added to a share of
   the question (``100% - 30% = 70%``, ``1 - 1/3``); with ``regroup`` (off by default) the partial
   results of its calculations regrouped: runs of neighbouring terms or factors of one chain
   (``16 - 3 - 4`` also gives ``3 + 4 = 7``; operands that are earlier gold results are expanded
@@ -97,7 +101,13 @@ so m + n = 29"), -1; a gold that is only a final answer stays no opinion (``no_r
 flagged quantity is a calculation one of whose operands is a result the completion computed and
 then restated in a later step with no calculation and no operation word ("The value of the
 sapphires is still $6400.", after 3 of the 8 were traded; not a conclusion opening with "so",
-"therefore", "thus", "hence"), the restating step is named. Other rules that blame an earlier
+"therefore", "thus", "hence"), the restating step is named. **A result in the role of another
+gold value**: when the flagged calculation is one of the gold's, by the same operation, with one
+operand replaced by a result the completion stated earlier ("80 - 18 = 62" for the gold's "80 - 54
+= 26", after "6 + 6 + 6 = 18" for what all the lawns paid), the last step stating that result is
+named; not when the replaced operand is a question number or a constant (the calculation is then
+the error), nor when the completion computed it by one of the gold's own ways (it stands in its
+right role there, and using it in the wrong one is the calculation's error). Other rules that blame an earlier
 step (an operand off the path blamed where it is stated, a step whose words commit to an
 operation, a plan step or a colon-ended step just before) and a calculation landing on a question
 number by an operation the gold does not take were measured on the development split and not
