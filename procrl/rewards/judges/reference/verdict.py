@@ -196,14 +196,21 @@ def _replaced_operand(
     return None
 
 
-def _one_replaced(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> tuple[float | None, tuple]:
-    """The one operand with no counterpart among the gold's, and the gold's operands in the order of
-    the completion's (the gold's left-over operand where that one stands); (None, ()) unless exactly one."""
+def _paired(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> tuple[list[float | None], list[float]]:
+    """Each operand's counterpart among the gold's (None where none is left; each pairs once), and
+    the gold's operands left over."""
     rest = list(gold_operands)
     aligned: list[float | None] = []
     for operand in operands:
         hit = next((i for i, g in enumerate(rest) if math.isclose(g, operand, rel_tol=1e-6)), None)
         aligned.append(None if hit is None else rest.pop(hit))
+    return aligned, rest
+
+
+def _one_replaced(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> tuple[float | None, tuple]:
+    """The one operand with no counterpart among the gold's, and the gold's operands in the order of
+    the completion's (the gold's left-over operand where that one stands); (None, ()) unless exactly one."""
+    aligned, rest = _paired(operands, gold_operands)
     if aligned.count(None) != 1:
         return None, ()
     position = aligned.index(None)
@@ -235,24 +242,11 @@ def _same_operation(operands: tuple[float, ...], result: float, gold_operands: t
     return any(both(lambda *xs, op=op: op(xs)) for op in (math.fsum, math.prod))
 
 
-def _unmatched(operands: tuple[float, ...], gold_operands: tuple[float, ...]) -> list[float]:
-    """The operands with no counterpart among the gold's (each gold operand pairs with one)."""
-    rest = list(gold_operands)
-    unmatched = []
-    for operand in operands:
-        hit = next((i for i, g in enumerate(rest) if math.isclose(g, operand, rel_tol=1e-6)), None)
-        if hit is None:
-            unmatched.append(operand)
-        else:
-            rest.pop(hit)
-    return unmatched
-
-
 def _computed_the_gold_way(quantity: Quantity, reference: Reference) -> bool:
     """Its operands include all of one of the gold's ways to its value (a fraction's numerator and
     denominator come with it: "3/5 * 300" has the operands 0.6, 300, 3 and 5)."""
     return quantity.operands is not None and any(
-        math.isclose(d.value, quantity.value, rel_tol=1e-6) and not _unmatched(d.operands, quantity.operands)
+        math.isclose(d.value, quantity.value, rel_tol=1e-6) and None not in _paired(d.operands, quantity.operands)[0]
         for d in reference.derivations
     )
 
