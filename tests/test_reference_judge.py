@@ -935,7 +935,7 @@ READING_GOLD = (
 )
 
 
-def test_a_conversion_factor_the_gold_only_writes_is_not_a_value_of_its_path():
+def test_a_conversion_factor_the_gold_only_calculates_with_is_not_a_value_of_its_path():
     # "30 + 30 = 60 pages" adds the pages she writes: it lands on the gold's 60, which is minutes per
     # hour there, not a value the gold computes
     reference = read_reference(READING, READING_GOLD)

@@ -116,7 +116,7 @@ def judge_steps(
             accepted = False
         if not accepted:
             why = "not reachable from the question and the gold solution"
-            replaced = _replaced_operand(quantity, reference, accepted_so_far)
+            replaced = _replaced_operand(quantity, reference, base, accepted_so_far)
             if replaced is not None:
                 return _flag(
                     replaced,
@@ -168,7 +168,7 @@ def _wrong_answer(quantities: list[Quantity], off_path: list[Quantity], answer: 
 
 
 def _replaced_operand(
-    quantity: Quantity, reference: Reference, accepted: list[tuple[Quantity, bool]]
+    quantity: Quantity, reference: Reference, base: Values, accepted: list[tuple[Quantity, bool]]
 ) -> Quantity | None:
     """A calculation off the gold's path that is one of the gold's calculations with one operand
     replaced by a result the completion stated earlier ("80 - 18 = 62" for the gold's "80 - 54 = 26",
@@ -176,7 +176,8 @@ def _replaced_operand(
     replaced operand is where the chain went wrong, so the step stating it (the last one before) is
     named. Not when the replaced operand is a question number or a constant (restating the question
     is no error: the calculation is), nor when the completion computed it the gold's own way (then
-    it stands in its right role and the calculation using it is the error)."""
+    it stands in its right role and the calculation using it is the error). ``base``: the question's
+    numbers and the constants."""
     if quantity.operands is None or quantity.fraction or quantity.solved or len(quantity.operands) < 2:
         return None
     result = quantity.worked if quantity.worked is not None else quantity.value
@@ -188,7 +189,7 @@ def _replaced_operand(
         if value is not None and _same_operation(quantity.operands, result, gold_operands, derivation.value)
     }
     for value in sorted(replaced):
-        if reference.question.has(value) or any(math.isclose(value, c) for c in CONSTANTS):
+        if base.has(value):
             continue
         stating = [q for q, _ in accepted if q.step < quantity.step and math.isclose(q.value, value, rel_tol=1e-6)]
         if stating and not any(_computed_the_gold_way(q, reference) for q in stating):
