@@ -28,6 +28,10 @@ from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is s
   file: measured with, never shipped) whose first wrong step was labelled for this corpus
   (``benchmarks/data/gsm8k_fresh_labels.tsv``: how they were drawn and labelled; the guide,
   ``gsm8k_fresh_guide.md``); split like the others into ``dev/`` (tune on it) and ``heldout/``.
+* ``fresh/gsm8k_fresh_second.jsonl``: a second draw of the same kind, made later and only of
+  held-out questions (``benchmarks/data/gsm8k_fresh_second_labels.tsv``; Qwen2.5-7B-Instruct's
+  few-shot solutions, the two Llamas' zero-shot ones), so that the final figure is also measured on
+  rows that no round of rules was ever scored on; its ``dev/`` part is empty.
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
@@ -63,8 +67,10 @@ PEERS = {
 LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
 LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
 FRESH_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_labels.tsv"
+FRESH_SECOND_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_second_labels.tsv"
 FRESH_SOURCES = {
     "qwen25-7b": "results/archive/pre-prompt fix/evaluation_results-qwen2.5-7b-01-zs.json",
+    "qwen25-7b-fs": "results/archive/pre-prompt fix/evaluation_results-qwen2.5-7b-01-fs.json",
     "llama32-3b": "results/evaluation_results-Llama-3.2-3B-Instruct-2024-12-02-05-33.json",
     "llama31-8b": LLAMA,
 }
@@ -232,14 +238,17 @@ def llama(directory: str, gsm8k_test: str, output: Path) -> str | None:
     return str(path)
 
 
-def fresh(directory: str, gsm8k_test: str, output: Path) -> str | None:
-    """The labelled rows of :data:`FRESH_LABELS` (``x``: excluded, the reason in its note) with their
-    solutions and gold solutions; ``answer_correct`` as the labels read the final answer (a right
-    answer the original extractor misread is right)."""
+def fresh(
+    directory: str, gsm8k_test: str, output: Path, labels: Path | None = None, name: str = "gsm8k_fresh"
+) -> str | None:
+    """The labelled rows of ``labels`` (default :data:`FRESH_LABELS`; ``x``: excluded, the reason in
+    its note) with their solutions and gold solutions, written to ``fresh/NAME.jsonl``;
+    ``answer_correct`` as the labels read the final answer (a right answer the original extractor
+    misread is right)."""
     golds = gsm8k_golds(gsm8k_test)
     solutions = {}
     rows = []
-    for line in FRESH_LABELS.read_text(encoding="utf-8").splitlines():
+    for line in (labels or FRESH_LABELS).read_text(encoding="utf-8").splitlines():
         if line.startswith("#") or line.startswith("model\t") or not line.strip():
             continue
         model, index, label, note = line.split("\t", 3)
@@ -264,7 +273,7 @@ def fresh(directory: str, gsm8k_test: str, output: Path) -> str | None:
             }
         )
     (output / "fresh").mkdir(parents=True, exist_ok=True)
-    path = output / "fresh" / "gsm8k_fresh.jsonl"
+    path = output / "fresh" / f"{name}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return str(path)
 
@@ -312,10 +321,17 @@ def main(argv: list[str] | None = None) -> int:
                 + " ".join(f"--peer {n}={p}" for n, p in peer_files.items())
             )
     if args.llm_reasoning:
-        path = fresh(args.llm_reasoning, args.gsm8k_test, output)
-        if path:
-            commands.append(f"procrl validate --recipe {recipe} --data {path}")
-    for name in ("mr_gsm8k_with_prefixes.jsonl", "gsm8k_real.jsonl", "fresh/gsm8k_fresh.jsonl"):
+        for labels, name in ((FRESH_LABELS, "gsm8k_fresh"), (FRESH_SECOND_LABELS, "gsm8k_fresh_second")):
+            path = fresh(args.llm_reasoning, args.gsm8k_test, output, labels, name)
+            if path:
+                commands.append(f"procrl validate --recipe {recipe} --data {path}")
+    names = (
+        "mr_gsm8k_with_prefixes.jsonl",
+        "gsm8k_real.jsonl",
+        "fresh/gsm8k_fresh.jsonl",
+        "fresh/gsm8k_fresh_second.jsonl",
+    )
+    for name in names:
         if (output / name).exists():
             dev, heldout = split_file(output / name, output)
             commands.append(f"# split by question: {dev} (tune on it), {heldout} (report on it)")

@@ -19,8 +19,8 @@ QUESTION = "Tom has 3 apples and buys 4 more. How many apples does he have?"
 GOLD = "Tom has 3 + 4 = <<3+4=7>>7 apples.\n#### 7"
 
 
-def _labels() -> list[list[str]]:
-    lines = corpora.FRESH_LABELS.read_text(encoding="utf-8").splitlines()
+def _labels(path: Path = corpora.FRESH_LABELS) -> list[list[str]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
     body = [line for line in lines if not line.startswith("#")]
     assert body[0] == "model\tindex\tfirst_error\tnote"
     return [line.split("\t") for line in body[1:]]
@@ -30,12 +30,26 @@ def test_the_fresh_labels_file_is_well_formed():
     rows = _labels()
     assert all(len(row) == 4 for row in rows)
     assert len({(model, index) for model, index, _, _ in rows}) == len(rows) == 360
-    assert {model for model, *_ in rows} == set(corpora.FRESH_SOURCES)
+    assert {model for model, *_ in rows} == set(corpora.FRESH_SOURCES) - {"qwen25-7b-fs"}
     for model, index, label, note in rows:
         assert 0 <= int(index) < 1319
         assert label == "x" or int(label) >= -1
         assert label != "x" or note.strip(), (model, index)  # an excluded row says why
     assert sum(label == "x" for _, _, label, _ in rows) == 31
+
+
+def test_the_second_draw_labels_file_is_well_formed():
+    rows = _labels(corpora.FRESH_SECOND_LABELS)
+    assert all(len(row) == 4 for row in rows)
+    assert len({(model, index) for model, index, _, _ in rows}) == len(rows) == 168
+    assert {model for model, *_ in rows} == {"qwen25-7b-fs", "llama32-3b", "llama31-8b"}
+    first = {(model, index) for model, index, _, _ in _labels()}
+    assert not first & {(model, index) for model, index, _, _ in rows}  # no row of the first draw again
+    for model, index, label, note in rows:
+        assert 0 <= int(index) < 1319
+        assert label == "x" or int(label) >= -1
+        assert note.strip(), (model, index)  # every row says why
+    assert sum(label == "x" for _, _, label, _ in rows) == 4
 
 
 def _repository(tmp_path: Path, solutions: dict[str, list[dict]]) -> str:
