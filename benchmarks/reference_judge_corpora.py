@@ -32,6 +32,9 @@ from fetched bare git repositories (``git -C DIR show HEAD:path``); nothing is s
   held-out questions (``benchmarks/data/gsm8k_fresh_second_labels.tsv``; Qwen2.5-7B-Instruct's
   few-shot solutions, the two Llamas' zero-shot ones), so that the final figure is also measured on
   rows that no round of rules was ever scored on; its ``dev/`` part is empty.
+* ``fresh/gsm8k_fresh_tuning.jsonl``: labelled the same way for tuning only, of dev questions
+  (``benchmarks/data/gsm8k_fresh_tuning_labels.tsv``; the three models' few-shot solutions and
+  Llama-3.2-3B's zero-shot ones); its ``heldout/`` part is empty.
 * ``reasoneval_perturbation.json``: ReasonEval's ``dataset/perturbation.json`` (MATH, GPT-4 sound
   solutions and perturbed copies); the gold solution *is* the sound one, so it measures how well
   a perturbation of the gold's own steps is found, not false flags on other decompositions.
@@ -68,9 +71,12 @@ LLAMA = "results/evaluation_results-Llama-3.1-8B-Instruct-2024-12-02-07-36.json"
 LABELS = REPO / "benchmarks" / "data" / "llama31_8b_gsm8k_labels.tsv"
 FRESH_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_labels.tsv"
 FRESH_SECOND_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_second_labels.tsv"
+FRESH_TUNING_LABELS = REPO / "benchmarks" / "data" / "gsm8k_fresh_tuning_labels.tsv"
 FRESH_SOURCES = {
     "qwen25-7b": "results/archive/pre-prompt fix/evaluation_results-qwen2.5-7b-01-zs.json",
     "qwen25-7b-fs": "results/archive/pre-prompt fix/evaluation_results-qwen2.5-7b-01-fs.json",
+    "llama32-3b-fs": "results/archive/pre-prompt fix/evaluation_results-llama3.2-3b-01-fs.json",
+    "llama31-8b-fs": "results/archive/pre-prompt fix/evaluation_results-llama3.1-8b-01-fs.json",
     "llama32-3b": "results/evaluation_results-Llama-3.2-3B-Instruct-2024-12-02-05-33.json",
     "llama31-8b": LLAMA,
 }
@@ -321,7 +327,12 @@ def main(argv: list[str] | None = None) -> int:
                 + " ".join(f"--peer {n}={p}" for n, p in peer_files.items())
             )
     if args.llm_reasoning:
-        for labels, name in ((FRESH_LABELS, "gsm8k_fresh"), (FRESH_SECOND_LABELS, "gsm8k_fresh_second")):
+        drawn = (
+            (FRESH_LABELS, "gsm8k_fresh"),
+            (FRESH_SECOND_LABELS, "gsm8k_fresh_second"),
+            (FRESH_TUNING_LABELS, "gsm8k_fresh_tuning"),
+        )
+        for labels, name in drawn:
             path = fresh(args.llm_reasoning, args.gsm8k_test, output, labels, name)
             if path:
                 commands.append(f"procrl validate --recipe {recipe} --data {path}")
@@ -330,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         "gsm8k_real.jsonl",
         "fresh/gsm8k_fresh.jsonl",
         "fresh/gsm8k_fresh_second.jsonl",
+        "fresh/gsm8k_fresh_tuning.jsonl",
     )
     for name in names:
         if (output / name).exists():

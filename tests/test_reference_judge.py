@@ -485,6 +485,60 @@ def test_the_stated_final_answer_is_an_explicit_one():
     assert stated_final_answer(None) is None
 
 
+def test_the_concluded_answer_is_what_a_closing_sentence_concludes():
+    from procrl.rewards.judges.reference import concluded_answer
+
+    assert concluded_answer("x = 4.\n\nSo, Soledad needs to hike 185 miles per day to finish on time.") == 185.0
+    assert concluded_answer("He has 7 + 4 = 11.\n\nIn total, Randy now has 11 + 7 + 7 = 25 cookies.") == 25.0
+    assert concluded_answer("Therefore, Brian will walk 70 / 2 = 35 miles in 7 days.") == 35.0  # after the "="
+    assert concluded_answer("So, Sally got $1,200 more, and $1,200 was withheld.") == 1200.0  # one value, twice
+    assert concluded_answer("Therefore, it takes Carla 120 minutes to download the 200 GB file.") is None  # which?
+    assert concluded_answer("So 3 bags.\n#### 3") is None  # an explicit answer is stated_final_answer's
+    assert concluded_answer("She has 16 - 3 = 13 eggs.") is None  # no conclusion drawn
+    assert concluded_answer(None) is None
+
+
+# few-shot replies state no answer line: they close with a conclusion. Every quantity here is
+# accepted ("$18 + $3 = $21" is one operation with a question number from the gold's answer, as a
+# decomposition would be), so without the conclusion the chain is "no error"
+JANET_FEW_SHOT = (
+    "She has 16 - 3 - 4 = 9 eggs left to sell.",
+    "She makes 9 x $2 = $18 from them.",
+    "Her family pays $3 for the eggs she eats, so $18 + $3 = $21.",
+    "So, Janet makes $21 every day.",
+)
+
+
+def test_a_wrong_conclusion_off_the_path_is_a_wrong_answer():
+    from procrl.rewards.judges.reference import concluded_answer
+
+    concluded = concluded_answer("\n\n".join(JANET_FEW_SHOT))
+    assert concluded == 21.0
+    assert judge_steps(JANET, JANET_FEW_SHOT, JANET_GOLD).index == -1
+    result = judge_steps(JANET, JANET_FEW_SHOT, JANET_GOLD, concluded=concluded)
+    assert result.index == 2 and "final answer 21" in result.note  # where the chain left the path
+
+
+def test_a_conclusion_on_the_path_or_the_gold_answer_is_no_wrong_answer():
+    # a solution cut short closes on a value of the gold's path: it states no final answer
+    cut = ("She has 16 - 3 - 4 = 9 eggs left.", "So, Janet sells 9 eggs.")
+    assert judge_steps(JANET, cut, JANET_GOLD, concluded=9.0).index == -1
+    assert judge_steps(JANET, cut, JANET_GOLD, answer=9.0).index == 0  # an explicit answer of 9 is wrong
+    sound = ("She has 16 - 3 - 4 = 9 eggs.", "She makes 9 x $2 = $18.", "So, Janet makes $18 every day.")
+    assert judge_steps(JANET, sound, JANET_GOLD, concluded=18.0).index == -1
+    copied = ("Janet's ducks lay 16 eggs per day.", "So, the ducks lay 16 eggs.")
+    assert judge_steps(JANET, copied, JANET_GOLD, concluded=16.0).index is not None  # a question number
+    assert judge_steps(JANET, copied, JANET_GOLD, concluded=16.0).index == judge_steps(JANET, copied, JANET_GOLD).index
+
+
+def test_the_component_reads_a_few_shot_conclusion():
+    (spec,) = parse_rewards({"first_error": {"backend": "reference"}})
+    output = RewardMix([spec]).score_all(RewardBatch.from_texts(["\n\n".join(JANET_FEW_SHOT)], [JANET], [JANET_GOLD]))[
+        "first_error"
+    ]
+    assert output.scores == [-1.0] and output.details[0]["index"] == 2
+
+
 # --- bounded work -------------------------------------------------------------------------------
 
 

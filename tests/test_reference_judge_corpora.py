@@ -30,7 +30,7 @@ def test_the_fresh_labels_file_is_well_formed():
     rows = _labels()
     assert all(len(row) == 4 for row in rows)
     assert len({(model, index) for model, index, _, _ in rows}) == len(rows) == 360
-    assert {model for model, *_ in rows} == set(corpora.FRESH_SOURCES) - {"qwen25-7b-fs"}
+    assert {model for model, *_ in rows} == {"qwen25-7b", "llama32-3b", "llama31-8b"}
     for model, index, label, note in rows:
         assert 0 <= int(index) < 1319
         assert label == "x" or int(label) >= -1
@@ -50,6 +50,20 @@ def test_the_second_draw_labels_file_is_well_formed():
         assert label == "x" or int(label) >= -1
         assert note.strip(), (model, index)  # every row says why
     assert sum(label == "x" for _, _, label, _ in rows) == 4
+
+
+def test_the_tuning_labels_file_is_well_formed():
+    rows = _labels(corpora.FRESH_TUNING_LABELS)
+    assert all(len(row) == 4 for row in rows)
+    assert len({(model, index) for model, index, _, _ in rows}) == len(rows) == 282
+    assert {model for model, *_ in rows} <= set(corpora.FRESH_SOURCES)
+    others = {(m, i) for f in (corpora.FRESH_LABELS, corpora.FRESH_SECOND_LABELS) for m, i, _, _ in _labels(f)}
+    assert not others & {(model, index) for model, index, _, _ in rows}
+    for model, index, label, note in rows:
+        assert 0 <= int(index) < 1319
+        assert label == "x" or int(label) >= -1
+        assert label != "x" or note.strip(), (model, index)
+    assert sum(label == "x" for _, _, label, _ in rows) == 48
 
 
 def _repository(tmp_path: Path, solutions: dict[str, list[dict]]) -> str:

@@ -225,10 +225,14 @@ class FirstErrorReward(RewardComponent):
             return JudgeItem(question, tuple(steps), shown, kind=spec.kind)
         if self.settings.backend != "reference":
             return JudgeItem(question, tuple(steps), reference_text(gold, reference))
-        from procrl.rewards.judges.reference import stated_final_answer
+        from procrl.rewards.judges.reference import concluded_answer, stated_final_answer
 
         return JudgeItem(
-            question, tuple(steps), reference_text(gold, "solution"), answer=stated_final_answer(completion)
+            question,
+            tuple(steps),
+            reference_text(gold, "solution"),
+            answer=stated_final_answer(completion),
+            concluded=concluded_answer(completion),
         )
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:

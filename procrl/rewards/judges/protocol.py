@@ -29,12 +29,14 @@ FAILURE_KINDS = (
 class JudgeItem:
     """One solution to judge: the question, its steps, the gold answer (shown in reference mode),
     the row's answer kind (``number``, ``choice``, ``yes_no``: the LLM judges' prompt), and the final
-    answer the completion states, when it states one (the reference judge blames a step for a wrong one)."""
+    answer the completion states, when it states one (the reference judge blames a step for a wrong one),
+    or else the value its closing sentence concludes with (``concluded``: a weaker statement)."""
 
     question: str | None
     steps: tuple[str, ...]
     gold: str | None = None
     answer: float | None = None
+    concluded: float | None = None
     kind: str = "number"
 
 

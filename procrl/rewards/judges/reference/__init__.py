@@ -149,7 +149,13 @@ from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, Derivation, Ref
 from procrl.rewards.judges.reference.judge import ReferenceJudge
 from procrl.rewards.judges.reference.rules import CONSTANTS, LOOKAHEAD_WINDOW
 from procrl.rewards.judges.reference.values import Values
-from procrl.rewards.judges.reference.verdict import DEFAULT_RULES, MAX_QUANTITIES, judge_steps, stated_final_answer
+from procrl.rewards.judges.reference.verdict import (
+    DEFAULT_RULES,
+    MAX_QUANTITIES,
+    concluded_answer,
+    judge_steps,
+    stated_final_answer,
+)
 from procrl.rewards.judges.settings import TRANSFORMATIONS, ReferenceRules
 
 __all__ = [
@@ -168,4 +174,5 @@ __all__ = [
     "question_numbers",
     "read_reference",
     "stated_final_answer",
+    "concluded_answer",
 ]

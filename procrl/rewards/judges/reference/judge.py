@@ -21,7 +21,7 @@ class ReferenceJudge(Judge):
         self.rules = rules
 
     def judge_one(self, item: JudgeItem) -> Verdict:
-        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules, item.answer)
+        return judge_steps(item.question, tuple(item.steps), item.gold, self.rules, item.answer, item.concluded)
 
     def judge_sync(self, items: list[JudgeItem]) -> list[Verdict]:
         return [self.judge_one(item) for item in items]

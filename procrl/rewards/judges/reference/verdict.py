@@ -4,6 +4,7 @@ of :mod:`procrl.rewards.judges.reference`), and a wrong final answer blamed on a
 from __future__ import annotations
 
 import math
+import re
 
 from procrl.rewards.judges.protocol import Verdict
 from procrl.rewards.judges.reference.gold import MAX_READ_CHARS, Reference, read_reference
@@ -29,15 +30,52 @@ def stated_final_answer(completion: str | None) -> float | None:
     return None if rule in ("none", "last_number") else value
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
+_CONCLUSION = re.compile(
+    r"\s*(?:so|therefore|thus|hence|in total|overall|altogether|finally)\b(?P<claim>.*)", re.IGNORECASE
+)
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def concluded_answer(completion: str | None) -> float | None:
+    """The value a completion's closing sentence concludes with when it states no answer explicitly
+    (few-shot replies end so: "So, Soledad needs to hike 185 miles per day.", "In total, Randy now
+    has 11 + 7 + 7 = 25 cookies."): the first number after its last "=", else its one number (two
+    different numbers, or none: None). A weaker statement than :func:`stated_final_answer`: a
+    solution cut short also ends on a conclusion, so the judge takes it only when it is off the
+    gold's path."""
+    from procrl.core.answers import parse_number
+
+    if not completion or stated_final_answer(completion) is not None:
+        return None
+    closing = _SENTENCE_END.split(completion.rstrip().rstrip(".!").rstrip())[-1]
+    match = _CONCLUSION.match(closing)
+    if match is None:
+        return None
+    claim = match.group("claim")
+    if "=" in claim:
+        claim = claim.rsplit("=", 1)[1]
+        numbers = _DIGITS.findall(claim)[:1]
+    else:
+        numbers = _DIGITS.findall(claim)
+    if len({number.replace(",", "") for number in numbers}) != 1:
+        return None
+    value = parse_number(numbers[0])
+    return None if value is None else float(value)
+
+
 def judge_steps(
     question: str | None,
     steps: tuple[str, ...],
     gold: str | None,
     rules: ReferenceRules = DEFAULT_RULES,
     answer: float | None = None,
+    concluded: float | None = None,
 ) -> Verdict:
     """The verdict for one solution (the rule of :mod:`procrl.rewards.judges.reference`); ``answer``:
-    the final answer the completion states (None: none stated)."""
+    the final answer the completion states (None: none stated); ``concluded``: the value its closing
+    sentence concludes with (:func:`concluded_answer`), taken as the answer when none is stated and
+    it is neither a value of the gold's path nor a question number."""
     reference = read_reference(question, gold)
     if reference is None:
         return Verdict(None, status="no_reference", note="the gold has no intermediate values to check against")
@@ -129,6 +167,8 @@ def judge_steps(
         known_so_far.add(quantity.value)
         if result:
             derived.append(quantity.value)
+    if answer is None and concluded is not None and not path.has(concluded) and not base.has(concluded):
+        answer = concluded  # a closing conclusion off the gold's path is the answer it states
     wrong = answer is not None and reference.answer is not None and not _same_answer(answer, reference.answer)
     # a chain ending on the gold's answer has a misread answer line, not a wrong step
     if wrong and quantities and not _same_answer(quantities[-1].value, reference.answer):
