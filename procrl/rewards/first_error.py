@@ -227,13 +227,9 @@ class FirstErrorReward(RewardComponent):
             return JudgeItem(question, tuple(steps), reference_text(gold, reference))
         from procrl.rewards.judges.reference import concluded_answer, stated_final_answer
 
-        return JudgeItem(
-            question,
-            tuple(steps),
-            reference_text(gold, "solution"),
-            answer=stated_final_answer(completion),
-            concluded=concluded_answer(completion),
-        )
+        answer = stated_final_answer(completion)
+        concluded = concluded_answer(completion) if answer is None else None
+        return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), answer=answer, concluded=concluded)
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations

@@ -38,15 +38,15 @@ _DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def concluded_answer(completion: str | None) -> float | None:
-    """The value a completion's closing sentence concludes with when it states no answer explicitly
-    (few-shot replies end so: "So, Soledad needs to hike 185 miles per day.", "In total, Randy now
-    has 11 + 7 + 7 = 25 cookies."): the first number after its last "=", else its one number (two
-    different numbers, or none: None). A weaker statement than :func:`stated_final_answer`: a
-    solution cut short also ends on a conclusion, so the judge takes it only when it is off the
-    gold's path."""
+    """The value a completion's closing sentence concludes with (few-shot replies, which state no
+    answer line, end so: "So, Soledad needs to hike 185 miles per day.", "In total, Randy now has
+    11 + 7 + 7 = 25 cookies."): the first number after its last "=", else its one number (two
+    different numbers, or none: None). A weaker statement than :func:`stated_final_answer`, read only
+    where that finds none: a solution cut short also ends on a conclusion, so the judge takes it only
+    when it is off the gold's path."""
     from procrl.core.answers import parse_number
 
-    if not completion or stated_final_answer(completion) is not None:
+    if not completion:
         return None
     closing = _SENTENCE_END.split(completion.rstrip().rstrip(".!").rstrip())[-1]
     match = _CONCLUSION.match(closing)
