@@ -21,12 +21,13 @@ from tests.helpers.cli import (
     assert_one_line_error,
     cli,
     fake_checkpoint,
+    procrl_run,
     reward_module,
     score,
     snapshot,
     write_rows,
 )
-from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.launch import TINY_RECIPE
 
 # --- 1. resume takes the newest complete checkpoint; saves are atomic -----------------------------
 
@@ -92,21 +93,8 @@ def test_checkpoint_write_interrupted_leaves_no_checkpoint_under_its_name(tmp_pa
 
 def test_a_full_disk_during_a_checkpoint_is_a_one_line_error(tmp_path):
     """RLIMIT_FSIZE makes every write past 200 kB fail as a full disk would (the weights are ~430 kB)."""
-    import resource
-
     out = tmp_path / "run"
-
-    def small_disk():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "procrl", "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        preexec_fn=small_disk,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
-    )
+    done = procrl_run(["train", TINY_RECIPE, "--output-dir", out, *ONE_STEP], tmp_path, limit_bytes=200_000)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
@@ -292,12 +280,8 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS * 4)
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
-    done = subprocess.run(
+    done = procrl_run(
         [
-            sys.executable,
-            "-m",
-            "procrl",
             "score",
             "--recipe",
             TINY_RECIPE,
@@ -311,9 +295,8 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
             "--set",
             "rewards.killer={type: 'kill_third:killer', weight: 0.0}",
         ],
-        capture_output=True,
-        text=True,
-        env=env,
+        tmp_path,
+        pythonpath=[tmp_path],
         timeout=300,
     )
     assert done.returncode == -9, done.stderr[-2000:]
@@ -322,36 +305,14 @@ def test_score_killed_mid_way_leaves_the_previous_output_as_it_was(tmp_path):
 
 def test_score_on_a_full_disk_is_a_one_line_error_and_keeps_the_previous_output(tmp_path):
     """RLIMIT_FSIZE makes writes past 20 kB fail as a full disk would (EFBIG; Python ignores SIGXFSZ)."""
-    import resource
-
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS * 40)
     output = tmp_path / "scored.jsonl"
     output.write_text('{"previous": "results"}\n')
-
-    def small_disk():
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
-
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "procrl",
-            "score",
-            "--recipe",
-            TINY_RECIPE,
-            "--input",
-            source,
-            "--output",
-            output,
-            "--quiet",
-            "--batch-size",
-            "8",
-        ],
-        capture_output=True,
-        text=True,
+    done = procrl_run(
+        ["score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet", "--batch-size", "8"],
+        tmp_path,
+        limit_bytes=20_000,
         timeout=300,
-        preexec_fn=small_disk,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]

@@ -15,7 +15,7 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.rewards import RewardBatch, RewardComponent, RewardMix, RewardOutput, parse_rewards
-from tests.helpers.cli import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, reward_module, write_rows
+from tests.helpers.cli import GOOD_ROWS, ONE_STEP, assert_one_line_error, cli, procrl_run, reward_module, write_rows
 from tests.helpers.launch import REPO, TINY_RECIPE
 
 RELEASE = threading.Event()  # set at the end of each test: the stuck calls of this process return
@@ -140,29 +140,23 @@ def test_score_and_the_process_end_when_a_reward_never_returns(tmp_path):
     )
     source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
     output = tmp_path / "out.jsonl"
-    done = subprocess.run(
+    done = procrl_run(
         [
-            sys.executable,
-            "-m",
-            "procrl",
             "score",
             "--recipe",
-            str(TINY_RECIPE),
+            TINY_RECIPE,
             "--input",
-            str(source),
+            source,
             "--output",
-            str(output),
+            output,
             "--quiet",
             "--set",
             "rewards.trace=false",
             "--set",
             "rewards.stuck={type: 'stuck_reward:stuck', deadline_s: 1, fallback: -1.0}",
         ],
-        capture_output=True,
-        text=True,
+        tmp_path,
         timeout=240,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [json.loads(line) for line in output.read_text().splitlines()]

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, reward_module
-from tests.helpers.launch import REPO, TINY_RECIPE
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, procrl_run, reward_module
+from tests.helpers.launch import TINY_RECIPE
 
 GOOD_ROWS = [
     {"question": "Ava has 3 apples and buys 4 more. How many does she have?", "answer": "3 + 4 = 7\n#### 7"},
@@ -190,51 +188,15 @@ def test_score_reads_standard_input_from_a_pipe(tmp_path):
         json.dumps({"question": r["question"], "completion": r["answer"], "answer": r["answer"]}) + "\n"
         for r in GOOD_ROWS
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     for source in ("/dev/stdin", "-"):
         output = tmp_path / f"scored{len(source)}.jsonl"
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "procrl",
-                "score",
-                "--recipe",
-                TINY_RECIPE,
-                "--input",
-                source,
-                "--output",
-                output,
-                "--quiet",
-            ],
-            input=rows,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=env,
-        )
+        argv = ["score", "--recipe", TINY_RECIPE, "--input", source, "--output", output, "--quiet"]
+        done = procrl_run(argv, tmp_path, timeout=300, input=rows)
         assert done.returncode == 0, done.stderr[-3000:]
         scored = [json.loads(line) for line in output.read_text().splitlines()]
         assert [row["rewards"]["accuracy"] for row in scored] == [1.0] * 4
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "procrl",
-            "score",
-            "--recipe",
-            TINY_RECIPE,
-            "--input",
-            "-",
-            "--output",
-            tmp_path / "bad.jsonl",
-        ],
-        input=rows + '{"question": 1\n',
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
+    argv = ["score", "--recipe", TINY_RECIPE, "--input", "-", "--output", tmp_path / "bad.jsonl"]
+    bad = procrl_run(argv, tmp_path, timeout=300, input=rows + '{"question": 1\n')
     assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr[-3000:]
     assert "procrl: error: <stdin>:5: not valid JSON" in bad.stderr
     assert not (tmp_path / "bad.jsonl").exists()

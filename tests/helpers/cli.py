@@ -112,10 +112,17 @@ def grep_secrets(folder: Path, secrets: list[str]) -> list[str]:
 
 
 def procrl_run(
-    argv: list, tmp_path: Path, limit_bytes: int | None = None, pythonpath: list[str] = (), timeout=600, **env: str
+    argv: list,
+    tmp_path: Path,
+    limit_bytes: int | None = None,
+    pythonpath: list = (),
+    timeout=600,
+    input: str | None = None,
+    **env: str,
 ) -> subprocess.CompletedProcess:
-    """``procrl ARGV`` as a process (optionally with every file capped at ``limit_bytes``, as a
-    full disk would stop it: RLIMIT_FSIZE, EFBIG; Python ignores SIGXFSZ)."""
+    """``procrl ARGV`` as a process in ``tmp_path`` (optionally with every file capped at
+    ``limit_bytes``, as a full disk would stop it: RLIMIT_FSIZE, EFBIG; Python ignores SIGXFSZ;
+    ``input``: its standard input)."""
     import resource
 
     def small_disk():
@@ -124,6 +131,7 @@ def procrl_run(
     path = os.pathsep.join([*map(str, pythonpath), str(REPO)])
     return subprocess.run(
         [sys.executable, "-m", "procrl.launch.cli", *map(str, argv)],
+        input=input,
         capture_output=True,
         text=True,
         timeout=timeout,
