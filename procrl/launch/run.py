@@ -400,6 +400,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     SIGTERM end it with one line naming the checkpoint to continue from."""
     from procrl.core.interrupts import interrupted
     from procrl.launch.output_dir import check_output_dir
+    from procrl.observe.console import print_run_summary
     from procrl.trainers.checkpoints import (
         find_resume_checkpoint,
         interrupted_final_save,
@@ -457,6 +458,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             trainer.train(resume_from_checkpoint=checkpoint)
         stage = "final save"
         save_final_model(trainer, recipe.output_dir)
+        print_run_summary(trainer, recipe.output_dir)
     except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
         if stage == "final save":
             raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None

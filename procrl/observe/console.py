@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from transformers import TrainerCallback
 
-__all__ = ["RecipeConfigCallback", "console_line", "redact_wandb_config", "use_compact_console"]
+__all__ = [
+    "RecipeConfigCallback",
+    "console_line",
+    "print_run_summary",
+    "redact_wandb_config",
+    "run_summary_line",
+    "use_compact_console",
+]
 
 
 class RecipeConfigCallback(TrainerCallback):
@@ -82,15 +89,22 @@ def _number(value) -> str:
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def run_summary_line(step: int, runtime: float, output_dir=None) -> str:
+    """The last line of a run: its steps and time, and where the model and every metric are."""
+    steps = f"{step} step" if step == 1 else f"{step} steps"
+    where = f"; the model is in {output_dir}" if output_dir is not None else ""
+    return (
+        f"done: {steps} in {runtime:.0f} s{where} (every metric: trainer_state.json in the output dir, "
+        "and W&B when report_to has it)"
+    )
+
+
 def console_line(logs: dict, step: int, max_steps: int) -> str:
     """The log record of one logging step as one short line: loss, total reward, each reward
     component's mean, reasoning-aware accuracy, inflation, the hacking flag, seconds per step.
     (TRL prints the whole record, ~100 keys, as a dict.)"""
     if "train_runtime" in logs:
-        return (
-            f"done: {step} steps in {logs['train_runtime']:.0f} s (every metric: trainer_state.json in the "
-            f"output dir, and W&B when report_to has it)"
-        )
+        return run_summary_line(step, logs["train_runtime"])
     parts = [f"step {step}/{max_steps}"]
     known = dict(_CONSOLE_KEYS)
     for key, label in _CONSOLE_KEYS[:2]:
@@ -111,19 +125,41 @@ def console_line(logs: dict, step: int, max_steps: int) -> str:
 
 def use_compact_console(trainer) -> None:
     """Replace transformers' console printers (the progress bar's dict dump, or the plain
-    printer when tqdm is off) with :func:`console_line`."""
+    printer when tqdm is off) with :func:`console_line`. The run's summary record ("done: ...")
+    is kept for :func:`print_run_summary`: transformers logs it before the final model is saved,
+    and a terminal saying "done" while a 7B model is still being written invites a Ctrl-C."""
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    def compact(callback, logs, state) -> str | None:
+        if "train_runtime" in logs:
+            callback.run_summary = (state.global_step, logs["train_runtime"])
+            return None
+        return console_line(logs, state.global_step, state.max_steps)
 
     class CompactProgressCallback(ProgressCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.is_world_process_zero and self.training_bar is not None and logs:
-                self.training_bar.write(console_line(logs, state.global_step, state.max_steps))
+                line = compact(self, logs, state)
+                if line is not None:
+                    self.training_bar.write(line)
 
     class CompactPrinterCallback(PrinterCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.is_world_process_zero and logs:
-                print(console_line(logs, state.global_step, state.max_steps), flush=True)
+                line = compact(self, logs, state)
+                if line is not None:
+                    print(line, flush=True)
 
     for old, new in ((ProgressCallback, CompactProgressCallback), (PrinterCallback, CompactPrinterCallback)):
         if trainer.pop_callback(old) is not None:
             trainer.add_callback(new)
+
+
+def print_run_summary(trainer, output_dir) -> None:
+    """The run's summary line, once its final model is saved, naming where it is (main process;
+    nothing when the run logged no summary)."""
+    for callback in trainer.callback_handler.callbacks:
+        summary = getattr(callback, "run_summary", None)
+        if summary is not None and trainer.state.is_world_process_zero:
+            print(run_summary_line(*summary, output_dir), flush=True)
+            callback.run_summary = None
