@@ -96,15 +96,19 @@ def run() -> None:
 
 def _check_accelerate_launch(args: list) -> None:
     """In the ``accelerate launch`` process, when one of its arguments is a procrl recipe: the
-    pre-launch checks (procrl.launch.accelerate.check_accelerate_launch) before accelerate starts any
-    process; on a problem, its lines and exit status 2, without accelerate's traceback."""
+    launch decided (the recipe's launch section's flags put in front of accelerate's arguments when
+    the user chose no launch) and the pre-launch checks run
+    (procrl.launch.accelerate.check_accelerate_launch) before accelerate parses its arguments and
+    starts any process; on a problem, its lines and exit status 2, without accelerate's traceback."""
     if not any(arg.lower().endswith((".yaml", ".yml")) and has_marker(arg) for arg in args):
         return  # not a recipe launch (an accelerate config file has no marker): procrl is not imported
     code = None
     try:
         from procrl.launch.accelerate import check_accelerate_launch
 
-        code = check_accelerate_launch(list(args))
+        code, launch_args = check_accelerate_launch(list(args))
+        if launch_args is not None and launch_args != list(args):
+            sys.argv[len(sys.argv) - len(args) :] = launch_args  # what accelerate's parser reads next
     except KeyboardInterrupt:
         code = 130
     except Exception:  # noqa: BLE001 - a bug in the checks must not stop a launch: accelerate goes on

@@ -324,12 +324,12 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
         PROCRL_NODES="n1 n2 n3 n4",
         VLLM_NODES="1",
         JUDGE_NODES="1",
-        JUDGE_CMD="vllm serve judge --port 8000",
+        JUDGE_CMD="vllm serve Qwen/Qwen2.5-72B-Instruct --port 8000",
         VLLM_MODEL="Qwen/Qwen2.5-7B-Instruct",
         PYTHON="python",
     )
     done = subprocess.run(
-        ["bash", str(script), "recipes/gsm8k_trace.yaml", "--set", "trainer.max_steps=3"],
+        ["bash", str(script), "recipes/gsm8k_judge.yaml", "--set", "trainer.max_steps=3"],
         capture_output=True,
         text=True,
         env=env,
@@ -338,7 +338,7 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
     )
     assert done.returncode == 0, done.stderr
     lines = [shlex.split(line) for line in done.stdout.strip().splitlines()]
-    serve, judge, *train = lines
+    serve, judge, wait_vllm, wait_judge, *train = lines
     assert serve[:5] == ["srun", "--nodes=1", "--ntasks=1", "-w", "n3"]
     # what TRL's VLLMClient needs of the server (trl.scripts.vllm_serve.build_command), no data parallelism
     assert serve[5:7] == ["env", "VLLM_SERVER_DEV_MODE=1"] and "serve" in serve and "Qwen/Qwen2.5-7B-Instruct" in serve
@@ -351,7 +351,15 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
     ):
         assert serve[serve.index(flag) + 1] == value, flag
     assert "--data-parallel-size" not in serve and "--data_parallel_size" not in serve
-    assert judge[4] == "n4" and judge[-1] == "vllm serve judge --port 8000"
+    # the judge serves the name the recipe's judge asks for (gsm8k_judge.yaml: model: judge)
+    assert (
+        judge[4] == "n4" and judge[-1] == "vllm serve Qwen/Qwen2.5-72B-Instruct --port 8000 --served-model-name judge"
+    )
+    # training starts once both answer (bounded waits that fail in one line)
+    assert wait_vllm[1:4] == ["-m", "procrl.launch.services", "wait"] and "--health" in wait_vllm
+    assert wait_vllm[wait_vllm.index("--url") + 1] == "http://n3:8000"
+    assert wait_judge[wait_judge.index("--url") + 1] == "http://n4:8000/v1"
+    assert wait_judge[wait_judge.index("--model") + 1] == "judge"
     assert len(train) == 2
     for rank, command in enumerate(train):
         assert command[:3] == ["python", "-m", "accelerate.commands.launch"]
@@ -360,7 +368,7 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
         assert (args.main_process_ip, args.config_file) == ("n1", "launch/accelerate/multinode_zero3.yaml")
         assert args.module and args.training_script == "procrl.run"
         assert args.training_script_args == [
-            "recipes/gsm8k_trace.yaml",
+            "recipes/gsm8k_judge.yaml",
             "--set",
             "trainer.vllm_mode=server",
             "--set",
@@ -373,7 +381,7 @@ def test_slurm_script_starts_one_accelerate_launch_per_training_node(tmp_path):
             "trainer.max_steps=3",
         ]
     too_few = subprocess.run(
-        ["bash", str(script), "recipes/gsm8k_trace.yaml"],
+        ["bash", str(script), "recipes/gsm8k_judge.yaml"],
         capture_output=True,
         text=True,
         env={**env, "PROCRL_NODES": "n1 n2"},

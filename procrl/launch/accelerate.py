@@ -26,10 +26,14 @@ __all__ = [
     "LAUNCHED_ENV",
     "WANDB_RUN_ID_FILE",
     "accelerate_command",
+    "decide_launch",
     "inside_launcher",
     "needs_launcher",
     "parent_accelerate_flags",
+    "launch_report",
+    "note_launch",
     "plain_accelerate_launch",
+    "recipe_launch_flags",
     "resolve_config_file",
     "resume_checkpoint",
     "set_wandb_run_id",
@@ -75,7 +79,9 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
     user = list(launch_args or [])
     given = _flag_names(user)
     flags: list[str] = []
-    if launch.config_file is not None and "--config_file" not in given:
+    # a distributed type chosen on the command line (--multi_gpu, --use_deepspeed, --cpu ...) replaces the
+    # recipe's config file as a whole: a DeepSpeed config under --multi_gpu would launch neither as asked
+    if launch.config_file is not None and not given.intersection(_TYPE_FLAGS):
         flags += ["--config_file", str(resolve_config_file(launch.config_file, recipe.path))]
     if launch.num_processes is not None and "--num_processes" not in given:
         flags += ["--num_processes", str(launch.num_processes)]
@@ -127,7 +133,12 @@ def launch_training(
 
     command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     print("procrl: launching " + shlex.join(redact_argv(command)), file=sys.stderr, flush=True)
-    env = dict(os.environ, **{LAUNCHED_ENV: "1"})
+    from procrl.launch.launched import LAUNCH_SOURCE_ENV
+
+    source = "the recipe's launch section"
+    if launch_args:
+        source += f" and command-line flags {shlex.join(launch_args)}"
+    env = dict(os.environ, **{LAUNCHED_ENV: "1", LAUNCH_SOURCE_ENV: source})
     process = subprocess.Popen(command, env=env)
     try:
         return process.wait()
@@ -146,21 +157,78 @@ def launch_training(
         return code or (143 if isinstance(error, Terminated) else 130)
 
 
-def note_outer_launch(recipe) -> None:
-    """One line when an outer launcher gave fewer processes than the recipe's launch section asks
-    for (the launcher's flags win; the note says how to get the recipe's launch)."""
-    if not needs_launcher(recipe) or os.environ.get("RANK", "0") != "0" or os.environ.get(LAUNCHED_ENV):
-        return
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    wanted = recipe.launch.num_processes or 1
-    if world < wanted:
+def recipe_launch_flags(recipe, launch_args: list[str] | None = None) -> list[str]:
+    """The ``accelerate launch`` flags that give the recipe's launch (``launch_args`` winning per
+    flag), always with a process count, so that accelerate never counts the devices itself (on a
+    node with 8 GPUs it would start 8 plain data-parallel processes)."""
+    flags = accelerate_command(recipe, launch_args)[3:]
+    if "--num_processes" not in _flag_names(flags) and recipe.launch.config_file is None:
+        flags = ["--num_processes", "1", *flags]
+    return flags
+
+
+def user_launch_source(launch_args: list[str]) -> str | None:
+    """Where the user chose the launch of ``accelerate launch [FLAGS] RECIPE``, or None when they
+    did not: a flag naming the distributed type or a config file (``--config_file``, ``--multi_gpu``,
+    ``--use_deepspeed``, ``--cpu`` ...), else accelerate's default config (``accelerate config``),
+    which accelerate reads for every launch without ``--config_file`` and which procrl takes as the
+    user's choice for this machine. Other flags alone (``--main_process_port``, ``--num_processes``,
+    the multi-node flags) choose where and how many, and the recipe's launch supplies the rest."""
+    from procrl.launch.launched import default_accelerate_config
+
+    given = _flag_names(launch_args)
+    if given.intersection(_TYPE_FLAGS):
+        return "command-line flags " + shlex.join(launch_args)
+    default = default_accelerate_config()
+    if default is not None:
+        return f"accelerate's default config {default}" + (
+            f" and command-line flags {shlex.join(launch_args)}" if launch_args else ""
+        )
+    return None
+
+
+def decide_launch(recipe, flags: list[str]) -> tuple[list[str], str]:
+    """The accelerate flags of ``accelerate launch [FLAGS] RECIPE`` and where the launch comes
+    from: the user's choice as given (:func:`user_launch_source`), else the recipe's launch
+    section with the user's other flags winning per flag (:func:`recipe_launch_flags`)."""
+    source = user_launch_source(flags)
+    if source is not None:
+        return list(flags), source
+    source = "the recipe's launch section" + (f" and command-line flags {shlex.join(flags)}" if flags else "")
+    return recipe_launch_flags(recipe, flags), source
+
+
+def launch_report(recipe) -> dict:
+    """This rank's launch against the recipe's: ``{"source", "launched", "recipe", "differences"}``
+    (recorded in run_info.json; rank 0 prints the differences in one line: :func:`note_launch`)."""
+    from procrl.launch.launched import LAUNCH_SOURCE_ENV, launch_differences, rank_setup, recipe_setup
+
+    launched, wanted = rank_setup(), recipe_setup(recipe)
+    return {
+        "source": os.environ.get(LAUNCH_SOURCE_ENV) or "a launcher procrl did not start (torchrun or another)",
+        "launched": launched.as_dict(),
+        "recipe": wanted.as_dict(),
+        "differences": launch_differences(launched, wanted),
+        "launched_text": launched.describe(),
+        "recipe_text": wanted.describe(),
+    }
+
+
+def note_launch(recipe) -> dict:
+    """On the global main process, one line when the launch differs from the recipe's launch
+    section: what was launched, from where, what differs, and the command that gives the recipe's
+    launch. Returns :func:`launch_report`."""
+    report = launch_report(recipe)
+    if report["differences"] and os.environ.get("RANK", "0") == "0":
+        wanted = shlex.join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
         print(
-            f"procrl: note: this launch runs {world} process(es); the recipe's launch section asks for {wanted}"
-            f"{' with ' + recipe.launch.config_file if recipe.launch.config_file else ''}. The launcher's flags win; "
-            "`procrl train RECIPE` launches as the recipe says.",
+            f"procrl: note: launched as {report['launched_text']} (from {report['source']}); the recipe's launch "
+            f"section asks for {report['recipe_text']} ({'; '.join(report['differences'])}). For the recipe's "
+            f"launch: {wanted}",
             file=sys.stderr,
             flush=True,
         )
+    return report
 
 
 def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> list[str] | None:
@@ -234,48 +302,70 @@ def run_train(
         raise ConfigError(
             f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process"
         )
-    note_outer_launch(recipe)
     from procrl.launch.run import train_reporting_failure
 
     train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
     return 0
 
 
-def check_accelerate_launch(argv: list[str]) -> int | None:
-    """The pre-launch checks inside the ``accelerate launch`` process itself (called by the start-up
-    hook when accelerate's training script is a procrl recipe), before accelerate starts any
-    process. Returns None to let accelerate go on, or the exit status after printing the problems.
-    Sets PROCRL_PRELAUNCH_CHECKED so that the processes accelerate starts do not check again."""
+def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | None]:
+    """In the ``accelerate launch`` process itself, when its training script is a procrl recipe
+    (called by the start-up hook before accelerate parses its arguments): decide the launch and run
+    the pre-launch checks before accelerate starts any process.
+
+    The launch: when the user chose none (no flag naming a distributed type or config file, no
+    default accelerate config: :func:`user_launch_source`), the recipe's ``launch:`` section is
+    turned into accelerate flags and put in front of the user's (:func:`recipe_launch_flags`), so
+    that accelerate launches as the recipe says on any machine; else accelerate launches as the
+    user chose and rank 0 says where that differs from the recipe (:func:`note_launch`).
+
+    Returns ``(exit status, None)`` after printing the problems, or ``(None, argv)`` with the
+    arguments accelerate is to parse (``argv`` itself when nothing is added). Sets
+    PROCRL_PRELAUNCH_CHECKED (the ranks do not check again) and PROCRL_LAUNCH_SOURCE."""
     from accelerate.commands.launch import launch_command_parser
 
+    from procrl.launch.launched import LAUNCH_SOURCE_ENV
     from procrl.launch.run import parser as run_parser
     from procrl.recipe import is_recipe_file, load_recipe
 
     try:
         parsed, _ = launch_command_parser().parse_known_args(argv)
     except SystemExit:  # accelerate reports its own usage errors
-        return None
+        return None, argv
     if parsed.module and parsed.training_script == "procrl.run" and parsed.training_script_args:
         recipe_path, script_args = parsed.training_script_args[0], parsed.training_script_args[1:]
     elif not parsed.module and not parsed.no_python:
         recipe_path, script_args = parsed.training_script, parsed.training_script_args
     else:
-        return None
+        return None, argv
     if not is_recipe_file(recipe_path):
-        return None
-    flags = argv[: len(argv) - len(parsed.training_script_args) - 1]
-    flags = [f for f in flags if f not in ("-m", "--module")]
+        return None, argv
+    script_at = len(argv) - len(parsed.training_script_args) - 1
+    flags = [f for f in argv[:script_at] if f not in ("-m", "--module")]
     args, _ = run_parser().parse_known_args([recipe_path, *script_args])
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+        launch_flags, source = decide_launch(recipe, flags)
         from procrl.launch.prelaunch import check_before_launch
 
-        check_before_launch(recipe, flags, launching=True)
+        # the user's own flags, as `procrl train` checks them: a launch the recipe asks for that this
+        # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key
+        check_before_launch(recipe, flags, launching=True, launch_flags=launch_flags)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr, flush=True)
-        return 2
+        return 2, None
     os.environ[PRELAUNCH_CHECKED_ENV] = "1"
-    return None
+    os.environ[LAUNCH_SOURCE_ENV] = source
+    if launch_flags == flags:
+        return None, argv
+    module = ["-m"] if parsed.module else []
+    print(
+        "procrl: launching as the recipe's launch section says: "
+        + shlex.join(["accelerate", "launch", *launch_flags, *module, recipe_path]),
+        file=sys.stderr,
+        flush=True,
+    )
+    return None, [*launch_flags, *module, *argv[script_at:]]
 
 
 # --- resume -------------------------------------------------------------------------------------

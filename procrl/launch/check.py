@@ -7,25 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from procrl.core.config import ConfigError
+from procrl.rewards.protocol import RUN_FAILURES as _RUN_FAILURES
 
 __all__ = ["check_recipe"]
 
 # failure kinds that mean the component itself failed (raised, or its judge model did), not one sample
 _LOAD_FAILURES = ("exception", "judge_error")
-# failure kinds of a component that did not score a sample at all (a judge's reply without a verdict is not one)
-_RUN_FAILURES = (
-    "exception",
-    "wrong_length",
-    "non_finite",
-    "timeout",
-    "http_error",
-    "connection_error",
-    "bad_response",
-    "judge_error",
-)
 
 
-def check_recipe(path: str, overrides: list[str], load_models: bool = False, probe_judge: bool = False) -> list[str]:
+def check_recipe(
+    path: str,
+    overrides: list[str],
+    load_models: bool = False,
+    probe_judge: bool = False,
+    gpu_memory_gb: float | None = None,
+) -> list[str]:
     """Print the check of the recipe at ``path``; return one line per component that cannot run
     (empty when training may start). An invalid recipe raises ConfigError before anything loads."""
     from procrl.core import yaml_core
@@ -54,7 +50,16 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
     print("\nresolved recipe:")
     print(yaml_core.dump(redact(recipe.resolved())).rstrip())
     print("\nplan:")
-    print(format_plan(plan(recipe)))
+    gpu = None
+    if gpu_memory_gb is not None:
+        if not gpu_memory_gb > 0:
+            raise ConfigError(f"--gpu-memory: must be > 0 (GB), got {gpu_memory_gb:g}")
+        gpu = (gpu_memory_gb * 1e9, f"{gpu_memory_gb:g} GB")
+    else:
+        from procrl.launch.memory import gpu_memory_bytes
+
+        gpu = gpu_memory_bytes() if _torch_imported() else None  # check imports no torch for this alone
+    print(format_plan(plan(recipe, gpu)))
     print("\ndata checks:")
     print("\n".join(f"  {line}" for line in data_lines))
     rows, source = _check_examples(recipe)
@@ -101,6 +106,12 @@ def check_recipe(path: str, overrides: list[str], load_models: bool = False, pro
     process = [n for n, s in mix.specs.items() if component_info(s.target).process]  # as the hacking watch sums them
     print(f"  process reward of the hacking watch: {', '.join(process) or 'none (no component grades the reasoning)'}")
     return broken
+
+
+def _torch_imported() -> bool:
+    import sys
+
+    return "torch" in sys.modules
 
 
 def _check_examples(recipe, count: int = 2) -> tuple[list[dict], str]:

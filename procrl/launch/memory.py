@@ -44,6 +44,8 @@ __all__ = [
     "estimate_memory",
     "format_bytes",
     "format_count",
+    "gpu_plan",
+    "fit_problem",
     "policy_memory_estimate",
     "reward_model_memory",
     "value_model_memory",
@@ -384,4 +386,162 @@ def value_model_memory(
         offload_optimizer=setup.offload_optimizer,
         offload_param=setup.offload_param,
         lora=recipe.model.lora is not None,
+    )
+
+
+# --- the whole per-GPU plan: training state, activations, logits, generation, vLLM ---------------
+
+# The cards `procrl check` always plans against (torch.cuda.get_device_properties(...).total_memory
+# of an H100/A100 80 GB and an A100 40 GB: a little under the marketed size in GiB).
+CARDS = {"80 GB": 85_031_714_816, "40 GB": 42_505_273_344}
+# What a card cannot give to tensors: the CUDA context, NCCL buffers, the allocator's fragmentation.
+CARD_RESERVE = 0.06
+
+
+@dataclass
+class GpuPlan:
+    """Every part of one GPU's memory in bytes (``parts``), the plan's total, and a problem when
+    the vLLM share cannot hold what it must (the policy's weights and one max-length sequence)."""
+
+    parts: dict[str, float]
+    notes: dict[str, str]
+    total: float
+    vllm_share: float | None  # bytes given to colocated vLLM on this card
+    vllm_needs: float | None  # bytes vLLM needs at least: weights + the KV cache of one max-length sequence
+    problem: str | None = None
+
+    def fits(self, card_bytes: float) -> bool:
+        return self.problem is None and self.total <= card_bytes * (1 - CARD_RESERVE)
+
+
+def zero_from_launch(setup) -> ZeroSetup:
+    """A :class:`procrl.launch.launched.LaunchSetup` as the sharding the estimate needs."""
+    return ZeroSetup(
+        setup.distributed_type,
+        setup.zero_stage if setup.distributed_type == "DEEPSPEED" else None,
+        setup.offload_optimizer,
+        setup.offload_param,
+        setup.world_size,
+        setup.describe(),
+    )
+
+
+def _sequence_lengths(recipe: Recipe) -> tuple[int, int]:
+    args = recipe.trainer_args
+    prompt = int(args.get("max_prompt_length") or recipe.trainer.max_prompt_length or 512)
+    completion = int(args.get("max_completion_length") or 256)
+    return prompt, completion
+
+
+def activation_bytes(config: dict[str, Any], batch: int, tokens: int, weight_bytes: int, checkpointing: bool) -> float:
+    """Activations a training forward keeps for the backward of one micro-batch (Korthikanti et al.
+    2022's per-layer accounting with a gated MLP and SDPA/flash attention, which keeps no attention
+    matrix): per layer and token, the attention block keeps ~15 values of the hidden size and the
+    MLP 2 of the hidden size plus 6 of its intermediate size (gate, up, the product; input and
+    output of the activation). Gradient checkpointing keeps each layer's input only, and one layer's
+    activations while it is recomputed."""
+    hidden = int(config.get("hidden_size") or 0)
+    layers = int(config.get("num_hidden_layers") or 0)
+    intermediate = int(config.get("intermediate_size") or 4 * hidden)
+    per_layer = batch * tokens * (17 * hidden + 6 * intermediate) * weight_bytes
+    if checkpointing:
+        return float(layers * batch * tokens * hidden * weight_bytes + per_layer)
+    return float(layers * per_layer)
+
+
+def kv_cache_bytes(config: dict[str, Any], sequences: int, tokens: int, weight_bytes: int) -> float:
+    """Keys and values of ``sequences`` sequences of ``tokens`` tokens, every layer (GQA aware)."""
+    hidden = int(config.get("hidden_size") or 0)
+    heads = int(config.get("num_attention_heads") or 1)
+    kv_heads = int(config.get("num_key_value_heads") or heads)
+    head_dim = int(config.get("head_dim") or hidden // max(heads, 1))
+    layers = int(config.get("num_hidden_layers") or 0)
+    return float(2 * layers * kv_heads * head_dim * tokens * sequences * weight_bytes)
+
+
+def gpu_plan(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float | None) -> GpuPlan | None:
+    """The per-GPU total of a recipe under ``setup`` over ``processes`` ranks: the training state
+    (:func:`policy_memory_estimate`, PPO's critic, the reward models), activations of one micro-batch
+    (with or without ``gradient_checkpointing``), the logits the loss materialises, generation's KV
+    cache (transformers) or vLLM's share of the card (colocate: ``vllm_gpu_memory_utilization`` of
+    ``card_bytes``, which must hold the policy's weights and the KV cache of one max-length sequence).
+    None when the policy's size is unknown."""
+    policy = policy_memory_estimate(recipe, processes, setup)
+    if policy.memory is None or policy.config is None:
+        return None
+    config, weight_bytes, args = policy.config, policy.weight_bytes, recipe.trainer_args
+    parts: dict[str, float] = {
+        "weights": policy.memory.weights,
+        "gradients": policy.memory.gradients,
+        "optimizer_states": policy.memory.optimizer_states,
+        "reference_model": policy.memory.reference_model,
+    }
+    notes: dict[str, str] = {}
+    if recipe.trainer.algorithm == "ppo" and not recipe.trainer.value_head_on_policy:
+        value = value_model_memory(recipe, config, policy.parameters, policy.trainable, weight_bytes, processes, setup)
+        parts["value_model"] = value.total if value is not None else 0.0
+    parts["reward_models"] = float(sum(size for size, _ in reward_model_memory(recipe).values() if size))
+    prompt, completion = _sequence_lengths(recipe)
+    batch = int(args.get("per_device_train_batch_size", 8))
+    checkpointing = bool(args.get("gradient_checkpointing", False))
+    parts["activations"] = activation_bytes(config, batch, prompt + completion, weight_bytes, checkpointing)
+    notes["activations"] = f"{batch} sequences of {prompt}+{completion} tokens, " + (
+        "gradient checkpointing (layer inputs kept)" if checkpointing else "no gradient checkpointing"
+    )
+    vocab = int(config.get("vocab_size") or 0)
+    if recipe.trainer.algorithm == "ppo":  # the forward's logits over the completion, in the model's dtype
+        parts["logits"] = float(batch * completion * vocab * weight_bytes)
+        notes["logits"] = f"{batch} x {completion} x {vocab} in the model's dtype"
+    else:  # TRL's GRPO computes log-probabilities through its fused LM head, chunk by chunk
+        parts["logits"] = float(min(batch * completion, 1024) * vocab * 4)
+        notes["logits"] = "TRL's fused LM head: one float32 chunk of at most 1024 positions"
+    vllm_share = vllm_needs = None
+    problem = None
+    colocate = args.get("use_vllm") and args.get("vllm_mode", "colocate") == "colocate"
+    if colocate:
+        tp = int(args.get("vllm_tensor_parallel_size", 1) or 1)
+        vllm_needs = policy.parameters * 2 / tp + kv_cache_bytes(config, 1, prompt + completion, 2) / tp
+        share = float(args.get("vllm_gpu_memory_utilization", 0.3))
+        if card_bytes is not None:
+            vllm_share = share * card_bytes
+            parts["vllm"] = vllm_share
+            if vllm_share < vllm_needs:
+                problem = (
+                    f"trainer.vllm_gpu_memory_utilization: {share:g} of the card is {format_bytes(vllm_share)}, "
+                    "less than "
+                    f"vLLM needs for the policy's weights and one {prompt + completion}-token sequence "
+                    f"({format_bytes(vllm_needs)})"
+                )
+        notes["vllm"] = f"{share:g} of the card (colocate); needs at least {format_bytes(vllm_needs)}"
+    else:
+        generations = batch * int(args.get("steps_per_generation") or args.get("gradient_accumulation_steps", 1))
+        parts["generation_kv_cache"] = kv_cache_bytes(config, generations, prompt + completion, weight_bytes)
+        notes["generation_kv_cache"] = f"transformers generate, {generations} sequences"
+    return GpuPlan(parts, notes, float(sum(parts.values())), vllm_share, vllm_needs, problem)
+
+
+def gpu_memory_bytes() -> tuple[float, str] | None:
+    """This machine's GPU memory (the first visible GPU) and its name; None without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    properties = torch.cuda.get_device_properties(0)
+    return float(properties.total_memory), str(properties.name)
+
+
+def fit_problem(recipe: Recipe, setup, card_bytes: float, card_name: str) -> str | None:
+    """One line when the plan of ``setup`` (a :class:`procrl.launch.launched.LaunchSetup`) does not
+    fit ``card_bytes``, naming the launch, the total and the largest parts; None when it fits or the
+    policy's size is unknown."""
+    plan = gpu_plan(recipe, zero_from_launch(setup), setup.world_size, card_bytes)
+    if plan is None or plan.fits(card_bytes):
+        return None
+    if plan.problem:
+        return plan.problem
+    largest = sorted(((v, k) for k, v in plan.parts.items() if v), reverse=True)[:3]
+    return (
+        f"{setup.describe()} needs about {format_bytes(plan.total)} per GPU "
+        f"({', '.join(f'{k} {format_bytes(v)}' for v, k in largest)}), more than this {card_name}'s "
+        f"{format_bytes(card_bytes)}"
     )

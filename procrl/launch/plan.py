@@ -7,8 +7,11 @@ from typing import Any
 
 from procrl.core.redaction import redact_text, redact_url
 from procrl.launch.memory import (
+    CARD_RESERVE,
+    CARDS,
     format_bytes,
     format_count,
+    gpu_plan,
     policy_memory_estimate,
     reward_model_memory,
     value_model_memory,
@@ -20,6 +23,7 @@ __all__ = [
     "credit_text",
     "format_plan",
     "generation_text",
+    "judge_concurrency",
     "launch_command_text",
     "memory_plan",
     "plan",
@@ -35,7 +39,7 @@ def planned_processes(recipe: Recipe) -> int:
     return int(setup_processes or 1)
 
 
-def plan(recipe: Recipe) -> dict[str, Any]:
+def plan(recipe: Recipe, gpu_memory: tuple[float, str] | None = None) -> dict[str, Any]:
     args = recipe.trainer_args
     processes = planned_processes(recipe)
     per_device = int(args.get("per_device_train_batch_size", 8))
@@ -59,7 +63,10 @@ def plan(recipe: Recipe) -> dict[str, Any]:
         "generation": generation_text(args),
     }
     values["launch_command"] = launch_command_text(recipe)
-    values.update(memory_plan(recipe, processes))
+    values.update(memory_plan(recipe, processes, gpu_memory))
+    concurrency = judge_concurrency(recipe, processes)
+    if concurrency:
+        values["judge_requests_in_flight"] = concurrency
     if not isinstance(values.get("memory_per_gpu"), dict):  # the policy's size is unknown: reward models alone
         rewards = reward_model_memory(recipe)
         if rewards:
@@ -67,8 +74,10 @@ def plan(recipe: Recipe) -> dict[str, Any]:
     return values
 
 
-def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
-    """The plan's memory lines: the ZeRO setup, the parameter counts and the per-GPU estimate in words."""
+def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | None = None) -> dict[str, Any]:
+    """The plan's memory lines: the ZeRO setup, the parameter counts, the per-GPU estimate in words, and
+    the total per GPU (:func:`procrl.launch.memory.gpu_plan`) against an 80 GB and a 40 GB card, and
+    ``gpu_memory`` ``(bytes, name)`` (this machine's GPU, or ``procrl check --gpu-memory``)."""
     setup = zero_setup(recipe)
     policy = policy_memory_estimate(recipe, processes, setup)
     config, source, weight_bytes = policy.config, policy.source, policy.weight_bytes
@@ -116,14 +125,46 @@ def memory_plan(recipe: Recipe, processes: int) -> dict[str, Any]:
     if rewards:  # loaded whole on every rank: the same bytes on each GPU (also listed on their own in the plan)
         memory["reward_models"] = {name: text for name, (_, text) in rewards.items()}
         total += sum(size for size, _ in rewards.values() if size)
-    memory["total"] = format_bytes(total) + f" per GPU over {processes} rank(s), before activations"
+    memory["training_state"] = format_bytes(total) + f" per GPU over {processes} rank(s)"
     if host:
         memory["cpu_offload"] = format_bytes(host) + " of host memory per rank"
-    if recipe.trainer_args.get("use_vllm") and recipe.trainer_args.get("vllm_mode", "colocate") == "colocate":
-        share = recipe.trainer_args.get("vllm_gpu_memory_utilization", 0.9)
-        memory["vllm_colocate"] = f"{share:.0%} of each GPU reserved for generation (weights copy + KV cache)"
+    cards = dict(CARDS)
+    if gpu_memory is not None:
+        cards = {gpu_memory[1]: gpu_memory[0], **cards}
+    plans = {name: gpu_plan(recipe, setup, processes, size) for name, size in cards.items()}
+    first = next(iter(plans.values()))
+    if first is not None:
+        for part in ("activations", "logits", "generation_kv_cache"):
+            if part in first.parts:
+                memory[part] = format_bytes(first.parts[part]) + f" ({first.notes[part]})"
+        if "vllm" in first.notes:
+            memory["vllm_colocate"] = first.notes["vllm"]
+        for name, gpu in plans.items():
+            size = cards[name]
+            verdict = "fits" if gpu.fits(size) else "does NOT fit"
+            memory[f"total_on_{name.replace(' ', '_')}"] = (
+                f"{format_bytes(gpu.total)} per GPU: {verdict} the {name} card ({format_bytes(size)}, "
+                f"{CARD_RESERVE:.0%} kept for CUDA context and fragmentation)"
+                + (f"; {gpu.problem}" if gpu.problem else "")
+            )
     result["memory_per_gpu"] = memory
     return result
+
+
+def judge_concurrency(recipe: Recipe, processes: int) -> dict[str, str]:
+    """Per component that sends requests: its ``concurrency`` is per training process, so a node
+    of N processes has N times as many requests in flight (the server must queue no longer than
+    ``timeout_s``)."""
+    per_machine = max(1, processes // max(recipe.launch.num_machines, 1))
+    out = {}
+    for spec in recipe.rewards:
+        concurrency = getattr(spec.settings, "concurrency", None)
+        if isinstance(concurrency, int) and getattr(spec.settings, "base_url", None):
+            out[spec.name] = (
+                f"{concurrency} per process x {per_machine} process(es) = {concurrency * per_machine} per node, "
+                f"{concurrency * processes} in all (rewards.{spec.name}.concurrency is per process)"
+            )
+    return out
 
 
 def credit_text(trainer) -> str:

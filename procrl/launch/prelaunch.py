@@ -42,6 +42,9 @@ __all__ = [
     "PrelaunchError",
     "Problem",
     "check_before_launch",
+    "memory_problems",
+    "shared_storage_warning",
+    "wandb_problems",
     "launch_layout",
     "prelaunch_problems",
     "report_rank_failure",
@@ -446,9 +449,129 @@ def prelaunch_problems(
     return problems
 
 
-def check_before_launch(recipe, launch_args: list[str] | None = None, *, launching: bool = True) -> None:
-    """Raise :class:`PrelaunchError` when anything is found."""
+def wandb_problems(recipe) -> list[Problem]:
+    """``report_to: wandb`` with no way to log in: no API key in the environment or netrc (as
+    ``wandb login`` leaves it) and W&B neither offline nor disabled. Without a terminal (a batch
+    job) ``wandb.init`` fails; with one it prompts; both only after the model has loaded."""
+    report_to = recipe.trainer_args.get("report_to")
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    if "wandb" not in names and "all" not in names:
+        return []
+    if os.environ.get("WANDB_MODE", "").lower() in ("offline", "disabled", "dryrun") or _truthy("WANDB_DISABLED"):
+        return []
+    try:
+        from wandb.sdk import wandb_setup
+        from wandb.sdk.lib import wbauth
+
+        settings = wandb_setup.singleton().settings
+        if settings.mode in ("offline", "disabled", "dryrun") or settings.api_key:
+            return []
+        if wbauth.read_netrc_auth(host=settings.base_url):
+            return []
+    except Exception:  # noqa: BLE001 - an installed wandb without these internals: wandb.init will tell
+        return []
+    return [
+        Problem(
+            "trainer.report_to",
+            "wandb, but no W&B credentials here (no WANDB_API_KEY, no `wandb login`): log in, set WANDB_API_KEY, "
+            "or log locally with WANDB_MODE=offline (sync later with `wandb sync`)",
+        )
+    ]
+
+
+# file systems that a multi-node run's ranks see as one (checkpoints of all nodes meet there)
+SHARED_FILE_SYSTEMS = (
+    "nfs",
+    "nfs4",
+    "lustre",
+    "gpfs",
+    "beegfs",
+    "cephfs",
+    "ceph",
+    "fuse.glusterfs",
+    "glusterfs",
+    "wekafs",
+    "fuse.juicefs",
+    "virtiofs",
+    "9p",
+    "cifs",
+    "smb3",
+    "fuse.s3fs",
+    "fuse.gcsfuse",
+    "panfs",
+    "fuse.weka",
+)
+
+
+def file_system_of(path: str, mounts: str = "/proc/mounts") -> str | None:
+    """The type of the file system holding ``path`` (its longest mount point in ``mounts``)."""
+    try:
+        lines = Path(mounts).read_text().splitlines()
+    except OSError:
+        return None
+    target = Path(path).expanduser().resolve()
+    best, kind = -1, None
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        point = parts[1].replace("\\040", " ")
+        if (target == Path(point) or Path(point) in target.parents) and len(point) > best:
+            best, kind = len(point), parts[2]
+    return kind
+
+
+def shared_storage_warning(recipe, machines: int, mounts: str = "/proc/mounts") -> str | None:
+    """A multi-node run whose output dir is on a node-local file system: each node's rank 0 would
+    write its own checkpoints, and resuming on other nodes would not find them."""
+    if machines <= 1:
+        return None
+    kind = file_system_of(recipe.output_dir, mounts)
+    if kind is None or kind in SHARED_FILE_SYSTEMS:
+        return None
+    return (
+        f"output_dir {recipe.output_dir} is on a {kind} file system, which looks local to this node; a run over "
+        f"{machines} machines needs it on storage every node shares (NFS, Lustre, GPFS ...) to checkpoint and resume"
+    )
+
+
+def memory_problems(recipe, launch_flags: list[str] | None, card: tuple[float, str] | None) -> list[Problem]:
+    """The launch accelerate will make (:func:`procrl.launch.launched.predicted_setup`) against this
+    machine's GPU memory: one problem when the memory plan does not fit."""
+    if card is None:
+        return []
+    from procrl.launch.launched import predicted_setup
+    from procrl.launch.memory import fit_problem
+
+    setup = predicted_setup(list(launch_flags or []))
+    if setup is None or setup.distributed_type == "CPU":
+        return []
+    problem = fit_problem(recipe, setup, card[0], card[1])
+    if problem is None:
+        return []
+    return [Problem("launch", problem + "; shard it (the recipe's launch section, launch.config_file) or use LoRA")]
+
+
+def check_before_launch(
+    recipe, launch_args: list[str] | None = None, *, launching: bool = True, launch_flags: list[str] | None = None
+) -> None:
+    """Raise :class:`PrelaunchError` when anything is found; print the warnings.
+
+    ``launch_flags``: the accelerate flags the launch will really get (the recipe's added to the
+    user's), when they are not ``launch_args``: the memory plan is checked against this machine's
+    GPU for the launch accelerate makes of them."""
     problems = prelaunch_problems(recipe, launch_args, launching=launching)
+    if launching:
+        flags = launch_args if launch_flags is None else launch_flags
+        if gpu_count() > 0:
+            from procrl.launch.memory import gpu_memory_bytes
+
+            problems += memory_problems(recipe, flags, gpu_memory_bytes())
+        layout = launch_layout(recipe, flags)
+        warning = shared_storage_warning(recipe, layout.machines)
+        if warning:
+            print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
+    problems += wandb_problems(recipe)
     if problems:
         raise PrelaunchError(problems)
 

@@ -84,6 +84,7 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
     import trl
 
     import procrl
+    from procrl.launch.accelerate import launch_report
 
     state = trainer.accelerator.state
     plugin = getattr(state, "deepspeed_plugin", None)
@@ -102,6 +103,8 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
         "credit": recipe.trainer.credit,
         "git_commit": _git_commit(),
         "recipe_path": recipe.path,
+        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
+        "launch": launch_report(recipe),
     }
 
 
@@ -197,6 +200,10 @@ def _callbacks(recipe: Recipe, mix=None) -> list:
     from procrl.observe.console import RecipeConfigCallback
 
     callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
+    if mix is not None:
+        from procrl.observe.failing import FailingComponentWatch
+
+        callbacks.append(FailingComponentWatch.attach(mix, recipe.trainer.stop_after_failed_steps))
     if recipe.logging.diagnostics and mix is not None:
         from procrl.observe.callback import DiagnosticsCallback
 
@@ -389,6 +396,24 @@ def finished_note(recipe: Recipe) -> str | None:
     )
 
 
+def check_launch_fits(recipe: Recipe) -> None:
+    """Rank 0 says in one line where the launch differs from the recipe's launch section
+    (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
+    model when the memory plan of the launch it was given does not fit its GPU (one line)."""
+    from procrl.launch.accelerate import note_launch, recipe_launch_flags
+    from procrl.launch.launched import rank_setup
+    from procrl.launch.memory import fit_problem, gpu_memory_bytes
+
+    note_launch(recipe)
+    card = gpu_memory_bytes()
+    if card is None:
+        return
+    problem = fit_problem(recipe, rank_setup(), *card)
+    if problem:
+        wanted = " ".join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
+        raise ConfigError(f"launch: {problem}; nothing was loaded. The recipe's launch: {wanted}")
+
+
 def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     """Train with a validated recipe; returns the trainer (None when ``--resume`` finds the run
     finished: :func:`finished_note`).
@@ -410,6 +435,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     )
 
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    check_launch_fits(recipe)
     if resume:
         note = finished_note(recipe)
         if note:
@@ -456,6 +482,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
             redact_wandb_config(trainer)
         with wandb_dir(recipe.output_dir):
             trainer.train(resume_from_checkpoint=checkpoint)
+        _failing_watch(trainer).raise_if_stopped(recipe.output_dir)  # a component down: no final model
         stage = "final save"
         save_final_model(trainer, recipe.output_dir)
         print_run_summary(trainer, recipe.output_dir)
@@ -467,6 +494,15 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
         if lock is not None:
             lock.release()
     return trainer
+
+
+def _failing_watch(trainer):
+    from procrl.observe.failing import FailingComponentWatch
+
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, FailingComponentWatch):
+            return callback
+    return FailingComponentWatch(0)
 
 
 def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finished: tuple[str, int, int]) -> None:

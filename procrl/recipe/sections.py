@@ -250,6 +250,12 @@ class TrainerSection:
     gamma: float = field(1.0, help="PPO: discount factor of GAE.")
     lam: float = field(0.95, help="PPO: lambda of GAE.")
     whiten_advantages: bool = field(True, help="PPO: normalise advantages over the batch's tokens (as TRL's PPO did).")
+    stop_after_failed_steps: int = field(
+        3,
+        help="Stop the run (checkpoint saved, exit status 2) after this many consecutive steps in which one "
+        "reward component failed on every sample (a judge server down, a reward raising on everything), "
+        "instead of training on the other rewards alone; 0: never stop.",
+    )
     max_prompt_length: int | None = field(
         None,
         help="Longest prompt in tokens (TRL's name: GRPOConfig's before TRL 1.0, SDPO's); longer ones are "
@@ -262,6 +268,8 @@ class TrainerSection:
             value = getattr(self, key)
             if not 0.0 <= value or (key in ("gamma", "lam") and value > 1.0):
                 raise ConfigError(f"{path}.{key}: out of range, got {value}")
+        if self.stop_after_failed_steps < 0:
+            raise ConfigError(f"{path}.stop_after_failed_steps: must be >= 0, got {self.stop_after_failed_steps}")
         if self.max_prompt_length is not None and self.max_prompt_length < 1:
             raise ConfigError(f"{path}.max_prompt_length: must be >= 1 (tokens) or null, got {self.max_prompt_length}")
         if not self.process_temperature > 0:

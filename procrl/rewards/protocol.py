@@ -31,6 +31,7 @@ from procrl.core.choices import AnswerSpec, answer_block_start, answer_specs
 from procrl.core.text import Segmentation, segment_batch
 
 __all__ = [
+    "RUN_FAILURES",
     "DIAGNOSTICS",
     "GRADES",
     "ComponentInfo",
@@ -128,6 +129,21 @@ class RewardBatch:
             golds=list(golds) if golds is not None else [None] * n,
             columns=columns,
         )
+
+
+# Failure kinds that mean a component did not score the sample at all. A judge's reply without a
+# verdict, a completion without steps or over the caps are answers about the sample, not failures
+# of the component (procrl check and the training watch, procrl/observe/failing.py, read these).
+RUN_FAILURES = (
+    "exception",
+    "wrong_length",
+    "non_finite",
+    "timeout",
+    "http_error",
+    "connection_error",
+    "bad_response",
+    "judge_error",
+)
 
 
 @dataclass

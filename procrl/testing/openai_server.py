@@ -5,6 +5,13 @@
 same prompt (0 first). It returns a :class:`Reply`: a chat answer with some text, an HTTP
 status, a malformed body, and optionally a delay before answering or a body dripped out one
 byte at a time (a server that is slow but never silent for long).
+
+With ``served_models`` it answers as vLLM does for a model it does not serve (404, "The model
+`X` does not exist.") and lists them at ``GET /v1/models``; ``GET /health`` answers 200.
+
+As a process (the judge of a SLURM script under test)::
+
+    python -m procrl.testing.openai_server --port 8000 --served-model-name judge [--start-after 5]
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ class Reply:
 class ScriptedOpenAIServer:
     """``with ScriptedOpenAIServer(responder) as server: server.base_url``."""
 
-    def __init__(self, responder: Callable[[str, int], Reply]):
+    def __init__(self, responder: Callable[[str, int], Reply], served_models: list[str] | None = None, port: int = 0):
         self.responder = responder
+        self.served_models = served_models
         self.requests: list[dict] = []  # {"prompt", "model", "authorization", "time"}
         self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -58,6 +66,16 @@ class ScriptedOpenAIServer:
                 # add ~40 ms to every reply
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+            def do_GET(self):
+                if self.path.rstrip("/") == "/health":
+                    self._send(200, b"{}")
+                elif self.path.rstrip("/") == "/v1/models":
+                    names = outer.served_models or []
+                    data = [{"id": name, "object": "model", "owned_by": "procrl-test"} for name in names]
+                    self._send(200, json.dumps({"object": "list", "data": data}).encode())
+                else:
+                    self._send(404, b'{"error": {"message": "not found"}}')
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
@@ -67,6 +85,10 @@ class ScriptedOpenAIServer:
                     model = payload.get("model")
                 except (ValueError, KeyError, IndexError, TypeError):
                     self._send(400, b'{"error": "bad request"}')
+                    return
+                if outer.served_models is not None and model not in outer.served_models:
+                    message = {"error": {"message": f"The model `{model}` does not exist.", "code": 404}}
+                    self._send(404, json.dumps(message).encode())
                     return
                 with outer._lock:
                     attempt = outer._attempts.get(prompt, 0)
@@ -127,7 +149,7 @@ class ScriptedOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     pass
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -154,3 +176,23 @@ class ScriptedOpenAIServer:
 
     def __exit__(self, *exc):
         self.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Serve one fixed judge reply under ``--served-model-name`` until killed."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A scripted OpenAI-compatible judge server (tests).")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--served-model-name", action="append", required=True)
+    parser.add_argument("--reply", default="Every step checks out. \\boxed{-1}")
+    parser.add_argument("--start-after", type=float, default=0.0, help="Seconds before it listens (a slow start).")
+    args = parser.parse_args(argv)
+    time.sleep(args.start_after)
+    server = ScriptedOpenAIServer(lambda prompt, attempt: Reply(args.reply), args.served_model_name, args.port)
+    print(f"serving {args.served_model_name} at {server.base_url}", flush=True)
+    server._server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "that load a model.",
     )
     parser.add_argument(
+        "--gpu-memory",
+        type=float,
+        default=None,
+        metavar="GB",
+        help="Plan against a GPU of this many GB too (besides 80 GB and 40 GB cards, and this machine's GPU).",
+    )
+    parser.add_argument(
         "--probe-judge",
         action="store_true",
         help="Also score components that send requests (the openai judge): check needs no network otherwise.",
@@ -30,7 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from procrl.launch.check import check_recipe
 
-    broken = check_recipe(args.recipe, args.overrides, load_models=args.load_models, probe_judge=args.probe_judge)
+    broken = check_recipe(
+        args.recipe,
+        args.overrides,
+        load_models=args.load_models,
+        probe_judge=args.probe_judge,
+        gpu_memory_gb=args.gpu_memory,
+    )
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
     return 2 if broken else 0
