@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.launch.accelerate import decide_launch
-from procrl.launch.launched import predicted_setup
+from procrl.launch.launched import decide_launch, predicted_setup
 from procrl.recipe import load_recipe
 from tests.helpers.gpu_node import gpu_node, node_env, write_default_config
 from tests.helpers.launch import REPO, TINY_RECIPE, read_run_info, run_command

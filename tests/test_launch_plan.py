@@ -103,7 +103,7 @@ def test_plan_of_the_7b_recipes_without_gpu_or_network():
     memory = values["memory_per_gpu"]
     # 7.6e9 parameters x (16 bytes + 2 for the reference model, beta 0.04) / 8 ranks = 16 GiB, plus the
     # TRACE tagger (DeBERTa-v3-base, ~184M parameters, float32 assumed) whole on every rank
-    total = float(memory["total"].split()[0])
+    total = float(memory["training_state"].split()[0])
     assert total == pytest.approx(7.6156e9 * 18 / 8 / GIB + 184e6 * 4 / GIB, abs=0.06)
     assert memory["reward_models"]["trace"].startswith("0.7 GiB (hyyangkisti/TRACE-DeBERTa-v3-base")
     lora = plan(
@@ -142,15 +142,18 @@ def test_ppo_plan_adds_the_critic():
     critic = count_parameters(arch) - arch["vocab_size"] * arch["hidden_size"] + arch["hidden_size"]
     assert float(memory["value_model"].split()[0]) == pytest.approx(critic * 16 / 8 / GIB, abs=0.06)
     policy = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
-    policy_total = float(plan(policy)["memory_per_gpu"]["total"].split()[0])
-    assert float(memory["total"].split()[0]) == pytest.approx(policy_total + critic * 16 / 8 / GIB, abs=0.1)
+    policy_total = float(plan(policy)["memory_per_gpu"]["training_state"].split()[0])
+    assert float(memory["training_state"].split()[0]) == pytest.approx(policy_total + critic * 16 / 8 / GIB, abs=0.1)
     # a value head on the policy adds (almost) nothing
     shared = plan(
         load_recipe(
             REPO / "recipes" / "gsm8k_trace.yaml", ["trainer.algorithm=ppo", "trainer.value_head_on_policy=true"]
         )
     )["memory_per_gpu"]
-    assert "negligible" in shared["value_model"] and shared["total"] == plan(policy)["memory_per_gpu"]["total"]
+    assert (
+        "negligible" in shared["value_model"]
+        and shared["training_state"] == plan(policy)["memory_per_gpu"]["training_state"]
+    )
 
 
 def test_plan_says_how_rollouts_are_generated(monkeypatch):

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from procrl.core.config import ConfigError
-from procrl.launch.flags import _flag_names, flag_value, resolve_config_file, split_launch_args
+from procrl.launch.flags import accelerate_command, resolve_config_file, split_launch_args
+from procrl.launch.launched import decide_launch, launch_report, note_launch, recipe_launch_flags
 from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 
 __all__ = [
@@ -56,8 +57,6 @@ _LAUNCHER_ENV = (
     "ACCELERATE_MIXED_PRECISION",
     "ACCELERATE_DYNAMO_BACKEND",
 )
-# accelerate flags that choose the distributed type; with any of them we do not add --multi_gpu.
-_TYPE_FLAGS = ("--config_file", "--cpu", "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--tpu", "--use_megatron_lm")
 
 
 def inside_launcher(env: dict[str, str] | None = None) -> bool:
@@ -70,30 +69,6 @@ def needs_launcher(recipe) -> bool:
     """Whether the recipe's ``launch:`` section asks for more than one plain process."""
     launch = recipe.launch
     return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
-
-
-def accelerate_command(recipe, launch_args: list[str] | None = None, python: str | None = None) -> list[str]:
-    """``python -m accelerate.commands.launch`` flags from the recipe's ``launch:`` section, with
-    ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
-    launch = recipe.launch
-    user = list(launch_args or [])
-    given = _flag_names(user)
-    flags: list[str] = []
-    # a distributed type chosen on the command line (--multi_gpu, --use_deepspeed, --cpu ...) replaces the
-    # recipe's config file as a whole: a DeepSpeed config under --multi_gpu would launch neither as asked
-    if launch.config_file is not None and not given.intersection(_TYPE_FLAGS):
-        flags += ["--config_file", str(resolve_config_file(launch.config_file, recipe.path))]
-    if launch.num_processes is not None and "--num_processes" not in given:
-        flags += ["--num_processes", str(launch.num_processes)]
-    if launch.num_machines != 1 and "--num_machines" not in given:
-        flags += ["--num_machines", str(launch.num_machines)]
-    if launch.main_process_port is not None and "--main_process_port" not in given:
-        flags += ["--main_process_port", str(launch.main_process_port)]
-    processes = int(flag_value(user, "--num_processes") or launch.num_processes or 1)
-    machines = int(flag_value(user, "--num_machines") or launch.num_machines)
-    if not given.intersection(_TYPE_FLAGS) and launch.config_file is None and (processes > 1 or machines > 1):
-        flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
-    return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
 
 
 def train_command(
@@ -155,80 +130,6 @@ def launch_training(
         if code < 0:  # killed by a signal: as a shell reports it
             return 128 - code
         return code or (143 if isinstance(error, Terminated) else 130)
-
-
-def recipe_launch_flags(recipe, launch_args: list[str] | None = None) -> list[str]:
-    """The ``accelerate launch`` flags that give the recipe's launch (``launch_args`` winning per
-    flag), always with a process count, so that accelerate never counts the devices itself (on a
-    node with 8 GPUs it would start 8 plain data-parallel processes)."""
-    flags = accelerate_command(recipe, launch_args)[3:]
-    if "--num_processes" not in _flag_names(flags) and recipe.launch.config_file is None:
-        flags = ["--num_processes", "1", *flags]
-    return flags
-
-
-def user_launch_source(launch_args: list[str]) -> str | None:
-    """Where the user chose the launch of ``accelerate launch [FLAGS] RECIPE``, or None when they
-    did not: a flag naming the distributed type or a config file (``--config_file``, ``--multi_gpu``,
-    ``--use_deepspeed``, ``--cpu`` ...), else accelerate's default config (``accelerate config``),
-    which accelerate reads for every launch without ``--config_file`` and which procrl takes as the
-    user's choice for this machine. Other flags alone (``--main_process_port``, ``--num_processes``,
-    the multi-node flags) choose where and how many, and the recipe's launch supplies the rest."""
-    from procrl.launch.launched import default_accelerate_config
-
-    given = _flag_names(launch_args)
-    if given.intersection(_TYPE_FLAGS):
-        return "command-line flags " + shlex.join(launch_args)
-    default = default_accelerate_config()
-    if default is not None:
-        return f"accelerate's default config {default}" + (
-            f" and command-line flags {shlex.join(launch_args)}" if launch_args else ""
-        )
-    return None
-
-
-def decide_launch(recipe, flags: list[str]) -> tuple[list[str], str]:
-    """The accelerate flags of ``accelerate launch [FLAGS] RECIPE`` and where the launch comes
-    from: the user's choice as given (:func:`user_launch_source`), else the recipe's launch
-    section with the user's other flags winning per flag (:func:`recipe_launch_flags`)."""
-    source = user_launch_source(flags)
-    if source is not None:
-        return list(flags), source
-    source = "the recipe's launch section" + (f" and command-line flags {shlex.join(flags)}" if flags else "")
-    return recipe_launch_flags(recipe, flags), source
-
-
-def launch_report(recipe) -> dict:
-    """This rank's launch against the recipe's: ``{"source", "launched", "recipe", "differences"}``
-    (recorded in run_info.json; rank 0 prints the differences in one line: :func:`note_launch`)."""
-    from procrl.launch.launched import LAUNCH_SOURCE_ENV, launch_differences, rank_setup, recipe_setup
-
-    launched, wanted = rank_setup(), recipe_setup(recipe)
-    return {
-        "source": os.environ.get(LAUNCH_SOURCE_ENV) or "a launcher procrl did not start (torchrun or another)",
-        "launched": launched.as_dict(),
-        "recipe": wanted.as_dict(),
-        "differences": launch_differences(launched, wanted),
-        "launched_text": launched.describe(),
-        "recipe_text": wanted.describe(),
-    }
-
-
-def note_launch(recipe) -> dict:
-    """On the global main process, one line when the launch differs from the recipe's launch
-    section: what was launched, from where, what differs, and the command that gives the recipe's
-    launch. Returns :func:`launch_report`."""
-    report = launch_report(recipe)
-    if report["differences"] and os.environ.get("RANK", "0") == "0":
-        wanted = shlex.join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
-        print(
-            f"procrl: note: launched as {report['launched_text']} (from {report['source']}); the recipe's launch "
-            f"section asks for {report['recipe_text']} ({'; '.join(report['differences'])}). For the recipe's "
-            f"launch: {wanted}",
-            file=sys.stderr,
-            flush=True,
-        )
-    return report
 
 
 def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> list[str] | None:

@@ -5,11 +5,16 @@ that none of them imports another just for these)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from procrl.core.config import ConfigError
 
-__all__ = ["flag_value", "resolve_config_file", "split_launch_args"]
+__all__ = ["TYPE_FLAGS", "accelerate_command", "flag_value", "resolve_config_file", "split_launch_args"]
+
+# accelerate flags that choose the distributed type (or a config file that does): with any of them the
+# launch is the user's, and the recipe adds neither its config file nor --multi_gpu
+TYPE_FLAGS = ("--config_file", "--cpu", "--multi_gpu", "--use_deepspeed", "--use_fsdp", "--tpu", "--use_megatron_lm")
 
 
 def resolve_config_file(config_file: str, recipe_path: str | None) -> Path:
@@ -48,6 +53,30 @@ def _check_accelerate_config(path: Path, given: str) -> None:
             f"launch.config_file: {given} is not an accelerate config file (a YAML mapping of accelerate "
             f"settings, e.g. launch/accelerate/zero2.yaml); it holds a {type(config).__name__}"
         )
+
+
+def accelerate_command(recipe, launch_args: list[str] | None = None, python: str | None = None) -> list[str]:
+    """``python -m accelerate.commands.launch`` flags from the recipe's ``launch:`` section, with
+    ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
+    launch = recipe.launch
+    user = list(launch_args or [])
+    given = _flag_names(user)
+    flags: list[str] = []
+    # a distributed type chosen on the command line (--multi_gpu, --use_deepspeed, --cpu ...) replaces the
+    # recipe's config file as a whole: a DeepSpeed config under --multi_gpu would launch neither as asked
+    if launch.config_file is not None and not given.intersection(TYPE_FLAGS):
+        flags += ["--config_file", str(resolve_config_file(launch.config_file, recipe.path))]
+    if launch.num_processes is not None and "--num_processes" not in given:
+        flags += ["--num_processes", str(launch.num_processes)]
+    if launch.num_machines != 1 and "--num_machines" not in given:
+        flags += ["--num_machines", str(launch.num_machines)]
+    if launch.main_process_port is not None and "--main_process_port" not in given:
+        flags += ["--main_process_port", str(launch.main_process_port)]
+    processes = int(flag_value(user, "--num_processes") or launch.num_processes or 1)
+    machines = int(flag_value(user, "--num_machines") or launch.num_machines)
+    if not given.intersection(TYPE_FLAGS) and launch.config_file is None and (processes > 1 or machines > 1):
+        flags.append("--multi_gpu")  # N processes without a config file: plain DDP (gloo on CPU)
+    return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
 
 
 def split_launch_args(extra: list[str]) -> list[str]:

@@ -21,18 +21,27 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from procrl.launch.flags import TYPE_FLAGS, _flag_names, accelerate_command
+
 __all__ = [
     "LAUNCH_SOURCE_ENV",
     "LaunchSetup",
+    "decide_launch",
     "default_accelerate_config",
     "launch_differences",
+    "launch_report",
+    "note_launch",
     "predicted_setup",
     "rank_setup",
+    "recipe_launch_flags",
     "recipe_setup",
+    "user_launch_source",
 ]
 
 # Set by procrl in the ``accelerate launch`` process (the start-up hook) and inherited by every
@@ -237,3 +246,76 @@ def launch_differences(launched: LaunchSetup, wanted: LaunchSetup) -> list[str]:
             where = {True: "offloaded to CPU", False: "on the GPU"}
             out.append(f"{words} {where[got]} instead of {where[want]}")
     return out
+
+
+# --- the launch of `accelerate launch RECIPE`, and the one line rank 0 prints --------------------
+
+
+def recipe_launch_flags(recipe, launch_args: list[str] | None = None) -> list[str]:
+    """The ``accelerate launch`` flags that give the recipe's launch (``launch_args`` winning per
+    flag), always with a process count, so that accelerate never counts the devices itself (on a
+    node with 8 GPUs it would start 8 plain data-parallel processes)."""
+    flags = accelerate_command(recipe, launch_args)[3:]
+    if "--num_processes" not in _flag_names(flags) and recipe.launch.config_file is None:
+        flags = ["--num_processes", "1", *flags]
+    return flags
+
+
+def user_launch_source(launch_args: list[str]) -> str | None:
+    """Where the user chose the launch of ``accelerate launch [FLAGS] RECIPE``, or None when they
+    did not: a flag naming the distributed type or a config file (``--config_file``, ``--multi_gpu``,
+    ``--use_deepspeed``, ``--cpu`` ...), else accelerate's default config (``accelerate config``),
+    which accelerate reads for every launch without ``--config_file`` and which procrl takes as the
+    user's choice for this machine. Other flags alone (``--main_process_port``, ``--num_processes``,
+    the multi-node flags) choose where and how many, and the recipe's launch supplies the rest."""
+    given = _flag_names(launch_args)
+    if given.intersection(TYPE_FLAGS):
+        return "command-line flags " + shlex.join(launch_args)
+    default = default_accelerate_config()
+    if default is not None:
+        return f"accelerate's default config {default}" + (
+            f" and command-line flags {shlex.join(launch_args)}" if launch_args else ""
+        )
+    return None
+
+
+def decide_launch(recipe, flags: list[str]) -> tuple[list[str], str]:
+    """The accelerate flags of ``accelerate launch [FLAGS] RECIPE`` and where the launch comes
+    from: the user's choice as given (:func:`user_launch_source`), else the recipe's launch
+    section with the user's other flags winning per flag (:func:`recipe_launch_flags`)."""
+    source = user_launch_source(flags)
+    if source is not None:
+        return list(flags), source
+    source = "the recipe's launch section" + (f" and command-line flags {shlex.join(flags)}" if flags else "")
+    return recipe_launch_flags(recipe, flags), source
+
+
+def launch_report(recipe) -> dict:
+    """This rank's launch against the recipe's: ``{"source", "launched", "recipe", "differences"}``
+    (recorded in run_info.json; rank 0 prints the differences in one line: :func:`note_launch`)."""
+    launched, wanted = rank_setup(), recipe_setup(recipe)
+    return {
+        "source": os.environ.get(LAUNCH_SOURCE_ENV) or "a launcher procrl did not start (torchrun or another)",
+        "launched": launched.as_dict(),
+        "recipe": wanted.as_dict(),
+        "differences": launch_differences(launched, wanted),
+        "launched_text": launched.describe(),
+        "recipe_text": wanted.describe(),
+    }
+
+
+def note_launch(recipe) -> dict:
+    """On the global main process, one line when the launch differs from the recipe's launch
+    section: what was launched, from where, what differs, and the command that gives the recipe's
+    launch. Returns :func:`launch_report`."""
+    report = launch_report(recipe)
+    if report["differences"] and os.environ.get("RANK", "0") == "0":
+        wanted = shlex.join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
+        print(
+            f"procrl: note: launched as {report['launched_text']} (from {report['source']}); the recipe's launch "
+            f"section asks for {report['recipe_text']} ({'; '.join(report['differences'])}). For the recipe's "
+            f"launch: {wanted}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return report

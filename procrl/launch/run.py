@@ -84,7 +84,7 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
     import trl
 
     import procrl
-    from procrl.launch.accelerate import launch_report
+    from procrl.launch.launched import launch_report
 
     state = trainer.accelerator.state
     plugin = getattr(state, "deepspeed_plugin", None)
@@ -400,8 +400,7 @@ def check_launch_fits(recipe: Recipe) -> None:
     """Rank 0 says in one line where the launch differs from the recipe's launch section
     (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
     model when the memory plan of the launch it was given does not fit its GPU (one line)."""
-    from procrl.launch.accelerate import note_launch, recipe_launch_flags
-    from procrl.launch.launched import rank_setup
+    from procrl.launch.launched import note_launch, rank_setup, recipe_launch_flags
     from procrl.launch.memory import fit_problem, gpu_memory_bytes
 
     note_launch(recipe)

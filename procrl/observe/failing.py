@@ -79,7 +79,12 @@ class FailingComponentWatch(TrainerCallback):
         for name, scored in self._scored.items():
             if scored == 0:
                 continue
-            self.streaks[name] = self.streaks.get(name, 0) + 1 if self._failed.get(name, 0) >= scored else 0
+            if self._failed.get(name, 0) >= scored:
+                self.streaks[name] = self.streaks.get(name, 0) + 1
+            else:  # it scored a sample: a new streak, whose failure kinds and error are its own
+                self.streaks[name] = 0
+                self._kinds.pop(name, None)
+                self._errors.pop(name, None)
         self._scored, self._failed = {}, {}
         if self.stop_after <= 0:
             return False
