@@ -21,8 +21,11 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
   loads in float32), else 16-bit.
 * TRL's reference model (``beta > 0`` without LoRA) is one more copy of the weights (sharded by
   stage 3). PPO adds its critic (the policy's layout without the LM head, or
-  ``trainer.value_model``'s), trained like the policy. Activations, generation KV cache and
-  vLLM's share of the GPU are not included.
+  ``trainer.value_model``'s), trained like the policy.
+* :func:`gpu_plan` adds what a step holds besides that state: activations of one micro-batch
+  (with or without gradient checkpointing), the logits the loss materialises, generation's KV
+  cache or colocated vLLM's share of the card (which must hold the policy's weights and one
+  max-length sequence), for a total per GPU that :func:`fit_problem` compares with a card.
 """
 
 from __future__ import annotations
