@@ -195,6 +195,7 @@ class RewardServer:
         self.settings = settings or ServeSettings()
         self._queue: deque[_Job] = deque()
         self._queued_rows = 0
+        self._arriving = 0  # requests being read and checked, not yet queued
         self._cond = threading.Condition()
         self._stopping = False
         handler = type("Handler", (_Handler,), {"server_state": self, "timeout": self.settings.read_timeout_s})
@@ -242,6 +243,12 @@ class RewardServer:
             self._stopping = True
             self._cond.notify_all()
 
+    def arriving(self, change: int) -> None:
+        """A request started (+1) or stopped (-1) arriving: being read, before it is queued."""
+        with self._cond:
+            self._arriving += change
+            self._cond.notify_all()
+
     @property
     def queued_rows(self) -> int:
         with self._cond:
@@ -253,6 +260,7 @@ class RewardServer:
         """Queue ``rows`` and wait for their scored rows (RequestError past the bounds)."""
         job = _Job(rows=rows, deadline=arrived + self.settings.deadline_s)
         with self._cond:
+            self._arriving -= 1
             if self._queued_rows + len(rows) > self.settings.max_queue:
                 raise RequestError(
                     503,
@@ -286,7 +294,13 @@ class RewardServer:
             if self._stopping:
                 return None
             ready_at = time.monotonic() + self.settings.batch_wait_s
-            while sum(len(j.rows) for j in self._queue) < self.settings.batch_size and not self._stopping:
+            # wait for more rows only while requests are arriving (read, not yet queued): a lone
+            # client's request is scored at once
+            while (
+                sum(len(j.rows) for j in self._queue) < self.settings.batch_size
+                and self._arriving > 0
+                and not self._stopping
+            ):
                 left = ready_at - time.monotonic()
                 if left <= 0:
                     break
@@ -446,6 +460,8 @@ class _Handler(BaseHTTPRequestHandler):
         server = self.server_state
         path = self.path.split("?")[0]
         rows: list[dict] = []
+        server.arriving(+1)
+        submitted = False
         try:
             if path not in ("/get_reward", "/score"):
                 raise RequestError(404, f"no POST {self.path}; POST /get_reward (OpenRLHF) or /score (procrl)")
@@ -460,6 +476,7 @@ class _Handler(BaseHTTPRequestHandler):
                     raise RequestError(
                         413, f"{len(rows)} queries is over the limit of {server.settings.max_rows} (--max-rows)"
                     )
+            submitted = bool(rows)
             scored = server.submit(rows, arrived) if rows else []
             payload = {"rows": scored} if path == "/score" else openrlhf_answer(scored, server.mix.names)
             self._send(200, payload)
@@ -475,6 +492,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (ConnectionResetError, BrokenPipeError) as error:
             self.close_connection = True
             logger.info("%s %s: the client went away (%s)", self.command, self.path, error)
+        finally:
+            if not submitted:  # submit() counts a queued request out of the arriving ones
+                server.arriving(-1)
 
 
 def token_from_env(name: str | None) -> str | None:
