@@ -16,7 +16,9 @@ Wall-clock on a shared machine (clients, server and baseline share its cores): c
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
+import inspect
 import json
 import os
 import statistics
@@ -61,6 +63,57 @@ def in_process(recipe: str, rows: list[dict], batch_size: int, repeats: int = 3)
         scored = list(score_rows(mix, rows, batch_size=batch_size))
         rates.append(len(scored) / (time.perf_counter() - started))
     return {"rows": len(rows), "batch_size": batch_size, "rows_per_s": statistics.median(rates), "passes": rates}
+
+
+def engines(recipe: str, rows: list[dict], repeats: int = 3) -> dict:
+    """Rows per second through the other two routes, median of ``repeats`` passes: a TRL script's
+    reward functions (procrl.trl, every component on batches of 64, as GRPOTrainer calls them) and
+    verl's functions (procrl/verl.py: ``compute_score`` one response per call, as verl's naive
+    manager calls it, and ``compute_score_batch`` on batches of 64)."""
+    from procrl.trl import recipe_rewards
+    from procrl.verl import compute_score, compute_score_batch
+
+    funcs = recipe_rewards(recipe, diagnostics=False).funcs
+    prompts = [PROMPT.format(question=r["question"]) for r in rows]
+
+    def trl() -> None:
+        for start in range(0, len(rows), 64):
+            chunk = rows[start : start + 64]
+            arguments = (prompts[start : start + 64], [r["completion"] for r in chunk])
+            columns = {"question": [r["question"] for r in chunk], "answer": [r["answer"] for r in chunk]}
+            for func in funcs:  # an async component's function is awaited, as GRPOTrainer does
+                result = func(*arguments, **columns)
+                if inspect.isawaitable(result):
+                    asyncio.run(result)
+
+    def verl_single() -> None:
+        for r in rows:
+            compute_score("openai/gsm8k", r["completion"], r["answer"], {"question": r["question"]}, recipe=recipe)
+
+    def verl_batch() -> None:
+        infos = [{"question": r["question"]} for r in rows]
+        compute_score_batch(
+            ["openai/gsm8k"] * len(rows),
+            [r["completion"] for r in rows],
+            [r["answer"] for r in rows],
+            infos,
+            recipe=recipe,
+        )
+
+    results = {}
+    for name, work in (
+        ("trl_reward_funcs_64", trl),
+        ("verl_compute_score", verl_single),
+        ("verl_compute_score_batch_64", verl_batch),
+    ):
+        work()  # warm: components loaded
+        rates = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            work()
+            rates.append(len(rows) / (time.perf_counter() - started))
+        results[name] = {"rows_per_s": statistics.median(rates), "passes": rates}
+    return results
 
 
 def start_server(recipe: str) -> tuple[subprocess.Popen, int]:
@@ -137,22 +190,29 @@ def main() -> None:
     args = parser.parse_args()
 
     rows, source = load_rows(args.gsm8k, args.requests)
-    baseline = in_process(args.recipe, rows, 64)
+    before = in_process(args.recipe, rows, 64)
     one_by_one = in_process(args.recipe, rows, 1)
+    routes = engines(args.recipe, rows)
     process, port = start_server(args.recipe)
     try:
         levels = []
         for clients in args.clients:
-            before = health(port)
+            start = health(port)
             level = run_clients(port, rows, clients, args.requests)
-            after = health(port)
-            batches = after["batches_scored"] - before["batches_scored"]
-            level["rows_per_batch"] = (after["rows_scored"] - before["rows_scored"]) / max(batches, 1)
-            level["vs_in_process"] = level["requests_per_s"] / baseline["rows_per_s"]
+            end = health(port)
+            batches = end["batches_scored"] - start["batches_scored"]
+            level["rows_per_batch"] = (end["rows_scored"] - start["rows_scored"]) / max(batches, 1)
             levels.append(level)
     finally:
         process.terminate()
         process.wait(timeout=30)
+    # the baseline measured before and after the served levels (the machine is shared: its load
+    # moves): the median of all its passes, every ratio against it
+    after = in_process(args.recipe, rows, 64)
+    passes = before["passes"] + after["passes"]
+    baseline = {**before, "rows_per_s": statistics.median(passes), "passes": passes}
+    for level in levels:
+        level["vs_in_process"] = level["requests_per_s"] / baseline["rows_per_s"]
 
     lines = [
         f"procrl serve vs in-process scoring: {source}; recipe {os.path.relpath(args.recipe, REPO)}; "
@@ -173,6 +233,14 @@ def main() -> None:
         f"| in-process, one row per batch | {one_by_one['rows_per_s']:.1f} rows/s | | | 1 | "
         f"| {one_by_one['rows_per_s'] / baseline['rows_per_s']:.2f}x |"
     )
+    names = {
+        "trl_reward_funcs_64": "TRL script: procrl.trl reward functions, batches of 64",
+        "verl_compute_score": "verl: compute_score, one response per call",
+        "verl_compute_score_batch_64": "verl: compute_score_batch, batches of 64",
+    }
+    for key, route in routes.items():
+        ratio = route["rows_per_s"] / baseline["rows_per_s"]
+        lines.append(f"| {names[key]} | {route['rows_per_s']:.1f} rows/s | | | | | {ratio:.2f}x |")
     table = "\n".join(lines)
     print(table)
     if args.output:
@@ -181,6 +249,7 @@ def main() -> None:
             "recipe": os.path.relpath(args.recipe, REPO),
             "in_process": baseline,
             "in_process_one_row_per_batch": one_by_one,
+            "engines": routes,
             "served": levels,
         }
         Path(args.output + ".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
