@@ -53,7 +53,7 @@ from procrl.rewards.mix import RewardMix
 
 __all__ = ["RequestError", "RewardServer", "ServeSettings", "openrlhf_rows", "openrlhf_answer"]
 
-logger = logging.getLogger("procrl.serve")
+logger = logging.getLogger(__name__)
 
 # special tokens a decoded query ends with (OpenRLHF decodes with skip_special_tokens=False):
 # <|im_end|>, <|endoftext|>, <|eot_id|>, </s>, <eos>

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     server.warm_up()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("procrl serve: %(message)s"))
-    log = logging.getLogger("procrl.serve")
+    log = logging.getLogger("procrl.evaluation.serve")
     log.addHandler(handler)
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
