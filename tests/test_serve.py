@@ -84,6 +84,7 @@ def test_openrlhf_request_as_its_client_sends_it(serve):
     assert info["extra_logs"]["accuracy"] == [1.0, 0.0]
     assert info["extra_logs"]["first_error"] == [0.0, -1.0]
     assert info["extra_logs"]["procrl/no_opinion"] == [0.0, 0.0]
+    assert info["extra_logs"]["procrl/prompt_not_found"] == [0.0, 0.0]
     # the older client (remote_rm_utils.remote_rm_fn) posts the queries alone: no gold, no accuracy opinion
     status, old = _post(url + "/get_reward", {"query": [PROMPT + RIGHT]})
     assert status == 200 and len(old["rewards"]) == 1 and old["extra_logs"]["first_error"] == [0.0]
@@ -170,6 +171,16 @@ def test_bad_requests_get_a_clear_answer_and_the_server_serves_on(serve):
     assert reply.startswith(b"HTTP/1.1 400") and b"ended after 8 of its 500 bytes" in reply
     status, answer = _post(url + "/nowhere", {})
     assert status == 404
+    # a row the mix cannot score (a multiple-choice answer for a judge of numbers), batched with
+    # others: its request gets the one line, the others their scores
+    choice = {"question": "Pick one", "completion": "The answer is B", "answer": "B", "answer_kind": "choice",
+              "choices": [{"label": "A", "text": "x"}, {"label": "B", "text": "y"}]}  # fmt: skip
+    with ThreadPoolExecutor(6) as pool:
+        answers = list(
+            pool.map(lambda i: _post(url + "/score", {"rows": [choice if i == 0 else {"completion": RIGHT}]}), range(6))
+        )
+    assert answers[0][0] == 400 and "first_error" in answers[0][1]["error"], answers[0]
+    assert all(status == 200 for status, _ in answers[1:])
     _still_serving(url)
 
 

@@ -118,7 +118,8 @@ def openrlhf_rows(body: Any) -> list[dict]:
 
     Returns:
         One row per query: ``question`` (the prompt), ``completion`` (the query after the prompt, its
-        trailing special tokens left out) and ``answer`` (the label).
+        trailing special tokens left out; the whole query when the prompt is not in it, and
+        ``prompt_found`` False) and ``answer`` (the label).
 
     Raises:
         RequestError: 400 naming the key at fault.
@@ -140,12 +141,19 @@ def openrlhf_rows(body: Any) -> list[dict]:
             raise RequestError(400, f"'prompts[{i}]' must be a string")
         if label is not None and not isinstance(label, (str, int, float)):
             raise RequestError(400, f"'labels[{i}]' must be a string or a number")
-        completion = query
+        completion, found = query, prompt is None
         if prompt:
             at = query.find(prompt)
             if at >= 0:
-                completion = query[at + len(prompt) :]
-        rows.append({"question": prompt, "completion": _closing_special_tokens(completion), "answer": label})
+                completion, found = query[at + len(prompt) :], True
+        rows.append(
+            {
+                "question": prompt,
+                "completion": _closing_special_tokens(completion),
+                "answer": label,
+                "prompt_found": found,
+            }
+        )
     return rows
 
 
@@ -169,6 +177,8 @@ def openrlhf_answer(scored: list[dict], names: list[str]) -> dict:
                 value = (fallbacks.get(name) or {}).get("score")
             logs[name].append(float(value) if value is not None else 0.0)
     logs["procrl/no_opinion"] = no_opinion
+    # the prompt was not found in the query (its tokens decode to other text): the whole query was scored
+    logs["procrl/prompt_not_found"] = [0.0 if row.get("prompt_found", True) else 1.0 for row in scored]
     return {"rewards": totals, "scores": totals, "extra_logs": logs}
 
 
