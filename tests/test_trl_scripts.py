@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -54,25 +55,39 @@ def _recipe(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("credit", ["outcome", "process"])
 def test_example_trains_two_steps_and_logs_every_component(tmp_path, credit):
+    """Outcome: the script as a user runs it (its own process, TRL's parser reading the command line);
+    process: in this process, reading the trainer's log."""
     from procrl.data.synthetic import generate_problems
 
     data = tmp_path / "train.jsonl"  # GSM8K's fields (question, answer with '#### N'), embedded generator
     data.write_text("".join(json.dumps(row) + "\n" for row in generate_problems(16, seed=0)))
-    module = _example()
-    parser = module.TrlParser((module.ProcrlScriptArguments, module.GRPOConfig, module.ModelConfig))
+    out = tmp_path / "out"
     argv = [
         "--recipe", str(_recipe(tmp_path)), "--credit", credit,
         "--model_name_or_path", "procrl:tiny-qwen2", "--dataset_name", str(data),
-        "--output_dir", str(tmp_path / "out"), "--max_steps", "2", "--logging_steps", "1",
+        "--output_dir", str(out), "--max_steps", "2", "--logging_steps", "1",
         "--per_device_train_batch_size", "4", "--num_generations", "4", "--max_completion_length", "32",
-        "--bf16", "false", "--report_to", "none", "--save_strategy", "no", "--seed", "0",
+        "--bf16", "false", "--report_to", "none", "--seed", "0",
     ]  # fmt: skip
-    trainer = module.main(*parser.parse_args_and_config(argv))
-    logs = [entry for entry in trainer.state.log_history if "reward" in entry]
-    assert len(logs) == 2, trainer.state.log_history
+    if credit == "outcome":
+        argv += ["--save_strategy", "steps", "--save_steps", "2"]  # the log lands in checkpoint-2
+        done = subprocess.run([sys.executable, str(EXAMPLE), *argv], capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+        history = state["log_history"]
+    else:
+        module = _example()
+        parser = module.TrlParser((module.ProcrlScriptArguments, module.GRPOConfig, module.ModelConfig))
+        trainer = module.main(*parser.parse_args_and_config([*argv, "--save_strategy", "no"]))
+        history = trainer.state.log_history
+        assert trainer.args.reward_weights == [1.0, 0.2, 0.5, 0.1, 0.1]
+    logs = [entry for entry in history if "reward" in entry]
+    assert len(logs) == 2, history
     names = ["accuracy", "format", "first_error", "silent", "broken"]
-    assert trainer.args.reward_weights == [1.0, 0.2, 0.5, 0.1, 0.1]
+    weights = [1.0, 0.2, 0.5, 0.1, 0.1]
     for entry in logs:
+        # the recipe's weights made the reward: its mean is the weighted sum of the components' means
+        assert entry["reward"] == pytest.approx(sum(w * entry[f"rewards/{n}/mean"] for n, w in zip(names, weights)))
         for name in names:
             assert f"rewards/{name}/mean" in entry and f"rewards/{name}/std" in entry, (name, sorted(entry))
         # the failure policy reached the log: the broken component's failures, counted per completion,
@@ -84,7 +99,7 @@ def test_example_trains_two_steps_and_logs_every_component(tmp_path, credit):
         assert any(key.startswith("diagnostics/") for key in entry)  # procrl's diagnostics callback
         if credit == "process":
             assert "process/advantage_abs_mean" in entry
-    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert (out / "model.safetensors").is_file()
 
 
 def test_rewards_from_a_recipe_a_section_file_or_a_dict(tmp_path):
