@@ -269,3 +269,23 @@ def test_procrl_serve_refuses_a_bad_recipe_in_one_line(tmp_path):
     )
     assert result.returncode == 2
     assert result.stderr.startswith("procrl: error: rewards.acuracy") and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_procrl_serve_refuses_a_port_in_use_in_one_line(tmp_path):
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("recipe: procrl/v1\nrewards:\n  accuracy: {weight: 1.0}\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "procrl.launch.cli", "serve", "--recipe", str(recipe), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip()
+        == f"procrl: error: --host/--port: cannot listen on 127.0.0.1:{port} (Address already in use)"
+    )
