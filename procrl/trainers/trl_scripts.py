@@ -59,7 +59,7 @@ class RecipeRewards:
             "reward functions leave None to them."
         },
     )
-    _callback: Any = field(default=None, repr=False)
+    _callback: Any = field(default=None, repr=False, init=False)
 
     @property
     def names(self) -> list[str]:
