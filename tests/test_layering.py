@@ -12,10 +12,11 @@ LAYER_OF_MODULE = {
     "procrl.testing": 0,
     "procrl.testing.openai_server": 0,
 }  # test double: imports no procrl
-# Thin entry points at public paths (``python -m procrl``, ``python -m procrl.run``): they may import
+# Thin entry points at public paths (``python -m procrl``, ``python -m procrl.run``, ``procrl.trl`` for TRL
+# scripts, ``procrl/verl.py`` for verl's custom_reward_function): they may import
 # any layer, and nothing in procrl imports them. (procrl.rewards, the custom rewards' import, re-exports
 # its own layer and core only: an ordinary rewards module here.)
-SHIMS = {"procrl.__main__", "procrl.run"}
+SHIMS = {"procrl.__main__", "procrl.run", "procrl.trl", "procrl.verl"}
 
 
 def _modules() -> dict[str, Path]:

@@ -18,6 +18,7 @@ from procrl.launch.commands import (
     eval_judge,
     evaluate,
     score,
+    serve,
     train,
     train_tagger,
     validate,
@@ -26,7 +27,7 @@ from procrl.launch.commands import (
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # the order of `procrl --help`; each module's imports are light (models and components load in its run)
-COMMANDS = [train, check, score, train_tagger, build_tiny_reasoner, evaluate, validate, eval_judge]
+COMMANDS = [train, check, score, serve, train_tagger, build_tiny_reasoner, evaluate, validate, eval_judge]
 
 
 class _CommandList(argparse.HelpFormatter):
