@@ -153,7 +153,9 @@ def _umask() -> int:
 
 def _temporary_beside(path: Path) -> tuple[int, Path]:
     """A new hidden ``.NAME.*.partial`` file in ``path``'s folder (open descriptor, path)."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    # the name cut to fit: a file name may take 255 bytes, and the temporary one adds to it
+    name = os.fsencode(path.name)[:200].decode("utf-8", "ignore") if len(os.fsencode(path.name)) > 200 else path.name
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=path.parent)
     return descriptor, Path(temporary)
 
 

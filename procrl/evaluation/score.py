@@ -35,6 +35,7 @@ from typing import Any
 from procrl.core.atomic import AtomicOutput, output_target
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
+from procrl.core.redaction import redact
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardBatch, RewardOutput
 
@@ -396,7 +397,9 @@ def score_file(
                 lines = [line for line, _ in chunk]
                 scored, problems, failures = score_batch(mix, lines, [row for _, row in chunk])
                 for row in scored:
-                    output.write(json.dumps(row) + "\n")
+                    # the rows are an output path like any other: a reward's error text may quote a
+                    # secret of the recipe or of the row (procrl/core/redaction.py)
+                    output.write(json.dumps(redact(row)) + "\n")
                     summary.add(row)
                 summary.add_failures(failures)
                 for problem in problems:
