@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from procrl.core.atomic import write_bytes
@@ -152,18 +151,13 @@ def claim_folder(folder: str | os.PathLike, command: str) -> Path:
         write_file(path, MARKER, data)  # procrl's own marker gets this command, or --overwrite named the folder
         return path
     # a claim of a free folder: the marker is linked into place, which fails when another process placed one first
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{MARKER}.", suffix=".partial", dir=path)
     try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-        os.link(temporary, path / MARKER)
+        write_bytes(path / MARKER, data, exclusive=True)
     except FileExistsError:
         if folder_commands(path) is None:  # an unreadable marker: not a claim, replaced
             write_file(path, MARKER, data)
             return path
         return claim_folder(folder, command)  # the other claim decides: ours joins it, or is refused
-    finally:
-        os.unlink(temporary)
     return path
 
 

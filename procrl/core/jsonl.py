@@ -10,6 +10,7 @@ import codecs
 import contextlib
 import io
 import json
+import math
 import os
 import shutil
 import stat
@@ -42,7 +43,29 @@ def _integer(digits: str) -> int:
         raise _LongInteger(len(digits.lstrip("-"))) from None
 
 
+class _NotFinite(_LongInteger):
+    """A JSON number past a float's range (``1e309``), or ``NaN`` / ``Infinity``: no answer or
+    score can be computed with it."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _constant(text: str) -> float:
+    raise _NotFinite(text)
+
+
 def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
+    if isinstance(error, _NotFinite):
+        shown = error.args[0] if len(error.args[0]) <= 40 else error.args[0][:40] + "..."
+        return ConfigError(
+            f"{where}: the JSON number {shown} is not a finite float (its range ends near 1.8e308); "
+            f'give it as a string ("{shown}")'
+        )
     return ConfigError(
         f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
         f'({sys.get_int_max_str_digits():,}); give it as a string ("123...")'
@@ -51,7 +74,7 @@ def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
 
 def _parse(text: str, path: str, where: int) -> Any:
     try:
-        return json.loads(text, parse_int=_integer)
+        return json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant)
     except _LongInteger as error:
         raise _long_integer_error(f"{path}:{where}", error) from None
     except json.JSONDecodeError as error:
@@ -77,7 +100,7 @@ class _ArrayReader:
         self.handle, self.path = handle, path
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
-        self.json = json.JSONDecoder(parse_int=_integer)
+        self.json = json.JSONDecoder(parse_int=_integer, parse_float=_float, parse_constant=_constant)
 
     def _more(self, at_least: int = _CHUNK) -> bool:
         if self.eof:

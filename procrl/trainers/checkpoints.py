@@ -124,12 +124,9 @@ def _damaged_file(folder: Path, names: set[str]) -> str | None:
     return None
 
 
-# what transformers' _load_optimizer_and_scheduler / _load_rng_state index into: the keys each file must hold
-_STATE_CONTENT = {
-    "optimizer.pt": ("state", "param_groups"),
-    "scheduler.pt": (),
-    "rng_state.pth": ("python", "numpy", "cpu"),
-}
+# what transformers' _load_optimizer_and_scheduler indexes into: the keys each file must hold (the RNG
+# states hold numpy's, which a weights-only load refuses: their archive is checked, as above)
+_STATE_CONTENT = {"optimizer.pt": ("state", "param_groups"), "scheduler.pt": ()}
 
 
 def _state_content_problem(path: Path, keys: tuple[str, ...]) -> str | None:
@@ -311,8 +308,10 @@ class AtomicCheckpoints:
                 super().create_model_card(*args, **kwargs)
             finally:
                 self.args.output_dir = run_dir
-            for name in sorted(os.listdir(staging)):
-                os.replace(os.path.join(staging, name), os.path.join(run_dir, name))  # a link is replaced, not followed
+            from procrl.core.atomic import write_bytes
+
+            for name in sorted(os.listdir(staging)):  # the one write: a link under the name is replaced, not followed
+                write_bytes(os.path.join(run_dir, name), Path(staging, name).read_bytes())
         except (OSError, ValueError) as error:  # UnicodeError is a ValueError
             logging.getLogger(__name__).warning("the model card was not written to %s: %s", run_dir, _first_line(error))
         finally:
