@@ -163,6 +163,7 @@ def _weights_cover_model(folder: Path, names: set[str]) -> str | None:
         config = AutoConfig.from_pretrained(str(folder))
         with init_empty_weights():
             model = AutoModelForCausalLM.from_config(config)
+        model.tie_weights()  # as loading does: a tied tensor is saved once (lm_head.weight is the embedding)
         expected = {name for name, _ in model.named_parameters()}  # duplicates (tied) left out
     except Exception:  # noqa: BLE001 - not a causal LM transformers knows: nothing to compare with
         return None
