@@ -261,7 +261,7 @@ def floods(completions, **kwargs):
 
 
 def starts_a_thread(completions, **kwargs):
-    threading.Thread(target=time.sleep, args=(10**6,), name="reward-worker").start()  # not a daemon
+    threading.Thread(target=time.sleep, args=(10**6,), name="reward-worker", daemon=False).start()
     return [1.0] * len(completions)
 """
 
@@ -300,7 +300,7 @@ def test_a_reward_that_exits_or_raises_a_base_exception_fails_like_any_other(tmp
     fallback, the failure counted, the other components' scores kept."""
     done, rows = _score_with(tmp_path, reward)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert [row["rewards"]["hostile"] for row in rows] == [None] * 3
+    assert [row["rewards"]["hostile"] for row in rows] == [-1.0] * 3  # the fallback
     assert [row["rewards"]["accuracy"] for row in rows] == [1.0] * 3
     assert "failures of hostile: exception 3" in done.stdout
     assert "Traceback" not in done.stderr

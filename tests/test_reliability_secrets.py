@@ -14,7 +14,7 @@ import pytest
 from procrl.core.redaction import REDACTED, is_secret_key, redact, redact_argv, redact_url
 from procrl.evaluation import evaluate as ev
 from tests.helpers.cli import cli, grep_secrets
-from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, accelerate, procrl, run_command
 
 # a custom reward whose settings hold secrets (and that prints them: the console must not show them)
 REWARD_MODULE = """
@@ -414,3 +414,31 @@ def test_files_written_into_a_run_by_trl_follow_the_rules_of_the_run(tmp_path):
     assert runs and list(runs[0].rglob("*.wandb"))
     assert grep_secrets(out, [secret]) == [] and [found for run in runs for found in grep_secrets(run, [secret])] == []
     assert secret not in done.stdout + done.stderr
+
+
+def test_accelerate_launchs_own_error_line_carries_no_secret(tmp_path):
+    """``accelerate launch RECIPE --set trainer.hub_token=X`` when its rank fails: accelerate's own
+    CalledProcessError, printed by the launcher process, names the command line; its console is
+    redacted as procrl's is. (The rank fails on a user's folder as its output dir.)"""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    secret = "ACCELSECRET_z9k"
+    done = run_command(
+        [
+            *accelerate(),
+            "launch",
+            "--num_processes",
+            "1",
+            "--cpu",
+            TINY_RECIPE,
+            "--output-dir",
+            mine,
+            "--set",
+            f"trainer.hub_token={secret}",
+        ],
+        tmp_path,
+    )
+    assert done.returncode != 0
+    assert "CalledProcessError" in done.output and "trainer.hub_token=<redacted>" in done.output, done.output[-3000:]
+    assert secret not in done.output

@@ -50,10 +50,11 @@ def _escaped(match: re.Match) -> str:
 
 def printable(text: str, limit: int = _LONGEST) -> str:
     """``text`` as one printable line: control and bidirectional characters escaped (``\\n``,
-    ``\\x1b``), an undecodable byte of a file name as ``\\xff``, cut at ``limit`` characters."""
+    ``\\x1b``), an undecodable byte of a file name as ``\\xff``, at most ``limit`` characters
+    (the middle is cut: a line's end says what is wrong with the long name before it)."""
     text = _UNPRINTABLE.sub(_escaped, text)
     if len(text) > limit:
-        text = f"{text[:limit]}... ({len(text):,} characters)"
+        text = f"{text[: limit // 2]} ... ({len(text):,} characters) ... {text[-limit // 2 :]}"
     return text
 
 
