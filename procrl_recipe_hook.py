@@ -118,6 +118,13 @@ def _check_accelerate_launch(args: list) -> None:
         print("procrl: the pre-launch checks failed (above); launching anyway", file=sys.stderr, flush=True)
     if code is not None:
         _finish(code)
+    try:  # accelerate prints its command line when a rank fails (CalledProcessError): redacted as procrl's console is
+        from procrl.core.redaction import redact_argv, redacted_console
+
+        redact_argv(list(args))  # registers the --set secrets
+        redacted_console().__enter__()  # for the rest of the launcher's life
+    except Exception:  # noqa: BLE001 - redaction that cannot be set up must not stop a launch
+        pass
 
 
 def _finish(code: int) -> None:

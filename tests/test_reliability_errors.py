@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from procrl.core.config import ConfigError
-from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, snapshot
+from procrl.core.folders import claim_folder
+from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, fake_checkpoint, safetensors_bytes, snapshot
 from tests.helpers.launch import REPO, TINY_RECIPE
 
 MR_GSM8K = REPO / "tests" / "data" / "validate" / "mr_gsm8k_sample.json"
@@ -212,13 +213,18 @@ def run_copy(source: Path, tmp_path: Path) -> Path:
     return out
 
 
-@pytest.mark.parametrize("damage", ["truncated weights", "garbage optimizer"])
+@pytest.mark.parametrize("damage", ["truncated weights", "garbage optimizer", "none of the model's tensors"])
 def test_resume_passes_over_a_damaged_checkpoint_naming_it(two_checkpoints, tmp_path, capsys, damage):
     out = run_copy(two_checkpoints, tmp_path)
     if damage == "truncated weights":
         weights = out / "checkpoint-2" / "model.safetensors"
         weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
         why = "model.safetensors is damaged (truncated:"
+    elif damage == "none of the model's tensors":
+        # readable, whole, and holding another model's tensor: resumed, transformers logged the missing
+        # keys and training went on from the base weights
+        (out / "checkpoint-2" / "model.safetensors").write_bytes(safetensors_bytes())
+        why = "model.safetensors holds none of the"
     else:
         (out / "checkpoint-2" / "optimizer.pt").write_bytes(b"this is not a torch file\n" * 40)
         why = "optimizer.pt is damaged (not a torch.save file"
@@ -254,3 +260,134 @@ def test_resume_with_every_checkpoint_damaged_is_one_line(two_checkpoints, tmp_p
         "checkpoint-2: optimizer.pt is damaged",
         "checkpoint-1: optimizer.pt is damaged",
     )
+
+
+@pytest.mark.parametrize(
+    "name, content, why",
+    [
+        ("optimizer.pt", {}, "optimizer.pt is damaged (holds no 'state', 'param_groups')"),
+        ("optimizer.pt", "a string", "optimizer.pt is damaged (holds a str, not a state dict)"),
+        ("scheduler.pt", "a string", "scheduler.pt is damaged (holds a str, not a state dict)"),
+        ("scheduler.pt", [1, 2], "scheduler.pt is damaged (holds a list, not a state dict)"),
+    ],
+)
+def test_a_state_file_that_loads_but_is_not_its_state_is_damaged(two_checkpoints, tmp_path, name, content, why):
+    """``torch.save({})`` as optimizer.pt, a string as scheduler.pt: whole archives that load, on
+    which transformers' resume raised KeyError or AttributeError. The checkpoint is damaged and
+    the resume takes the one before it."""
+    import torch
+
+    from procrl.trainers.checkpoints import find_resume_checkpoint
+
+    out = run_copy(two_checkpoints, tmp_path)
+    torch.save(content, out / "checkpoint-2" / name)
+    point = find_resume_checkpoint(out)
+    assert point.checkpoint == str(out / "checkpoint-1")
+    assert point.skipped == [(str(out / "checkpoint-2"), why)]
+
+
+# --- settings and names that are one line before anything loads -------------------------------------------
+
+
+def test_a_count_past_64_bits_is_refused_by_check_and_train(tmp_path, capsys):
+    """gradient_accumulation_steps: 10**37 passed check and ended train after the model loaded."""
+    huge = str(10**37)
+    for argv in (
+        ["check", TINY_RECIPE],
+        ["train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP],
+    ):
+        result = cli(capsys, *argv, "--set", f"trainer.gradient_accumulation_steps={huge}")
+        assert_one_line_error(result, "trainer.gradient_accumulation_steps:", huge, "64-bit")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "fifo"])
+def test_a_dataset_that_is_a_device_or_a_fifo_is_refused_by_check_and_train(tmp_path, capsys, device):
+    if device == "fifo":
+        device = tmp_path / "rows.fifo"
+        os.mkfifo(device)
+    for argv in (["check", TINY_RECIPE], ["train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP]):
+        result = cli(capsys, *argv, "--set", f"data.dataset={device}")
+        assert_one_line_error(result, f"data.dataset: {device} is a")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_set_key_deeper_than_a_recipe_nests_is_one_line(capsys):
+    """--set with a 3,000-part key raised RecursionError."""
+    result = cli(capsys, "check", TINY_RECIPE, "--set", ".".join(["trainer"] * 3000) + "=1")
+    assert_one_line_error(result, "a key of 3,000 parts", "100 levels")
+
+
+@pytest.mark.parametrize("name", ["long path", "not UTF-8"])
+def test_an_output_dir_the_kernel_or_the_files_cannot_name_is_one_line(tmp_path, capsys, name):
+    """A 5,000-byte path (a traceback), and a name with bytes that are not UTF-8 (it trained, then
+    the first checkpoint's model card raised UnicodeEncodeError and the run was lost)."""
+    if name == "long path":
+        out = tmp_path.joinpath(*["d" * 200] * 25)
+        words = ["bytes long, more than the 4,096"]
+    else:
+        out = tmp_path / os.fsdecode(b"run-\xff\xfe")
+        words = ["not UTF-8", "\\xff"]
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP)
+    assert_one_line_error(result, "output_dir:", *words)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_file_name_is_printed_escaped_in_a_refusal(tmp_path, capsys):
+    """A name holding a newline and a terminal escape sequence: the refusal stays one line and
+    prints neither raw (``\\n``, ``\\x1b`` as written in Python)."""
+    hostile = tmp_path / "run\n\x1b[31mred\x1b[0m"
+    hostile.write_text("a file, not a folder")
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", hostile, *ONE_STEP)
+    line = assert_one_line_error(result, "output_dir:", "is a file")
+    assert "\x1b" not in result.err and "run\\n\\x1b[31mred\\x1b[0m" in line
+    assert result.err.count("\n") == 1
+
+
+def test_a_lock_of_random_bytes_is_one_line(tmp_path, capsys):
+    """A .procrl.lock of random bytes raised UnicodeDecodeError; it is an unreadable lock."""
+    out = claim_folder(tmp_path / "run", "train")
+    (out / ".procrl.lock").write_bytes(bytes(range(256)) * 4)
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", out, *ONE_STEP)
+    assert_one_line_error(result, f"locked by an unreadable {out / '.procrl.lock'}")
+
+
+def test_a_lock_in_a_folder_made_read_only_is_left_without_a_second_traceback(tmp_path, monkeypatch):
+    """The output dir made read-only mid-run: the checkpoint's error line is the run's last word,
+    and removing the lock at exit (which the read-only folder refuses) is no second traceback;
+    the error line asks for write access, not for free space."""
+    import errno
+
+    from procrl.launch.output_dir import RunLock
+    from procrl.trainers.checkpoints import _remedy
+
+    lock = RunLock(str(tmp_path / "run"))
+    lock.acquire()
+
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "unlink", read_only)  # what a read-only mount answers; root ignores chmod
+    lock.release()
+    monkeypatch.undo()
+    assert (tmp_path / "run" / ".procrl.lock").exists()
+    denied = RuntimeError("safetensors could not write")
+    denied.__context__ = PermissionError(errno.EACCES, "Permission denied")
+    assert _remedy(denied, "D") == "make D writable and "
+    assert _remedy(OSError(errno.ENOSPC, "No space left on device"), "D") == "free space and "
+
+
+@pytest.mark.parametrize("length", [250, 256])
+def test_score_output_names_of_any_length(tmp_path, capsys, length):
+    """A 256-byte --output name gave "generator didn't stop after throw()" (every OSError in
+    score's input handling did); a 250-byte one is written (its temporary name fits too)."""
+    from tests.helpers.cli import GOOD_ROWS, score, write_rows
+
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    output = tmp_path / ("o" * (length - 6) + ".jsonl")
+    result = score(capsys, source, output, "--set", "rewards.trace=false")
+    if length > 255:
+        assert_one_line_error(result, "--output", "is 256 bytes long, more than the 255 a name may have")
+    else:
+        assert result.code == 0, result.err[-2000:]
+        assert len(output.read_text().splitlines()) == 3

@@ -310,3 +310,69 @@ def test_eval_judge_writes_into_validates_folder_and_keeps_what_overwrite_names(
     mine = users_folder(tmp_path / "mine")
     assert cli(capsys, "eval-judge", *VALIDATE[:-3], "--output-dir", mine, "--overwrite").code == 0
     assert (mine / "README.md").read_text() == "my notes" and (mine / "report.json").is_file()
+
+
+# --- what a marker proves ---------------------------------------------------------------------------------
+
+
+def test_a_marker_copied_into_a_users_folder_proves_nothing(tmp_path, capsys):
+    """A marker names the folder procrl wrote it in (its device and inode): copied with the
+    files of a run into a user's folder (``cp``, a backup), it does not make that folder procrl's."""
+    import shutil
+
+    ours = claim_folder(tmp_path / "run", "train")
+    mine = users_folder(tmp_path / "mine")
+    shutil.copy(ours / MARKER, mine / MARKER)
+    before = snapshot(mine)
+    with pytest.raises(ConfigError, match="holds README.md, config.json, which procrl did not write"):
+        check_folder(mine, "train", option="output_dir")
+    result = cli(capsys, "train", TINY_RECIPE, "--output-dir", mine, *ONE_STEP)
+    assert_one_line_error(result, f"output_dir: {mine} holds README.md, config.json, which procrl did not write")
+    assert snapshot(mine) == before
+    assert check_folder(ours, "train") == "ours"  # in its own folder it still proves it
+
+
+def test_two_commands_started_on_one_new_folder_do_not_both_write_it(tmp_path):
+    """train and evaluate at the same moment: both find the folder new; the first claim wins and
+    the second is refused when it claims, before it writes a file."""
+    folder = tmp_path / "shared"
+    assert check_folder(folder, "train", option="output_dir") == "new"
+    assert check_folder(folder, "evaluate") == "new"
+    claim_folder(folder, "train")
+    with pytest.raises(ConfigError, match=f"{folder} was claimed by procrl train since it was checked"):
+        claim_folder(folder, "evaluate")
+    assert json.loads((folder / MARKER).read_text())["commands"] == ["train"]
+    # eval-judge after validate (the same files) joins it; a folder found procrl's keeps working as before
+    claim_folder(tmp_path / "rep", "validate")
+    assert check_folder(tmp_path / "rep", "eval-judge") == "ours"
+    claim_folder(tmp_path / "rep", "eval-judge")
+
+
+def _hostile_marker(folder: Path, kind: str) -> None:
+    import os
+
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    marker = folder / MARKER
+    if kind == "fifo":
+        os.mkfifo(marker)
+    elif kind == "dev-zero":
+        marker.symlink_to("/dev/zero")
+    else:  # JSON nested 200,000 deep
+        marker.write_text("[" * 200_000 + "]" * 200_000)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "nested"])
+def test_a_hostile_marker_is_read_bounded_and_proves_nothing(tmp_path, capsys, kind):
+    """A marker that is a FIFO (train and evaluate hung), a link to /dev/zero (read whole:
+    MemoryError) or JSON nested 200,000 deep (RecursionError): the folder is not procrl's, and
+    each command says so in one line, at once."""
+    for command, args in (
+        ("train", ["train", TINY_RECIPE, *ONE_STEP, "--output-dir"]),
+        ("evaluate", [*EVALUATE, "--output-dir"]),
+        ("validate", ["validate", *VALIDATE, "--output-dir"]),
+    ):
+        folder = tmp_path / f"{command}-{kind}"
+        _hostile_marker(folder, kind)
+        result = cli(capsys, *args, folder)
+        assert_one_line_error(result, f"{folder} holds", "which procrl did not write")

@@ -229,3 +229,162 @@ def test_score_says_it_waits_for_a_reader_of_a_fifo(tmp_path):
         watchdog.cancel()
         process.kill()
         process.wait()
+
+
+# --- a reward cannot end, flood or hold the process ----------------------------------------------------
+
+
+REWARDS = """
+import os
+import threading
+import time
+
+
+def exits(completions, **kwargs):
+    os._exit(0)
+
+
+class Mine(BaseException):
+    pass
+
+
+def base_exception(completions, **kwargs):
+    raise Mine("not an Exception")
+
+
+def generator_exit(completions, **kwargs):
+    raise GeneratorExit("closed")
+
+
+def floods(completions, **kwargs):
+    raise ValueError("x" * 50_000_000)
+
+
+def starts_a_thread(completions, **kwargs):
+    threading.Thread(target=time.sleep, args=(10**6,), name="reward-worker", daemon=False).start()
+    return [1.0] * len(completions)
+"""
+
+
+def _score_with(tmp_path, reward: str, **kwargs):
+    (tmp_path / "hostile_reward.py").write_text(REWARDS)
+    source = write_rows(tmp_path / "rows.jsonl", GOOD_ROWS)
+    output = tmp_path / "out.jsonl"
+    done = procrl_run(
+        [
+            "score",
+            "--recipe",
+            TINY_RECIPE,
+            "--input",
+            source,
+            "--output",
+            output,
+            "--quiet",
+            "--set",
+            "rewards.trace=false",
+            "--set",
+            f"rewards.hostile={{type: 'hostile_reward:{reward}', fallback: -1.0}}",
+        ],
+        tmp_path,
+        pythonpath=[tmp_path],
+        **kwargs,
+    )
+    rows = [json.loads(line) for line in output.read_text().splitlines()] if output.exists() else []
+    return done, rows
+
+
+@pytest.mark.parametrize("reward", ["exits", "base_exception", "generator_exit"])
+def test_a_reward_that_exits_or_raises_a_base_exception_fails_like_any_other(tmp_path, reward):
+    """os._exit(0) in a custom reward ended score with exit 0, no output and no message; a
+    BaseException subclass or GeneratorExit was a traceback. Each is the reward's failure: its
+    fallback, the failure counted, the other components' scores kept."""
+    done, rows = _score_with(tmp_path, reward)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [row["rewards"]["hostile"] for row in rows] == [-1.0] * 3  # the fallback
+    assert [row["rewards"]["accuracy"] for row in rows] == [1.0] * 3
+    assert "failures of hostile: exception 3" in done.stdout
+    assert "Traceback" not in done.stderr
+    said = {"exits": "os._exit(0)", "base_exception": "Mine: not an Exception", "generator_exit": "GeneratorExit"}
+    assert said[reward] in rows[0]["diagnostics"]["hostile"]["error"]
+
+
+def test_a_reward_that_exits_does_not_end_training(tmp_path):
+    (tmp_path / "hostile_reward.py").write_text(REWARDS)
+    out = tmp_path / "run"
+    done = procrl_run(
+        [
+            "train",
+            TINY_RECIPE,
+            "--output-dir",
+            out,
+            *ONE_STEP,
+            "--set",
+            "rewards.hostile={type: 'hostile_reward:exits'}",
+        ],
+        tmp_path,
+        pythonpath=[tmp_path],
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    history = json.loads((out / "trainer_state.json").read_text())["log_history"]
+    assert next(h for h in history if "loss" in h)["rewards/hostile/failures/exception"] == 4.0
+
+
+def test_a_rewards_50_mb_message_is_cut(tmp_path):
+    """A reward raising a 50 MB message wrote 250 MB to stderr (and as much into the rows)."""
+    done, rows = _score_with(tmp_path, "floods")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(done.stderr) < 100_000 and (tmp_path / "out.jsonl").stat().st_size < 100_000
+    assert "(50,000,000 characters)" in rows[0]["diagnostics"]["hostile"]["error"]
+
+
+def test_a_reward_that_leaves_a_thread_running_does_not_keep_the_process(tmp_path):
+    """The rows were written and the process never exited: Python waits for every thread that
+    is not a daemon. procrl ends when its command is done, naming the thread it did not wait for."""
+    done, rows = _score_with(tmp_path, "starts_a_thread", timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [row["rewards"]["hostile"] for row in rows] == [1.0] * 3
+    assert "not waiting for reward-worker" in done.stderr
+
+
+def test_score_says_it_waits_for_a_writer_of_an_input_fifo(tmp_path):
+    """--input FIFO with no writer blocked without a word."""
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    output = tmp_path / "out.jsonl"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "procrl",
+            "score",
+            "--recipe",
+            str(TINY_RECIPE),
+            "--input",
+            str(fifo),
+            "--output",
+            str(output),
+            "--quiet",
+            "--set",
+            "rewards.trace=false",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"},
+    )
+    watchdog = threading.Timer(120, process.kill)  # a silent wait would block readline forever
+    watchdog.start()
+    try:
+        said = []
+        while not said or "waiting for a writer" not in said[-1]:
+            said.append(process.stderr.readline())
+            assert said[-1], said
+        assert f"procrl: waiting for a writer of {fifo} (--input is a FIFO)" in said[-1], said
+        with open(fifo, "w") as writer:
+            writer.write("".join(json.dumps(row) + "\n" for row in GOOD_ROWS))
+        assert process.wait(timeout=120) == 0
+        assert len(output.read_text().splitlines()) == 3
+    finally:
+        watchdog.cancel()
+        process.kill()
+        process.wait()

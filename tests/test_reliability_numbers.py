@@ -160,3 +160,53 @@ def test_training_data_integers_that_datasets_would_round_are_refused(tmp_path, 
     )
     result = cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={as_text}")
     assert result.code == 0 and "Traceback" not in result.err, result.err[-2000:]
+
+
+# --- an answer is its whole expression ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "completion, gold, expected",
+    [
+        ("So 2 to the 10th is \\boxed{2^{10}}", "1024", 1.0),
+        ("So 2 to the 10th is \\boxed{2^{10}}", "2", 0.0),  # never the prefix 2
+        ("#### 2^10", "2", 0.0),
+        ("#### 2^10", "1024", 1.0),
+        ("\\boxed{(-2)^{2}}", "-2", 0.0),
+        ("\\boxed{(-2)^{2}}", "4", 1.0),
+        ("#### 3 * 10^3 apples", "3000", 1.0),
+        ("#### 2**5", "32", 1.0),
+        ("\\boxed{2^{-2}}", "0.25", 1.0),
+        ("\\boxed{3 \\times 10^{3}}", "3000", 1.0),  # read right before: unchanged
+        ("\\boxed{\\sqrt{16}}", "4", 1.0),
+        ("5^2 = 25, so the answer is 25.", "25", 1.0),
+    ],
+)
+def test_an_answer_with_a_power_is_read_as_its_whole_expression(completion, gold, expected):
+    assert accuracy(completion, gold) == expected
+
+
+def test_a_power_too_long_to_compute_is_no_answer_rather_than_its_base():
+    """2^{10^9} is not computed (its value has 300 million digits): no number, not 2."""
+    value, rule = extract_prediction("#### 2^1000000000")
+    assert value is None or value != 2, (value, rule)
+    assert parse_number("2^{1000000000}") is None
+
+
+def test_a_json_number_past_floats_range_is_a_one_line_error_in_score_check_and_train(tmp_path, capsys):
+    """1e309 is inf as a float: no answer can be compared with it. Training data holding it was
+    accepted by check and ended train with a traceback after the model had loaded."""
+    data = write_lines(
+        tmp_path / "train.jsonl",
+        ['{"question": "How many?", "answer": 4}', '{"question": "How many more?", "answer": 1e309}'],
+    )
+    assert_one_line_error(
+        cli(capsys, "check", TINY_RECIPE, "--set", f"data.dataset={data}"), f"{data}:2", "1e309", "give it as a string"
+    )
+    result = cli(
+        capsys, "train", TINY_RECIPE, "--output-dir", tmp_path / "run", *ONE_STEP, "--set", f"data.dataset={data}"
+    )
+    assert_one_line_error(result, f"{data}:2", "1e309")
+    rows = write_lines(tmp_path / "rows.jsonl", ['{"completion": "#### 4", "answer": 1e309}'])
+    result = cli(capsys, "score", "--recipe", TINY_RECIPE, "--input", rows, "--output", tmp_path / "o.jsonl", "--quiet")
+    assert_one_line_error(result, f"{rows}:1", "1e309")

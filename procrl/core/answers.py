@@ -200,8 +200,105 @@ def parse_number(text: str | None) -> Number | None:
             return value
     match = _NUMBER.search(cleaned)
     if match:
+        whole = _expression_at(cleaned, match)
+        if whole is not None:  # the number is part of a power: the answer is the expression, never its prefix
+            return _evaluate(whole)
         return _number_value(match.group(0))
     return None
+
+
+# an arithmetic expression written without LaTeX commands: digits, operators, brackets, spaces
+_EXPRESSION = re.compile(r"[\d.,+\-−*/×·^(){}\[\] \t]*")
+_MAX_DIGITS = 10_000  # a power with a longer result is not evaluated (2^{10^9} would take the machine)
+
+
+def _expression_at(text: str, match: re.Match) -> str | None:
+    """The whole arithmetic expression the number ``match`` starts (opening brackets before it
+    included), when it holds a power (``^``, ``**``): ``2^{10}``, ``(-2)^{2}``, ``3 * 10^3``; None
+    when it holds none (the number stands for itself, as before)."""
+    start = match.start()
+    while start > 0 and text[start - 1] in "({[ \t":
+        start -= 1
+    expression = _EXPRESSION.match(text, start).group(0).strip().rstrip(".,")
+    if "^" not in expression and "**" not in expression:
+        return None
+    return expression
+
+
+def _evaluate(expression: str) -> Number | None:
+    """The exact value of an arithmetic expression (``+ - * / × · ^ **``, brackets, integer
+    powers), or None when it is not one or its value is too long to compute."""
+    tokens = re.findall(r"\d[\d,]*(?:\.\d+)?|\.\d+|\*\*|[-−+*/×·^(){}\[\]]", expression)
+    if "".join(tokens) != re.sub(r"\s+", "", expression):
+        return None
+    tokens = ["^" if t == "**" else "-" if t == "−" else "*" if t in "×·" else t for t in tokens]
+    tokens = ["(" if t in "{[" else ")" if t in "}]" else t for t in tokens]
+    position = 0
+
+    def peek() -> str | None:
+        return tokens[position] if position < len(tokens) else None
+
+    def take() -> str:
+        nonlocal position
+        position += 1
+        return tokens[position - 1]
+
+    def atom() -> Decimal:
+        token = take() if peek() is not None else None
+        if token == "(":
+            value = total()
+            if take() != ")":
+                raise ValueError("unbalanced")
+            return value
+        if token == "-":
+            return -power()
+        if token == "+":
+            return power()
+        if token is None or not (token[0].isdigit() or token[0] == "."):
+            raise ValueError("not a number")
+        if "," in token and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", token):
+            raise ValueError("a list, not a number")
+        return Decimal(token.replace(",", ""))
+
+    def power() -> Decimal:
+        base = atom()
+        if peek() != "^":
+            return base
+        take()
+        exponent = power()  # right-associative: 2^3^2 = 2^9
+        if exponent != exponent.to_integral_value() or abs(exponent) > _MAX_DIGITS:
+            raise ValueError("not an integer power")
+        if base and (abs(base.adjusted()) + 1) * abs(exponent) > _MAX_DIGITS:
+            raise ValueError("too long")
+        if not base and exponent < 0:
+            raise ZeroDivisionError
+        if exponent >= 0:
+            return _EXACT.power(base, int(exponent))
+        return _quotient(Decimal(1), _EXACT.power(base, -int(exponent)))
+
+    def product() -> Decimal:
+        value = power()
+        while peek() in ("*", "/"):
+            if take() == "*":
+                value = _EXACT.multiply(value, power())
+            else:
+                divisor = power()
+                if not divisor:
+                    raise ZeroDivisionError
+                value = _quotient(value, divisor)
+        return value
+
+    def total() -> Decimal:
+        value = product()
+        while peek() in ("+", "-"):
+            value = _EXACT.add(value, product()) if take() == "+" else _EXACT.subtract(value, product())
+        return value
+
+    try:
+        value = total()
+    except (ValueError, ArithmeticError, IndexError, RecursionError):
+        return None
+    return Number(value) if position == len(tokens) else None
 
 
 def _last_number(text: str) -> Number | None:

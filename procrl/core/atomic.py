@@ -153,7 +153,9 @@ def _umask() -> int:
 
 def _temporary_beside(path: Path) -> tuple[int, Path]:
     """A new hidden ``.NAME.*.partial`` file in ``path``'s folder (open descriptor, path)."""
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    # the name cut to fit: a file name may take 255 bytes, and the temporary one adds to it
+    name = os.fsencode(path.name)[:200].decode("utf-8", "ignore") if len(os.fsencode(path.name)) > 200 else path.name
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".partial", dir=path.parent)
     return descriptor, Path(temporary)
 
 
@@ -169,10 +171,12 @@ def _rename_into_place(temporary: Path, path: Path) -> None:
     os.replace(temporary, path)
 
 
-def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+def write_bytes(path: str | os.PathLike, data: bytes, exclusive: bool = False) -> Path:
     """Write ``path`` completely or not at all: a temporary file beside it, flushed to disk, renamed
-    over the name (a symlink under the name is replaced, never followed). OSError is left to the
-    caller, and the temporary file is removed on any failure."""
+    over the name (a symlink under the name is replaced, never followed). ``exclusive``: linked
+    under the name instead, which fails with FileExistsError when anything is there already (the
+    first of two processes wins). OSError is left to the caller, and the temporary file is
+    removed on any failure."""
     path = Path(path)
     descriptor, temporary = _temporary_beside(path)
     try:
@@ -180,7 +184,12 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        _rename_into_place(temporary, path)
+        if exclusive:
+            os.chmod(temporary, 0o666 & ~_umask())
+            os.link(temporary, path)
+            temporary.unlink()
+        else:
+            _rename_into_place(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
 import types
 import typing
 from typing import Any, Literal, Union, get_args, get_origin
@@ -21,12 +22,40 @@ __all__ = ["ConfigError", "field", "from_dict", "check_value", "suggest"]
 class ConfigError(ValueError):
     """An invalid recipe or setting; the message is one line naming the key. Secrets are
     redacted from it (:func:`procrl.core.redaction.redact_text`: URL credentials, the values of the
-    recipe's secret keys), whoever raises it."""
+    recipe's secret keys), whoever raises it, and it is one printable line: a file name's newline,
+    terminal escape sequence or undecodable byte is shown escaped (:func:`printable`)."""
 
     def __init__(self, message: object = "", *args: object):
         from procrl.core.redaction import redact_text
 
-        super().__init__(redact_text(str(message)), *args)
+        # several one-line errors joined by their own prefix stay several lines (procrl/launch/prelaunch.py)
+        lines = redact_text(str(message)).split(_NEXT_ERROR)
+        super().__init__(_NEXT_ERROR.join(printable(line) for line in lines), *args)
+
+
+_NEXT_ERROR = "\nprocrl: error: "
+_LONGEST = 4000  # characters of one error line; more is cut, saying how much (a 50 MB message is no message)
+# C0 and C1 controls (a newline, ESC of a terminal escape sequence), bidirectional overrides, and the
+# surrogates Python gives an undecodable byte of a file name (b"\xff" -> "\udcff")
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escaped(match: re.Match) -> str:
+    char = match.group(0)
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name, as the byte
+        return f"\\x{code - 0xDC00:02x}"
+    return char.encode("unicode_escape").decode("ascii")
+
+
+def printable(text: str, limit: int = _LONGEST) -> str:
+    """``text`` as one printable line: control and bidirectional characters escaped (``\\n``,
+    ``\\x1b``), an undecodable byte of a file name as ``\\xff``, at most ``limit`` characters
+    (the middle is cut: a line's end says what is wrong with the long name before it)."""
+    text = _UNPRINTABLE.sub(_escaped, text)
+    if len(text) > limit:
+        text = f"{text[: limit // 2]} ... ({len(text):,} characters) ... {text[-limit // 2 :]}"
+    return text
 
 
 def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):
@@ -90,10 +119,14 @@ def check_value(path: str, value: Any, tp: Any) -> Any:
             return value
         raise ConfigError(f"{path}: expected true or false, got {value!r}")
     if tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
         if isinstance(value, float) and value.is_integer():
-            return int(value)
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            # torch, numpy and the data loader hold every count as a 64-bit integer: a longer one
+            # passed here and ended training after the model had loaded
+            if not -(2**63) <= value < 2**63:
+                raise ConfigError(f"{path}: {value} does not fit in a 64-bit integer; give a count that does")
+            return value
         raise ConfigError(f"{path}: expected an integer, got {type(value).__name__} {value!r}")
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):

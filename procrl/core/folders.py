@@ -30,20 +30,34 @@ __all__ = ["MARKER", "check_folder", "claim_folder", "folder_commands", "link_ou
 MARKER = ".procrl-folder.json"
 _SAME_FILES = {"eval-judge": "validate"}  # commands that write another command's files
 _SHOWN = 4
+# check_folder's verdict per (folder, command) in this process, for claim_folder to see a race
+_CHECKED: dict[tuple[str, str], str] = {}
 
 
 def _family(command: str) -> str:
     return _SAME_FILES.get(command, command)
 
 
+def _identity(folder: str | os.PathLike) -> dict[str, int]:
+    """What tells this folder from any other on the machine: its device and inode."""
+    status = os.stat(folder)
+    return {"device": status.st_dev, "inode": status.st_ino}
+
+
 def folder_commands(folder: str | os.PathLike) -> list[str] | None:
-    """The commands the marker of ``folder`` names, or None when it holds no (readable) marker."""
+    """The commands the marker of ``folder`` names, or None when it holds no marker that proves
+    anything: a marker must be a small regular JSON file (read bounded: procrl did not write
+    whatever is there now) naming this very folder by its device and inode, so a marker copied
+    into another folder (with ``cp``, or from a backup) proves nothing."""
+    from procrl.core.jsonl import read_small_json
+
     try:
-        record = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+        record = read_small_json(Path(folder) / MARKER)
+        identity = _identity(folder)
     except (OSError, ValueError):
         return None
     commands = record.get("commands") if isinstance(record, dict) else None
-    if not isinstance(commands, list) or record.get("written_by") != "procrl":
+    if not isinstance(commands, list) or record.get("written_by") != "procrl" or record.get("folder") != identity:
         return None
     return [str(command) for command in commands]
 
@@ -78,6 +92,7 @@ def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = Fals
     path = Path(folder).expanduser()
     check_output_dir_option(option, path)
     if not path.exists():
+        _CHECKED[(os.path.realpath(path), command)] = "new"
         return "new"
     entries = sorted(os.listdir(path))
     commands = folder_commands(path)
@@ -104,21 +119,45 @@ def check_folder(folder: str | os.PathLike, command: str, overwrite: bool = Fals
             f"{option}: {link[0]} is a symlink to {link[1]}, outside {folder}; procrl never writes through "
             "a link out of its folder: remove the link, or give another folder"
         )
+    _CHECKED[(os.path.realpath(path), command)] = state
     return state
 
 
 def claim_folder(folder: str | os.PathLike, command: str) -> Path:
-    """Create ``folder`` (parents too) and mark it as written by ``command`` (kept when it already is)."""
+    """Create ``folder`` (parents too) and mark it as written by ``command`` (kept when it already is).
+
+    The claim is exclusive: when :func:`check_folder` found the folder new or empty a moment ago,
+    another command may have claimed it since (``train`` and ``evaluate`` started together on one
+    new folder): a marker of another command found now refuses this one, as the check would have."""
     path = Path(folder).expanduser()
     path.mkdir(parents=True, exist_ok=True)
     commands = folder_commands(path) or []
-    if command not in commands:
-        record = {
-            "written_by": "procrl",
-            "commands": [*commands, command],
-            "what": "procrl writes into this folder again only because this file is here",
-        }
-        write_file(path, MARKER, json.dumps(record, indent=2) + "\n")
+    if command in commands:
+        return path
+    found_free = _CHECKED.get((os.path.realpath(path), command)) in ("new", "empty")
+    if commands and found_free and _family(command) not in map(_family, commands):
+        raise ConfigError(
+            f"--output-dir: {folder} was claimed by procrl {', '.join(commands)} since it was checked, not by "
+            f"procrl {command}; give another folder"
+        )
+    record = {
+        "written_by": "procrl",
+        "commands": [*commands, command],
+        "folder": _identity(path),
+        "what": "procrl writes into this folder again only because this file is here, in this folder",
+    }
+    data = (json.dumps(record, indent=2) + "\n").encode("utf-8")
+    if not found_free or commands:
+        write_file(path, MARKER, data)  # procrl's own marker gets this command, or --overwrite named the folder
+        return path
+    # a claim of a free folder: the marker is linked into place, which fails when another process placed one first
+    try:
+        write_bytes(path / MARKER, data, exclusive=True)
+    except FileExistsError:
+        if folder_commands(path) is None:  # an unreadable marker: not a claim, replaced
+            write_file(path, MARKER, data)
+            return path
+        return claim_folder(folder, command)  # the other claim decides: ours joins it, or is refused
     return path
 
 

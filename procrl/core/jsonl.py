@@ -10,6 +10,7 @@ import codecs
 import contextlib
 import io
 import json
+import math
 import os
 import shutil
 import stat
@@ -21,7 +22,7 @@ from typing import Any
 
 from procrl.core.config import ConfigError
 
-__all__ = ["iter_records", "readable_twice"]
+__all__ = ["iter_records", "read_small_json", "readable_twice"]
 
 _CHUNK = 1 << 20  # bytes read at a time
 
@@ -42,7 +43,29 @@ def _integer(digits: str) -> int:
         raise _LongInteger(len(digits.lstrip("-"))) from None
 
 
+class _NotFinite(_LongInteger):
+    """A JSON number past a float's range (``1e309``), or ``NaN`` / ``Infinity``: no answer or
+    score can be computed with it."""
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def _constant(text: str) -> float:
+    raise _NotFinite(text)
+
+
 def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
+    if isinstance(error, _NotFinite):
+        shown = error.args[0] if len(error.args[0]) <= 40 else error.args[0][:40] + "..."
+        return ConfigError(
+            f"{where}: the JSON number {shown} is not a finite float (its range ends near 1.8e308); "
+            f'give it as a string ("{shown}")'
+        )
     return ConfigError(
         f"{where}: a JSON integer of {error.args[0]:,} digits, more than Python reads as a number "
         f'({sys.get_int_max_str_digits():,}); give it as a string ("123...")'
@@ -51,7 +74,7 @@ def _long_integer_error(where: str, error: _LongInteger) -> ConfigError:
 
 def _parse(text: str, path: str, where: int) -> Any:
     try:
-        return json.loads(text, parse_int=_integer)
+        return json.loads(text, parse_int=_integer, parse_float=_float, parse_constant=_constant)
     except _LongInteger as error:
         raise _long_integer_error(f"{path}:{where}", error) from None
     except json.JSONDecodeError as error:
@@ -77,7 +100,7 @@ class _ArrayReader:
         self.handle, self.path = handle, path
         self.decoder = codecs.getincrementaldecoder("utf-8")()
         self.text, self.pos, self.line, self.eof = "", 0, 1, False
-        self.json = json.JSONDecoder(parse_int=_integer)
+        self.json = json.JSONDecoder(parse_int=_integer, parse_float=_float, parse_constant=_constant)
 
     def _more(self, at_least: int = _CHUNK) -> bool:
         if self.eof:
@@ -195,6 +218,24 @@ def iter_records(path: str | os.PathLike, option: str = "--input") -> Iterator[t
             yield from _iter_json_lines(handle, name)
 
 
+def _open_waiting(path: str, option: str):
+    """``path`` (a FIFO, a device) opened for reading. Opening a FIFO blocks until a writer opens
+    it: it is opened without blocking, and when nothing arrives at once the wait is said on
+    stderr first, rather than kept silent."""
+    import select
+
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    if stat.S_ISFIFO(os.fstat(descriptor).st_mode) and not select.select([descriptor], [], [], 0.2)[0]:
+        print(
+            f"procrl: waiting for a writer of {path} ({option} is a FIFO); write the rows into it, or press Ctrl-C",
+            file=sys.stderr,
+            flush=True,
+        )
+        select.select([descriptor], [], [])  # readable once a writer has written, or opened and closed it
+    os.set_blocking(descriptor, True)
+    return os.fdopen(descriptor, "rb")
+
+
 @contextlib.contextmanager
 def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
     """A path that can be read more than once: ``path`` itself for a regular file (or one that
@@ -203,14 +244,11 @@ def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
     input twice: every row is checked before any is scored)."""
     if path != "-":
         try:
-            if (
-                not stat.S_ISCHR(os.stat(path).st_mode)
-                and not stat.S_ISFIFO(os.stat(path).st_mode)
-                and not stat.S_ISSOCK(os.stat(path).st_mode)
-            ):
-                yield path
-                return
+            mode = os.stat(path).st_mode
         except OSError:
+            mode = None  # missing, a name too long, ...: the reader names it
+        # decided before the one yield: an error raised in the caller's block is not this function's to catch
+        if mode is None or not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
             yield path
             return
     directory = tempfile.mkdtemp(prefix="procrl-input-")
@@ -218,7 +256,7 @@ def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
     try:
         try:
             with (
-                open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else open(path, "rb") as source,
+                open(sys.stdin.fileno(), "rb", closefd=False) if path == "-" else _open_waiting(path, option) as source,
                 open(copy, "wb") as target,
             ):
                 shutil.copyfileobj(source, target, 1 << 20)
@@ -230,3 +268,25 @@ def readable_twice(path: str, option: str = "--input") -> Iterator[str]:
         yield copy
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def read_small_json(path: str | os.PathLike, limit: int = 1 << 16) -> Any:
+    """The JSON value of a small file procrl keeps beside its work (a folder's marker, a run's
+    lock), read as something procrl did not write: only a regular file (a FIFO is not waited on,
+    ``/dev/zero`` is not read), at most ``limit`` bytes, UTF-8, nested no deeper than Python's
+    parser goes. ValueError (with the reason) for anything else, FileNotFoundError when it is
+    missing; other OSErrors are left to the caller."""
+    # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise ValueError(f"{path} is not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"{path} is larger than {limit:,} bytes")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError(f"{path} holds JSON nested too deeply") from None

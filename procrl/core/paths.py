@@ -22,6 +22,7 @@ __all__ = [
     "check_model_path",
     "check_output_dir_option",
     "has_tokenizer_files",
+    "name_problem",
     "is_local_data_file",
     "writable_dir_problem",
 ]
@@ -52,8 +53,33 @@ def is_local_data_file(dataset: str) -> bool:
     return Path(dataset).suffix.lower() in (".json", ".jsonl") or Path(dataset).is_file()
 
 
+_NAME_MAX = 255  # bytes of one name in a path (Linux, macOS)
+_PATH_MAX = 4096  # bytes of a whole path the kernel takes
+
+
+def name_problem(path: str | os.PathLike) -> str | None:
+    """Why procrl cannot write under ``path`` whatever the disk holds, or None: a name with bytes
+    that are not UTF-8 (the files written into it, a model card naming its folder, the logs,
+    all hold its name as text), a name over 255 bytes or a path over 4,096 (the kernel refuses them)."""
+    text = os.fspath(path)
+    try:
+        encoded = text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        shown = text.encode("utf-8", "surrogateescape")[error.start : error.start + 1]
+        return f"its name holds a byte that is not UTF-8 ({shown!r}); give a name in UTF-8"
+    if len(encoded) > _PATH_MAX:
+        return f"the path is {len(encoded):,} bytes long, more than the {_PATH_MAX:,} a path may have"
+    longest = max((part for part in encoded.split(b"/")), key=len, default=b"")
+    if len(longest) > _NAME_MAX:
+        return f"one of its names is {len(longest):,} bytes long, more than the {_NAME_MAX} a name may have"
+    return None
+
+
 def writable_dir_problem(folder: Path) -> str | None:
     """Why ``folder`` cannot become a writable directory, or None."""
+    problem = name_problem(folder)
+    if problem:
+        return f"{folder}: {problem}"
     if folder.exists() and not folder.is_dir():
         return f"{folder} is a file, not a directory"
     for parent in folder.parents:
@@ -127,6 +153,9 @@ def check_output_dir_option(option: str, directory: str | os.PathLike) -> None:
     """Refuse an output directory that is a file, lies under a file, or cannot be written;
     nothing is created here."""
     folder = Path(directory).expanduser()
+    problem = name_problem(folder)
+    if problem:
+        raise ConfigError(f"{option}: {directory}: {problem}")
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{option}: {directory} is a file, not a directory")
     for candidate in (folder, *folder.parents):

@@ -7,12 +7,14 @@ reports, ``recipe.yaml``, the W&B config and the command line W&B records
 * A value whose key names a credential is replaced by ``<redacted>``: keys whose words (split
   at ``_``, ``-``, ``.`` and camelCase: ``authToken``, ``APIKey``) include password, passwd,
   secret, credential(s), authorization, or end in a token / key word that is one (``hf_token``,
-  ``accessToken``, ``api_key``, ``private_key``, ``basic_auth``). Keys that only look similar
+  ``accessToken``, ``api_key``, ``private_key``, ``basic_auth``, a vendor's ``openai_key`` /
+  ``wandb_key``: any ``<word>_key`` but the plain ones, ``sort_key``, ``cache_key``, ...), end in
+  ``pat`` (``github_pat``) or hold ``jwt``. Keys that only look similar
   keep their value: ``max_tokens``, ``pad_token``, ``eosToken``, ``tokenizer``, ``key``, and
   ``*_env`` (the *name* of the environment variable holding a secret).
 * Credentials inside URLs are replaced wherever a string holds one: the user-info part
   (``https://user:key@host/v1`` -> ``https://<redacted>@host/v1``) and query parameters named as
-  secrets (``?access_token=...``, ``&key=...``).
+  secrets (``?access_token=...``, ``&key=...``), also in the fragment (``#access_token=...``).
 * Secret values seen once are redacted everywhere after: the recipe loader and
   :func:`redact_argv` register the values of secret keys (:func:`register_secrets`, every
   ``--set`` spelling; the judges register keys read from the environment) and
@@ -56,6 +58,68 @@ _ALWAYS = {
     "authorization",
     "bearer",
     "cookie",
+    "jwt",
+}
+# the last word of a ``<what>_key`` that names no credential: any other ``<word>_key`` (``openai_key``,
+# ``wandb_key``, ``judge_key``) is taken for one, since a vendor's name cannot be listed in advance
+_PLAIN_KEYS = {
+    "sort",
+    "cache",
+    "name",
+    "spec",
+    "batch",
+    "answer",
+    "group",
+    "primary",
+    "foreign",
+    "column",
+    "dict",
+    "hash",
+    "partition",
+    "label",
+    "text",
+    "input",
+    "output",
+    "metric",
+    "lookup",
+    "row",
+    "field",
+    "map",
+    "seed",
+    "random",
+    "rng",
+    "index",
+    "id",
+    "unique",
+    "join",
+    "reward",
+    "score",
+    "prompt",
+    "completion",
+    "question",
+    "gold",
+    "message",
+    "content",
+    "role",
+    "config",
+    "state",
+    "result",
+    "json",
+    "order",
+    "shard",
+    "bucket",
+    "routing",
+    "hot",
+    "dataset",
+    "data",
+    "split",
+    "processes",
+    "observed",
+    "known",
+    "warned",
+    "missing",
+    "ignore",
+    "public",
 }
 _KEY_OWNERS = {"api", "access", "private", "secret", "auth", "license", "subscription", "signing", "encryption"}
 # tokenizer settings: "pad_token", "eos_token", ... are vocabulary entries, not credentials
@@ -80,7 +144,8 @@ _VOCABULARY_TOKENS = {
 }
 # the user-info part of a URL, up to its last "@" before the path (a password may hold "@")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s'\"]+)@")
-_QUERY_PARAMETER = re.compile(r"([?&;])([^=&#\s'\"]+)=([^&#\s'\"]+)")
+# a parameter of a URL's query or of its fragment (``#access_token=...``, OAuth's implicit grant)
+_QUERY_PARAMETER = re.compile(r"([?&;#])([^=&#\s'\"]+)=([^&#\s'\"]+)")
 _QUERY_SECRETS = {"key", "sig", "signature", "auth", "code", "x-amz-signature", "x-amz-credential", "x-goog-signature"}
 # camelCase and PascalCase word boundaries: authToken -> auth_Token, APIKey -> API_Key
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -99,7 +164,9 @@ def is_secret_key(key: Any) -> bool:
     if last == "token":
         return previous not in _VOCABULARY_TOKENS
     if last == "key":
-        return previous in _KEY_OWNERS
+        return previous in _KEY_OWNERS or bool(previous) and previous not in _PLAIN_KEYS
+    if last == "pat":  # a personal access token: github_pat, gitlab_pat
+        return True
     return last == "auth" or "api_key" in "_".join(words)
 
 

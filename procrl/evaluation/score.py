@@ -35,6 +35,8 @@ from typing import Any
 from procrl.core.atomic import AtomicOutput, output_target
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
+from procrl.core.paths import name_problem
+from procrl.core.redaction import redact
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardBatch, RewardOutput
 
@@ -116,6 +118,9 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def check_paths(input_path: str, output_path: str) -> None:
     """Refuse an output that would destroy the input or cannot be a file (before any work)."""
+    problem = name_problem(output_path)
+    if problem:
+        raise ConfigError(f"--output: {output_path}: {problem}")
     source, target = Path(input_path), Path(output_path)
     if source.is_file() and _same_file(source, target):  # a terminal can be both stdin and stdout
         raise ConfigError(f"--output: {output_path} is the input file; write the scores to another file")
@@ -396,7 +401,9 @@ def score_file(
                 lines = [line for line, _ in chunk]
                 scored, problems, failures = score_batch(mix, lines, [row for _, row in chunk])
                 for row in scored:
-                    output.write(json.dumps(row) + "\n")
+                    # the rows are an output path like any other: a reward's error text may quote a
+                    # secret of the recipe or of the row (procrl/core/redaction.py)
+                    output.write(json.dumps(redact(row)) + "\n")
                     summary.add(row)
                 summary.add_failures(failures)
                 for problem in problems:

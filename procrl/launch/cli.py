@@ -65,7 +65,12 @@ def main(argv: list[str] | None = None) -> int:
 
     redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
     with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
-        return _main(argv)
+        code = _main(argv)
+        if argv is None:  # the procrl process itself (not a caller in Python): done when its command is
+            from procrl.core.processes import exit_without_waiting
+
+            exit_without_waiting(code)  # a thread a reward started and never ended would keep it alive
+        return code
 
 
 def _main(argv: list[str] | None) -> int:

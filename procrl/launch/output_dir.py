@@ -128,15 +128,13 @@ class RunLock:
 
     def holder(self) -> dict | None:
         """The lock's record, or None when there is no lock file."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
+        from procrl.core.jsonl import read_small_json
+
+        try:  # bounded: whatever is under the lock's name now, procrl did not necessarily write it
+            record = read_small_json(self.path)
         except FileNotFoundError:
             return None
-        except OSError:
-            return {}
-        try:
-            record = json.loads(text)
-        except ValueError:
+        except (OSError, ValueError):
             return {}
         return record if isinstance(record, dict) else {}
 
@@ -201,7 +199,7 @@ class RunLock:
         if record and record.get("pid") == os.getpid():
             try:
                 self.path.unlink()
-            except FileNotFoundError:
+            except OSError:  # gone, or the folder was made read-only: the next run takes a stale lock over
                 pass
 
     def __enter__(self) -> RunLock:

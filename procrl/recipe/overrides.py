@@ -38,6 +38,11 @@ def apply_overrides(raw: dict[str, Any], overrides: list[str]) -> dict[str, Any]
             raise ConfigError(f"--set {override!r}: expected key.path=value")
         key, _, text = override.partition("=")
         parts = [p for p in key.strip().split(".")]
+        if len(parts) > yaml_core.MAX_DEPTH:  # the recipe's own nesting cap: a deeper key is no recipe's
+            raise ConfigError(
+                f"--set {key[:60]!r}...: a key of {len(parts):,} parts; a recipe nests at most "
+                f"{yaml_core.MAX_DEPTH} levels deep"
+            )
         if not all(parts):
             raise ConfigError(f"--set {override!r}: empty key segment in {key!r}")
         node = result

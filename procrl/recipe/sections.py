@@ -164,6 +164,8 @@ class DataSection:
     def validate(self, path: str) -> None:
         if "{question}" not in self.prompt_template:
             raise ConfigError(f"{path}.prompt_template: must contain '{{question}}'")
+        for key in ("dataset", "eval_dataset"):
+            _check_data_path(f"{path}.{key}", getattr(self, key))
         for key in ("max_samples", "eval_limit"):
             value = getattr(self, key)
             if value is not None and value < 1:
@@ -190,6 +192,23 @@ class DataSection:
                 f"{', '.join(map(repr, HELD_OUT_SPLITS))}, got {self.eval_split!r}"
                 f"{suggest(self.eval_split, HELD_OUT_SPLITS)}"
             )
+
+
+def _check_data_path(key: str, name: str | None) -> None:
+    """A dataset named by a path that exists must be a regular file or a folder: a device (``/dev/zero``,
+    endless), a FIFO or a socket is refused here, before it is read or taken for a Hub id."""
+    import os
+    import stat
+
+    if not name:
+        return
+    try:
+        mode = os.stat(name).st_mode
+    except (OSError, ValueError):  # not on this disk: a Hub id, or a missing file the loader names
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        what = "a character device" if stat.S_ISCHR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise ConfigError(f"{key}: {name} is {what}; give a data file, a dataset folder or a Hub dataset id")
 
 
 @dataclass

@@ -66,6 +66,27 @@ logger = logging.getLogger(__name__)
 __all__ = ["DeadlineExceeded", "RewardMix"]
 
 
+class ComponentEnded(Exception):
+    """A component raised a BaseException that is not an Exception (GeneratorExit, a subclass of
+    its own): a failure like any other, never the end of ``score`` or ``train``."""
+
+
+@contextlib.contextmanager
+def _contained():
+    """Around a component's call: ``os._exit`` refused (procrl/core/processes.py), and a
+    BaseException other than Ctrl-C or SystemExit (which the failure policy catches) turned
+    into :class:`ComponentEnded`."""
+    from procrl.core.processes import refuse_process_exit
+
+    try:
+        with refuse_process_exit():
+            yield
+    except (Exception, SystemExit, KeyboardInterrupt):
+        raise
+    except BaseException as error:  # noqa: BLE001 - GeneratorExit, a reward's own BaseException subclass
+        raise ComponentEnded(_one_line(error)) from None
+
+
 class DeadlineExceeded(TimeoutError):
     """A component's call took longer than its ``deadline_s`` (counted as the failure ``timeout``)."""
 
@@ -352,7 +373,8 @@ class RewardMix:
         if isinstance(request, _Wait):
             return request.event.wait()
         if isinstance(request, _Score):
-            return self._score_blocking(request.name, request.batch)
+            with _contained():
+                return self._score_blocking(request.name, request.batch)
         return self._apply_gate(request.name, request.batch, request.output)
 
     async def _aperform(self, request: _Wait | _Score | _Gate) -> Any:
@@ -360,7 +382,8 @@ class RewardMix:
         if isinstance(request, _Wait):
             return await asyncio.to_thread(request.event.wait)
         if isinstance(request, _Score):
-            return await self._score_awaited(request.name, request.batch)
+            with _contained():
+                return await self._score_awaited(request.name, request.batch)
         return await asyncio.to_thread(self._apply_gate, request.name, request.batch, request.output)
 
     def compute(self, name: str, batch: RewardBatch, key: Any = None) -> RewardOutput:

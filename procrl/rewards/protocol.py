@@ -427,6 +427,11 @@ def _as_scores(values: Any) -> list:
 
 
 def _one_line(error: BaseException) -> str:
-    """``Type: message`` on one line (a SyntaxError keeps its file and line)."""
-    text = " ".join(str(error).split())
+    """``Type: message`` on one line (a SyntaxError keeps its file and line), at most 1,000
+    characters of the message: a reward's failure is recorded per sample and logged, and a 50 MB
+    message would be written that many times."""
+    text = str(error)
+    if len(text) > 1000:
+        text = f"{text[:1000]}... ({len(text):,} characters)"
+    text = " ".join(text.split())
     return f"{type(error).__name__}: {text}" if text else type(error).__name__

@@ -115,6 +115,76 @@ def _damaged_file(folder: Path, names: set[str]) -> str | None:
             continue
         if problem:
             return f"{name} is damaged ({problem})"
+    for name in sorted(names.intersection(_STATE_CONTENT)):
+        problem = _state_content_problem(folder / name, _STATE_CONTENT[name])
+        if problem:
+            return f"{name} is damaged ({problem})"
+    if "config.json" in names and names.intersection({"model.safetensors", "model.safetensors.index.json"}):
+        return _weights_cover_model(folder, names)
+    return None
+
+
+# what transformers' _load_optimizer_and_scheduler indexes into: the keys each file must hold (the RNG
+# states hold numpy's, which a weights-only load refuses: their archive is checked, as above)
+_STATE_CONTENT = {"optimizer.pt": ("state", "param_groups"), "scheduler.pt": ()}
+
+
+def _state_content_problem(path: Path, keys: tuple[str, ...]) -> str | None:
+    """A torch file that loads but is not the state it is named after (``{}`` or a string as
+    ``optimizer.pt``): loaded as transformers loads it (``weights_only``), memory-mapped so no
+    tensor is read, and its shape checked."""
+    import zipfile
+
+    import torch
+
+    if not zipfile.is_zipfile(path):
+        return None  # torch.save's legacy format: left to transformers
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    except Exception as error:  # noqa: BLE001 - any reason torch cannot load it makes it unusable
+        return f"not loadable: {type(error).__name__}"
+    if not isinstance(state, dict):
+        return f"holds a {type(state).__name__}, not a state dict"
+    missing = [key for key in keys if key not in state]
+    if missing:
+        return f"holds no {', '.join(repr(key) for key in missing)}"
+    return None
+
+
+def _weights_cover_model(folder: Path, names: set[str]) -> str | None:
+    """Whether the weights hold every tensor of the model the checkpoint's ``config.json``
+    describes (tensor names from the safetensors header or index, the model built on the meta
+    device: no memory, no weights read). Tied tensors are saved once and count once. None when
+    the config names no model transformers builds (the check cannot be made)."""
+    try:
+        from accelerate import init_empty_weights
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(str(folder))
+        with init_empty_weights():
+            model = AutoModelForCausalLM.from_config(config)
+        model.tie_weights()  # as loading does: a tied tensor is saved once (lm_head.weight is the embedding)
+        expected = {name for name, _ in model.named_parameters()}  # duplicates (tied) left out
+    except Exception:  # noqa: BLE001 - not a causal LM transformers knows: nothing to compare with
+        return None
+    try:
+        if "model.safetensors.index.json" in names:
+            from procrl.core.jsonl import read_small_json
+
+            present = set(read_small_json(folder / "model.safetensors.index.json", 64 << 20)["weight_map"])
+            weights = "model.safetensors.index.json"
+        else:
+            with (folder / "model.safetensors").open("rb") as handle:
+                length = int.from_bytes(handle.read(8), "little")
+                present = set(json.loads(handle.read(length))) - {"__metadata__"}
+            weights = "model.safetensors"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "model.safetensors.index.json is unreadable"
+    missing = sorted(expected - present)
+    if expected and len(missing) == len(expected):
+        return f"{weights} holds none of the {len(expected)} tensors of the model its config.json describes"
+    if missing:
+        return f"{weights} lacks {len(missing)} of the {len(expected)} tensors of the model ({missing[0]}, ...)"
     return None
 
 
@@ -220,6 +290,51 @@ class AtomicCheckpoints:
 
     _procrl_staging = False
 
+    def create_model_card(self, *args, **kwargs):
+        """TRL's model card, written by TRL into a staging folder and then renamed onto
+        ``README.md`` of the run: a file a library writes into the run goes in by procrl's one rule,
+        so a link planted under the name is replaced, never written through. A card that cannot
+        be written (a name the card cannot hold) is a warning, not the end of the run."""
+        import logging
+
+        if not self.is_world_process_zero():
+            return
+        run_dir = self.args.output_dir
+        staging = os.path.join(run_dir, STAGING_DIR, "model-card")
+        try:
+            shutil.rmtree(staging, ignore_errors=True)
+            os.makedirs(staging)
+            self.args.output_dir = staging
+            try:
+                super().create_model_card(*args, **kwargs)
+            finally:
+                self.args.output_dir = run_dir
+            from procrl.core.atomic import write_bytes
+
+            for name in sorted(os.listdir(staging)):  # the one write: a link under the name is replaced, not followed
+                write_bytes(os.path.join(run_dir, name), Path(staging, name).read_bytes())
+        except (OSError, ValueError) as error:  # UnicodeError is a ValueError
+            logging.getLogger(__name__).warning("the model card was not written to %s: %s", run_dir, _first_line(error))
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def log(self, logs, *args, **kwargs):
+        """TRL's ``log``, with the completions it keeps for its table (``completions/*.parquet``,
+        the W&B and trackio ``completions`` tables, the console sample) redacted first: a
+        registered secret quoted by a training question or a completion is no less a secret there."""
+        from procrl.core.redaction import redact
+
+        kept_logs = getattr(self, "_logs", None)
+        if isinstance(kept_logs, dict):
+            columns = [kept_logs.get("prompt"), kept_logs.get("completion")]
+            columns += list((kept_logs.get("extra") or {}).values())
+            for column in columns:
+                if column is not None and hasattr(column, "clear"):
+                    values = [redact(value) for value in column]
+                    column.clear()
+                    column.extend(values)
+        return super().log(logs, *args, **kwargs)
+
     def _get_output_dir(self, trial):
         run_dir = super()._get_output_dir(trial)
         return os.path.join(run_dir, STAGING_DIR) if self._procrl_staging else run_dir
@@ -240,7 +355,7 @@ class AtomicCheckpoints:
                 raise
             raise CheckpointWriteError(
                 f"writing {name} to {run_dir} failed ({reason});"
-                f" it was not published, {kept(run_dir, 'free space and ')}"
+                f" it was not published, {kept(run_dir, _remedy(error, run_dir))}"
             ) from None
         finally:
             self._procrl_staging = False
@@ -293,6 +408,23 @@ def _write_failure(error: BaseException) -> str | None:
     if any(mark in str(part) for part in (error, error.__context__) for mark in _TORCH_WRITE_MARKS):
         return "torch.save could not write its file: a full disk or a file size limit"
     return None
+
+
+def _remedy(error: BaseException, folder: str | os.PathLike) -> str:
+    """What to do before continuing, from the failure: a permission error asks for write access,
+    anything else (a full disk, a quota, a file size limit) for space."""
+    import errno
+
+    chain, seen = [error], set()
+    while chain:
+        current = chain.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+            return f"make {folder} writable and "
+        chain += [current.__cause__, current.__context__]
+    return "free space and "
 
 
 def newest_complete_checkpoint(output_dir: str | os.PathLike) -> str | None:
@@ -403,7 +535,7 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
             raise
         raise CheckpointWriteError(
             f"writing the final model to {folder} failed ({reason});"
-            f" nothing was published there, {kept(folder, 'free space and ')}"
+            f" nothing was published there, {kept(folder, _remedy(error, folder))}"
         ) from None
     trainer.accelerator.wait_for_everyone()
     if main:
