@@ -75,7 +75,9 @@ def answers(mirror: Path, source: str) -> list[tuple[str, list[str]]]:
         log = git_show(mirror, "kojima-takeshi188+zero_shot_cot", f"log/{source[6:]}_zero_shot_cot.log")
         out = []
         for block in log.split("*************************")[1:]:
-            match = re.search(r"A: Let's think step by step\.(.*?)\nTherefore, (?:among [^,]*, )?the answer", block, re.S)
+            match = re.search(
+                r"A: Let's think step by step\.(.*?)\nTherefore, (?:among [^,]*, )?the answer", block, re.S
+            )
             if match:
                 steps = [s for s in re.split(r"\n\s*\n|\n", match.group(1)) if s.strip()]
                 if steps:
