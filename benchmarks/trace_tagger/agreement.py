@@ -56,6 +56,11 @@ def main() -> None:
         / max(1, sum(splits.get(i) == split for i in ids))
         for split in ("train", "dev", "heldout")
     }
+    heldout = [i for i in ids if splits.get(i) == "heldout"]
+    for label in LABELS:
+        a = [label in first[i] for i in heldout]
+        b = [label in second[i] for i in heldout]
+        table[label]["kappa_heldout"] = kappa(a, b) if any(a) or any(b) else None
     kappas = [v["kappa"] for v in table.values() if v["kappa"] is not None]
     result = {
         "overlap": len(ids),
@@ -66,12 +71,14 @@ def main() -> None:
     }
     (HERE / "results" / "agreement.json").write_text(json.dumps(result, indent=2) + "\n")
     print(f"{len(ids)} sentences labelled by both; exact label-set agreement {exact:.3f}")
-    print("| element | kappa | A positive | B positive | both |")
-    print("|---|---:|---:|---:|---:|")
+    print("| element | kappa (all) | kappa (held-out sources) | A positive | B positive | both |")
+    print("|---|---:|---:|---:|---:|---:|")
     for label, v in table.items():
         k = "-" if v["kappa"] is None else f"{v['kappa']:.3f}"
-        print(f"| {label} | {k} | {v['A_positive']} | {v['B_positive']} | {v['both']} |")
-    print(f"| mean | {result['mean_kappa']:.3f} | | | |")
+        h = "-" if v["kappa_heldout"] is None else f"{v['kappa_heldout']:.3f}"
+        print(f"| {label} | {k} | {h} | {v['A_positive']} | {v['B_positive']} | {v['both']} |")
+    print(f"| mean | {result['mean_kappa']:.3f} | | | | |")
+    print("exact label-set agreement per split: " + ", ".join(f"{k} {v:.3f}" for k, v in per_split.items()))
 
 
 if __name__ == "__main__":
