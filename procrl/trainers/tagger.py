@@ -11,8 +11,10 @@ the tokenizer files, and ``model.safetensors`` with the encoder under ``<prefix>
 ``classifier.weight|bias``. ``<prefix>`` is the encoder class's ``base_model_prefix``:
 ``deberta`` for DeBERTa(-v2/v3) (the published layout), ``bert`` for BERT, ``roberta`` for
 RoBERTa, ...; the loader reads the same attribute from ``AutoModel.from_config(config)``, so
-any encoder round-trips. A held-out split (``--eval-fraction``) gives per-label F1, printed at
-the end and written to ``eval_metrics.json``.
+any encoder round-trips. A held-out split (``--eval-fraction``, or a file: ``--eval-data``) gives
+per-label F1, printed at the end and written to ``eval_metrics.json``. ``--train-layers N`` trains
+only the head and the encoder's last N layers: the tagger is the base plus a small delta (how
+``procrl:trace-tagger`` ships, ``benchmarks/trace_tagger/build_asset.py``).
 
 Also here: :func:`write_tiny_tagger` and :func:`write_tiny_encoder`, random-weight checkpoints
 with a locally trained WordPiece tokenizer, for tests and benchmarks that cannot reach the Hub.
