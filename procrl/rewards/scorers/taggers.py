@@ -580,11 +580,19 @@ def load_embedded_tagger(
     config.id2label = {i: label for i, label in enumerate(LABELS)}
     config.label2id = {label: i for i, label in enumerate(LABELS)}
     with zero3_init_disabled():  # each rank runs its own whole copy
-        encoder = AutoModel.from_pretrained(base, config=config).float()
+        encoder = AutoModel.from_config(config)
     tokenizer = AutoTokenizer.from_pretrained(base)
+    # the base weights read directly (as the published format's loader does): no download, no
+    # progress bar on every load
+    own = encoder.state_dict()
+    base_state = {k: v for k, v in _load_tensors([base / "model.safetensors"]).items() if k in own}
+    missing_base = sorted(set(own) - set(base_state))
+    if missing_base:
+        raise TaggerLoadError(f"{TRACE_TAGGER}: {base}/model.safetensors lacks {missing_base[:3]} (a broken wheel?)")
+    encoder.load_state_dict(base_state, strict=True)
+    encoder = encoder.float()
     delta = _load_tensors([delta_file])
     prefix = encoder.base_model_prefix + "."
-    own = encoder.state_dict()
     replaced = {}
     for key, tensor in delta.items():
         if not key.startswith(prefix):
