@@ -119,3 +119,16 @@ def test_train_layers_trains_only_the_top_and_eval_data_is_used(tmp_path, capsys
     assert changed and all(k.startswith("encoder.layer.1.") for k in changed), sorted(changed)[:5]
     with pytest.raises(ConfigError, match="--train-layers"):
         train_tagger(data, str(base), tmp_path / "out2", epochs=1, train_layers=3)
+
+
+def test_train_tagger_flags_are_one_line_errors(tmp_path, capsys):
+    from procrl.launch.cli import main
+
+    data = REPO / "tests" / "data" / "trace_sentences.jsonl"
+    out = tmp_path / "o"
+    argv = ["train-tagger", "--data", str(data), "--base", str(tmp_path), "--output-dir", str(out)]
+    assert main([*argv, "--eval-data", str(tmp_path / "missing.jsonl")]) == 2
+    assert main([*argv, "--train-layers", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--eval-data: file not found" in err and "--train-layers: must be >= 0" in err
+    assert "Traceback" not in err
