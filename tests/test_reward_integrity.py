@@ -5,7 +5,8 @@ For 500 GSM8K train problems, five completions each (procrl/evaluation/integrity
 solution W; W with one intermediate calculation result changed, final answer kept (S); S after
 three number-free restatement steps (P); the answer line alone (A); three hedging sentences and
 the answer line (H). Every recipe in recipes/ whose rewards run without a download (judges with
-a model on the arithmetic backend, the reference judge as it is, TRACE with the cue tagger) is
+a model on the arithmetic backend, the reference judge as it is, TRACE on an embedded tagger: the
+recipe's own when it is embedded, procrl:trace-tagger in the tiny recipes, else the cue tagger) is
 scored exactly as ``procrl score`` scores
 (the same code path, the same fallback policy), on the problems whose W the arithmetic verifier
 accepts:

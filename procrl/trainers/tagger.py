@@ -11,8 +11,10 @@ the tokenizer files, and ``model.safetensors`` with the encoder under ``<prefix>
 ``classifier.weight|bias``. ``<prefix>`` is the encoder class's ``base_model_prefix``:
 ``deberta`` for DeBERTa(-v2/v3) (the published layout), ``bert`` for BERT, ``roberta`` for
 RoBERTa, ...; the loader reads the same attribute from ``AutoModel.from_config(config)``, so
-any encoder round-trips. A held-out split (``--eval-fraction``) gives per-label F1, printed at
-the end and written to ``eval_metrics.json``.
+any encoder round-trips. A held-out split (``--eval-fraction``, or a file: ``--eval-data``) gives
+per-label F1, printed at the end and written to ``eval_metrics.json``. ``--train-layers N`` trains
+only the head and the encoder's last N layers: the tagger is the base plus a small delta (how
+``procrl:trace-tagger`` ships, ``benchmarks/trace_tagger/build_asset.py``).
 
 Also here: :func:`write_tiny_tagger` and :func:`write_tiny_encoder`, random-weight checkpoints
 with a locally trained WordPiece tokenizer, for tests and benchmarks that cannot reach the Hub.
@@ -41,11 +43,11 @@ __all__ = [
 ]
 
 
-def read_labelled(path: str | Path) -> list[dict[str, Any]]:
-    """Rows of a labelled JSONL file, validated (clear error naming the line)."""
+def read_labelled(path: str | Path, option: str = "--data") -> list[dict[str, Any]]:
+    """Rows of a labelled JSONL file, validated (clear error naming the line; ``option`` names the flag)."""
     file = Path(path)
     if not file.is_file():
-        raise ConfigError(f"--data: file not found: {path}")
+        raise ConfigError(f"{option}: file not found: {path}")
     rows = []
     for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
@@ -124,10 +126,20 @@ def train_tagger(
     device: Any = None,
     log: Callable[[str], None] = print,
     overwrite: bool = False,
+    train_layers: int | None = None,
+    eval_data: str | Path | None = None,
 ) -> TaggerTrainingResult:
     """Fine-tune ``base`` + a Linear(hidden, 8) first-token head on labelled sentences; save in
     the published TRACE format; evaluate on a held-out split. ``output_dir`` follows procrl's
-    folder rule (procrl/core/folders.py): new, empty, an earlier train-tagger's, or ``overwrite``."""
+    folder rule (procrl/core/folders.py): new, empty, an earlier train-tagger's, or ``overwrite``.
+
+    Args:
+        train_layers: train only the head and the last ``train_layers`` transformer layers (the
+            embeddings and the layers below stay as in ``base``, so the trained tagger is ``base``
+            plus a small delta); None trains every parameter.
+        eval_data: a labelled file to evaluate on instead of a random ``eval_fraction`` of
+            ``data`` (a held-out set split by source, say); all of ``data`` is then trained on.
+    """
     import torch
     from transformers import AutoModel, AutoTokenizer
 
@@ -146,8 +158,13 @@ def train_tagger(
         raise ConfigError(f"--learning-rate: must be a positive number, got {learning_rate}")
     if not weight_decay >= 0:
         raise ConfigError(f"--weight-decay: must be >= 0, got {weight_decay}")
+    if train_layers is not None and train_layers < 0:
+        raise ConfigError(f"--train-layers: must be >= 0, got {train_layers}")
     rows = read_labelled(data)
-    train_rows, heldout_rows = _split(rows, eval_fraction, seed)
+    if eval_data is not None:
+        train_rows, heldout_rows = rows, read_labelled(eval_data, "--eval-data")
+    else:
+        train_rows, heldout_rows = _split(rows, eval_fraction, seed)
     check_model_path("--base", str(base), allow_gguf=False, what="base encoder")
     check_folder(output_dir, TAGGER, overwrite=overwrite)  # before training, not when saving at the end
     if device is None:
@@ -162,7 +179,9 @@ def train_tagger(
     head = torch.nn.Linear(hidden, len(LABELS)).to(device)
     torch.nn.init.normal_(head.weight, std=getattr(encoder.config, "initializer_range", 0.02))
     torch.nn.init.zeros_(head.bias)
-    parameters = list(encoder.parameters()) + list(head.parameters())
+    if train_layers is not None:
+        _freeze_below(encoder, train_layers, str(base))
+    parameters = [p for p in encoder.parameters() if p.requires_grad] + list(head.parameters())
     optimizer = torch.optim.AdamW(parameters, lr=learning_rate, weight_decay=weight_decay)
     steps_per_epoch = (len(train_rows) + batch_size - 1) // batch_size
     total_steps = epochs * steps_per_epoch
@@ -173,9 +192,10 @@ def train_tagger(
     encoder.train()
     head.train()
     epoch_losses: list[float] = []
+    trained = "all layers" if train_layers is None else f"the last {train_layers} layer(s) + head"
     log(
         f"train-tagger: {len(train_rows)} training / {len(heldout_rows)} held-out sentences, base {base}, "
-        f"{epochs} epoch(s), batch {batch_size}, lr {learning_rate}, device {device}"
+        f"{epochs} epoch(s), batch {batch_size}, lr {learning_rate}, {trained}, device {device}"
     )
     for epoch in range(epochs):
         order = list(range(len(train_rows)))
@@ -239,6 +259,33 @@ def train_tagger(
 
 
 TAGGER = "train-tagger"  # the command named in the folder marker (procrl/core/folders.py)
+
+
+def _encoder_layers(encoder) -> Any:
+    """The encoder's stack of transformer layers (``encoder.layer`` for BERT, DeBERTa, RoBERTa)."""
+    for path in ("encoder.layer", "layers", "layer", "transformer.layer"):
+        module = encoder
+        for name in path.split("."):
+            module = getattr(module, name, None)
+            if module is None:
+                break
+        if module is not None and hasattr(module, "__len__"):
+            return module
+    return None
+
+
+def _freeze_below(encoder, train_layers: int, base: str) -> None:
+    """Freeze every encoder parameter except those of the last ``train_layers`` layers."""
+    layers = _encoder_layers(encoder)
+    if layers is None:
+        raise ConfigError(f"--train-layers: cannot find the transformer layers of {base} (encoder.layer)")
+    if train_layers > len(layers):
+        raise ConfigError(f"--train-layers: {base} has {len(layers)} layers, got {train_layers}")
+    for parameter in encoder.parameters():
+        parameter.requires_grad_(False)
+    for layer in list(layers)[len(layers) - train_layers :]:
+        for parameter in layer.parameters():
+            parameter.requires_grad_(True)
 
 
 def _save_published(encoder, head, tokenizer, output_dir: Path) -> None:

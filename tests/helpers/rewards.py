@@ -62,10 +62,12 @@ def count_words(prompts, completions, answer=None, bonus=0.0, **kwargs):
 
 def offline_overrides(path: Path) -> list[str]:
     """Judges with a model on the arithmetic backend (the model-free ones as they are), TRACE on
-    the embedded cue tagger. A recipe whose answers are not numbers (csqa, strategyqa) refuses the
-    arithmetic judge: its LLM judge is left out, the rest of its mix scored on these cases (its
-    own kind's cases: tests/test_prose_steps.py)."""
+    an embedded tagger (the recipe's own when it is embedded, else the cue tagger). A recipe
+    whose answers are not numbers (csqa, strategyqa) refuses the arithmetic judge: its LLM judge
+    is left out, the rest of its mix scored on these cases (its own kind's cases:
+    tests/test_prose_steps.py)."""
     from procrl.data.qa import declared_answer_kind
+    from procrl.rewards.trace import EMBEDDED_TAGGERS
 
     recipe = load_recipe(path)
     numbers = declared_answer_kind(recipe.data) in (None, "number")
@@ -73,6 +75,6 @@ def offline_overrides(path: Path) -> list[str]:
     for spec in recipe.rewards:
         if spec.type == "first_error" and spec.settings.backend not in ("arithmetic", "reference"):
             overrides.append(f"rewards.{spec.name}.backend=arithmetic" if numbers else f"rewards.{spec.name}=false")
-        elif spec.type == "trace":
+        elif spec.type == "trace" and spec.settings.tagger not in EMBEDDED_TAGGERS:
             overrides.append(f"rewards.{spec.name}.tagger=cues")
     return overrides

