@@ -11,6 +11,9 @@ import pytest
 MODULES = [
     "procrl.rewards.judges.protocol",
     "procrl.rewards.judges.registry",
+    "procrl.rewards.judges.reference",
+    "procrl.rewards.judges.reference.verdict",
+    "procrl.rewards.judges.reference_rules",
 ]
 
 

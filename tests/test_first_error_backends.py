@@ -30,7 +30,7 @@ READS = {
     "prm": EVERY_BACKEND | IN_PROCESS | {"threshold", "step_separator"},
     "arithmetic": EVERY_BACKEND | {"unverified_score"},
     "reference": EVERY_BACKEND
-    | {"unverified_score", "max_depth", "transformations", "off_path", "leap", "check_arithmetic"},
+    | {"unverified_score", "max_depth", "transformations", "off_path", "leap", "check_arithmetic", "rules_off"},
 }
 NEEDS = {"openai": {"model": "judge"}, "hf": {"model": "/nonexistent/judge"}, "prm": {"model": "/nonexistent/prm"}}
 FOREIGN = [(backend, key) for backend in READS for key in sorted(set().union(*READS.values()) - READS[backend])]
@@ -44,9 +44,9 @@ def test_each_backend_accepts_exactly_the_options_it_reads():
         "hf": 12,
         "prm": 9,
         "arithmetic": 4,
-        "reference": 9,
+        "reference": 10,
     }
-    assert len(set().union(*READS.values())) == 27
+    assert len(set().union(*READS.values())) == 28
 
 
 def test_a_reference_backend_with_an_openai_timeout_is_refused_in_one_line():

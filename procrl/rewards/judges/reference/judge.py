@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from procrl.rewards.judges.protocol import Judge, JudgeItem, Verdict
 from procrl.rewards.judges.reference.verdict import DEFAULT_RULES, concluded_answer, judge_steps, stated_final_answer
-from procrl.rewards.judges.settings import ReferenceRules, ReferenceSettings
+from procrl.rewards.judges.reference_rules import ReferenceRules
+from procrl.rewards.judges.settings import ReferenceSettings
 
 
 class ReferenceJudge(Judge):
