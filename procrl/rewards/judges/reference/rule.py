@@ -4,6 +4,7 @@ decides (:class:`Accept`, :class:`Flag`). The rules themselves: :data:`~procrl.r
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -40,8 +41,17 @@ class Rule:
 
     @property
     def summary(self) -> str:
-        """The statement's first sentence."""
-        return " ".join(self.statement.split("\n\n")[0].split())
+        """What the rule says, in one clause: its statement's first sentence without the name, up to the
+        first semicolon, in Markdown's code quotes."""
+        first = " ".join(self.statement.split("\n\n")[0].split())
+        first = re.sub(r"^Rule ``\w+``(?: \([^)]*\))?: ", "", first)
+        depth = 0
+        for position, char in enumerate(first):  # up to the first ";" or ". " outside parentheses
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if depth == 0 and (char == ";" or first.startswith(". ", position)):
+                first = first[:position]
+                break
+        return first.rstrip(".").replace("``", "`")
 
 
 @dataclass(frozen=True)
