@@ -9,6 +9,11 @@ import pytest
 
 # modules whose docstrings carry runnable examples
 MODULES = [
+    "procrl.core.config",
+    "procrl.rewards.protocol",
+    "procrl.rewards.registry",
+    "procrl.rewards.quantities.claims",
+    "procrl.rewards.quantities.numbers",
     "procrl.rewards.judges.protocol",
     "procrl.rewards.judges.registry",
     "procrl.rewards.judges.reference",

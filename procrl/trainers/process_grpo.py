@@ -88,6 +88,17 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         process_temperature: float = 0.1,
         **kwargs: Any,
     ):
+        """GRPO with per-token process advantages.
+
+        Args:
+            *args, **kwargs: TRL's ``GRPOTrainer`` arguments, passed on as they are.
+            reward_mix: the recipe's reward mix (its step scores are the process rewards).
+            process_rewards: the components whose step scores make the process advantage (None: every
+                component that gives step scores).
+            outcome_weight: the weight of the outcome advantage added to every token's.
+            process_aggregation: ``min`` (min-form credit, PURE) or ``sum`` (DeepSeekMath's suffix sum).
+            process_temperature: the softmax temperature of the min-form weights.
+        """
         super().__init__(*args, reward_mix=reward_mix, **kwargs)
         self.process_rewards = process_rewards
         self.outcome_weight = float(outcome_weight)
