@@ -300,3 +300,29 @@ def test_the_name_check_sees_the_comparisons_it_forbids():
     assert _names_compared('local = judge in ("hf", "prm")', names) == ['local = judge in ("hf", "prm")'] * 2
     assert _names_compared("if judge.model_free:\n    pass", names) == []
     assert _names_compared('if format == "hf":\n    pass', names) == []  # a tagger's format, not a backend
+
+
+def test_each_shipped_backend_declares_what_it_is():
+    from procrl.rewards.judges.registry import judge_class
+
+    traits = ("model_free", "loads_model", "sends_requests", "needs_gold_solution", "reports_categories")
+    declared = {
+        name: {trait for trait in traits if getattr(judge_class(name), trait)}
+        | ({"step_scores"} if judge_class(name).gives_step_scores else set())
+        for name in BACKENDS
+    }
+    assert declared == {
+        "openai": {"sends_requests", "reports_categories"},
+        "hf": {"loads_model", "reports_categories"},
+        "prm": {"loads_model", "step_scores"},
+        "arithmetic": {"model_free"},
+        "reference": {"model_free", "needs_gold_solution"},
+    }
+    kinds = {name: judge_class(name).answer_kinds for name in BACKENDS}
+    assert kinds == {
+        "openai": ("number", "choice", "yes_no"),
+        "hf": ("number", "choice", "yes_no"),
+        "prm": None,
+        "arithmetic": ("number",),
+        "reference": ("number",),
+    }
