@@ -14,6 +14,7 @@ MODULES = [
     "procrl.rewards.registry",
     "procrl.rewards.quantities.claims",
     "procrl.rewards.quantities.numbers",
+    "procrl.trainers.process_grpo",
     "procrl.rewards.judges.protocol",
     "procrl.rewards.judges.registry",
     "procrl.rewards.judges.reference",

@@ -76,6 +76,15 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     process statistics are logged as ``process/*``. Generation (transformers or vLLM) and
     DeepSpeed are untouched: the override only reads token ids and the reward mix's cache.
     Evaluation on a held-out split adds the accuracies of procrl/trainers/held_out.py.
+
+    The process advantage of one group (:func:`~procrl.trainers.credit.process_advantages`): two
+    completions of two steps (last tokens 1 and 3), the first wrong at its second step (-1): its
+    tokens get a negative advantage and the sound one's a positive one; a step's normalised reward
+    reaches every token up to its last (``sum``; ``min`` weights a completion's steps towards its worst):
+
+    >>> rows = process_advantages([[0.0, -1.0], [0.0, 0.0]], [[1, 3], [1, 3]], [4, 4], aggregation="sum")
+    >>> [[round(a, 2) for a in row] for row in rows]
+    [[-1.15, -1.15, -1.73, -1.73], [1.15, 1.15, 0.58, 0.58]]
     """
 
     def __init__(
