@@ -25,7 +25,8 @@ each arm's mean over seeds with the start.
 
 Writes ``results.json``, ``results.md`` and ``process_vs_outcome.png`` (training curves + final
 bars with the seed spread) as ``NAME-COMMIT.{json,md,png}`` to ``--results-dir``
-(``benchmarks/results/``), and the runs' checkpoints and reports to ``--work-dir``. ``--quick``:
+(``benchmarks/process_vs_outcome/``, beside the experiment's README), and the runs' checkpoints and
+reports to ``--work-dir``. ``--quick``:
 1 seed, 2 steps, 20 problems, a smoke run of the whole pipeline (its numbers mean nothing). The
 arms ``goal`` and ``goal_accuracy_only`` (the inflation goal of ``recipes/gsm8k_tiny_process.yaml``
 and the same recipe with accuracy alone) run only when named with ``--arms``.
@@ -500,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default="process_vs_outcome", help="Results file name (the commit is appended).")
     parser.add_argument(
         "--results-dir",
-        default=str(REPO / "benchmarks" / "results"),
+        default=str(REPO / "benchmarks" / "process_vs_outcome"),  # next to this experiment's README
         help="Where NAME-COMMIT.json, .md and .png are written.",
     )
     parser.add_argument(

@@ -117,15 +117,29 @@ def reward_tables() -> dict[str, str]:
     return tables
 
 
-BACKEND_ORDER = ("arithmetic", "reference", "openai", "hf", "prm")  # the page's order: model-free judges first
+def judge_traits(backend: str) -> str:
+    """What a backend's judge declares it is (:class:`procrl.rewards.judges.protocol.Judge`), in words."""
+    from procrl.rewards.judges.registry import judge_class
+
+    judge = judge_class(backend)
+    traits = [
+        "model-free" if judge.model_free else "",
+        "loads a model" if judge.loads_model else "",
+        "sends requests" if judge.sends_requests else "",
+        "needs gold solutions" if judge.needs_gold_solution else "",
+        "error categories" if judge.reports_categories else "",
+        "step scores" if judge.gives_step_scores else "",
+        f"{' / '.join(judge.answer_kinds)} answers" if judge.answer_kinds else "any answers",
+    ]
+    return ", ".join(trait for trait in traits if trait)
 
 
 def first_error_tables() -> dict[str, str]:
     """first_error's options, one settings class per backend: which backend reads what, and each option
     once with the backends that read it (the help string of the first backend listed that reads it)."""
-    from procrl.rewards.judges.registry import BACKENDS, backend_settings
+    from procrl.rewards.judges.registry import BACKENDS, backend_settings, page_order
 
-    order = [b for b in BACKEND_ORDER if b in BACKENDS] + [b for b in BACKENDS if b not in BACKEND_ORDER]
+    order = page_order()  # model-free judges first
     readers: dict[str, list] = {}  # key -> [field, type, backends]
     for backend in order:
         cls = backend_settings(backend)
@@ -134,10 +148,13 @@ def first_error_tables() -> dict[str, str]:
             if f.init:
                 readers.setdefault(f.name, [f, hints[f.name], []])[2].append(backend)
     common = [key for key, (_, _, backends) in readers.items() if len(backends) == len(order)]
-    summary = [f"| backend | options it reads beyond {', '.join(f'`{key}`' for key in common)} |", "|---|---|"]
+    summary = [
+        f"| backend | what it is | options it reads beyond {', '.join(f'`{key}`' for key in common)} |",
+        "|---|---|---|",
+    ]
     for backend in order:
         own = [key for key, (_, _, backends) in readers.items() if backend in backends and key not in common]
-        summary.append(f"| `{backend}` | {', '.join(f'`{key}`' for key in own)} |")
+        summary.append(f"| `{backend}` | {judge_traits(backend)} | {', '.join(f'`{key}`' for key in own)} |")
     rows = ["| key | read by | allowed | default | meaning |", "|---|---|---|---|---|"]
     for key in sorted(readers, key=lambda k: k not in common):
         f, tp, backends = readers[key]

@@ -30,7 +30,7 @@ READS = {
     "prm": EVERY_BACKEND | IN_PROCESS | {"threshold", "step_separator"},
     "arithmetic": EVERY_BACKEND | {"unverified_score"},
     "reference": EVERY_BACKEND
-    | {"unverified_score", "max_depth", "transformations", "off_path", "leap", "check_arithmetic"},
+    | {"unverified_score", "max_depth", "transformations", "off_path", "leap", "check_arithmetic", "rules_off"},
 }
 NEEDS = {"openai": {"model": "judge"}, "hf": {"model": "/nonexistent/judge"}, "prm": {"model": "/nonexistent/prm"}}
 FOREIGN = [(backend, key) for backend in READS for key in sorted(set().union(*READS.values()) - READS[backend])]
@@ -44,9 +44,9 @@ def test_each_backend_accepts_exactly_the_options_it_reads():
         "hf": 12,
         "prm": 9,
         "arithmetic": 4,
-        "reference": 9,
+        "reference": 10,
     }
-    assert len(set().union(*READS.values())) == 27
+    assert len(set().union(*READS.values())) == 28
 
 
 def test_a_reference_backend_with_an_openai_timeout_is_refused_in_one_line():
@@ -161,3 +161,168 @@ def test_every_option_a_backend_accepts_is_read_when_it_scores(backend):
     output = component.score(batch)
     assert len(output.scores) == len(CASES)
     assert reads == READS[backend]  # nothing accepted and left unread (0 such fields)
+
+
+# -- a new backend is its module, one registry line and its settings class --------------------------------------------
+
+NEW_BACKEND = '''
+"""A model-free judge: the first step that repeats an earlier one word for word (padding) is the error."""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from procrl.core.config import field
+from procrl.rewards.judges.protocol import Judge, Verdict
+from procrl.rewards.judges.settings import ModelFreeSettings
+
+
+@dataclass
+class RepeatSettings(ModelFreeSettings):
+    backend: Literal["repeat"] = field("repeat", help="The repeat judge.")
+
+
+class RepeatJudge(Judge):
+    Settings = RepeatSettings
+    model_free = True
+    answer_kinds = ("number",)
+    note_detail = "repeated"
+
+    @classmethod
+    def from_settings(cls, settings, device="cpu"):
+        return cls()
+
+    def judge_sync(self, items):
+        verdicts = []
+        for item in items:
+            seen = [step.strip() for step in item.steps]
+            index = next((i for i, step in enumerate(seen) if step in seen[:i]), -1)
+            note = seen[index] if index >= 0 else None
+            verdicts.append(Verdict(index, note=note, checked_steps=len(item.steps)))
+        return verdicts
+'''
+
+
+@pytest.fixture
+def repeat_backend(tmp_path, monkeypatch):
+    """The backend ``repeat`` added as a new backend is: a module, and its line in the registry."""
+    (tmp_path / "repeat_judge_module.py").write_text(NEW_BACKEND)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(BACKENDS, "repeat", "repeat_judge_module:RepeatJudge")
+    return "repeat"
+
+
+def test_a_new_backend_needs_no_edit_outside_its_module_and_registry_line(repeat_backend):
+    import sys
+    from types import SimpleNamespace
+
+    from procrl.evaluation.validate_report import validation_report
+    from procrl.rewards.spec import check_answer_kind
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from recipes_reference import first_error_tables
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+
+    specs = parse_rewards({"judge": {"type": "first_error", "backend": "repeat"}})
+    assert type(specs[0].settings).__name__ == "RepeatSettings"
+    with pytest.raises(
+        ConfigError, match=r"^rewards\.judge\.timeout_s: backend 'repeat' does not read timeout_s; only"
+    ):
+        parse_rewards({"judge": {"type": "first_error", "backend": "repeat", "timeout_s": 5}})
+    component = FirstErrorReward(specs[0].settings, name="judge")
+    texts = ["3 + 4 = 7.\n7 * 2 = 14.\n#### 14", "3 + 4 = 7.\n3 + 4 = 7.\n7 * 2 = 14.\n#### 14", "#### 14"]
+    output = component.score(RewardBatch.from_texts(texts, ["q"] * 3, [GOLD] * 3))
+    assert output.scores == [0.0, -1.0, -1.0]  # no repeat; a repeated step; the answer alone (no_steps_score)
+    assert output.details[1]["index"] == 1 and output.details[1]["repeated"] == "3 + 4 = 7."
+    assert output.details[2]["checked_steps"] == 0  # model-free: it says what it checked
+    assert "unverified_fraction" in output.metrics and "no_reference_fraction" not in output.metrics
+    assert (
+        component.needs_model() is None
+        and component.needs_network() is None
+        and component.models(component.settings) == {}
+    )
+    with pytest.raises(
+        ConfigError, match=r"^rewards\.judge\.backend: 'repeat' checks the calculations .* 'openai' or 'hf'"
+    ):
+        check_answer_kind("choice", specs)
+    tables = first_error_tables()
+    assert "| `repeat` | model-free, number answers | `unverified_score` |" in tables["rewards.first_error.backends"]
+    assert "`repeat`" in tables["rewards.first_error"]
+
+    mix = SimpleNamespace(components={"judge": component}, specs={"judge": specs[0]})  # what the report reads
+    report = validation_report(mix, [], resamples=10)
+    assert report["components"]["judge"]["backend"] == "repeat" and "threshold" not in report["components"]["judge"]
+
+
+def _names_compared(source: str, names: set[str]) -> list[str]:
+    """Lines of ``source`` listing two backend names together, or comparing something named like a backend
+    or judge with one (a single ``"hf"`` is also a tagger format, ``"reference"`` a model role)."""
+    import ast
+
+    def literal_names(node) -> list[str]:
+        if isinstance(node, ast.Constant) and node.value in names:
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [e.value for e in node.elts if isinstance(e, ast.Constant) and e.value in names]
+        return []
+
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        text = lines[node.lineno - 1].strip() if hasattr(node, "lineno") else ""
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and len(literal_names(node)) >= 2:
+            found.append(text)
+        elif isinstance(node, ast.Compare) and any(literal_names(side) for side in [node.left, *node.comparators]):
+            if "backend" in text or "judge" in text:
+                found.append(text)
+    return found
+
+
+def test_no_code_outside_the_registry_compares_a_backends_name():
+    names = set(BACKENDS)
+    registry = REPO / "procrl" / "rewards" / "judges" / "registry.py"
+    found = [
+        f"{path.relative_to(REPO)}: {text}"
+        for path in sorted([*(REPO / "procrl").rglob("*.py"), *(REPO / "scripts").rglob("*.py")])
+        if path != registry
+        for text in _names_compared(path.read_text(), names)
+    ]
+    assert found == []
+
+
+def test_the_name_check_sees_the_comparisons_it_forbids():
+    names = set(BACKENDS)
+    assert _names_compared('if settings.backend == "prm":\n    pass', names) == ['if settings.backend == "prm":']
+    assert _names_compared('MODEL_FREE = ("arithmetic", "reference")', names) == [
+        'MODEL_FREE = ("arithmetic", "reference")'
+    ]
+    assert _names_compared('local = judge in ("hf", "prm")', names) == ['local = judge in ("hf", "prm")'] * 2
+    assert _names_compared("if judge.model_free:\n    pass", names) == []
+    assert _names_compared('if format == "hf":\n    pass', names) == []  # a tagger's format, not a backend
+
+
+def test_each_shipped_backend_declares_what_it_is():
+    from procrl.rewards.judges.registry import judge_class
+
+    traits = ("model_free", "loads_model", "sends_requests", "needs_gold_solution", "reports_categories")
+    declared = {
+        name: {trait for trait in traits if getattr(judge_class(name), trait)}
+        | ({"step_scores"} if judge_class(name).gives_step_scores else set())
+        for name in BACKENDS
+    }
+    assert declared == {
+        "openai": {"sends_requests", "reports_categories"},
+        "hf": {"loads_model", "reports_categories"},
+        "prm": {"loads_model", "step_scores"},
+        "arithmetic": {"model_free"},
+        "reference": {"model_free", "needs_gold_solution"},
+    }
+    kinds = {name: judge_class(name).answer_kinds for name in BACKENDS}
+    assert kinds == {
+        "openai": ("number", "choice", "yes_no"),
+        "hf": ("number", "choice", "yes_no"),
+        "prm": None,
+        "arithmetic": ("number",),
+        "reference": ("number",),
+    }

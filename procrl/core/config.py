@@ -59,7 +59,23 @@ def printable(text: str, limit: int = _LONGEST) -> str:
 
 
 def field(default: Any = dataclasses.MISSING, *, help: str, default_factory: Any = dataclasses.MISSING):
-    """A dataclass field with a help string (the recipes reference, docs/recipes.md, is generated from them)."""
+    """A dataclass field with a help string (the recipes reference, docs/recipes.md, is generated from them).
+
+    Args:
+        default: the field's default (none: the key is required).
+        help: what the option does, in one or two sentences: the recipe reference's "meaning".
+        default_factory: a function making the default, for a mutable one (a list).
+
+    Returns:
+        A ``dataclasses.field`` carrying ``help`` in its metadata.
+
+    >>> import dataclasses
+    >>> @dataclasses.dataclass
+    ... class Settings:
+    ...     threshold: float = field(0.5, help="A step scored below this is an error.")
+    >>> Settings().threshold, dataclasses.fields(Settings)[0].metadata["help"]
+    (0.5, 'A step scored below this is an error.')
+    """
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={"help": help})
     return dataclasses.field(default=default, metadata={"help": help})

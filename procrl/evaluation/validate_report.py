@@ -61,7 +61,7 @@ def _separation(pairs: list[tuple[str, float]], seed: int, resamples: int) -> di
 
 
 def _component_stats(
-    items: list[Scored], name: str, score_of, first_error: bool, arithmetic: bool, seed: int, resamples: int
+    items: list[Scored], name: str, score_of, first_error: bool, model_free: bool, seed: int, resamples: int
 ) -> dict[str, Any]:
     pairs = [(i.klass, score_of(i)) for i in items if score_of(i) is not None]
     stats = _separation(pairs, seed, resamples)
@@ -84,7 +84,7 @@ def _component_stats(
         if first_error:
             verdicts = [(i.diagnostics.get(name) or {}).get("verdict") for i in members]
             entry["no_steps"] = _share(sum(v == "no_steps" for v in verdicts), len(members))
-            if arithmetic:
+            if model_free:  # only a model-free judge reports a chain it checked nothing in
                 entry["unverified"] = _share(sum(v == "unverified" for v in verdicts), len(members))
         by_class[klass] = entry
     stats["by_class"] = by_class
@@ -103,7 +103,7 @@ def _component_stats(
 
 
 def _prediction(item: Scored, name: str) -> int | None:
-    """The judge's first error on procrl's steps: its index; -1 for a chain the arithmetic judge
+    """The judge's first error on procrl's steps: its index; -1 for a chain a model-free judge
     found nothing to check in (its own verdict: no error found; the reward still gives it
     ``unverified_score``); None for no verdict (a failure, or no steps to judge)."""
     detail = item.diagnostics.get(name) or {}
@@ -113,7 +113,7 @@ def _prediction(item: Scored, name: str) -> int | None:
     return index if detail.get("verdict") == "ok" and isinstance(index, int) else None
 
 
-def localisation(items: list[Scored], name: str, prm: bool) -> dict[str, Any]:
+def localisation(items: list[Scored], name: str, step_scores: bool) -> dict[str, Any]:
     """ProcessBench metrics of a first-error component on procrl's steps (see the module doc)."""
     labels, predictions, used = [], [], []
     unmapped = ambiguous = 0
@@ -138,7 +138,7 @@ def localisation(items: list[Scored], name: str, prm: bool) -> dict[str, Any]:
     metrics["false_alarm"] = metrics["confusion"]["all_correct"]["false_alarm"]
     metrics["label_not_on_procrl_steps"] = unmapped
     metrics["label_error_free_answer_wrong"] = ambiguous
-    if prm:
+    if step_scores:  # a judge giving a probability per step: its threshold swept
         probabilities = [(i.diagnostics.get(name) or {}).get("step_probabilities") for i in used]
         metrics["threshold_sweep"] = sweep_thresholds(labels, probabilities)
     return metrics
@@ -273,7 +273,7 @@ def validation_report(
     for name, spec in mix.specs.items():
         component = mix.components[name]
         is_judge = isinstance(component, FirstErrorReward)
-        backend = component.settings.backend if is_judge else None
+        judge = component.judge_type if is_judge else None  # what the backend declares it is
         entry: dict[str, Any] = {"type": spec.type, "weight": spec.weight, "fallback": spec.fallback}
         counted = dict((failures or {}).get(name, {}))
         if is_judge:
@@ -282,9 +282,9 @@ def validation_report(
             counted = {**dict.fromkeys(FAILURE_KINDS, 0), **counted}
         entry["failures"] = counted
         if is_judge:
-            entry["backend"] = backend
+            entry["backend"] = component.settings.backend
             entry["model"] = getattr(component.settings, "model", None)  # None: a model-free backend
-            if backend == "prm":
+            if judge.gives_step_scores:
                 entry["threshold"] = component.settings.threshold
         entry.update(
             _component_stats(
@@ -292,13 +292,13 @@ def validation_report(
                 name,
                 lambda i, n=name: i.rewards.get(n),
                 is_judge,
-                backend in ("arithmetic", "reference"),
+                is_judge and judge.model_free,
                 seed,
                 resamples,
             )
         )
         if is_judge:
-            entry["localisation"] = localisation(items, name, backend == "prm")
+            entry["localisation"] = localisation(items, name, judge.gives_step_scores)
             categories = error_categories(items, name)
             if categories is not None:
                 entry["categories"] = categories

@@ -46,12 +46,15 @@ from procrl.core.choices import NUMBER, AnswerSpec, answer_correct, gold_text
 from procrl.core.config import ConfigError, check_value
 from procrl.rewards.judges import FAILURE_KINDS, Judge, JudgeItem, Verdict, build_judge
 from procrl.rewards.judges.prompt import CATEGORIES, build_prompt, parse_verdict
-from procrl.rewards.judges.registry import BACKENDS, DEFAULT_BACKEND, backend_settings, options_by_backend
+from procrl.rewards.judges.registry import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    answer_kind_refusal,
+    backend_settings,
+    judge_class,
+    options_by_backend,
+)
 from procrl.rewards.protocol import ModelRef, RewardBatch, RewardComponent, RewardOutput
-
-# judge failures where no verdict came back at all (not a reply without a verdict): the sample's
-# details carry what failed
-REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
 
 __all__ = [
     "FirstErrorReward",
@@ -60,9 +63,6 @@ __all__ = [
     "first_error_step_scores",
     "parse_verdict",
 ]
-
-# Backends without a model: they report how many steps they could check (``checked_steps``).
-MODEL_FREE = ("arithmetic", "reference")
 
 
 def first_error_penalty(
@@ -167,15 +167,20 @@ class FirstErrorReward(RewardComponent):
 
     @classmethod
     def models(cls, settings) -> dict[str, ModelRef]:
-        local = settings.backend in ("hf", "prm") and settings.model
-        gguf_file = settings.gguf_file if settings.backend == "hf" else None
+        local = judge_class(settings.backend).loads_model and settings.model
+        gguf_file = getattr(settings, "gguf_file", None)  # only the backends that read GGUF have it
         return {"model": ModelRef(settings.model, settings.dtype, gguf_file)} if local else {}
 
+    @property
+    def judge_type(self) -> type[Judge]:
+        """The backend's judge class: what it declares (model-free, loads a model, ...) without building it."""
+        return judge_class(self.settings.backend)
+
     def needs_model(self) -> str | None:
-        return self.settings.model if self.settings.backend in ("hf", "prm") else None
+        return self.settings.model if self.judge_type.loads_model else None
 
     def needs_network(self) -> str | None:
-        return self.settings.base_url if self.settings.backend == "openai" else None
+        return self.settings.base_url if self.judge_type.sends_requests else None
 
     @property
     def judge(self) -> Judge:
@@ -223,22 +228,22 @@ class FirstErrorReward(RewardComponent):
         if spec.kind != "number":
             shown = gold_text(gold, spec) if reference else None
             return JudgeItem(question, tuple(steps), shown, kind=spec.kind)
-        if self.settings.backend != "reference":
+        judge = self.judge_type
+        if not judge.needs_gold_solution:
             return JudgeItem(question, tuple(steps), reference_text(gold, reference))
-        from procrl.rewards.judges.reference import concluded_answer, stated_final_answer
-
-        answer = stated_final_answer(completion)
-        concluded = concluded_answer(completion) if answer is None else None
+        answer, concluded = judge.stated_answers(completion)
         return JudgeItem(question, tuple(steps), reference_text(gold, "solution"), answer=answer, concluded=concluded)
 
     async def ascore(self, batch: RewardBatch) -> RewardOutput:
         segmentations = batch.segmentations
-        if self.settings.backend in MODEL_FREE and any(spec.kind != "number" for spec in batch.answer_specs):
-            kind = next(spec.kind for spec in batch.answer_specs if spec.kind != "number")
-            raise ValueError(
-                f"the {self.settings.backend!r} judge checks numbers; these answers are {kind} "
-                "(use backend openai or hf)"
-            )
+        for kind in dict.fromkeys(spec.kind for spec in batch.answer_specs):
+            refusal = answer_kind_refusal(self.settings.backend, kind)
+            if refusal is not None:
+                what, others = refusal
+                raise ValueError(
+                    f"the {self.settings.backend!r} judge {what}; these answers are {kind} "
+                    f"(use backend {' or '.join(others)})"
+                )
         items = [
             self.make_item(question, tuple(step.text for step in segmentation.steps), gold, spec, completion)
             for question, gold, segmentation, spec, completion in zip(
@@ -265,6 +270,7 @@ class FirstErrorReward(RewardComponent):
         details: list[dict] = []
         found, judged, unverified, relative_positions = 0, 0, 0, []
         categories = dict.fromkeys(CATEGORIES, 0)
+        judge = self.judge_type
         for completion, gold, item, verdict, spec in zip(
             batch.completions, batch.golds, items, verdicts, batch.answer_specs
         ):
@@ -274,15 +280,10 @@ class FirstErrorReward(RewardComponent):
                 detail["checked_steps"] = verdict.checked_steps
             if verdict.step_probabilities is not None:
                 detail["step_probabilities"] = [round(p, 4) for p in verdict.step_probabilities]
-            if verdict.note is not None and settings.backend == "arithmetic":
-                detail["wrong_calculation"] = verdict.note
-            elif verdict.note is not None and settings.backend == "reference" and verdict.ok:
-                detail["unreachable" if verdict.index is not None and verdict.index >= 0 else "note"] = verdict.note
-            elif verdict.note is not None and verdict.status in REQUEST_FAILURES:
-                detail["error"] = verdict.note  # what failed (the model did not load, HTTP 401): procrl check names it
+            detail.update(judge.note_details(verdict))  # a failure's: what failed, which procrl check names
             if n == 0:  # an answer alone: nothing was judged, and nothing is "correct"
                 failures["no_steps"] += 1
-                if settings.backend in MODEL_FREE:
+                if judge.model_free:
                     detail["checked_steps"] = 0
                 value = unchecked_score(
                     settings.no_steps_score, settings.penalty, self._answer_correct(completion, gold, detail, spec)
@@ -332,14 +333,14 @@ class FirstErrorReward(RewardComponent):
             "failed_fraction": sum(v for k, v in failures.items() if k != "no_steps") / total,
             "no_steps_fraction": failures["no_steps"] / total,
         }
-        if settings.backend in MODEL_FREE:
+        if judge.model_free:
             metrics["unverified_fraction"] = unverified / total
-        if settings.backend in ("openai", "hf") and settings.categories:
+        if judge.reports_categories and settings.categories:
             # ReTraceQA's error categories: share of the errors found, and of those the judge left uncategorised
             for category, count in categories.items():
                 metrics[f"category/{category}"] = count / found if found else math.nan
             metrics["category/none"] = (found - sum(categories.values())) / found if found else math.nan
-        if settings.backend == "reference":
+        if judge.needs_gold_solution:
             metrics["no_reference_fraction"] = failures["no_reference"] / total
         try:
             metrics.update({f"judge_{key}": value for key, value in self.judge.stats().items()})

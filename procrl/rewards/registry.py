@@ -4,6 +4,12 @@ that naming a light component never imports a heavy one).
 A built-in is its module, one line here and its tests; what it grades, its score range, its
 models and its diagnostics are class attributes of the component
 (:class:`procrl.rewards.protocol.RewardComponent`), read through :func:`component_info`.
+
+>>> builtin_class("accuracy").__name__
+'AccuracyReward'
+>>> info = component_info("first_error")
+>>> info.grades, info.score_range
+('reasoning', (-1.0, 0.0))
 """
 
 from __future__ import annotations
@@ -27,8 +33,15 @@ REWARDS: dict[str, str] = {
 
 
 def builtin_class(type_name: str) -> Any:
-    """The class of a built-in component (its module imported now), checked: a built-in that
-    leaves out what it grades or its score range is a TypeError naming the attribute."""
+    """The class of a built-in component (its module imported now), checked.
+
+    Args:
+        type_name: a key of :data:`REWARDS` (a recipe's ``type:``).
+
+    Returns:
+        The component class. A built-in that leaves out what it grades or its score range is a
+        TypeError naming the attribute.
+    """
     module_name, _, attribute = REWARDS[type_name].partition(":")
     target = getattr(importlib.import_module(module_name), attribute)
     _info_of(target, f"{REWARDS[type_name]} (rewards type {type_name!r})", required=True)
@@ -36,9 +49,17 @@ def builtin_class(type_name: str) -> Any:
 
 
 def component_info(type_name: Any) -> ComponentInfo | None:
-    """What the component of a recipe ``type:`` says about itself: a built-in name, a
-    ``package.module:attribute`` reference, or the class / function itself. None when the type
-    is not a known component (an unknown name, a module that cannot be imported)."""
+    """What the component of a recipe ``type:`` says about itself.
+
+    Args:
+        type_name: a built-in name, a ``package.module:attribute`` reference, or the class /
+            function itself.
+
+    Returns:
+        Its :class:`~procrl.rewards.protocol.ComponentInfo` (what it grades, its score range, its
+        models, its diagnostics); None when the type is not a known component (an unknown name, a
+        module that cannot be imported).
+    """
     if not isinstance(type_name, str):
         return _info_of(type_name) if callable(type_name) else None
     if type_name in REWARDS:

@@ -245,24 +245,36 @@ def check_gate_cycles(specs: list[ComponentSpec], path: str = "rewards") -> None
 
 
 def number_judges(specs) -> list[tuple[str, str]]:
-    """``(name, backend)`` of the mix's first-error components whose judge checks numbers only."""
-    from procrl.rewards.first_error import MODEL_FREE, FirstErrorReward
+    """``(name, backend)`` of the mix's first-error components whose judge reads numeric answers only."""
+    from procrl.rewards.first_error import FirstErrorReward
+    from procrl.rewards.judges.registry import judge_class
 
     return [
         (s.name, s.settings.backend)
         for s in specs
-        if inspect.isclass(s.target) and issubclass(s.target, FirstErrorReward) and s.settings.backend in MODEL_FREE
+        if inspect.isclass(s.target)
+        and issubclass(s.target, FirstErrorReward)
+        and judge_class(s.settings.backend).answer_kinds == ("number",)
     ]
 
 
 def check_answer_kind(kind: str | None, specs, where: str = "data.answer_kind") -> None:
-    """Refuse, in one line, a judge that checks numbers (``arithmetic``, ``reference``) on answers
-    that are not numbers: it has nothing to check there and would give every completion its
-    ``unverified_score``."""
+    """Refuse, in one line, a judge that does not read answers of ``kind`` (the model-free judges
+    check numbers: on choice or yes/no answers they have nothing to check and would give every
+    completion its ``unverified_score``)."""
+    from procrl.rewards.first_error import FirstErrorReward
+    from procrl.rewards.judges.registry import answer_kind_refusal
+
     if kind in (None, "number"):
         return
-    for name, backend in number_judges(specs):
-        raise ConfigError(
-            f"rewards.{name}.backend: {backend!r} checks the calculations of numeric answers, but the "
-            f"answers are {kind} ({where}); use backend 'openai' or 'hf' (an LLM judge), or drop it"
-        )
+    for s in specs:
+        if not (inspect.isclass(s.target) and issubclass(s.target, FirstErrorReward)):
+            continue
+        refusal = answer_kind_refusal(s.settings.backend, kind)
+        if refusal is not None:
+            what, others = refusal
+            instead = " or ".join(map(repr, others))
+            raise ConfigError(
+                f"rewards.{s.name}.backend: {s.settings.backend!r} {what}, but the "
+                f"answers are {kind} ({where}); use backend {instead} (an LLM judge), or drop it"
+            )

@@ -52,6 +52,13 @@ class ProcrlGRPOTrainer(HeldOutEvaluation, GRPOTrainer):
     """
 
     def __init__(self, *args: Any, reward_mix: RewardMix, **kwargs: Any):
+        """TRL's GRPOTrainer with ``reward_mix``'s fallbacks.
+
+        Args:
+            *args, **kwargs: TRL's ``GRPOTrainer`` arguments (``model``, ``reward_funcs`` made from
+                ``reward_mix``, ``args`` a ``GRPOConfig``, ``train_dataset``, ...), passed on as they are.
+            reward_mix: the recipe's reward mix, whose components' fallbacks resolve "no opinion".
+        """
         super().__init__(*args, **kwargs)
         self.reward_mix = reward_mix
 

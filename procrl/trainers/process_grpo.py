@@ -76,6 +76,15 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     process statistics are logged as ``process/*``. Generation (transformers or vLLM) and
     DeepSpeed are untouched: the override only reads token ids and the reward mix's cache.
     Evaluation on a held-out split adds the accuracies of procrl/trainers/held_out.py.
+
+    The process advantage of one group (:func:`~procrl.trainers.credit.process_advantages`): two
+    completions of two steps (last tokens 1 and 3), the first wrong at its second step (-1): its
+    tokens get a negative advantage and the sound one's a positive one; a step's normalised reward
+    reaches every token up to its last (``sum``; ``min`` weights a completion's steps towards its worst):
+
+    >>> rows = process_advantages([[0.0, -1.0], [0.0, 0.0]], [[1, 3], [1, 3]], [4, 4], aggregation="sum")
+    >>> [[round(a, 2) for a in row] for row in rows]
+    [[-1.15, -1.15, -1.73, -1.73], [1.15, 1.15, 0.58, 0.58]]
     """
 
     def __init__(
@@ -88,6 +97,17 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         process_temperature: float = 0.1,
         **kwargs: Any,
     ):
+        """GRPO with per-token process advantages.
+
+        Args:
+            *args, **kwargs: TRL's ``GRPOTrainer`` arguments, passed on as they are.
+            reward_mix: the recipe's reward mix (its step scores are the process rewards).
+            process_rewards: the components whose step scores make the process advantage (None: every
+                component that gives step scores).
+            outcome_weight: the weight of the outcome advantage added to every token's.
+            process_aggregation: ``min`` (min-form credit, PURE) or ``sum`` (DeepSeekMath's suffix sum).
+            process_temperature: the softmax temperature of the min-form weights.
+        """
         super().__init__(*args, reward_mix=reward_mix, **kwargs)
         self.process_rewards = process_rewards
         self.outcome_weight = float(outcome_weight)

@@ -27,6 +27,9 @@ __all__ = ["ArithmeticJudge"]
 
 class ArithmeticJudge(Judge):
     Settings = ArithmeticSettings
+    model_free = True
+    answer_kinds = ("number",)
+    note_detail = "wrong_calculation"  # the first false calculation, as "a = b (is c)"
 
     @classmethod
     def from_settings(cls, settings: ArithmeticSettings, device=None) -> ArithmeticJudge:

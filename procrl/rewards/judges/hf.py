@@ -18,6 +18,8 @@ __all__ = ["HFJudge"]
 class HFJudge(LocalModelJudge):
     backend = "hf"
     Settings = HFSettings
+    reports_categories = True
+    answer_kinds = ("number", "choice", "yes_no")  # the prompt asks for each (prompt.py)
 
     def __init__(self, settings: HFSettings, device: Any = "cpu"):
         super().__init__(settings, device)

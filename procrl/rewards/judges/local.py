@@ -21,6 +21,7 @@ class LocalModelJudge(Judge):
     on a batch (:meth:`_model_outputs`) and read one verdict from each output (:meth:`_verdict`)."""
 
     backend = "local"
+    loads_model = True
 
     @classmethod
     def from_settings(cls, settings: LocalModelSettings, device: Any = "cpu") -> LocalModelJudge:

@@ -45,6 +45,9 @@ def _reply_text(response: httpx.Response) -> str | None:
 
 class OpenAIJudge(Judge):
     Settings = OpenAISettings
+    sends_requests = True
+    reports_categories = True
+    answer_kinds = ("number", "choice", "yes_no")  # the prompt asks for each (prompt.py)
 
     @classmethod
     def from_settings(cls, settings: OpenAISettings, device=None) -> OpenAIJudge:

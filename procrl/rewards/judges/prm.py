@@ -35,7 +35,7 @@ def first_below(probabilities: list[float], threshold: float) -> int:
 
 class PRMJudge(LocalModelJudge):
     backend = "prm"
-    has_threshold = True
+    gives_step_scores = True
     Settings = PRMSettings
 
     def __init__(self, settings: PRMSettings, device: Any = "cpu"):

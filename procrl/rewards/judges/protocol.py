@@ -8,7 +8,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FAILURE_KINDS", "Judge", "JudgeItem", "Verdict"]
+__all__ = ["FAILURE_KINDS", "REQUEST_FAILURES", "Judge", "JudgeItem", "Verdict"]
 
 # Every failure kind a judge can report (logged each batch, zeros included).
 FAILURE_KINDS = (
@@ -57,15 +57,97 @@ class Verdict:
         return self.status == "ok"
 
 
+# judge failures where no verdict came back at all (not a reply without a verdict): the sample's
+# details carry what failed
+REQUEST_FAILURES = ("timeout", "http_error", "connection_error", "bad_response", "judge_error")
+
+
 class Judge:
     """Base class: synchronous backends implement :meth:`judge_sync`; IO-bound ones override
-    :meth:`judge`."""
+    :meth:`judge`.
 
-    #: Judges with a threshold over per-step probabilities (meta-evaluation sweeps it).
-    has_threshold = False
+    A backend describes itself with the class attributes below; the first_error component,
+    ``procrl validate`` and the recipe reference read them, never the backend's name, so a new
+    backend is its module, one line of :data:`procrl.rewards.judges.registry.BACKENDS`, its
+    settings class and its tests.
+
+    Example (a backend that flags nothing, declared model-free):
+
+    >>> from dataclasses import dataclass
+    >>> from typing import Literal
+    >>> from procrl.rewards.judges.settings import ModelFreeSettings
+    >>> @dataclass
+    ... class LenientSettings(ModelFreeSettings):
+    ...     backend: Literal["lenient"] = "lenient"
+    >>> class LenientJudge(Judge):
+    ...     Settings = LenientSettings
+    ...     model_free = True
+    ...     @classmethod
+    ...     def from_settings(cls, settings, device="cpu"):
+    ...         return cls()
+    ...     def judge_sync(self, items):
+    ...         return [Verdict(-1, checked_steps=len(item.steps)) for item in items]
+    >>> LenientJudge().judge_sync([JudgeItem("2 + 2?", ("2 + 2 = 4",))])
+    [Verdict(index=-1, status='ok', category=None, step_probabilities=None, note=None, checked_steps=1)]
+    """
 
     #: The backend's options: a dataclass of :mod:`procrl.rewards.judges.settings`.
     Settings: type
+
+    #: No model: the judge checks numbers itself. It reports ``checked_steps`` (a chain in which it
+    #: checked nothing is ``unverified``), reads only numeric answers (:attr:`answer_kinds`) and its
+    #: settings hold ``unverified_score``.
+    model_free = False
+    #: Loads a model into this process (its settings hold ``model``, ``dtype`` and maybe ``gguf_file``):
+    #: the launcher places it and ``procrl check`` looks for it.
+    loads_model = False
+    #: Sends requests to a server (its settings hold ``base_url``): ``procrl check`` reaches it.
+    sends_requests = False
+    #: Needs the whole gold *solution* (its intermediate values), and the final answer the completion
+    #: states (``JudgeItem.answer`` / ``concluded``); other judges see what their ``reference`` option shows.
+    needs_gold_solution = False
+    #: Reports ReTraceQA's error categories when its settings ask for them (``categories: true``).
+    reports_categories = False
+    #: Gives a probability per step (``Verdict.step_probabilities``) compared with a ``threshold``:
+    #: ``procrl validate`` sweeps the threshold.
+    gives_step_scores = False
+    #: The answer kinds it reads (``number``, ``choice``, ``yes_no``); None: it does not look at the
+    #: answer, so every kind. A recipe whose answers are another kind is refused.
+    answer_kinds: tuple[str, ...] | None = None
+    #: The detail key of a verdict's note on a judged sample (None: the note is not kept; a request
+    #: failure's note is always kept, as ``error``).
+    note_detail: str | None = None
+
+    @classmethod
+    def note_details(cls, verdict: Verdict) -> dict[str, str]:
+        """What of ``verdict.note`` goes into the sample's details.
+
+        Args:
+            verdict: the judge's verdict on one sample.
+
+        Returns:
+            ``{note_detail: note}`` for a judged sample when the backend keeps its note,
+            ``{"error": note}`` for a request failure (what failed: the model did not load, HTTP 401),
+            else ``{}``.
+        """
+        if verdict.note is None:
+            return {}
+        if verdict.ok and cls.note_detail is not None:
+            return {cls.note_detail: verdict.note}
+        return {"error": verdict.note} if verdict.status in REQUEST_FAILURES else {}
+
+    @classmethod
+    def stated_answers(cls, completion: str | None) -> tuple[float | None, float | None]:
+        """For a judge that :attr:`needs_gold_solution`: the final answer ``completion`` states and,
+        when it states none, the value its closing sentence concludes with.
+
+        Args:
+            completion: the completion's text.
+
+        Returns:
+            ``(answer, concluded)``; ``(None, None)`` for judges that do not read the answer.
+        """
+        return None, None
 
     @classmethod
     def from_settings(cls, settings: Any, device: Any = "cpu") -> Judge:

@@ -16,6 +16,7 @@ from typing import Literal
 
 from procrl.core.config import ConfigError, field
 from procrl.core.redaction import redact_url
+from procrl.rewards.judges.reference_rules import LEAP, OFF_PATH, TRANSFORMATIONS, ReferenceRules
 
 __all__ = [
     "ArithmeticSettings",
@@ -28,9 +29,6 @@ __all__ = [
 ]
 
 Penalty = Literal["flat", "position", "correct_only"]
-TRANSFORMATIONS = ("regroup", "units", "percent", "rounding")
-OFF_PATH = ("lookahead", "derivable", "flag")
-LEAP = ("accept", "flag")
 
 BACKEND_HELP = (
     "Judge: 'openai' (OpenAI-compatible endpoint, e.g. vLLM serve), 'hf' (in-process causal LM), 'prm' (process "
@@ -103,25 +101,6 @@ class ArithmeticSettings(ModelFreeSettings):
     backend: Literal["arithmetic"] = _backend("arithmetic")
 
 
-@dataclass(frozen=True)
-class ReferenceRules:
-    """The reference judge's rules (:mod:`procrl.rewards.judges.reference`), with their defaults;
-    :class:`ReferenceSettings` carries them in a recipe."""
-
-    max_depth: int = 1
-    transformations: tuple[str, ...] = ("units", "percent", "rounding")  # regroup: measured worse (README)
-    off_path: str = "lookahead"
-    leap: str = "accept"
-    check_arithmetic: bool = True
-
-    def __post_init__(self):
-        if self.max_depth not in (0, 1, 2):
-            raise ValueError(f"max_depth must be 0, 1 or 2, got {self.max_depth}")
-        unknown = set(self.transformations) - set(TRANSFORMATIONS)
-        if unknown or self.off_path not in OFF_PATH or self.leap not in LEAP:
-            raise ValueError(f"invalid reference rules {self}")
-
-
 @dataclass
 class ReferenceSettings(ModelFreeSettings):
     """The reference judge's rules as recipe options (their defaults: :class:`ReferenceRules`)."""
@@ -158,19 +137,31 @@ class ReferenceSettings(ModelFreeSettings):
         ReferenceRules.check_arithmetic,
         help="A calculation shown false is an error too (what the arithmetic judge flags).",
     )
+    rules_off: list[str] = field(
+        default_factory=list,
+        help="Rules of the judge switched off, by name (procrl.rewards.judges.reference.RULES lists them, in "
+        "the order they apply, each with its statement and an example).",
+    )
 
     def validate(self, path: str) -> None:
         super().validate(path)
         if not 0 <= self.max_depth <= 2:
             raise ConfigError(f"{path}.max_depth: must be 0, 1 or 2, got {self.max_depth}")
+        from procrl.rewards.judges.reference.verdict import RULE_NAMES  # the reference judge loads only here
+
+        for name in self.rules_off:
+            if name not in RULE_NAMES:
+                raise ConfigError(f"{path}.rules_off: unknown rule {name!r}; the rules: {', '.join(RULE_NAMES)}")
 
     def rules(self) -> ReferenceRules:
+        """The rules these settings switch on, with their options."""
         return ReferenceRules(
             max_depth=self.max_depth,
             transformations=tuple(self.transformations),
             off_path=self.off_path,
             leap=self.leap,
             check_arithmetic=self.check_arithmetic,
+            off=tuple(self.rules_off),
         )
 
 

@@ -289,6 +289,16 @@ def find_claims(text: str) -> list[Claim]:
     docstring). An inline equation counts only when its left side has an operator: ``1 hour =
     60 minutes`` and ``15% of the $80 = ...`` state no calculation; a name given a calculation
     and restated with its value on the next line (``Total = 17 + 6`` / ``Total = 23``) is one.
+
+    Args:
+        text: a step, or any text (LaTeX, markdown, units and currency are read).
+
+    Returns:
+        The claims in reading order, each with its sides, their values, its offsets in ``text``
+        and whether it holds (``correct``).
+
+    >>> [(c.left, c.right, c.correct) for c in find_claims("She sells 16 - 3 - 4 = 9 eggs and makes 9 * $2 = $20.")]
+    [('16 - 3 - 4', '9', True), ('9 * $2', '$20', False)]
     """
     claims: list[Claim] = []
     for match in ANNOTATION.finditer(text):

@@ -43,7 +43,18 @@ def _number(written: str) -> float:
 def stated_numbers(text: str) -> list[StatedNumber]:
     """Every number ``text`` states, in order, read through :func:`plain_arithmetic` (LaTeX,
     markdown, bullets, unit words out; calculator annotations blanked, so read their claims with
-    :func:`find_claims`). No sign: a ``-`` may be an operator or a dash."""
+    :func:`find_claims`). No sign: a ``-`` may be an operator or a dash.
+
+    Args:
+        text: a step, a question or a gold solution.
+
+    Returns:
+        The numbers in reading order, each with its value, its text and offsets, its unit, whether
+        it is a percent or currency, and a fraction's two parts.
+
+    >>> [(n.value, n.unit) for n in stated_numbers("He walks 2.5 hours, 150 minutes, for $3.")]
+    [(2.5, 'hour'), (150.0, 'minute'), (3.0, '$')]
+    """
     visible, units = plain_arithmetic(text)
     found = []
     for match in _STATED.finditer(visible):

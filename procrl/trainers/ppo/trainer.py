@@ -59,6 +59,19 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         callbacks: list | None = None,
         eval_dataset=None,
     ):
+        """PPO over ``model`` with the recipe's rewards.
+
+        Args:
+            model: the policy with its value head (:class:`~procrl.trainers.ppo.model.PolicyAndValue`).
+            ref_model: the frozen reference policy of the KL penalty (None: no penalty).
+            args: transformers ``TrainingArguments``.
+            settings: PPO's own options (:class:`~procrl.trainers.ppo.settings.PPOSettings`).
+            reward_mix: the recipe's reward mix (outcome scores and per-step scores).
+            processing_class: the tokenizer.
+            train_dataset: the prompt rows.
+            callbacks: transformers callbacks.
+            eval_dataset: held-out rows for the accuracies of :mod:`procrl.trainers.held_out`.
+        """
         super().__init__(
             model=model,
             args=args,

@@ -12,7 +12,7 @@ from itertools import combinations
 
 from procrl.rewards.judges.reference.steps import STEP_LABEL, Quantity, readings
 from procrl.rewards.judges.reference.values import Values
-from procrl.rewards.judges.settings import ReferenceRules
+from procrl.rewards.judges.reference_rules import ReferenceRules
 from procrl.rewards.quantities import NotArithmeticError, evaluate, find_claims, normalize_expression, stated_numbers
 from procrl.rewards.quantities.units import CONVERSIONS
 
@@ -275,11 +275,15 @@ class Reference:
     capped: bool = False  # the question or the gold was read to its first MAX_READ_CHARS characters
 
     def path(self, rules: ReferenceRules) -> Values:
+        """The gold's path under ``rules``: its values (less the conversion factors it only calculates
+        with, rule ``factor_as_constant``), with ``regroup`` its regrouped partial results, with
+        ``percent`` what is left of a share of the question."""
+        factors = constant_factors(self) if rules.on("factor_as_constant") else Values()
         return Values(
             [
-                *(v for v in self.gold if not self.unit_factors.has(v)),
-                *(self.regrouped if "regroup" in rules.transformations else ()),
-                *(self.shares if "percent" in rules.transformations else ()),
+                *(v for v in self.gold if not factors.has(v)),
+                *(regrouped_values(self) if rules.on("regroup") else ()),
+                *(self.shares if rules.on("percent") else ()),
             ]
         )
 
@@ -292,8 +296,8 @@ class Reference:
         turn from known values in one operation)."""
         if depth <= 0:
             return False
-        rounding = "rounding" in rules.transformations
-        regroup = "regroup" in rules.transformations
+        rounding = rules.on("rounding")
+        regroup = rules.on("regroup")
         for derivation in self.derivations:
             if len(derivation.operands) - 1 > depth or (not regroup and not self.gold.has(derivation.value)):
                 continue
@@ -324,6 +328,29 @@ class Reference:
                 for r in self.derivations
             )
         )
+
+
+def constant_factors(reference: Reference) -> Values:
+    """Rule ``factor_as_constant``: a conversion factor of 12 or more that a gold calculation is
+    written with, and that the gold never computes nor writes after "=", is a constant there, not a
+    value of its path (the smaller factors are also counts a question implies in words: octuplets,
+    a cow's 4 legs; they stay).
+
+    Example: a reading plan whose gold converts "180/60 = 3 hours": "She reads and writes 30 + 30 =
+    60 pages a week." lands on 60 by coincidence and is flagged.
+    """
+    return reference.unit_factors
+
+
+def regrouped_values(reference: Reference) -> Values:
+    """Rule ``regroup`` (off by default: on real solutions it lets more wrong operations through than
+    the lookahead needs): the partial results of the gold's calculations regrouped are on its path:
+    runs of neighbouring terms or factors of one chain (operands that are earlier gold results are
+    expanded first) and a sum distributed over the factors it multiplies.
+
+    Example: Janet's ducks: the gold's ``16 - 3 - 4`` also gives ``3 + 4 = 7``.
+    """
+    return reference.regrouped
 
 
 def _close_written(value: float, stated: float, text: str, rounding: bool) -> bool:

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from procrl.rewards.judges.reference.equations import solutions
-from procrl.rewards.judges.settings import ReferenceRules
+from procrl.rewards.judges.reference_rules import ReferenceRules
 from procrl.rewards.quantities import Claim, find_claims, stated_numbers, values_match
 from procrl.rewards.quantities.units import canonical_unit, units_named
 
@@ -120,7 +120,19 @@ def states_no_operation(step: str) -> bool:
 
 
 def readings(quantity: Quantity, rules: ReferenceRules) -> list[float]:
-    """The values a stated quantity may stand for: as written, and a percent as a fraction too."""
-    if quantity.percent and "percent" in rules.transformations:
-        return [quantity.value, quantity.value / 100]
+    """The values a stated quantity may stand for: as written, and (rule ``percent``) a percent as a
+    fraction too."""
+    if quantity.percent and rules.on("percent"):
+        return percent_readings(quantity)
     return [quantity.value]
+
+
+def percent_readings(quantity: Quantity) -> list[float]:
+    """Rule ``percent``: a number written with ``%`` also stands for its value over 100, on both sides;
+    what is left of or added to a share of the question is on the gold's path (``100% - 30% = 70%``,
+    ``1 - 1/3``).
+
+    Example: Kylar's "every second glass costs only 60% of the price": "60% of $5 = $3" reaches the
+    gold's ``60/100 * 5 = 3``.
+    """
+    return [quantity.value, quantity.value / 100]

@@ -61,20 +61,25 @@ class Values:
         return bool(self.near(value, max(1e-6 * value, 1e-9) if tolerance is None else tolerance))
 
     def has_written(self, value: float, text: str, rounding: bool) -> bool:
-        """``value`` as written in ``text`` equals a member, or (``rounding``) is one rounded or cut
-        to the decimals shown, or a whole number next to a non-whole member."""
-        if self.has(value):
+        """``value`` as written in ``text`` equals a member, or (``rounding``) is one rounded as written
+        (:func:`rounded_as_written`)."""
+        return self.has(value) or (rounding and rounded_as_written(self, value, text))
+
+
+def rounded_as_written(members: Values, value: float, text: str) -> bool:
+    """Rule ``rounding``: a value written with d decimals matches one that rounds or cuts to it, and a
+    whole number the floor, ceiling or nearest whole of a non-whole value.
+
+    Example: "He needs 3 boxes" for the gold's 2.5 boxes (the ceiling); "$3.33 each" for 10/3.
+    """
+    places = decimals(text)
+    window = 10.0**-places if places else 1.0
+    for member in members.near(value, window + 1e-9):
+        if places and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
             return True
-        if not rounding:
-            return False
-        places = decimals(text)
-        window = 10.0**-places if places else 1.0
-        for member in self.near(value, window + 1e-9):
-            if places and values_match(member, abs(value), text.strip().lstrip("$£€¥₹ ")):
-                return True
-            if not places and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
-                return True
-        return False
+        if not places and not float(member).is_integer() and abs(value) in (math.floor(member), math.ceil(member)):
+            return True
+    return False
 
 
 def written_tolerance(value: float, text: str | None = None) -> float:
