@@ -1,7 +1,7 @@
 """Peak memory of scoring a PPO rollout (policy log-probs, values, entropy), before and after the
 rollout takes log-probs and entropy from the completion positions a row at a time.
 
-``before``: the former code path, reproduced here line for line: one forward over the batch
+``before``: the full-batch variant, reproduced here: one forward over the batch
 returning full-vocabulary logits at every position (prompt included), TRL's
 ``selective_log_softmax`` on the completion slice divided by the temperature, and the entropy as
 ``log_softmax(logits.float())``, its ``exp`` and their product over the whole (B, T, V) slice.
