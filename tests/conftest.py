@@ -34,7 +34,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # port): under pytest-xdist they run on one worker, one after another (`--dist loadgroup`), so that
 # two launches never race for the same port.
 MULTI_PROCESS_FILES = {
+    "test_collective_scoring.py",
     "test_custom_rewards.py",
+    "test_gpu_acceptance.py",
     "test_launch.py",
     "test_launch_slow.py",
     "test_ppo.py",

@@ -14,9 +14,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from procrl.models.loading import TOKENIZER_ASSET, model_source
 from procrl.recipe import TRL_CHOICES, load_recipe
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
-from procrl.trainers.credit import process_advantages
+from procrl.trainers.credit import outcome_rewards, process_advantages
 from procrl.trainers.process_grpo import ProcessGRPOTrainer, local_process_advantages
-from procrl.trainers.step_credit import local_step_credit
+from procrl.trainers.step_credit import local_step_credit, step_credited
 from tests.helpers.training import STEP_REWARD, launcher, run_train, zero2_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -249,7 +249,8 @@ def test_hand_written_group_under_process_credit(tokenizer, aggregation):
     """One GRPO group of W (worked), S (one slip), P (S padded), A (answer alone), H (hedging),
     accuracy + first_error (weight 0.5) as in recipes/gsm8k_judge.yaml, process credit from
     first_error. First-token advantage = process advantage + TRL's outcome advantage (the group-
-    normalised total). Under min-form: W first, and neither padding nor skipping pays (P = S,
+    normalised total of the components not step-credited: no component counts twice). Under
+    min-form: W first, and neither padding nor skipping pays (P = S,
     A = S: the answer alone gets first_error's no_steps_score as its one step reward). Under
     DeepSeekMath's sum the padded slip beats the plain one: the reason min is the default."""
     kinds = list(HAND_WRITTEN)
@@ -263,7 +264,9 @@ def test_hand_written_group_under_process_credit(tokenizer, aggregation):
     dense = local_process_advantages(
         rewards, tokens, [len(i) for i in ids], 5, 0, 5, max(map(len, ids)), aggregation=aggregation
     )
-    totals = torch.tensor(mix.total(outputs))
+    credited = step_credited(mix, outputs, batch, ["first_error"])
+    weights = {name: mix.specs[name].weight for name in outputs}
+    totals = torch.tensor(outcome_rewards({n: o.scores for n, o in outputs.items()}, weights, credited))
     outcome = (totals - totals.mean()) / (totals.std(unbiased=False) + 1e-4)
     first = {k: (dense[i, 0] + outcome[i]).item() for i, k in enumerate(kinds)}
     assert first["W"] > max(first["S"], first["A"], first["H"], first["P"])

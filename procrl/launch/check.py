@@ -103,6 +103,11 @@ def check_recipe(
                 + (f": {errors[0]}" if errors else "")
                 + "); training would give every sample its fallback"
             )
+    if recipe.trainer_args.get("use_vllm"):
+        from procrl.launch.versions import vllm_version_problem
+
+        if (version_problem := vllm_version_problem()) is not None:
+            broken.append(f"trainer.use_vllm: {version_problem}")
     process = [n for n, s in mix.specs.items() if component_info(s.target).process]  # as the hacking watch sums them
     print(f"  process reward of the hacking watch: {', '.join(process) or 'none (no component grades the reasoning)'}")
     return broken

@@ -202,6 +202,10 @@ def vllm_problems(recipe, gpus: int | None) -> list[Problem]:
                 "machine, or set trainer.use_vllm=false to generate with transformers",
             )
         ]
+    from procrl.launch.versions import vllm_version_problem  # TRL only warns; its weight sync needs its range
+
+    if (version_problem := vllm_version_problem()) is not None:
+        return [Problem("trainer.use_vllm", version_problem)]
     if args.get("vllm_mode", "colocate") == "colocate" and gpus == 0 and vllm_device_type() != "cpu":
         return [
             Problem(

@@ -25,6 +25,15 @@ batch gets its fallback at once (one stuck call, not one more thread per batch).
 component past its deadline is cancelled (a coroutine that blocks the event loop without
 awaiting cannot be).
 
+Collectives: a component whose scoring is a collective of all ranks (a reference model sharded
+by ZeRO-3: every forward pass all-gathers its parameters) declares ``collective = True`` and a
+``settle_collectives(failed)`` method. Every rank then calls it on every batch, with an empty
+batch when all its completions are over the caps or it has none, runs it without a deadline (a
+call abandoned on one rank would leave the others in its collectives), and settles it after the
+call, failed or not: a rank whose call failed before reaching the collectives joins them there,
+and the component takes the decision that the batch failed together on every rank
+(:mod:`procrl.rewards.scorers.info_gain`).
+
 One scoring path: :meth:`RewardMix._scoring` is the whole of it (claim the batch, leave out the
 completions over the caps, score, sanitize, spread back, gate, store) written once as a
 generator that *yields* the three things that may block (waiting for another caller scoring the
@@ -255,7 +264,7 @@ class RewardMix:
             return asyncio.run(component.ascore(batch)) if not _loop_running() else _run_in_thread(component, batch)
 
         deadline = self.specs[name].deadline_s
-        if deadline is None:
+        if deadline is None or _collective(component):  # abandoning a collective call would leave the other ranks in it
             return run()
         with self._lock:
             stuck = self._abandoned.get(name)
@@ -293,7 +302,7 @@ class RewardMix:
     async def _score_awaited(self, name: str, batch: RewardBatch) -> Any:
         """The component on ``batch``, awaited; cancelled at its deadline."""
         deadline = self.specs[name].deadline_s
-        if deadline is None:
+        if deadline is None or _collective(self.components[name]):
             return await self.components[name].ascore(batch)
         try:
             return await asyncio.wait_for(self.components[name].ascore(batch), deadline)
@@ -350,8 +359,12 @@ class RewardMix:
             yield _Wait(event)
             return self._outputs[name]
         started = time.perf_counter()
+        collective = _collective(self.components[name])
+        failed = False
         try:
             scored, too_long = self._within_caps(batch)
+            if scored is None and collective:  # the other ranks' collectives need this rank's call
+                scored = batch.subset([])
             if scored is None:
                 output = self._spread(name, RewardOutput(scores=[]), len(batch), too_long)
             else:
@@ -360,6 +373,13 @@ class RewardMix:
                 output = self._spread(name, self._sanitize(name, raw, n), len(batch), too_long)
         except (Exception, SystemExit) as error:  # a component must never crash (or quietly end) training
             output = self._failed(name, error, len(batch))
+            failed = True
+        if collective:
+            try:  # joins the batch's collective round if the call did not; raises when any rank failed
+                self.components[name].settle_collectives(failed)
+            except Exception as error:
+                if not failed:
+                    output = self._failed(name, error, len(batch))
         output.seconds = time.perf_counter() - started
         try:
             if self.specs[name].gate is not None:
@@ -547,6 +567,11 @@ class _Gate:
     name: str
     batch: RewardBatch
     output: RewardOutput
+
+
+def _collective(component: RewardComponent) -> bool:
+    """Whether the component's scoring is a collective of all ranks (see the module docstring)."""
+    return bool(getattr(component, "collective", False))
 
 
 def _finite(value: Any) -> float | None:

@@ -12,7 +12,7 @@ import torch
 from procrl.rewards.mix import RewardMix
 from procrl.trainers.credit import process_advantages
 from procrl.trainers.grpo import ProcrlGRPOTrainer
-from procrl.trainers.step_credit import SingleStepWarning, local_step_credit
+from procrl.trainers.step_credit import SingleStepWarning, local_step_credit, step_credited
 
 __all__ = ["ProcessGRPOTrainer", "local_process_advantages"]
 
@@ -68,6 +68,12 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
     where the process advantage is the suffix sum of the group-normalised step rewards,
     min-form weighted (``process_aggregation: min``, PURE) or not (``sum``, DeepSeekMath).
 
+    No component counts twice, as in PPO: ``_calculate_rewards`` hands TRL's advantage code the
+    rewards with a process component's score left out (NaN, TRL's "not applied") for every
+    completion whose step rewards already carry it (:func:`~procrl.trainers.step_credit.step_credited`),
+    so A_outcome is the group-normalised sum of the other components. TRL's logged
+    ``rewards/<name>/*`` and ``reward`` are then put back to every component's score.
+
     The step rewards of the local completions are gathered over processes (groups may span
     ranks), normalised per group over all steps of the group, and the local rows are kept with
     the same process slice TRL uses. TRL's ``_compute_loss`` broadcasts a (B, T) advantage
@@ -115,10 +121,57 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         self.process_temperature = float(process_temperature)
         self._warned_no_steps = False
         self._single_step_warning = SingleStepWarning()
+        self._scored_rewards: torch.Tensor | None = None  # the gathered rewards before the exclusion, for the logs
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """The gathered rewards (fallbacks resolved) with each step-credited process score set to
+        NaN: TRL's outcome advantage then sums the other components only (nansum; a completion
+        left with no component at all is TRL's "unscorable", outcome advantage 0)."""
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._scored_rewards = rewards_per_func
+        batch = self.reward_mix.last_batch
+        if batch is None or len(batch) != len(prompts):
+            return rewards_per_func  # local_step_credit refuses this batch with the reason
+        credited = step_credited(self.reward_mix, self.reward_mix.last_outputs, batch, self.process_rewards)
+        local = torch.zeros(len(prompts), len(self.reward_mix.names), device=rewards_per_func.device)
+        for column, name in enumerate(self.reward_mix.names):
+            if name in credited:
+                local[:, column] = torch.tensor(credited[name], dtype=local.dtype, device=local.device)
+        from accelerate.utils import gather
+
+        excluded = gather(local).bool()  # groups may span processes: the rule applies to the gathered rows
+        outcome = rewards_per_func.masked_fill(excluded, float("nan"))
+        mode = "train" if self.model.training else "eval"
+        self._metrics[mode]["process/outcome_excluded_fraction"].append(excluded.float().mean().item())
+        return outcome
+
+    def _restore_reward_logs(self, mode: str) -> None:
+        """TRL logged ``rewards/<name>/mean|std``, ``reward`` and ``reward_std`` from the rewards
+        it was handed (the outcome's); put back every component's score, as outcome credit logs it."""
+        from trl.trainer.utils import nanstd
+
+        full = self._scored_rewards
+        if full is None:
+            return
+        weights = self.reward_weights.to(full.device).unsqueeze(0)
+        for column, name in enumerate(self.reward_func_names):
+            values = full[:, column]
+            self._metrics[mode][f"rewards/{name}/mean"][-1] = torch.nanmean(values).item()
+            self._metrics[mode][f"rewards/{name}/std"][-1] = nanstd(values).item()
+            logged = self._logs["rewards"][name]  # a bounded deque: its last entries are this batch's
+            tail = values.tolist()[-len(logged) :] if len(logged) else []
+            for offset, value in enumerate(tail):
+                logged[len(logged) - len(tail) + offset] = value
+        totals = (full * weights).nansum(dim=1)
+        totals[torch.isnan(full).all(dim=1)] = torch.nan
+        self._metrics[mode]["reward"][-1] = torch.nanmean(totals).item()
+        self._metrics[mode]["reward_std"][-1] = nanstd(totals).item()
+        self._scored_rewards = None
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
+        self._restore_reward_logs(mode)
         outcome = output["advantages"]
         completion_ids, completion_mask = output["completion_ids"], output["completion_mask"]
         scored = self.reward_mix.last_batch

@@ -13,9 +13,16 @@ import logging
 from typing import Any
 
 from procrl.rewards.mix import RewardMix
-from procrl.trainers.credit import combine_step_scores, step_last_tokens, token_char_ends
+from procrl.rewards.protocol import RewardBatch
+from procrl.trainers.credit import combine_step_scores, gives_step_credit, step_last_tokens, token_char_ends
 
-__all__ = ["SINGLE_STEP_WARNING_FRACTION", "SingleStepWarning", "local_step_credit", "process_component_names"]
+__all__ = [
+    "SINGLE_STEP_WARNING_FRACTION",
+    "SingleStepWarning",
+    "local_step_credit",
+    "process_component_names",
+    "step_credited",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +55,40 @@ def process_component_names(mix: RewardMix, outputs: dict, requested: list[str] 
     if requested is not None:
         return list(requested)
     return [name for name in mix.names if name in outputs and outputs[name].step_scores is not None]
+
+
+def step_credited(
+    mix: RewardMix, outputs: dict, batch: RewardBatch, requested: list[str] | None
+) -> dict[str, list[bool]]:
+    """Per process component, per completion: whether its score reaches the policy through the
+    step rewards of :func:`local_step_credit`, so that the outcome must leave it out (no
+    component counts twice, docs/spec.md section 5). The one rule of GRPO and PPO.
+
+    True when the completion has steps and the component's step scores align with them, or when
+    the completion has no steps and the component gave it a score (that score is its one step
+    reward). False otherwise (a failure, misaligned step scores): the scalar then stays in the
+    outcome, so no score is lost either.
+
+    Args:
+        mix: the reward mix that scored ``batch``.
+        outputs: the components' outputs of ``batch`` (the mix's cache, or the same resolved).
+        batch: the scored batch (its segmentations say which completions have steps).
+        requested: ``trainer.process_rewards`` (None: every component with step scores).
+
+    Returns:
+        ``{component: [credited of completion i]}`` for the process components only.
+    """
+    raw = mix.last_outputs  # before the fallbacks: what local_step_credit turned into step rewards
+    credited: dict[str, list[bool]] = {}
+    for name in process_component_names(mix, outputs, requested):
+        step_scores = outputs[name].step_scores if name in outputs else None
+        scored = raw[name].scores if name in raw else [None] * len(batch)
+        credited[name] = [
+            (step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps)))
+            or (not segmentation.steps and scored[i] is not None)
+            for i, segmentation in enumerate(batch.segmentations)
+        ]
+    return credited
 
 
 def local_step_credit(

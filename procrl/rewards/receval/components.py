@@ -311,6 +311,14 @@ class ReCEvalInformativeness(RewardComponent):
     def needs_model(self) -> str | None:
         return "the trainer's reference model" if self.settings.lm == "reference" else self.settings.lm
 
+    @property
+    def collective(self) -> bool:
+        """True under ZeRO-3 with ``lm: reference``: the mix then calls and settles it on every rank."""
+        return self.scorer.collective
+
+    def settle_collectives(self, failed: bool) -> None:
+        self.scorer.settle(failed)
+
     def bind(self, context: RuntimeContext) -> None:
         super().bind(context)
         self.scorer.bind(context.device, context.tokenizer, context.trainer)

@@ -9,9 +9,18 @@ last ``max target length + 1`` logits are needed.
 The LM is either a model named in the recipe (loaded lazily, once) or the trainer's reference
 model, which is already in memory: ``trainer.ref_model`` (TRL keeps one when ``beta > 0`` and
 the policy has no LoRA adapters), or the policy with its adapters disabled (TRL's own way of
-getting the reference under PEFT). A second copy is never loaded. Under DeepSpeed ZeRO-3 every
-rank runs the same number of forward passes (padded with dummy passes), because each pass
-gathers the sharded parameters collectively.
+getting the reference under PEFT). A second copy is never loaded.
+
+Under DeepSpeed ZeRO-3 (``lm: reference``, 2+ ranks) every forward pass all-gathers the sharded
+parameters, so every rank must make the same number of passes or the others wait in the
+all-gather until the collective timeout. :meth:`TargetLogProbScorer.mean_logprobs` therefore
+takes its decisions together: the ranks agree on the number of passes (the largest; a rank with
+fewer, or none, pads with dummy passes) and on whether the batch failed (a rank whose encoding
+or whose forward fails goes on with dummy passes, and after the last pass every rank raises
+:class:`CollectiveFailure`). A component that may skip the scorer on a failure before reaching it
+calls :meth:`TargetLogProbScorer.settle` after each batch (the reward mix does it for components
+that declare ``collective``): a rank that did not join this batch's round joins it then, as failed
+or with nothing to score.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["ReferenceModelError", "TargetLogProbScorer", "reference_lm"]
+__all__ = ["CollectiveFailure", "ReferenceModelError", "TargetLogProbScorer", "reference_lm"]
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +40,11 @@ REFERENCE = "reference"
 
 class ReferenceModelError(RuntimeError):
     """``lm: reference`` was asked for but the trainer holds no reference model."""
+
+
+class CollectiveFailure(RuntimeError):
+    """Scoring failed on at least one rank of a collective (ZeRO-3) round: every rank gives up
+    the batch together (the reward mix counts it as the failure ``exception`` on every rank)."""
 
 
 def reference_lm(trainer: Any) -> tuple[Any, Callable[[], Any]]:
@@ -68,7 +82,13 @@ def _zero3_world(trainer: Any) -> bool:
     if accelerator is None or accelerator.num_processes < 2:
         return False
     plugin = getattr(accelerator.state, "deepspeed_plugin", None)
-    return plugin is not None and getattr(plugin, "zero_stage", None) == 3
+    if plugin is None:
+        return False
+    # the DeepSpeed config's own stage: ``zero_stage`` stays at accelerate's default when the
+    # stage comes from a config file or dict (``deepspeed_config_file``, ``hf_ds_config``)
+    config = getattr(plugin, "deepspeed_config", None)
+    stage = (config.get("zero_optimization") or {}).get("stage") if isinstance(config, dict) else None
+    return (stage if stage is not None else getattr(plugin, "zero_stage", None)) == 3
 
 
 class TargetLogProbScorer:
@@ -100,7 +120,13 @@ class TargetLogProbScorer:
         self._model: Any = None
         self._activate: Callable[[], Any] = contextlib.nullcontext
         self._accepts: set[str] = set()
-        self.stats = {"sequences": 0, "unique": 0, "forward_passes": 0}
+        self._joined = False  # this batch's collective round already made (settle() resets it)
+        self.stats = {"sequences": 0, "unique": 0, "forward_passes": 0, "dummy_passes": 0, "collective_failures": 0}
+
+    @property
+    def collective(self) -> bool:
+        """True when a forward pass is a collective of all ranks (``lm: reference`` under ZeRO-3)."""
+        return self.lm == REFERENCE and _zero3_world(self.trainer)
 
     def bind(self, device: Any, tokenizer: Any, trainer: Any) -> None:
         self.device = device
@@ -186,29 +212,92 @@ class TargetLogProbScorer:
 
     def _dummy_forward(self) -> None:
         self._forward([([self._tokenizer.pad_token_id, self._tokenizer.pad_token_id], 1)])
+        self.stats["forward_passes"] -= 1
+        self.stats["dummy_passes"] += 1
 
-    def mean_logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """Mean token log p(target | context) for each (context, target), in order."""
+    def _agree(self, values: list[int]) -> list[list[int]]:
+        """Every rank's ``values`` (one all-gather: every rank must call it, in the same order)."""
         import torch
 
-        self._load()
-        unique = list(dict.fromkeys(pairs))
+        accelerator = self.trainer.accelerator
+        local = torch.tensor(values, dtype=torch.long, device=accelerator.device)
+        return accelerator.gather(local).view(-1, len(values)).tolist()
+
+    def _give_up(self, flags: list[list[int]], error: BaseException | None) -> None:
+        """Raise :class:`CollectiveFailure` on every rank when a rank's ``flags[rank][-1]`` is set."""
+        failed = [rank for rank, row in enumerate(flags) if row[-1]]
+        if not failed:
+            return
+        self.stats["collective_failures"] += 1
+        here = f": {type(error).__name__}: {error}" if error is not None else ""
+        raise CollectiveFailure(
+            f"reference-model scoring failed on rank(s) {failed}{here}; every rank gives up this batch"
+        ) from error
+
+    def settle(self, failed: bool = False) -> None:
+        """End of a batch: a rank that did not join the batch's collective round (its component
+        failed before calling :meth:`mean_logprobs`, or did not need it) joins it now, as failed
+        or with nothing to score, so that the other ranks are not left waiting. Raises
+        :class:`CollectiveFailure` when any rank failed that round. Nothing to do outside ZeRO-3."""
+        joined, self._joined = self._joined, False
+        if joined or not self.collective:
+            return
+        self._round([], RuntimeError("the component failed before scoring") if failed else None)
+        self._joined = False
+
+    def mean_logprobs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """Mean token log p(target | context) for each (context, target), in order.
+
+        Under ZeRO-3 (:attr:`collective`) every rank makes the same collective calls whatever
+        happens on it: see the module docstring. Raises :class:`CollectiveFailure` on every rank
+        when one rank failed."""
+        error: BaseException | None = None
+        unique: list[tuple[str, str]] = []
+        try:
+            self._load()
+            unique = list(dict.fromkeys(pairs))
+            rows = [self._encode(c, t) for c, t in unique]
+        except Exception as caught:  # under ZeRO-3 the other ranks still need this rank's passes
+            if not self.collective:
+                raise
+            error, rows = caught, []
         self.stats["sequences"] += len(pairs)
         self.stats["unique"] += len(unique)
-        rows = [self._encode(c, t) for c, t in unique]
+        values = self._round(rows, error)
+        by_pair = {pair: values[i] for i, pair in enumerate(unique)}
+        return [by_pair[pair] for pair in pairs]
+
+    def _round(self, rows: list[tuple[list[int], int]], error: BaseException | None) -> dict[int, float]:
+        """The forward passes of ``rows`` (batched, shortest first): {row index: mean log-prob}.
+        Collective: the ranks agree on the number of passes and on failure, before and after."""
+        import torch
+
+        collective = self.collective
+        self._joined = True
         order = sorted(range(len(rows)), key=lambda i: len(rows[i][0]))
         chunks = [order[s : s + self.batch_size] for s in range(0, len(order), self.batch_size)]
         passes = len(chunks)
-        collective = self.lm == REFERENCE and _zero3_world(self.trainer)
         if collective:  # every rank must gather the shards the same number of times
-            counts = torch.tensor([passes], device=self.device)
-            passes = int(self.trainer.accelerator.gather(counts).max().item())
+            flags = self._agree([passes, int(error is not None)])
+            self._give_up(flags, error)
+            passes = max(row[0] for row in flags)
         values: dict[int, float] = {}
         with torch.no_grad(), self._activate():
-            for chunk in chunks:
-                for i, value in zip(chunk, self._forward([rows[i] for i in chunk])):
-                    values[i] = value
-            for _ in range(passes - len(chunks)):
-                self._dummy_forward()
-        by_pair = {pair: values[i] for i, pair in enumerate(unique)}
-        return [by_pair[pair] for pair in pairs]
+            for k in range(passes):
+                if error is None and k < len(chunks):
+                    try:
+                        for i, value in zip(chunks[k], self._forward([rows[i] for i in chunks[k]])):
+                            values[i] = value
+                        continue
+                    except Exception as caught:  # e.g. out of memory in one forward
+                        if not collective:
+                            raise
+                        error = caught
+                try:  # a failed or finished rank keeps the other ranks' all-gathers company
+                    self._dummy_forward()
+                except Exception as caught:
+                    logger.warning("dummy forward pass failed: %s: %s", type(caught).__name__, caught)
+                    error = error or caught
+        if collective:
+            self._give_up(self._agree([int(error is not None)]), error)
+        return values

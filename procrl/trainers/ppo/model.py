@@ -38,13 +38,18 @@ class PolicyAndValue(nn.Module):
     def value_head_on_policy(self) -> bool:
         return isinstance(self.value, nn.Linear)
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int = 0
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(logits, values): the values at every position, the logits at the last ``logits_to_keep``
+        positions (0: all; transformers' ``logits_to_keep``, so the LM head runs on those alone)."""
+        kwargs = {"logits_to_keep": logits_to_keep} if logits_to_keep else {}
         if self.value_head_on_policy:
             out = self.policy(
-                input_ids=input_ids, attention_mask=attention_mask, use_cache=False, output_hidden_states=True
+                input_ids=input_ids, attention_mask=attention_mask, use_cache=False, output_hidden_states=True, **kwargs
             )
             return out.logits, self.value(out.hidden_states[-1].to(self.value.weight.dtype)).squeeze(-1)
-        logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+        logits = self.policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False, **kwargs).logits
         values = self.value(input_ids=input_ids, attention_mask=attention_mask).logits.squeeze(-1)
         return logits, values
 

@@ -1,5 +1,7 @@
-"""PPO's tensor operations (pure functions of tensors): per-token log-probs and entropy,
-masked means, vLLM's completions padded, and TRL's importance-sampling correction."""
+"""PPO's tensor operations (pure functions of tensors): per-token log-probs and entropy from the
+completion positions' logits, a chunk of rows at a time (never a float32 copy of the batch's
+full-vocabulary logits), masked means, vLLM's completions padded, and TRL's importance-sampling
+correction."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 
 import torch
 
-__all__ = ["entropy", "logprobs", "masked_mean", "pad_completions", "sampler_importance_weights"]
+__all__ = ["logprobs", "logprobs_and_entropy", "masked_mean", "pad_completions", "sampler_importance_weights"]
 
 
 def sampler_importance_weights(
@@ -57,15 +59,40 @@ def pad_completions(
     return completion_ids, completion_mask, logprobs
 
 
-def logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float) -> torch.Tensor:
+def logprobs(logits: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk_rows: int = 1) -> torch.Tensor:
+    """Log-probability of ``tokens`` (B, T) under ``logits`` (B, T, V) at ``temperature``, (B, T).
+
+    TRL's ``selective_log_softmax`` on ``chunk_rows`` rows at a time: the temperature-scaled copy
+    and the log-softmax exist for one chunk of rows, never for the batch (gradients flow)."""
     from trl.trainer.utils import selective_log_softmax
 
-    return selective_log_softmax(logits / temperature, tokens)
+    return torch.cat(
+        [
+            selective_log_softmax(logits[start : start + chunk_rows], tokens[start : start + chunk_rows], temperature)
+            for start in range(0, logits.size(0), chunk_rows)
+        ]
+    )
 
 
-def entropy(logits: torch.Tensor) -> torch.Tensor:
-    logp = torch.log_softmax(logits.float(), dim=-1)
-    return -(logp.exp() * logp).sum(-1)
+def logprobs_and_entropy(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float, chunk_rows: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`logprobs` and the entropy (nats, no gradient) of the temperature-scaled distribution,
+    (B, T) each, from TRL's ``selective_log_softmax_and_entropy`` one chunk of rows at a time
+    (on a GPU with Triton, TRL's fused kernel; elsewhere its log-softmax and 128-position entropy
+    chunks): the transient memory is one chunk's vocabulary x length, in the logits' dtype."""
+    from trl.trainer.utils import selective_log_softmax_and_entropy
+
+    parts = [
+        selective_log_softmax_and_entropy(
+            logits[start : start + chunk_rows],
+            tokens[start : start + chunk_rows],
+            entropy_requires_grad=False,
+            temperature=temperature,
+        )
+        for start in range(0, logits.size(0), chunk_rows)
+    ]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]).float()
 
 
 def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -10,9 +10,9 @@ from torch import nn
 
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardBatch
-from procrl.trainers.credit import gives_step_credit, outcome_rewards
+from procrl.trainers.credit import outcome_rewards
 from procrl.trainers.ppo.ops import pad_completions
-from procrl.trainers.step_credit import process_component_names
+from procrl.trainers.step_credit import step_credited
 
 __all__ = ["generate_with_vllm", "ppo_outcome", "reward_batch", "vllm_generation"]
 
@@ -90,20 +90,10 @@ def ppo_outcome(
     mix: RewardMix, outputs: dict, batch: RewardBatch, process_rewards: list[str] | None
 ) -> list[float | None]:
     """The last-token (outcome) reward of each completion: the weighted scores of the components
-    whose step scores did not reach it as step rewards (:func:`~procrl.trainers.credit.outcome_rewards`).
+    whose step scores did not reach it as step rewards (:func:`~procrl.trainers.step_credit.step_credited`,
+    :func:`~procrl.trainers.credit.outcome_rewards`).
     ``process_rewards``: the process components as the recipe names them (None: every component
     with step scores; ``[]``: none, outcome credit)."""
-    process_names = process_component_names(mix, outputs, process_rewards)
-    raw = mix.last_outputs  # before the fallbacks: what local_step_credit turned into step rewards
-    credited: dict[str, list[bool]] = {}
-    for name in process_names:
-        step_scores = outputs[name].step_scores if name in outputs else None
-        scored = raw[name].scores if name in raw else [None] * len(batch)
-        credited[name] = [
-            (step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps)))
-            # a completion without steps got the component's score as its one step reward
-            or (not segmentation.steps and scored[i] is not None)
-            for i, segmentation in enumerate(batch.segmentations)
-        ]
+    credited = step_credited(mix, outputs, batch, process_rewards)
     scores = {name: output.scores for name, output in outputs.items()}
     return outcome_rewards(scores, {name: mix.specs[name].weight for name in outputs}, credited)

@@ -4,6 +4,7 @@ recipe's PPO trainer (:func:`build_ppo_trainer`); the algorithm is described in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -36,9 +37,66 @@ from procrl.trainers.ppo.rollout import generate_with_vllm, ppo_outcome, reward_
 from procrl.trainers.ppo.settings import PPOSettings
 from procrl.trainers.step_credit import SingleStepWarning, local_step_credit
 
-__all__ = ["PPOTrainer", "build_ppo_trainer"]
+__all__ = ["ROLLOUT_CHUNK_ROWS", "PPOTrainer", "build_ppo_trainer", "rollout_scores"]
 
 logger = logging.getLogger(__name__)
+
+
+# Rows per forward pass when a rollout is scored (no gradients): the LM head's output and its
+# log-softmax exist for this many rows at a time, so the transient memory grows with one row's
+# vocabulary x completion length, not the batch's. Every rank has per_device_train_batch_size rows,
+# so under ZeRO-3 every rank makes the same number of (collective) passes.
+ROLLOUT_CHUNK_ROWS = 1
+
+
+def rollout_scores(
+    forward,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    completion_ids: torch.Tensor,
+    prompt_length: int,
+    temperature: float,
+    with_entropy: bool = False,
+    chunk_rows: int = ROLLOUT_CHUNK_ROWS,
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """Log-probs of the completion tokens (B, T), the values at the completion positions (B, T;
+    None when ``forward`` gives none) and the entropy (B, T; with ``with_entropy``), from
+    ``forward(ids, mask, logits_to_keep)`` -> (logits, values or None), run on ``chunk_rows`` rows
+    at a time with the LM head on the completion positions only (``logits_to_keep`` = T + 1).
+
+    Args:
+        forward: the model call; ``logits_to_keep`` as transformers' causal LMs take it.
+        input_ids: (B, P + T) prompt (left-padded) then completion (right-padded) ids.
+        attention_mask: (B, P + T).
+        completion_ids: (B, T).
+        prompt_length: P.
+        temperature: the sampling temperature the log-probs and entropy are taken at.
+        with_entropy: also the entropy (no gradient).
+        chunk_rows: rows per forward pass.
+
+    Returns:
+        (logprobs, values, entropy), float32 where computed.
+    """
+    keep = completion_ids.size(1) + 1
+    logprobs, values, entropies = [], [], []
+    for start in range(0, input_ids.size(0), chunk_rows):
+        rows = slice(start, start + chunk_rows)
+        logits, row_values = forward(input_ids[rows], attention_mask[rows], keep)
+        tokens = completion_ids[rows]
+        if with_entropy:
+            row_logprobs, row_entropy = ops.logprobs_and_entropy(logits[:, :-1], tokens, temperature)
+            entropies.append(row_entropy)
+        else:
+            row_logprobs = ops.logprobs(logits[:, :-1], tokens, temperature)
+        logprobs.append(row_logprobs)
+        if row_values is not None:
+            values.append(row_values[:, prompt_length - 1 : -1].float())
+        del logits
+    return (
+        torch.cat(logprobs),
+        torch.cat(values) if values else None,
+        torch.cat(entropies) if entropies else None,
+    )
 
 
 class PPOTrainer(HeldOutEvaluation, Trainer):
@@ -151,12 +209,19 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         if self.settings.kl_coef == 0.0:
             return None
         if self.ref_model is not None:
-            logits = self.ref_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+            reference, disabled = self.ref_model, contextlib.nullcontext()
         else:  # LoRA: the reference is the policy with its adapters disabled
-            policy = self.accelerator.unwrap_model(self.model).policy
-            with policy.disable_adapter():
-                logits = policy(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
-        return ops.logprobs(logits[:, prompt_length - 1 : -1], completion_ids, self.settings.temperature)
+            reference = self.accelerator.unwrap_model(self.model).policy
+            disabled = reference.disable_adapter()
+
+        def forward(ids, mask, keep):
+            return reference(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep).logits, None
+
+        with disabled:
+            logprobs, _, _ = rollout_scores(
+                forward, input_ids, attention_mask, completion_ids, prompt_length, self.settings.temperature
+            )
+        return logprobs
 
     def _generate_transformers(self, prompt_texts: list[str]):
         """Sampling with the policy's ``generate`` (:func:`procrl.models.generation.generate`): the
@@ -224,11 +289,15 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
 
         input_ids = torch.cat([prompt_ids, completion_ids], dim=1)
         attention_mask = torch.cat([prompt_mask, completion_mask], dim=1)
-        logits, values = self.model(input_ids=input_ids, attention_mask=attention_mask)
-        old_logprobs = ops.logprobs(logits[:, prompt_length - 1 : -1], completion_ids, settings.temperature)
-        old_values = values[:, prompt_length - 1 : -1].float()
-        entropy = ops.entropy(logits[:, prompt_length - 1 : -1] / settings.temperature)
-        del logits
+        old_logprobs, old_values, entropy = rollout_scores(
+            lambda ids, mask, keep: self.model(input_ids=ids, attention_mask=mask, logits_to_keep=keep),
+            input_ids,
+            attention_mask,
+            completion_ids,
+            prompt_length,
+            settings.temperature,
+            with_entropy=True,
+        )
         ref_logprobs = self._policy_ref_logprobs(input_ids, attention_mask, completion_ids, prompt_length)
         kl = (old_logprobs - ref_logprobs) if ref_logprobs is not None else torch.zeros_like(old_logprobs)
         rewards = token_rewards(
@@ -410,8 +479,12 @@ class PPOTrainer(HeldOutEvaluation, Trainer):
         prompt_length = rollout["prompt_length"]
         mask = rollout["completion_mask"].float()
         with self.compute_loss_context_manager():
-            logits, values = model(input_ids=rollout["input_ids"], attention_mask=rollout["attention_mask"])
-        logprobs = ops.logprobs(logits[:, prompt_length - 1 : -1], rollout["completion_ids"], settings.temperature)
+            logits, values = model(
+                input_ids=rollout["input_ids"],
+                attention_mask=rollout["attention_mask"],
+                logits_to_keep=rollout["completion_ids"].size(1) + 1,
+            )
+        logprobs = ops.logprobs(logits[:, :-1], rollout["completion_ids"], settings.temperature)
         values = values[:, prompt_length - 1 : -1].float()
         del logits
 
