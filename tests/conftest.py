@@ -38,6 +38,7 @@ MULTI_PROCESS_FILES = {
     "test_custom_rewards.py",
     "test_gpu_acceptance.py",
     "test_launch.py",
+    "test_launch_gpu_node.py",
     "test_launch_slow.py",
     "test_ppo.py",
     "test_prelaunch.py",
