@@ -55,7 +55,7 @@ from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
-from procrl.evaluation.validate_metrics import step_spans
+from procrl.evaluation.validate.metrics import step_spans
 
 __all__ = ["CLASSES", "CLASS_LABELS", "FORMATS", "Solution", "detect_format", "read_solutions"]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
-from procrl.evaluation.validate_metrics import SWEEP, processbench_metrics, sweep_thresholds
+from procrl.evaluation.validate.metrics import SWEEP, processbench_metrics, sweep_thresholds
 
 __all__ = [
     "SWEEP",
@@ -46,7 +46,7 @@ def read_processbench(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _pick_specs(specs: list, name: str | None) -> list:
-    from procrl.evaluation.validate import select_specs
+    from procrl.evaluation.validate.run import select_specs
     from procrl.rewards.first_error import FirstErrorReward
 
     judges = [s for s in specs if isinstance(s.target, type) and issubclass(s.target, FirstErrorReward)]
@@ -146,8 +146,8 @@ def evaluate_judge(
     """The judge's report (:func:`judge_report`) on the labelled solutions in ``data``; validate's
     report files written into ``output_dir`` when given (refused before any work by the folder
     rule). ``quiet``: no progress bar, and what libraries print goes to stderr."""
-    from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
-    from procrl.evaluation.validate_plot import plot_validation
+    from procrl.evaluation.validate.plot import plot_validation
+    from procrl.evaluation.validate.run import choose_output_dir, quiet_stdout, run_validation, write_outputs
 
     directory = choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE) if output_dir else None
     with quiet_stdout(quiet):

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from procrl.evaluation.corpora import CLASS_LABELS, CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG
-from procrl.evaluation.validate_metrics import auroc, roc_points
-from procrl.evaluation.validate_report import MIN_CLASS
-from procrl.evaluation.validate_scoring import Scored
+from procrl.evaluation.validate.metrics import auroc, roc_points
+from procrl.evaluation.validate.report import MIN_CLASS
+from procrl.evaluation.validate.scoring import Scored
 
 __all__ = ["plot_validation"]
 

@@ -6,11 +6,11 @@ them, segmented by procrl's shared segmentation, every component of the recipe's
 weighted total computed by :func:`procrl.evaluation.score.score_batch` (the code of ``procrl score``,
 with its fallback policy: every row its own group), so nothing here is a second scoring path.
 The data's first-error label is moved onto procrl's steps by character offsets
-(:func:`procrl.evaluation.validate_metrics.map_label`). Reported, per component and for the total:
+(:func:`procrl.evaluation.validate.metrics.map_label`). Reported, per component and for the total:
 
 * AUROC sound vs flawed (ties count half) with a seeded stratified bootstrap 95% interval, and
   among right-answer solutions (sound vs right answer but flawed: the case process rewards exist
-  for) when each of the two has at least :data:`~procrl.evaluation.validate_report.MIN_CLASS` scored solutions;
+  for) when each of the two has at least :data:`~procrl.evaluation.validate.report.MIN_CLASS` scored solutions;
 * per class (sound / right answer but flawed / wrong answer / flawed, answer unlabelled): mean,
   the no-opinion share (the component gave None or failed), the fallback share (rows whose total
   took the fallback policy instead: with ``group_mean`` and one row per group that is "left out
@@ -36,11 +36,11 @@ all computed before anything is written; prints a short table. ``procrl eval-jud
 command restricted to one first-error judge (:mod:`procrl.evaluation.judge_eval`).
 
 Here: a run (:func:`run_validation`), its output folder and files. The jobs it calls, one a
-module: scoring (:mod:`~procrl.evaluation.validate_scoring`), peer files
-(:mod:`~procrl.evaluation.validate_peers`), report.json's numbers
-(:mod:`~procrl.evaluation.validate_report`, on :mod:`~procrl.evaluation.validate_metrics`),
-the table and report.md (:mod:`~procrl.evaluation.validate_text`), validate.png
-(:mod:`~procrl.evaluation.validate_plot`); the command line: :mod:`procrl.launch.commands.validate`.
+module: scoring (:mod:`~procrl.evaluation.validate.scoring`), peer files
+(:mod:`~procrl.evaluation.validate.peers`), report.json's numbers
+(:mod:`~procrl.evaluation.validate.report`, on :mod:`~procrl.evaluation.validate.metrics`),
+the table and report.md (:mod:`~procrl.evaluation.validate.text`), validate.png
+(:mod:`~procrl.evaluation.validate.plot`); the command line: :mod:`procrl.launch.commands.validate`.
 """
 
 from __future__ import annotations
@@ -56,11 +56,11 @@ from procrl.core.config import ConfigError, suggest
 from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.redaction import redact, redact_argv
 from procrl.evaluation.corpora import read_solutions
-from procrl.evaluation.validate_metrics import BOOTSTRAP_RESAMPLES
-from procrl.evaluation.validate_peers import read_peer
-from procrl.evaluation.validate_report import MIN_CLASS, peer_report, validation_report
-from procrl.evaluation.validate_scoring import Scored, score_solutions
-from procrl.evaluation.validate_text import report_markdown
+from procrl.evaluation.validate.metrics import BOOTSTRAP_RESAMPLES
+from procrl.evaluation.validate.peers import read_peer
+from procrl.evaluation.validate.report import MIN_CLASS, peer_report, validation_report
+from procrl.evaluation.validate.scoring import Scored, score_solutions
+from procrl.evaluation.validate.text import report_markdown
 
 __all__ = ["Validation", "choose_output_dir", "quiet_stdout", "run_validation", "select_specs", "write_outputs"]
 

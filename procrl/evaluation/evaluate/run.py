@@ -28,12 +28,12 @@ from typing import Any
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.redaction import redact
-from procrl.evaluation.evaluate_generation import Sampling, generate_completions, load_evaluated_tokenizer, prompt_texts
-from procrl.evaluation.evaluate_plot import write_plots
-from procrl.evaluation.evaluate_report import behaviour_summary, build_report
-from procrl.evaluation.evaluate_scoring import accuracy_scores, score_completions
-from procrl.evaluation.evaluate_text import report_markdown
-from procrl.evaluation.evaluate_wandb import log_to_wandb
+from procrl.evaluation.evaluate.generation import Sampling, generate_completions, load_evaluated_tokenizer, prompt_texts
+from procrl.evaluation.evaluate.plot import write_plots
+from procrl.evaluation.evaluate.report import behaviour_summary, build_report
+from procrl.evaluation.evaluate.scoring import accuracy_scores, score_completions
+from procrl.evaluation.evaluate.text import report_markdown
+from procrl.evaluation.evaluate.wandb import log_to_wandb
 from procrl.observe import stats as diag
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RuntimeContext

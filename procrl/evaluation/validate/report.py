@@ -1,8 +1,8 @@
 """The numbers of ``procrl validate``'s report.json, from the scored solutions
-(:class:`procrl.evaluation.validate_scoring.Scored`): per component and for the weighted total, the
+(:class:`procrl.evaluation.validate.scoring.Scored`): per component and for the weighted total, the
 separation of sound from flawed, the per-class shares, the first-error localisation, the
 agreement of accuracy components and the peers on the same rows (the module doc of
-:mod:`procrl.evaluation.validate` says what each is)."""
+:mod:`procrl.evaluation.validate.run` says what each is)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from procrl.core.numeric import mean as _mean
 from procrl.evaluation.corpora import CLASSES, RIGHT_FLAWED, SOUND
-from procrl.evaluation.validate_metrics import (
+from procrl.evaluation.validate.metrics import (
     BOOTSTRAP_RESAMPLES,
     auroc,
     bootstrap_auroc,
@@ -19,7 +19,7 @@ from procrl.evaluation.validate_metrics import (
     processbench_metrics,
     sweep_thresholds,
 )
-from procrl.evaluation.validate_scoring import Scored
+from procrl.evaluation.validate.scoring import Scored
 
 __all__ = ["MIN_CLASS", "TOTAL", "localisation", "peer_report", "validation_report"]
 

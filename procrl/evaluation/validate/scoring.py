@@ -1,6 +1,6 @@
 """``procrl validate``'s scoring: every labelled solution through ``procrl score``'s code
 (:func:`procrl.evaluation.score.score_batch`), the data's first-error label moved onto procrl's
-steps (:func:`procrl.evaluation.validate_metrics.map_label`)."""
+steps (:func:`procrl.evaluation.validate.metrics.map_label`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.evaluation.corpora import Solution
-from procrl.evaluation.validate_metrics import map_label
+from procrl.evaluation.validate.metrics import map_label
 
 __all__ = ["Scored", "score_solutions"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.redaction import redact
-from procrl.evaluation.evaluate_report import ACCURACY_KEYS
+from procrl.evaluation.evaluate.report import ACCURACY_KEYS
 from procrl.observe import stats as diag
 from procrl.rewards.protocol import RewardBatch
 
