@@ -1,7 +1,12 @@
 """Build everything from a recipe and train, in this process (what accelerate launches).
 
-``python -m procrl.run RECIPE [--set K=V ...] [--output-dir D] [--resume]`` (and
-``accelerate launch -m procrl.run RECIPE``). ``procrl train`` ends up here too.
+``python -m procrl.run RECIPE [--set K=V ...] [--output-dir D] [--resume] [--overwrite]`` (and
+``accelerate launch -m procrl.run RECIPE``): ``procrl train``'s arguments, run as every procrl
+command runs (:func:`procrl.launch.entry.run_command`). ``procrl train`` ends up here too.
+
+:func:`train` reads from the recipe to ``trainer.train()``; the reliability machinery it calls is
+below it: resuming, the output dir's lock and what an interrupt keeps, the final save, the run's
+artifacts, the failing-component watch, the launch check.
 """
 
 from __future__ import annotations
@@ -16,10 +21,38 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import procrl
+from procrl.core import yaml_core
 from procrl.core.config import ConfigError
-from procrl.core.redaction import hide_secrets, redact, redact_argv
-from procrl.observe.wandb import wandb_dir
+from procrl.core.folders import write_file
+from procrl.core.interrupts import interrupted
+from procrl.core.redaction import hide_secrets, redact
+from procrl.data import build_eval_dataset, build_prompt_dataset, has_no_splits
+from procrl.launch.commands._options import add_train_arguments
+from procrl.launch.entry import run_command
+from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
+from procrl.launch.memory import fit_problem, gpu_memory_bytes
+from procrl.launch.output_dir import RunLock, check_output_dir, clear_previous_run, discard_staging
+from procrl.launch.prelaunch import report_rank_failure
+from procrl.models.generation import vllm_available
+from procrl.models.loading import load_tokenizer, model_init_kwargs, names_gguf
+from procrl.observe.wandb import set_wandb_run_id, wandb_dir
 from procrl.recipe import Recipe, load_recipe
+from procrl.recipe.checks import check_training_rows
+from procrl.rewards.mix import RewardMix
+from procrl.trainers.checkpoints import (
+    final_model_problem,
+    find_resume_checkpoint,
+    interrupted_final_save,
+    kept,
+    newest_complete_checkpoint,
+    save_final_model,
+    set_aside,
+)
+
+# Imported where they are used: torch, transformers, trl and the procrl modules that import them
+# (procrl.observe.console, .failing, .callback, procrl.trainers.build), since `procrl check` imports this
+# module and must not load the trainer stack (tests/test_startup.py).
 
 __all__ = [
     "build_trainer",
@@ -37,8 +70,6 @@ def build_training_args(recipe: Recipe, mix_weights: list[float]):
     """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
     import torch
     from trl import GRPOConfig
-
-    from procrl.models.loading import model_init_kwargs, names_gguf
 
     kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
     if "bf16" not in kwargs and not torch.cuda.is_available():
@@ -83,9 +114,6 @@ def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
     import transformers
     import trl
 
-    import procrl
-    from procrl.launch.launched import launch_report
-
     state = trainer.accelerator.state
     plugin = getattr(state, "deepspeed_plugin", None)
     return {
@@ -115,11 +143,9 @@ def _write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> 
     """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
     ``recipe.yaml``; a recipe that differs from it is saved beside it as
     ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
-    from procrl.core import yaml_core
 
     if not trainer.accelerator.is_main_process:
         return
-    from procrl.core.folders import write_file
 
     output = Path(recipe.output_dir)
     output.mkdir(parents=True, exist_ok=True)
@@ -151,7 +177,6 @@ def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any,
 def recipe_changes(recipe: Recipe) -> list[str]:
     """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
     and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
-    from procrl.core import yaml_core
 
     saved = Path(recipe.output_dir) / RECIPE_FILE
     try:
@@ -173,7 +198,6 @@ def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
     """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
     (its complete final model, or else its newest complete checkpoint, reached the recipe's
     ``max_steps``: resuming would train past it), or None when there is training left."""
-    from procrl.trainers.checkpoints import final_model_problem, newest_complete_checkpoint
 
     folder = Path(recipe.output_dir)
     done = []
@@ -216,7 +240,6 @@ def require_vllm_if_used(args) -> None:
     raise only after loading the policy)."""
     if not args.use_vllm:
         return
-    from procrl.models.generation import vllm_available
 
     if not vllm_available():
         raise ConfigError(
@@ -235,7 +258,6 @@ def check_training_data(recipe: Recipe) -> None:
             f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
             "(data.allow_test_data: true forces it)"
         )
-    from procrl.data import has_no_splits
 
     if has_no_splits(recipe.data.dataset):
         words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
@@ -295,7 +317,6 @@ def preflight(recipe: Recipe, processes: int | None = None):
     ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
     :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
     check_training_data(recipe)
-    from procrl.rewards.mix import RewardMix
 
     # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
     check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
@@ -317,7 +338,6 @@ def _note(message: str) -> None:
 def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
     """Main process: take the output dir's lock, clear what a killed save left (and, with
     ``--overwrite``, the earlier run's checkpoints). Returns the lock."""
-    from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
 
     lock = RunLock(recipe.output_dir)
     try:
@@ -342,17 +362,11 @@ def _trainer_inputs(recipe: Recipe, args, mix=None):
     logged through ``mix``."""
     from transformers import set_seed
 
-    from procrl.data import build_prompt_dataset
-    from procrl.models.loading import load_tokenizer
-    from procrl.recipe.checks import check_training_rows
-
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)
     eval_dataset = None
     if args.eval_strategy != "no":  # trainer.eval_steps: the held-out split (procrl/trainers/held_out.py)
-        from procrl.data import build_eval_dataset
-
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
     dataset, eval_dataset = check_training_rows(
         recipe, tokenizer, dataset, eval_dataset, mix, note=_note if _is_global_main() else None
@@ -384,7 +398,6 @@ def build_trainer(recipe: Recipe):
 def finished_note(recipe: Recipe) -> str | None:
     """The line ``--resume`` prints instead of training when the run is finished and its final
     model is complete (None otherwise)."""
-    from procrl.trainers.checkpoints import final_model_problem
 
     finished = finished_run(recipe)
     if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
@@ -400,8 +413,6 @@ def check_launch_fits(recipe: Recipe) -> None:
     """Rank 0 says in one line where the launch differs from the recipe's launch section
     (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
     model when the memory plan of the launch it was given does not fit its GPU (one line)."""
-    from procrl.launch.launched import note_launch, rank_setup, recipe_launch_flags
-    from procrl.launch.memory import fit_problem, gpu_memory_bytes
 
     note_launch(recipe)
     card = gpu_memory_bytes()
@@ -418,32 +429,56 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     finished: :func:`finished_note`).
 
     Before anything loads: the output dir may take this run (:func:`procrl.launch.output_dir.check_output_dir`),
-    ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
-    output dir's lock from before the model loads until it exits. The final model is written as
-    checkpoints are, complete or absent (:func:`procrl.trainers.checkpoints.save_final_model`). Ctrl-C and
-    SIGTERM end it with one line naming the checkpoint to continue from."""
-    from procrl.core.interrupts import interrupted
-    from procrl.launch.output_dir import check_output_dir
-    from procrl.observe.console import print_run_summary
-    from procrl.trainers.checkpoints import (
-        find_resume_checkpoint,
-        interrupted_final_save,
-        kept,
-        save_final_model,
-        set_aside,
-    )
+    the launch fits (:func:`check_launch_fits`), ``--resume`` has a complete checkpoint, :func:`preflight`
+    passes. The main process holds the output dir's lock from before the model loads until it exits. The
+    final model is written as checkpoints are, complete or absent
+    (:func:`procrl.trainers.checkpoints.save_final_model`). Ctrl-C and SIGTERM end it with one line naming
+    the checkpoint to continue from.
 
+    Args:
+        recipe: the validated recipe (:func:`procrl.recipe.load_recipe`).
+        resume: continue from the newest complete checkpoint in the output dir.
+        overwrite: start afresh in an output dir that holds a run (its checkpoints are deleted).
+
+    Returns:
+        The trainer after its final save, or None.
+    """
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
     check_launch_fits(recipe)
-    if resume:
-        note = finished_note(recipe)
-        if note:
-            if _is_global_main():
-                _note(note)
-            return None
-    resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
-    finished = finished_run(recipe) if resume_point is not None else None  # trained to the end, final model missing
-    changes = recipe_changes(recipe) if resume_point is not None else []
+    if resume and _says_finished(recipe):
+        return None
+    resume_point, finished = _resume_point(recipe) if resume else (None, None)
+    mix, args, inputs = _prepared(recipe)
+    with _OutputDirHeld(recipe, resume, overwrite) as held:
+        trainer = _make_trainer(recipe, mix, args, *inputs)
+        _write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
+        checkpoint = _continue_from(trainer, resume_point)
+        if finished is not None:  # trained to the end, its final model missing
+            _save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
+            return trainer
+        _connect_wandb(trainer, recipe, args, resume)
+        with wandb_dir(recipe.output_dir):
+            trainer.train(resume_from_checkpoint=checkpoint)
+        _failing_watch(trainer).raise_if_stopped(recipe.output_dir)  # a component down: no final model
+        held.final_save(trainer)
+    return trainer
+
+
+def _says_finished(recipe: Recipe) -> bool:
+    """``--resume`` of a finished run with its final model: rank 0 says so (:func:`finished_note`)."""
+    note = finished_note(recipe)
+    if note and _is_global_main():
+        _note(note)
+    return note is not None
+
+
+def _resume_point(recipe: Recipe):
+    """``--resume``: (the checkpoint to continue from, ``(what, step, max_steps)`` when the run trained
+    to the end but its final model is missing, else None); rank 0 lists the keys in which the recipe
+    differs from the run's ``recipe.yaml``."""
+    resume_point = find_resume_checkpoint(recipe.output_dir)
+    finished = finished_run(recipe)
+    changes = recipe_changes(recipe)
     if changes and _is_global_main():
         _note(
             f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
@@ -451,48 +486,76 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
         )
         for change in changes:
             _note(f"  {change}")
+    return resume_point, finished
+
+
+def _prepared(recipe: Recipe):
+    """(reward mix, GRPOConfig, (tokenizer, training prompts, held-out prompts)): :func:`preflight` and
+    the data, before the output dir is touched (an interrupt here says so)."""
     try:
         mix, args = preflight(recipe)
-        inputs = _trainer_inputs(recipe, args, mix)
+        return mix, args, _trainer_inputs(recipe, args, mix)
     except KeyboardInterrupt as error:
         raise interrupted(error, f"{recipe.output_dir} was not touched") from None
-    lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
-    stage = "training"
-    try:
-        trainer = _make_trainer(recipe, mix, args, *inputs)
-        _write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
-        checkpoint = None
-        if resume_point is not None:
-            checkpoint = resume_point.checkpoint
-            if trainer.accelerator.is_main_process:
-                for line in resume_point.describe():
-                    _note(line)
-                moved = set_aside([path for path, _ in resume_point.skipped])
-                if moved:
-                    _note(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
-        if finished is not None:
-            _save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
-            return trainer
-        if "wandb" in (args.report_to or []):
-            from procrl.observe.console import redact_wandb_config
-            from procrl.observe.wandb import set_wandb_run_id
 
-            set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
-            redact_wandb_config(trainer)
-        with wandb_dir(recipe.output_dir):
-            trainer.train(resume_from_checkpoint=checkpoint)
-        _failing_watch(trainer).raise_if_stopped(recipe.output_dir)  # a component down: no final model
-        stage = "final save"
-        save_final_model(trainer, recipe.output_dir)
-        print_run_summary(trainer, recipe.output_dir)
-    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
-        if stage == "final save":
-            raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None
-        raise interrupted(error, kept(recipe.output_dir)) from None
-    finally:
-        if lock is not None:
-            lock.release()
-    return trainer
+
+class _OutputDirHeld:
+    """``with``: the main process holds the output dir's lock (:func:`_prepare_output_dir`) until the
+    block ends; Ctrl-C or SIGTERM inside it ends the run with one line saying what is kept (the
+    checkpoints, or what an interrupted final save left)."""
+
+    def __init__(self, recipe: Recipe, resume: bool, overwrite: bool) -> None:
+        self.recipe, self.resume, self.overwrite = recipe, resume, overwrite
+        self.saving = None  # the trainer, once its final save has begun
+
+    def __enter__(self) -> _OutputDirHeld:
+        self.lock = _prepare_output_dir(self.recipe, self.resume, self.overwrite) if _is_global_main() else None
+        return self
+
+    def final_save(self, trainer) -> None:
+        """The final model (complete or absent) and the run's summary on the terminal."""
+        from procrl.observe.console import print_run_summary
+
+        self.saving = trainer
+        save_final_model(trainer, self.recipe.output_dir)
+        print_run_summary(trainer, self.recipe.output_dir)
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
+                output_dir = self.recipe.output_dir
+                if self.saving is not None:
+                    raise interrupted(
+                        error, interrupted_final_save(output_dir, self.saving.state.global_step)
+                    ) from None
+                raise interrupted(error, kept(output_dir)) from None
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def _continue_from(trainer, resume_point) -> str | None:
+    """The checkpoint ``trainer.train`` resumes from (None: a fresh run); the main process says what
+    it continues from and sets aside the incomplete checkpoints it skipped."""
+    if resume_point is None:
+        return None
+    if trainer.accelerator.is_main_process:
+        for line in resume_point.describe():
+            _note(line)
+        moved = set_aside([path for path, _ in resume_point.skipped])
+        if moved:
+            _note(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
+    return resume_point.checkpoint
+
+
+def _connect_wandb(trainer, recipe: Recipe, args, resume: bool) -> None:
+    """With ``report_to: wandb``: the run's W&B id (the same run when resuming) and a redacted config."""
+    if "wandb" not in (args.report_to or []):
+        return
+    from procrl.observe.console import redact_wandb_config
+
+    set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
+    redact_wandb_config(trainer)
 
 
 def _failing_watch(trainer):
@@ -509,8 +572,6 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
     the final model is saved from the last checkpoint (training it again would go one step past
     ``max_steps``: transformers steps once before it checks)."""
     from transformers.trainer_callback import TrainerState
-
-    from procrl.trainers.checkpoints import save_final_model
 
     _, step, target = finished
     if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
@@ -533,7 +594,6 @@ def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finish
 def train_reporting_failure(recipe, **kwargs) -> None:
     """:func:`procrl.launch.run.train`; a failure other than a ConfigError prints one procrl line (which
     rank, what) before the traceback, so that a failed rank is not only a traceback."""
-    from procrl.launch.prelaunch import report_rank_failure
 
     try:
         train(recipe, **kwargs)
@@ -545,53 +605,31 @@ def train_reporting_failure(recipe, **kwargs) -> None:
 
 
 def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
+    """``python -m procrl.run``'s parser: ``procrl train``'s arguments (:func:`add_train_arguments`), the
+    handler training in this process.
+
+    Args:
+        prog: the program's name in usage lines (the start-up hook's ``python RECIPE.yaml``).
+
+    Returns:
+        The parser; ``parse_args`` gives ``recipe``, ``overrides``, ``output_dir``, ``resume``, ``overwrite``.
+    """
     p = argparse.ArgumentParser(prog=prog, description="Train with a procrl recipe in this process.")
-    p.add_argument("recipe", help="Path to a recipe YAML file.")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.",
-    )
-    p.add_argument("--output-dir", default=None, help="Output directory (overrides the recipe's output_dir).")
-    p.add_argument(
-        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
-    )
+    add_train_arguments(p)
+    p.set_defaults(handler=_train_here)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    from procrl.core.redaction import redacted_console
-
-    redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
-    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
-        return _main(argv)
-
-
-def _main(argv: list[str] | None) -> int:
-    from procrl.core import interrupts
-    from procrl.core.known_warnings import filter_known_warnings
-
-    filter_known_warnings()
-    args = parser().parse_args(argv)
-    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
-    with interrupts.terminate_as_interrupt():
-        try:
-            recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-            train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
-        except ConfigError as error:
-            print(f"procrl: error: {error}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt as error:  # every rank gets Ctrl-C; the first prints the line
-            return interrupts.report(error, show=_is_global_main())
+def _train_here(args: argparse.Namespace) -> int:
+    recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+    train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m procrl.run ARGV``: train in this process as ``procrl train`` would (exit status 0, 2
+    for a ConfigError, 130/143 for an interrupt, whose line only rank 0 prints)."""
+    return run_command(parser, argv, show_interrupt=_is_global_main())
 
 
 if __name__ == "__main__":
