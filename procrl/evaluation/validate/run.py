@@ -45,6 +45,8 @@ the table and report.md (:mod:`~procrl.evaluation.validate.text`), validate.png
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import sys
@@ -56,11 +58,15 @@ from procrl.core.config import ConfigError, suggest
 from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.redaction import redact, redact_argv
 from procrl.evaluation.corpora import read_solutions
+from procrl.evaluation.score import _jsonable
 from procrl.evaluation.validate.metrics import BOOTSTRAP_RESAMPLES
 from procrl.evaluation.validate.peers import read_peer
 from procrl.evaluation.validate.report import MIN_CLASS, peer_report, validation_report
 from procrl.evaluation.validate.scoring import Scored, score_solutions
 from procrl.evaluation.validate.text import report_markdown
+from procrl.recipe import load_recipe
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RuntimeContext
 
 __all__ = ["Validation", "choose_output_dir", "quiet_stdout", "run_validation", "select_specs", "write_outputs"]
 
@@ -124,9 +130,6 @@ def write_outputs(
 ) -> list[str]:
     """Every file rendered first (secrets redacted: procrl/core/redaction.py), then written (each
     atomically): an error leaves nothing half-written."""
-    import io
-
-    from procrl.evaluation.score import _jsonable
 
     names = list(report["components"])
     report = redact(report)
@@ -197,9 +200,6 @@ def run_validation(
     specs_filter=None,
 ) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
-    from procrl.recipe import load_recipe
-    from procrl.rewards.mix import RewardMix
-    from procrl.rewards.protocol import RuntimeContext
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be at least 1, got {limit}")
@@ -242,6 +242,5 @@ def run_validation(
 def quiet_stdout(active: bool):
     """With ``--json``, whatever the libraries print while components load and score (DeepSpeed's
     accelerator probe writes to stdout) goes to stderr: stdout holds the JSON alone."""
-    import contextlib
 
     return contextlib.redirect_stdout(sys.stderr) if active else contextlib.nullcontext()
