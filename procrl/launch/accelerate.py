@@ -26,7 +26,8 @@ from procrl.launch.flags import accelerate_command, resolve_config_file, split_l
 from procrl.launch.launched import LAUNCH_SOURCE_ENV, decide_launch, launch_report, note_launch, recipe_launch_flags
 from procrl.launch.output_dir import RunLock, check_output_dir
 from procrl.launch.prelaunch import check_before_launch
-from procrl.launch.run import finished_note, parser, train_reporting_failure
+from procrl.launch.reliability import finished_note
+from procrl.launch.run import parser, train_reporting_failure
 from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 from procrl.recipe import is_recipe_file, load_recipe
 from procrl.trainers.checkpoints import find_resume_checkpoint
