@@ -62,10 +62,12 @@ __all__ = [
 
 
 def is_global_main() -> bool:
+    """Whether this process is rank 0 of the launch (or not launched): the one that prints a run's notes."""
     return int(os.environ.get("RANK", "0")) == 0
 
 
 def tell(message: str) -> None:
+    """Print ``procrl: MESSAGE`` on stderr, at once (ranks interleave their output)."""
     print(f"procrl: {message}", file=sys.stderr, flush=True)
 
 
@@ -90,6 +92,8 @@ def _git_commit() -> str | None:
 
 
 def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
+    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
+    the algorithm and credit, the git commit and the recipe's path."""
     import torch
     import transformers
     import trl
@@ -332,6 +336,8 @@ def connect_wandb(trainer, recipe: Recipe, args, resume: bool) -> None:
 
 
 def failing_watch(trainer):
+    """The trainer's failing-component watch (:class:`procrl.observe.failing.FailingComponentWatch`; one
+    that never stops when the trainer has none)."""
     from procrl.observe.failing import FailingComponentWatch
 
     for callback in trainer.callback_handler.callbacks:
