@@ -88,7 +88,7 @@ def measure(path: Path) -> dict:
 
 
 def validate(paths: list[Path], directory: Path) -> dict:
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.validate.run import run_validation
 
     recipe = directory / "recipe.yaml"
     recipe.write_text(RECIPE)

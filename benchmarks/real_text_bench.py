@@ -50,19 +50,19 @@ CORPORA = {
 }
 # (paths under procrl/; a baseline revision without the layered layout (procrl/evaluation/) cannot take them)
 INSTRUMENT = (
-    "evaluation/validate.py",
-    "evaluation/validate_scoring.py",
-    "evaluation/validate_peers.py",
-    "evaluation/validate_report.py",
-    "evaluation/validate_metrics.py",
-    "evaluation/validate_text.py",
-    "evaluation/validate_plot.py",
+    "evaluation/validate/run.py",
+    "evaluation/validate/scoring.py",
+    "evaluation/validate/peers.py",
+    "evaluation/validate/report.py",
+    "evaluation/validate/metrics.py",
+    "evaluation/validate/text.py",
+    "evaluation/validate/plot.py",
     "evaluation/corpora.py",
 )
 RUN = """
 import json, sys
 from procrl.evaluation.score import _jsonable
-from procrl.evaluation.validate import run_validation
+from procrl.evaluation.validate.run import run_validation
 recipe, overrides, data = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 resamples, out = int(sys.argv[4]), sys.argv[5]
 result = run_validation(recipe, overrides, data, resamples=resamples)

@@ -128,7 +128,7 @@ def mr_gsm8k(directory: str, output: Path) -> tuple[list[str], dict[str, tuple[i
     procrl's step count)."""
     from procrl.core.text import segment
     from procrl.evaluation.corpora import read_solutions
-    from procrl.evaluation.validate_metrics import map_label
+    from procrl.evaluation.validate.metrics import map_label
 
     folder = output / "mr_gsm8k"
     folder.mkdir(parents=True, exist_ok=True)

@@ -76,6 +76,21 @@ def test_only_a_command_that_passes_unknown_flags_on_accepts_them(capsys):
     assert [c.NAME for c in cli.COMMANDS if getattr(c, "PASSES_UNKNOWN_FLAGS", False)] == ["train"]
 
 
+def test_python_m_procrl_run_takes_procrl_train_arguments_and_refuses_others(capsys):
+    """``python -m procrl.run`` (what accelerate launches) parses training's arguments as ``procrl train``
+    does, from one definition, and, training in this process, has no accelerate flag to pass on."""
+    from procrl.launch import run
+
+    def options(parser: argparse.ArgumentParser) -> list:
+        return [(a.dest, a.option_strings, a.default, a.help) for a in parser._actions if a.dest != "help"]
+
+    assert options(run.parser()) == options(_subcommands()["train"])
+    with pytest.raises(SystemExit) as exit_:
+        run.main([str(REPO / "recipes" / "gsm8k_tiny_smoke.yaml"), "--num_processes", "2"])
+    assert exit_.value.code == 2
+    assert "python -m procrl.run: error: unrecognized arguments: --num_processes 2" in capsys.readouterr().err
+
+
 def test_python_dash_m_procrl_is_the_procrl_command():
     done = subprocess.run(
         [sys.executable, "-m", "procrl", "--help"], capture_output=True, text=True, cwd=REPO, timeout=120

@@ -29,8 +29,8 @@ def responder(prompt: str, attempt: int) -> Reply:
 
 
 def test_grpo_evaluate_validate_on_a_choice_dataset(tmp_path):
-    from procrl.evaluation.evaluate import Sampling, evaluate
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.evaluate.run import Sampling, evaluate
+    from procrl.evaluation.validate.run import run_validation
     from procrl.launch.run import train
     from procrl.recipe import load_recipe
 

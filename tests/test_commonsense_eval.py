@@ -121,7 +121,7 @@ COMPLETIONS = [  # CommonsenseQA's validation fixture: fish, feet, bees
 
 
 def test_evaluate_reports_retraceqa_table_on_a_choice_dataset(tmp_path, server):
-    from procrl.evaluation.evaluate import evaluate
+    from procrl.evaluation.evaluate.run import evaluate
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(_recipe(tmp_path, server))
@@ -150,7 +150,7 @@ def test_evaluate_reports_retraceqa_table_on_a_choice_dataset(tmp_path, server):
 
 
 def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.validate.run import run_validation
 
     report = run_validation(str(_recipe(tmp_path, server)), [], str(QA / "labelled_choice.jsonl"), resamples=200).report
     assert report["format"] == "procrl" and report["n"] == 10
@@ -172,7 +172,7 @@ def test_validate_labelled_choice_and_yes_no_rows(tmp_path, server):
 
 def test_validate_reads_big_bench_mistake_multiple_choice_traces(tmp_path, server):
     from procrl.evaluation.corpora import read_solutions
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.validate.run import run_validation
 
     fmt, solutions = read_solutions(str(QA / "bbm_style.jsonl"))
     assert fmt == "big-bench-mistake" and {s.answer_kind for s in solutions} == {"choice"}
@@ -184,7 +184,7 @@ def test_validate_reads_big_bench_mistake_multiple_choice_traces(tmp_path, serve
 
 
 def test_evaluate_majority_vote_over_option_letters(tmp_path, server):
-    from procrl.evaluation.evaluate import Sampling, evaluate
+    from procrl.evaluation.evaluate.run import Sampling, evaluate
     from procrl.recipe import load_recipe
 
     samples = [

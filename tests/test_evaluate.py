@@ -14,8 +14,8 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.data import load_examples
-from procrl.evaluation import evaluate as ev
-from procrl.evaluation.evaluate_scoring import aggregate_outputs
+from procrl.evaluation.evaluate import run as ev
+from procrl.evaluation.evaluate.scoring import aggregate_outputs
 from procrl.launch.cli import main as cli_main
 from procrl.recipe import load_recipe
 from procrl.rewards import RewardOutput

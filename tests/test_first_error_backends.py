@@ -215,7 +215,7 @@ def test_a_new_backend_needs_no_edit_outside_its_module_and_registry_line(repeat
     import sys
     from types import SimpleNamespace
 
-    from procrl.evaluation.validate_report import validation_report
+    from procrl.evaluation.validate.report import validation_report
     from procrl.rewards.spec import check_answer_kind
 
     sys.path.insert(0, str(REPO / "scripts"))

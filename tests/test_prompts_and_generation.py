@@ -158,7 +158,7 @@ def noisy_model_dir(tmp_path_factory):
     "data", DATA_SECTIONS, ids=lambda d: f"{d.chat_template}-{bool(d.system_prompt)}-{d.prompt_template[:2]}"
 )
 def test_every_caller_renders_the_direct_prompts(which, data):
-    from procrl.evaluation.evaluate_generation import prompt_texts
+    from procrl.evaluation.evaluate.generation import prompt_texts
     from procrl.trainers.ppo import PPOTrainer
 
     tokenizer = TOKENIZERS[which]()
@@ -204,7 +204,7 @@ def test_reasoner_build_prompts_are_unchanged_and_those_of_the_cpu_recipe(which)
 def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
     """``procrl evaluate``'s transformers backend (the shared routine) against the loop written out directly:
     the same greedy completions, batch by batch, prompts of different lengths in a batch."""
-    from procrl.evaluation.evaluate_generation import Sampling, generate_completions
+    from procrl.evaluation.evaluate.generation import Sampling, generate_completions
 
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)
@@ -228,7 +228,7 @@ def test_evaluate_greedy_completions_are_token_identical(noisy_model_dir):
 
 
 def test_evaluate_sampled_completions_are_identical(noisy_model_dir):
-    from procrl.evaluation.evaluate_generation import Sampling, generate_completions
+    from procrl.evaluation.evaluate.generation import Sampling, generate_completions
 
     recipe = load_recipe(TINY)
     tokenizer = AutoTokenizer.from_pretrained(noisy_model_dir)

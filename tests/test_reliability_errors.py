@@ -81,7 +81,7 @@ def full_disk(tmp_path):
 
 
 def test_evaluate_on_a_full_disk_is_a_one_line_error(full_disk, capsys):
-    from procrl.evaluation.evaluate import evaluate
+    from procrl.evaluation.evaluate.run import evaluate
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(TINY_RECIPE, ["rewards.trace=false"])

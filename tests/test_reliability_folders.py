@@ -13,7 +13,7 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.core.folders import MARKER, check_folder, claim_folder, write_file
-from procrl.evaluation import evaluate as ev
+from procrl.evaluation.evaluate import run as ev
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, snapshot
 from tests.helpers.launch import REPO, TINY_RECIPE
 

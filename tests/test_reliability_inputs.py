@@ -417,12 +417,12 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES)
 def test_evaluate_flags_are_one_line_errors_before_generation(tmp_path, capsys, tiny_model_dir, monkeypatch, case):
-    import procrl.evaluation.evaluate
+    import procrl.evaluation.evaluate.run
 
     def no_generation(*args, **kwargs):
         raise AssertionError("generation started")
 
-    monkeypatch.setattr(procrl.evaluation.evaluate, "generate_completions", no_generation)
+    monkeypatch.setattr(procrl.evaluation.evaluate.run, "generate_completions", no_generation)
     argv, words = evaluate_cases(tmp_path, tiny_model_dir)[case]
     out = tmp_path / "eval"
     if "--output-dir" not in argv:
@@ -433,7 +433,7 @@ def test_evaluate_flags_are_one_line_errors_before_generation(tmp_path, capsys, 
 
 
 def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch):
-    import procrl.evaluation.evaluate
+    import procrl.evaluation.evaluate.run
 
     seen = {}
 
@@ -441,7 +441,7 @@ def test_evaluate_max_new_tokens_is_used_as_given(tmp_path, capsys, monkeypatch)
         seen["max_new_tokens"] = max_new_tokens
         return ["#### 1"] * len(prompts), "transformers"
 
-    monkeypatch.setattr(procrl.evaluation.evaluate, "generate_completions", fake_generation)
+    monkeypatch.setattr(procrl.evaluation.evaluate.run, "generate_completions", fake_generation)
     result = cli(
         capsys,
         "evaluate",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.evaluation import evaluate as ev
+from procrl.evaluation.evaluate import run as ev
 from tests.helpers.cli import ONE_STEP, assert_one_line_error, cli, procrl_run
 from tests.helpers.launch import TINY_RECIPE
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from procrl.core.redaction import REDACTED, is_secret_key, redact, redact_argv, redact_url
-from procrl.evaluation import evaluate as ev
+from procrl.evaluation.evaluate import run as ev
 from tests.helpers.cli import cli, grep_secrets
 from tests.helpers.launch import REPO, TINY_RECIPE, accelerate, procrl, run_command
 

@@ -12,7 +12,7 @@ import pytest
 
 from procrl.core.config import ConfigError
 from procrl.evaluation.corpora import RIGHT_FLAWED, SOUND, WRONG, read_solutions
-from procrl.evaluation.validate_metrics import (
+from procrl.evaluation.validate.metrics import (
     auroc,
     bootstrap_auroc,
     boundary_agreement,
@@ -21,7 +21,7 @@ from procrl.evaluation.validate_metrics import (
     roc_points,
     step_spans,
 )
-from procrl.evaluation.validate_peers import read_peer
+from procrl.evaluation.validate.peers import read_peer
 from procrl.launch.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def test_processbench_metrics_hand_computed():
 
 
 def test_localisation_breakdown_hand_computed():
-    from procrl.evaluation.validate_metrics import localisation_breakdown
+    from procrl.evaluation.validate.metrics import localisation_breakdown
 
     labels = [-1, 2, 2, 3, 0, 1, 5, 4, 1]
     predictions = [0, 2, 1, 6, 1, -1, 0, None, 3]
@@ -223,7 +223,7 @@ def test_a_json_array_names_the_record_and_its_line(tmp_path):
 
 
 def test_peer_scores_are_matched_by_id(tmp_path):
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.validate.run import run_validation
 
     result = run_validation(
         RECIPE,
@@ -255,7 +255,7 @@ def test_peer_formats_reasoneval_triples_rid_rows_and_errors(tmp_path):
 
 
 def test_peer_step_count_mismatch_is_counted(tmp_path):
-    from procrl.evaluation.validate import run_validation
+    from procrl.evaluation.validate.run import run_validation
 
     path = tmp_path / "peer.jsonl"
     path.write_text('{"id": "pb-sound-1", "scores": [0.9, 0.9]}\n{"id": "pb-flawed-1", "scores": [0.1, 0.9, 0.9]}\n')

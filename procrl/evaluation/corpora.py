@@ -47,15 +47,18 @@ from 1; its line too when that differs); a file without records is an error.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from procrl.core.choices import ANSWER_KINDS, answer_spec, gold_answer, normalize_choices
 from procrl.core.config import ConfigError
 from procrl.core.jsonl import iter_records
-from procrl.evaluation.validate_metrics import step_spans
+from procrl.evaluation.validate.metrics import step_spans
 
 __all__ = ["CLASSES", "CLASS_LABELS", "FORMATS", "Solution", "detect_format", "read_solutions"]
 
@@ -257,8 +260,6 @@ def _mr_gsm8k_gold(record: _Record) -> str | None:
 def _mr_gsm8k_steps(record: _Record) -> list[str]:
     value = record.require("model_output_steps")
     if isinstance(value, str):  # some copies hold the list's Python repr
-        import ast
-
         try:
             value = ast.literal_eval(value)
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # the parser's stack: a deep repr
@@ -332,8 +333,6 @@ def _big_bench_mistake(record: _Record) -> Iterator[Solution]:
         prefixes=[f"Thought {i + 1}: " for i in range(len(steps))],
     )
     if options is not None:
-        import dataclasses
-
         solution = dataclasses.replace(solution, answer_kind="choice", choices=options)
     yield solution
 
@@ -390,7 +389,6 @@ def _reasoneval(record: _Record, seen: set) -> Iterator[Solution]:
 
 def _answer_kind(record: _Record) -> tuple[str | None, tuple[dict, ...] | None, str | None]:
     """A procrl row's ``answer_kind``, ``choices`` and gold (a yes/no gold may be a boolean)."""
-    from procrl.core.choices import ANSWER_KINDS, answer_spec, gold_answer, normalize_choices
 
     kind, raw = record.get("answer_kind"), record.get("choices")
     if kind is not None and kind not in ANSWER_KINDS:

@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
-from procrl.evaluation.validate_metrics import SWEEP, processbench_metrics, sweep_thresholds
+from procrl.core.jsonl import iter_records
+from procrl.evaluation.corpora import read_solutions
+from procrl.evaluation.validate.metrics import SWEEP, processbench_metrics, sweep_thresholds
+from procrl.evaluation.validate.plot import plot_validation
+from procrl.evaluation.validate.run import choose_output_dir, quiet_stdout, run_validation, select_specs, write_outputs
+from procrl.rewards.first_error import FirstErrorReward
 
 __all__ = [
     "SWEEP",
@@ -38,16 +43,12 @@ __all__ = [
 def read_processbench(path: str | Path) -> list[dict[str, Any]]:
     """Records of a labelled-solutions file, each checked as ``procrl validate`` checks it (one
     clear error per bad record)."""
-    from procrl.core.jsonl import iter_records
-    from procrl.evaluation.corpora import read_solutions
 
     read_solutions(path)
     return [value for _, value in iter_records(path, "--data")]
 
 
 def _pick_specs(specs: list, name: str | None) -> list:
-    from procrl.evaluation.validate import select_specs
-    from procrl.rewards.first_error import FirstErrorReward
 
     judges = [s for s in specs if isinstance(s.target, type) and issubclass(s.target, FirstErrorReward)]
     if name is not None:
@@ -146,8 +147,6 @@ def evaluate_judge(
     """The judge's report (:func:`judge_report`) on the labelled solutions in ``data``; validate's
     report files written into ``output_dir`` when given (refused before any work by the folder
     rule). ``quiet``: no progress bar, and what libraries print goes to stderr."""
-    from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
-    from procrl.evaluation.validate_plot import plot_validation
 
     directory = choose_output_dir(output_dir, recipe, data, overwrite, command=EVAL_JUDGE) if output_dir else None
     with quiet_stdout(quiet):

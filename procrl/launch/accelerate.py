@@ -19,9 +19,21 @@ import sys
 from pathlib import Path
 
 from procrl.core.config import ConfigError
+from procrl.core.interrupts import Terminated
+from procrl.core.redaction import redact_argv
+from procrl.launch.entry import run_command
 from procrl.launch.flags import accelerate_command, resolve_config_file, split_launch_args
-from procrl.launch.launched import decide_launch, launch_report, note_launch, recipe_launch_flags
+from procrl.launch.launched import LAUNCH_SOURCE_ENV, decide_launch, launch_report, note_launch, recipe_launch_flags
+from procrl.launch.output_dir import RunLock, check_output_dir
+from procrl.launch.prelaunch import check_before_launch
+from procrl.launch.reliability import finished_note
+from procrl.launch.run import parser, train_reporting_failure
 from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
+from procrl.recipe import is_recipe_file, load_recipe
+from procrl.trainers.checkpoints import find_resume_checkpoint
+
+# Imported where used: accelerate's launch parser (it imports torch; only the start-up hook, inside
+# `accelerate launch`, needs it).
 
 __all__ = [
     "LAUNCHED_ENV",
@@ -103,12 +115,8 @@ def launch_training(
     overwrite: bool = False,
 ) -> int:
     """Run accelerate as a subprocess and return its exit status."""
-    from procrl.core.interrupts import Terminated
-    from procrl.core.redaction import redact_argv
-
     command = train_command(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     print("procrl: launching " + shlex.join(redact_argv(command)), file=sys.stderr, flush=True)
-    from procrl.launch.launched import LAUNCH_SOURCE_ENV
 
     source = "the recipe's launch section"
     if launch_args:
@@ -174,16 +182,12 @@ def run_train(
     ``script``: the recipe path as the interpreter got it (the start-up hook); a bare
     ``accelerate launch RECIPE`` (no flags) then launches as the recipe says, since no flag of
     the user's would be overridden."""
-    from procrl.launch.output_dir import RunLock, check_output_dir
-    from procrl.recipe import load_recipe
 
     recipe = load_recipe(recipe_path, overrides, output_dir)
     # fail before anything starts (the launched run checks again, and its main process locks)
     check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
     RunLock(recipe.output_dir).check()
     if resume:
-        from procrl.launch.run import finished_note
-
         note = finished_note(recipe)
         if note:  # nothing to launch
             print(f"procrl: {note}", file=sys.stderr, flush=True)
@@ -193,8 +197,6 @@ def run_train(
         not inside_launcher() and (needs_launcher(recipe) or bool(launch_args))
     )
     if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
-        from procrl.launch.prelaunch import check_before_launch
-
         # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
         check_before_launch(recipe, launch_args, launching=launching)
     if launching:
@@ -203,7 +205,6 @@ def run_train(
         raise ConfigError(
             f"{' '.join(launch_args)}: accelerate flags have no effect inside an already launched process"
         )
-    from procrl.launch.run import train_reporting_failure
 
     train_reporting_failure(recipe, resume=resume, overwrite=overwrite)
     return 0
@@ -225,10 +226,6 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
     PROCRL_PRELAUNCH_CHECKED (the ranks do not check again) and PROCRL_LAUNCH_SOURCE."""
     from accelerate.commands.launch import launch_command_parser
 
-    from procrl.launch.launched import LAUNCH_SOURCE_ENV
-    from procrl.launch.run import parser as run_parser
-    from procrl.recipe import is_recipe_file, load_recipe
-
     try:
         parsed, _ = launch_command_parser().parse_known_args(argv)
     except SystemExit:  # accelerate reports its own usage errors
@@ -243,11 +240,10 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
         return None, argv
     script_at = len(argv) - len(parsed.training_script_args) - 1
     flags = [f for f in argv[:script_at] if f not in ("-m", "--module")]
-    args, _ = run_parser().parse_known_args([recipe_path, *script_args])
+    args, _ = parser().parse_known_args([recipe_path, *script_args])
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
         launch_flags, source = decide_launch(recipe, flags)
-        from procrl.launch.prelaunch import check_before_launch
 
         # the user's own flags, as `procrl train` checks them: a launch the recipe asks for that this
         # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key
@@ -275,7 +271,6 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
 def resume_checkpoint(output_dir: str) -> str:
     """The newest complete ``checkpoint-N`` directory of ``output_dir`` (a clear error when there
     is none; :func:`procrl.trainers.checkpoints.find_resume_checkpoint` says what it skipped)."""
-    from procrl.trainers.checkpoints import find_resume_checkpoint
 
     return find_resume_checkpoint(output_dir).checkpoint
 
@@ -284,38 +279,37 @@ def resume_checkpoint(output_dir: str) -> str:
 
 
 def run_recipe_script(script: str, argv: list[str]) -> int:
-    """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``."""
-    from procrl.core.redaction import redact_argv, redacted_console
+    """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``, its
+    arguments as ``python -m procrl.run`` takes them, any other flag passed on to accelerate launch.
 
-    redact_argv([script, *argv])  # registers the secrets given on the command line
-    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
-        return _run_recipe_script(script, argv)
+    Args:
+        script: the recipe path as the interpreter got it.
+        argv: the arguments after it.
+
+    Returns:
+        The exit status (:func:`procrl.launch.entry.run_command`).
+    """
+
+    def build_parser():
+        recipe_parser = parser(prog=f"python {script}")
+        recipe_parser.set_defaults(handler=lambda args: _train_recipe_script(script, args))
+        return recipe_parser
+
+    return run_command(
+        build_parser,
+        [script, *argv],
+        passes_unknown_flags=lambda args: True,
+        show_interrupt=os.environ.get("RANK", "0") == "0",  # every rank gets Ctrl-C; the first prints the line
+    )
 
 
-def _run_recipe_script(script: str, argv: list[str]) -> int:
-    from procrl.core.known_warnings import filter_known_warnings
-    from procrl.launch.run import parser
-
-    filter_known_warnings()
-
-    from procrl.core import interrupts
-    from procrl.core.redaction import redact_argv
-
-    args, extra = parser(prog=f"python {script}").parse_known_args([script, *argv])
-    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
-    with interrupts.terminate_as_interrupt():
-        try:
-            return run_train(
-                args.recipe,
-                args.overrides,
-                args.output_dir,
-                args.resume,
-                split_launch_args(extra),
-                script=script,
-                overwrite=args.overwrite,
-            )
-        except ConfigError as error:
-            print(f"procrl: error: {error}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt as error:
-            return interrupts.report(error, show=os.environ.get("RANK", "0") == "0")
+def _train_recipe_script(script: str, args) -> int:
+    return run_train(
+        args.recipe,
+        args.overrides,
+        args.output_dir,
+        args.resume,
+        split_launch_args(args.launch_args),
+        script=script,
+        overwrite=args.overwrite,
+    )

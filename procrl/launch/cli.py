@@ -3,7 +3,8 @@
 run of the chosen one.
 
 A ConfigError from any command is one line on stderr and exit status 2 (an invalid recipe is
-refused before any model or dataset is loaded); Ctrl-C and SIGTERM are one line saying what is kept.
+refused before any model or dataset is loaded); Ctrl-C and SIGTERM are one line saying what is kept
+(:func:`procrl.launch.entry.run_command`, which ``python -m procrl.run`` shares).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from procrl.core.config import ConfigError
 from procrl.launch.commands import (
     build_tiny_reasoner,
     check,
@@ -23,6 +23,7 @@ from procrl.launch.commands import (
     train_tagger,
     validate,
 )
+from procrl.launch.entry import run_command
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -61,41 +62,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from procrl.core.redaction import redact_argv, redacted_console
-
-    redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
-    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
-        code = _main(argv)
-        if argv is None:  # the procrl process itself (not a caller in Python): done when its command is
-            from procrl.core.processes import exit_without_waiting
-
-            exit_without_waiting(code)  # a thread a reward started and never ended would keep it alive
-        return code
-
-
-def _main(argv: list[str] | None) -> int:
-    from procrl.core.known_warnings import filter_known_warnings
-
-    filter_known_warnings()
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    """Run ``procrl ARGV`` (None: this process's command line); returns the exit status (procrl.launch.entry)."""
     passes_on = {command.NAME for command in COMMANDS if getattr(command, "PASSES_UNKNOWN_FLAGS", False)}
-    if extra and args.command not in passes_on:  # the other commands refuse them
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.launch_args = extra
-    from procrl.core import interrupts
-    from procrl.core.redaction import redact_argv
-
-    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
-
-    with interrupts.terminate_as_interrupt():  # SIGTERM cleans up as Ctrl-C does
-        try:
-            return args.handler(args)
-        except ConfigError as error:
-            print(f"procrl: error: {error}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt as error:  # one line saying what is kept
-            return interrupts.report(error)
+    return run_command(
+        build_parser,
+        argv,
+        passes_unknown_flags=lambda args: args.command in passes_on,  # the other commands refuse them
+        # the procrl process itself (not a caller in Python): done when its command is, even if a thread a
+        # reward started and never ended would keep it alive
+        exit_when_done=argv is None,
+    )
 
 
 if __name__ == "__main__":

@@ -1,25 +1,54 @@
 """Build everything from a recipe and train, in this process (what accelerate launches).
 
-``python -m procrl.run RECIPE [--set K=V ...] [--output-dir D] [--resume]`` (and
-``accelerate launch -m procrl.run RECIPE``). ``procrl train`` ends up here too.
+``python -m procrl.run RECIPE [--set K=V ...] [--output-dir D] [--resume] [--overwrite]`` (and
+``accelerate launch -m procrl.run RECIPE``): ``procrl train``'s arguments, run as every procrl
+command runs (:func:`procrl.launch.entry.run_command`). ``procrl train`` ends up here too.
+
+:func:`train` reads from the recipe to ``trainer.train()``; below it, what it builds (the checks before
+any load, TRL's GRPOConfig, the data, procrl's trainer) and the command line. The reliability machinery
+it calls (resuming, the output dir's lock and what an interrupt keeps, the final save, the run's
+artifacts, the failing-component watch, the launch check) is :mod:`procrl.launch.reliability`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import re
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from procrl.core.config import ConfigError
-from procrl.core.redaction import hide_secrets, redact, redact_argv
+from procrl.core.interrupts import interrupted
+from procrl.core.redaction import hide_secrets, redact
+from procrl.data import build_eval_dataset, build_prompt_dataset, has_no_splits
+from procrl.launch.commands._options import add_train_arguments
+from procrl.launch.entry import run_command
+from procrl.launch.output_dir import check_output_dir
+from procrl.launch.prelaunch import report_rank_failure
+from procrl.launch.reliability import (
+    OutputDirHeld,
+    check_launch_fits,
+    connect_wandb,
+    continue_from,
+    failing_watch,
+    find_resume,
+    is_global_main,
+    report_finished,
+    save_final_from_checkpoint,
+    tell,
+    write_artifacts,
+)
+from procrl.models.generation import vllm_available
+from procrl.models.loading import load_tokenizer, model_init_kwargs, names_gguf
 from procrl.observe.wandb import wandb_dir
 from procrl.recipe import Recipe, load_recipe
+from procrl.recipe.checks import check_training_rows
+from procrl.rewards.mix import RewardMix
+
+# Imported where used: torch, transformers, trl and the procrl modules that import them
+# (procrl.observe.console, .failing, .callback, procrl.trainers.build): `procrl check` imports this
+# module and must not load the trainer stack (tests/test_startup.py).
 
 __all__ = [
     "build_trainer",
@@ -33,196 +62,77 @@ __all__ = [
 ]
 
 
-def build_training_args(recipe: Recipe, mix_weights: list[float]):
-    """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
-    import torch
-    from trl import GRPOConfig
+def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
+    """Train with a validated recipe; returns the trainer (None when ``--resume`` finds the run
+    finished: :func:`~procrl.launch.reliability.finished_note`).
 
-    from procrl.models.loading import model_init_kwargs, names_gguf
+    Before anything loads: the output dir may take this run
+    (:func:`procrl.launch.output_dir.check_output_dir`), the launch fits
+    (:func:`~procrl.launch.reliability.check_launch_fits`), ``--resume`` has a complete checkpoint,
+    :func:`preflight` passes. The main process holds the output dir's lock from before the model loads
+    until it exits. The final model is written as checkpoints are, complete or absent
+    (:func:`procrl.trainers.checkpoints.save_final_model`). Ctrl-C and SIGTERM end it with one line naming
+    the checkpoint to continue from.
 
-    kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
-    if "bf16" not in kwargs and not torch.cuda.is_available():
-        kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
-    if "use_cpu" not in kwargs and not torch.cuda.is_available():
-        kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
-    if not names_gguf(
-        recipe.model.name_or_path, recipe.model.gguf_file
-    ):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
-        kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
-    if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
-        kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
-    if recipe.logging.wandb_project:
-        os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
-    if recipe.logging.wandb_entity:
-        os.environ["WANDB_ENTITY"] = recipe.logging.wandb_entity
-    try:
-        return GRPOConfig(output_dir=recipe.output_dir, reward_weights=mix_weights, **kwargs)
-    except (ValueError, TypeError) as error:
-        raise ConfigError(f"trainer: {error}".splitlines()[0]) from None
+    Args:
+        recipe: the validated recipe (:func:`procrl.recipe.load_recipe`).
+        resume: continue from the newest complete checkpoint in the output dir.
+        overwrite: start afresh in an output dir that holds a run (its checkpoints are deleted).
 
-
-def _git_commit() -> str | None:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=True,
-                cwd=Path(__file__).resolve().parent,
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):
+    Returns:
+        The trainer after its final save, or None.
+    """
+    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
+    check_launch_fits(recipe)
+    if resume and report_finished(recipe):
         return None
+    resume_point, finished = find_resume(recipe) if resume else (None, None)
+    mix, args, inputs = _prepared(recipe)
+    with OutputDirHeld(recipe, resume, overwrite) as held:
+        trainer = _make_trainer(recipe, mix, args, *inputs)
+        write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
+        checkpoint = continue_from(trainer, resume_point)
+        if finished is not None:  # trained to the end, its final model missing
+            save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
+            return trainer
+        connect_wandb(trainer, recipe, args, resume)
+        with wandb_dir(recipe.output_dir):
+            trainer.train(resume_from_checkpoint=checkpoint)
+        failing_watch(trainer).raise_if_stopped(recipe.output_dir)  # a component down: no final model
+        held.final_save(trainer)
+    return trainer
 
 
-def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
-    import torch
-    import transformers
-    import trl
-
-    import procrl
-    from procrl.launch.launched import launch_report
-
-    state = trainer.accelerator.state
-    plugin = getattr(state, "deepspeed_plugin", None)
-    return {
-        "procrl_version": procrl.__version__,
-        "trl_version": trl.__version__,
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "world_size": trainer.accelerator.num_processes,
-        "distributed_type": str(state.distributed_type).split(".")[-1],
-        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
-        "device": str(trainer.accelerator.device),
-        "seed": trainer.args.seed,
-        "algorithm": recipe.trainer.algorithm,
-        "credit": recipe.trainer.credit,
-        "git_commit": _git_commit(),
-        "recipe_path": recipe.path,
-        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
-        "launch": launch_report(recipe),
-    }
-
-
-RECIPE_FILE = "recipe.yaml"
-
-
-def _write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> None:
-    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
-    ``recipe.yaml``; a recipe that differs from it is saved beside it as
-    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
-    from procrl.core import yaml_core
-
-    if not trainer.accelerator.is_main_process:
-        return
-    from procrl.core.folders import write_file
-
-    output = Path(recipe.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    text = yaml_core.dump(redact(recipe.resolved()))
-    original = output / RECIPE_FILE
-    if resumed_at is None or not original.is_file():
-        write_file(output, RECIPE_FILE, text)
-    elif recipe_changes(recipe):
-        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
-    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe), indent=2) + "\n")
-
-
-_MISSING = object()
-
-
-def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
-    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
-    only is one difference."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        found = []
-        for name in [*before, *(k for k in after if k not in before)]:
-            found += _differences(
-                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
-            )
-        return found
-    return [] if before == after else [(key, before, after)]
-
-
-def recipe_changes(recipe: Recipe) -> list[str]:
-    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
-    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
-    from procrl.core import yaml_core
-
-    saved = Path(recipe.output_dir) / RECIPE_FILE
+def _prepared(recipe: Recipe):
+    """(reward mix, GRPOConfig, (tokenizer, training prompts, held-out prompts)): :func:`preflight` and
+    the data, before the output dir is touched (an interrupt here says so)."""
     try:
-        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
-    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
-        return []
-    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
-
-    def shown(value: Any) -> str:
-        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
-        return text if len(text) <= 160 else text[:157] + "..."
-
-    return [
-        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
-    ]
+        mix, args = preflight(recipe)
+        return mix, args, _trainer_inputs(recipe, args, mix)
+    except KeyboardInterrupt as error:
+        raise interrupted(error, f"{recipe.output_dir} was not touched") from None
 
 
-def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
-    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
-    (its complete final model, or else its newest complete checkpoint, reached the recipe's
-    ``max_steps``: resuming would train past it), or None when there is training left."""
-    from procrl.trainers.checkpoints import final_model_problem, newest_complete_checkpoint
-
-    folder = Path(recipe.output_dir)
-    done = []
-    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
-        done.append(("its final model", folder / "trainer_state.json"))
-    newest = newest_complete_checkpoint(folder)
-    if newest:
-        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
-    for what, state_file in done:
-        try:
-            state = json.loads(state_file.read_text(encoding="utf-8"))
-            step = int(state["global_step"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        target = recipe.trainer_args.get("max_steps", -1)
-        if not isinstance(target, int) or target <= 0:
-            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
-        if target > 0 and step >= target:
-            return what, step, target
-    return None
+def build_trainer(recipe: Recipe):
+    """(trainer, reward mix) built as :func:`train` builds them (preflight, data, procrl's
+    trainer), without an output-dir lock, artifacts or resuming, and not started:
+    benchmarks/gpu_step_bench.py times the steps of what this returns."""
+    mix, args = preflight(recipe)
+    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix)), mix
 
 
-def _callbacks(recipe: Recipe, mix=None) -> list:
-    from procrl.observe.console import RecipeConfigCallback
-
-    callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
-    if mix is not None:
-        from procrl.observe.failing import FailingComponentWatch
-
-        callbacks.append(FailingComponentWatch.attach(mix, recipe.trainer.stop_after_failed_steps))
-    if recipe.logging.diagnostics and mix is not None:
-        from procrl.observe.callback import DiagnosticsCallback
-
-        callbacks.append(DiagnosticsCallback.attach(mix))
-    return callbacks
-
-
-def require_vllm_if_used(args) -> None:
-    """``use_vllm: true`` without vLLM installed fails here, before any model loads (TRL would
-    raise only after loading the policy)."""
-    if not args.use_vllm:
-        return
-    from procrl.models.generation import vllm_available
-
-    if not vllm_available():
-        raise ConfigError(
-            "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
-            "CUDA machine); set trainer.use_vllm=false to generate with transformers"
-        )
+def preflight(recipe: Recipe, processes: int | None = None):
+    """Everything :func:`train` checks before it loads a model or writes a file, as one-line
+    ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
+    :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
+    check_training_data(recipe)
+    # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
+    check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
+    mix = RewardMix(recipe.rewards)
+    mix.evaluation_judge = recipe.data.eval_judge  # held-out evaluation's judge (procrl/trainers/held_out.py)
+    args = build_training_args(recipe, mix.weights)
+    require_vllm_if_used(args)
+    return mix, args
 
 
 def check_training_data(recipe: Recipe) -> None:
@@ -235,7 +145,6 @@ def check_training_data(recipe: Recipe) -> None:
             f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
             "(data.allow_test_data: true forces it)"
         )
-    from procrl.data import has_no_splits
 
     if has_no_splits(recipe.data.dataset):
         words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
@@ -290,50 +199,43 @@ def check_batch_layout(recipe: Recipe, processes: int) -> None:
         )
 
 
-def preflight(recipe: Recipe, processes: int | None = None):
-    """Everything :func:`train` checks before it loads a model or writes a file, as one-line
-    ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
-    :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
-    check_training_data(recipe)
-    from procrl.rewards.mix import RewardMix
+def build_training_args(recipe: Recipe, mix_weights: list[float]):
+    """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
+    import torch
+    from trl import GRPOConfig
 
-    # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
-    check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
-    mix = RewardMix(recipe.rewards)
-    mix.evaluation_judge = recipe.data.eval_judge  # held-out evaluation's judge (procrl/trainers/held_out.py)
-    args = build_training_args(recipe, mix.weights)
-    require_vllm_if_used(args)
-    return mix, args
-
-
-def _is_global_main() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
-
-
-def _note(message: str) -> None:
-    print(f"procrl: {message}", file=sys.stderr, flush=True)
-
-
-def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
-    """Main process: take the output dir's lock, clear what a killed save left (and, with
-    ``--overwrite``, the earlier run's checkpoints). Returns the lock."""
-    from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
-
-    lock = RunLock(recipe.output_dir)
+    kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
+    if "bf16" not in kwargs and not torch.cuda.is_available():
+        kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
+    if "use_cpu" not in kwargs and not torch.cuda.is_available():
+        kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
+    if not names_gguf(
+        recipe.model.name_or_path, recipe.model.gguf_file
+    ):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
+        kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
+    if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
+        kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
+    if recipe.logging.wandb_project:
+        os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
+    if recipe.logging.wandb_entity:
+        os.environ["WANDB_ENTITY"] = recipe.logging.wandb_entity
     try:
-        note = lock.acquire()
-    except OSError as error:
-        raise ConfigError(f"output_dir: cannot write to {recipe.output_dir} ({error.strerror or error})") from None
-    if note:
-        _note(note)
-    staged = discard_staging(recipe.output_dir)
-    if staged:
-        _note(f"discarded the interrupted save of {', '.join(staged)} in {recipe.output_dir}")
-    if overwrite:
-        removed = clear_previous_run(recipe.output_dir)
-        if removed:
-            _note(f"--overwrite: removed {', '.join(removed)} from {recipe.output_dir}")
-    return lock
+        return GRPOConfig(output_dir=recipe.output_dir, reward_weights=mix_weights, **kwargs)
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"trainer: {error}".splitlines()[0]) from None
+
+
+def require_vllm_if_used(args) -> None:
+    """``use_vllm: true`` without vLLM installed fails here, before any model loads (TRL would
+    raise only after loading the policy)."""
+    if not args.use_vllm:
+        return
+
+    if not vllm_available():
+        raise ConfigError(
+            "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
+            "CUDA machine); set trainer.use_vllm=false to generate with transformers"
+        )
 
 
 def _trainer_inputs(recipe: Recipe, args, mix=None):
@@ -342,20 +244,14 @@ def _trainer_inputs(recipe: Recipe, args, mix=None):
     logged through ``mix``."""
     from transformers import set_seed
 
-    from procrl.data import build_prompt_dataset
-    from procrl.models.loading import load_tokenizer
-    from procrl.recipe.checks import check_training_rows
-
     set_seed(args.seed)
     tokenizer = load_tokenizer(recipe.model)
     dataset = build_prompt_dataset(recipe.data, tokenizer)
     eval_dataset = None
     if args.eval_strategy != "no":  # trainer.eval_steps: the held-out split (procrl/trainers/held_out.py)
-        from procrl.data import build_eval_dataset
-
         eval_dataset = build_eval_dataset(recipe.data, tokenizer)
     dataset, eval_dataset = check_training_rows(
-        recipe, tokenizer, dataset, eval_dataset, mix, note=_note if _is_global_main() else None
+        recipe, tokenizer, dataset, eval_dataset, mix, note=tell if is_global_main() else None
     )
     return tokenizer, dataset, eval_dataset
 
@@ -373,167 +269,24 @@ def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
     return trainer
 
 
-def build_trainer(recipe: Recipe):
-    """(trainer, reward mix) built as :func:`train` builds them (preflight, data, procrl's
-    trainer), without an output-dir lock, artifacts or resuming, and not started:
-    benchmarks/gpu_step_bench.py times the steps of what this returns."""
-    mix, args = preflight(recipe)
-    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix)), mix
+def _callbacks(recipe: Recipe, mix=None) -> list:
+    from procrl.observe.console import RecipeConfigCallback
 
+    callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
+    if mix is not None:
+        from procrl.observe.failing import FailingComponentWatch
 
-def finished_note(recipe: Recipe) -> str | None:
-    """The line ``--resume`` prints instead of training when the run is finished and its final
-    model is complete (None otherwise)."""
-    from procrl.trainers.checkpoints import final_model_problem
+        callbacks.append(FailingComponentWatch.attach(mix, recipe.trainer.stop_after_failed_steps))
+    if recipe.logging.diagnostics and mix is not None:
+        from procrl.observe.callback import DiagnosticsCallback
 
-    finished = finished_run(recipe)
-    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
-        return None
-    _, step, target = finished
-    return (
-        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
-        "saved); nothing to train. Raise trainer.max_steps to train further"
-    )
-
-
-def check_launch_fits(recipe: Recipe) -> None:
-    """Rank 0 says in one line where the launch differs from the recipe's launch section
-    (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
-    model when the memory plan of the launch it was given does not fit its GPU (one line)."""
-    from procrl.launch.launched import note_launch, rank_setup, recipe_launch_flags
-    from procrl.launch.memory import fit_problem, gpu_memory_bytes
-
-    note_launch(recipe)
-    card = gpu_memory_bytes()
-    if card is None:
-        return
-    problem = fit_problem(recipe, rank_setup(), *card)
-    if problem:
-        wanted = " ".join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
-        raise ConfigError(f"launch: {problem}; nothing was loaded. The recipe's launch: {wanted}")
-
-
-def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
-    """Train with a validated recipe; returns the trainer (None when ``--resume`` finds the run
-    finished: :func:`finished_note`).
-
-    Before anything loads: the output dir may take this run (:func:`procrl.launch.output_dir.check_output_dir`),
-    ``--resume`` has a complete checkpoint, :func:`preflight` passes. The main process holds the
-    output dir's lock from before the model loads until it exits. The final model is written as
-    checkpoints are, complete or absent (:func:`procrl.trainers.checkpoints.save_final_model`). Ctrl-C and
-    SIGTERM end it with one line naming the checkpoint to continue from."""
-    from procrl.core.interrupts import interrupted
-    from procrl.launch.output_dir import check_output_dir
-    from procrl.observe.console import print_run_summary
-    from procrl.trainers.checkpoints import (
-        find_resume_checkpoint,
-        interrupted_final_save,
-        kept,
-        save_final_model,
-        set_aside,
-    )
-
-    check_output_dir(recipe.output_dir, resume=resume, overwrite=overwrite)
-    check_launch_fits(recipe)
-    if resume:
-        note = finished_note(recipe)
-        if note:
-            if _is_global_main():
-                _note(note)
-            return None
-    resume_point = find_resume_checkpoint(recipe.output_dir) if resume else None
-    finished = finished_run(recipe) if resume_point is not None else None  # trained to the end, final model missing
-    changes = recipe_changes(recipe) if resume_point is not None else []
-    if changes and _is_global_main():
-        _note(
-            f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
-            f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):"
-        )
-        for change in changes:
-            _note(f"  {change}")
-    try:
-        mix, args = preflight(recipe)
-        inputs = _trainer_inputs(recipe, args, mix)
-    except KeyboardInterrupt as error:
-        raise interrupted(error, f"{recipe.output_dir} was not touched") from None
-    lock = _prepare_output_dir(recipe, resume, overwrite) if _is_global_main() else None
-    stage = "training"
-    try:
-        trainer = _make_trainer(recipe, mix, args, *inputs)
-        _write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
-        checkpoint = None
-        if resume_point is not None:
-            checkpoint = resume_point.checkpoint
-            if trainer.accelerator.is_main_process:
-                for line in resume_point.describe():
-                    _note(line)
-                moved = set_aside([path for path, _ in resume_point.skipped])
-                if moved:
-                    _note(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
-        if finished is not None:
-            _save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
-            return trainer
-        if "wandb" in (args.report_to or []):
-            from procrl.observe.console import redact_wandb_config
-            from procrl.observe.wandb import set_wandb_run_id
-
-            set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
-            redact_wandb_config(trainer)
-        with wandb_dir(recipe.output_dir):
-            trainer.train(resume_from_checkpoint=checkpoint)
-        _failing_watch(trainer).raise_if_stopped(recipe.output_dir)  # a component down: no final model
-        stage = "final save"
-        save_final_model(trainer, recipe.output_dir)
-        print_run_summary(trainer, recipe.output_dir)
-    except KeyboardInterrupt as error:  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
-        if stage == "final save":
-            raise interrupted(error, interrupted_final_save(recipe.output_dir, trainer.state.global_step)) from None
-        raise interrupted(error, kept(recipe.output_dir)) from None
-    finally:
-        if lock is not None:
-            lock.release()
-    return trainer
-
-
-def _failing_watch(trainer):
-    from procrl.observe.failing import FailingComponentWatch
-
-    for callback in trainer.callback_handler.callbacks:
-        if isinstance(callback, FailingComponentWatch):
-            return callback
-    return FailingComponentWatch(0)
-
-
-def _save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finished: tuple[str, int, int]) -> None:
-    """``--resume`` of a run that trained to ``max_steps`` but whose final save did not complete:
-    the final model is saved from the last checkpoint (training it again would go one step past
-    ``max_steps``: transformers steps once before it checks)."""
-    from transformers.trainer_callback import TrainerState
-
-    from procrl.trainers.checkpoints import save_final_model
-
-    _, step, target = finished
-    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
-        raise ConfigError(
-            f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target}"
-            " but its final save did "
-            f"not complete; {checkpoint} holds the finished model (its weights are what the final save writes): use it"
-        )
-    trainer._load_from_checkpoint(checkpoint)
-    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
-    save_final_model(trainer, recipe.output_dir)
-    if trainer.accelerator.is_main_process:
-        _note(
-            f"--resume: the run had trained to step {step} of max_steps {target},"
-            " but its final save had not completed: "
-            f"saved the final model from {checkpoint}; nothing to train"
-        )
+        callbacks.append(DiagnosticsCallback.attach(mix))
+    return callbacks
 
 
 def train_reporting_failure(recipe, **kwargs) -> None:
     """:func:`procrl.launch.run.train`; a failure other than a ConfigError prints one procrl line (which
     rank, what) before the traceback, so that a failed rank is not only a traceback."""
-    from procrl.launch.prelaunch import report_rank_failure
 
     try:
         train(recipe, **kwargs)
@@ -545,53 +298,31 @@ def train_reporting_failure(recipe, **kwargs) -> None:
 
 
 def parser(prog: str = "python -m procrl.run") -> argparse.ArgumentParser:
+    """``python -m procrl.run``'s parser: ``procrl train``'s arguments (:func:`add_train_arguments`), the
+    handler training in this process.
+
+    Args:
+        prog: the program's name in usage lines (the start-up hook's ``python RECIPE.yaml``).
+
+    Returns:
+        The parser; ``parse_args`` gives ``recipe``, ``overrides``, ``output_dir``, ``resume``, ``overwrite``.
+    """
     p = argparse.ArgumentParser(prog=prog, description="Train with a procrl recipe in this process.")
-    p.add_argument("recipe", help="Path to a recipe YAML file.")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="Override a recipe key (dotted path; value parsed as YAML). Repeatable.",
-    )
-    p.add_argument("--output-dir", default=None, help="Output directory (overrides the recipe's output_dir).")
-    p.add_argument(
-        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
-    )
-    p.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
-    )
+    add_train_arguments(p)
+    p.set_defaults(handler=_train_here)
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    from procrl.core.redaction import redacted_console
-
-    redact_argv(sys.argv if argv is None else argv)  # registers the secrets given on the command line
-    with redacted_console():  # everything printed, whoever prints it, is redacted (procrl/core/redaction.py)
-        return _main(argv)
-
-
-def _main(argv: list[str] | None) -> int:
-    from procrl.core import interrupts
-    from procrl.core.known_warnings import filter_known_warnings
-
-    filter_known_warnings()
-    args = parser().parse_args(argv)
-    sys.argv[:] = redact_argv(sys.argv)  # what records the command line (W&B, the lock file) sees no secret
-    with interrupts.terminate_as_interrupt():
-        try:
-            recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-            train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
-        except ConfigError as error:
-            print(f"procrl: error: {error}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt as error:  # every rank gets Ctrl-C; the first prints the line
-            return interrupts.report(error, show=_is_global_main())
+def _train_here(args: argparse.Namespace) -> int:
+    recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
+    train_reporting_failure(recipe, resume=args.resume, overwrite=args.overwrite)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m procrl.run ARGV``: train in this process as ``procrl train`` would (exit status 0, 2
+    for a ConfigError, 130/143 for an interrupt, whose line only rank 0 prints)."""
+    return run_command(parser, argv, show_interrupt=is_global_main())
 
 
 if __name__ == "__main__":

@@ -23,6 +23,21 @@ def add_recipe(parser: argparse.ArgumentParser, positional: bool = True, help: s
     )
 
 
+def add_train_arguments(parser: argparse.ArgumentParser) -> None:
+    """Training's arguments, the same for ``procrl train`` and ``python -m procrl.run``: the recipe,
+    its ``--set`` overrides, ``--output-dir``, ``--resume`` and ``--overwrite``."""
+    add_recipe(parser)
+    parser.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
+    parser.add_argument(
+        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
+    )
+
+
 def positive_int(text: str) -> int:
     """An argparse type: an integer of at least 1."""
     try:

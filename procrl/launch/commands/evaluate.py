@@ -1,5 +1,5 @@
 """``procrl evaluate``: generate on a test split, score with the recipe's mix, report answer vs
-reasoning-aware accuracy (the work: :mod:`procrl.evaluation.evaluate`)."""
+reasoning-aware accuracy (the work: :mod:`procrl.evaluation.evaluate.run`)."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from procrl.evaluation.evaluate import Sampling, default_output_dir, evaluate, judge_overrides
-    from procrl.evaluation.evaluate_text import format_summary
+    from procrl.evaluation.evaluate.run import Sampling, default_output_dir, evaluate, judge_overrides
+    from procrl.evaluation.evaluate.text import format_summary
     from procrl.recipe import load_recipe
 
     recipe = load_recipe(args.recipe, judge_overrides(args.judge, args.overrides))

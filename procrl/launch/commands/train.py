@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from procrl.launch.commands._options import add_recipe
+from procrl.launch.commands._options import add_train_arguments
 
 NAME = "train"
 HELP = "Train with a recipe."
@@ -18,20 +18,15 @@ PASSES_UNKNOWN_FLAGS = True  # to accelerate launch: procrl.launch.cli hands the
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``procrl train``'s arguments: training's own (``python -m procrl.run`` takes the same), and
+    any other flag passed on to accelerate launch (:data:`EPILOG`)."""
     parser.epilog = EPILOG
-    add_recipe(parser)
-    parser.add_argument("--output-dir", default=None, help="Output directory (overrides output_dir).")
-    parser.add_argument(
-        "--resume", action="store_true", help="Continue from the newest complete checkpoint in the output dir."
-    )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="Start afresh in an output dir that holds a run (deletes its checkpoints).",
-    )
+    add_train_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    """Train with the recipe, launched through accelerate or in this process; returns the exit status."""
+    # lazy: procrl.launch.accelerate and what it imports would add 40% to every `procrl ... --help`
     from procrl.launch.accelerate import run_train
     from procrl.launch.flags import split_launch_args
 

@@ -1,5 +1,5 @@
 """``procrl validate``: score labelled solutions with a recipe's reward mix and report how well
-each component tells sound from flawed (the work: :mod:`procrl.evaluation.validate`)."""
+each component tells sound from flawed (the work: :mod:`procrl.evaluation.validate.run`)."""
 
 from __future__ import annotations
 
@@ -79,10 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from procrl.evaluation.score import _jsonable  # light imports: components load in run_validation
-    from procrl.evaluation.validate import choose_output_dir, quiet_stdout, run_validation, write_outputs
-    from procrl.evaluation.validate_peers import parse_peer_options
-    from procrl.evaluation.validate_plot import plot_validation
-    from procrl.evaluation.validate_text import format_table
+    from procrl.evaluation.validate.peers import parse_peer_options
+    from procrl.evaluation.validate.plot import plot_validation
+    from procrl.evaluation.validate.run import choose_output_dir, quiet_stdout, run_validation, write_outputs
+    from procrl.evaluation.validate.text import format_table
 
     peers = parse_peer_options(args.peer)
     directory = choose_output_dir(args.output_dir, args.recipe, args.data, args.overwrite)  # refused before any work

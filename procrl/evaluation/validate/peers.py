@@ -8,6 +8,7 @@ import math
 from typing import Any
 
 from procrl.core.config import ConfigError
+from procrl.core.jsonl import iter_records
 
 __all__ = ["parse_peer_options", "read_peer"]
 
@@ -31,7 +32,6 @@ def read_peer(paths: str | list[str]) -> dict[str, float | list[float]]:
     (``scores`` may also be a JSON string of them, as some published files hold; ``{"rid", ...}``
     rows are ReasonEval's scores of its reference solutions, validate's ``rid-N`` rows); several
     files are one peer's scores of different rows."""
-    from procrl.core.jsonl import iter_records
 
     scores: dict[str, float | list[float]] = {}
     for path in [paths] if isinstance(paths, str) else paths:

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from procrl.observe import stats as diag
+from procrl.rewards.accuracy import AccuracyReward
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RewardBatch, RewardOutput
 
@@ -86,7 +87,6 @@ def accuracy_scores(outputs, types, questions, completions, golds, columns=None)
     name = next((n for n, k in kinds.items() if k == diag.ACCURACY), None)
     if name is not None:
         return outputs[name].scores, f"component {name!r}"
-    from procrl.rewards.accuracy import AccuracyReward
 
     component = AccuracyReward(AccuracyReward.Settings(), name="accuracy")
     batch = RewardBatch.from_texts(completions, questions, golds, **(columns or {}))

@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.redaction import redact
-from procrl.evaluation.evaluate_report import ACCURACY_KEYS
+from procrl.evaluation.evaluate.report import ACCURACY_KEYS
 from procrl.observe import stats as diag
+from procrl.observe.wandb import wandb_dir
 from procrl.rewards.protocol import RewardBatch
 
+# Imported where used: wandb (an optional extra, needed with --wandb only).
 __all__ = ["log_to_wandb", "scalar_metrics"]
 
 
@@ -24,8 +26,6 @@ def scalar_metrics(report: dict[str, Any]) -> dict[str, float]:
 
 def log_to_wandb(report, outputs, types, directory: Path, recipe, completions, questions) -> None:
     import wandb
-
-    from procrl.observe.wandb import wandb_dir
 
     with wandb_dir(str(directory)):  # W&B's files under the report's directory, as a training run's under output_dir
         run = wandb.init(

@@ -6,8 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from procrl.core.choices import NUMBER, gold_answer, predict
+from procrl.core.text import segment_batch
 from procrl.observe import stats as diag
 from procrl.observe.eval_metrics import SampleOutcome, summarize
+from procrl.observe.hacking import behaviour, process_totals
 from procrl.rewards.protocol import RewardOutput
 
 __all__ = ["ACCURACY_KEYS", "behaviour_summary", "build_report", "sample_outcomes"]
@@ -42,7 +45,6 @@ def sample_outcomes(
     """Per completion: its problem (completions grouped by problem, ``num_samples`` each), answer
     right or not, the judge's verdict and the predicted answer (for majority voting: a number, an
     option label, yes/no as a bool; ``specs``: each completion's answer spec)."""
-    from procrl.core.choices import NUMBER, predict
 
     return [
         SampleOutcome(
@@ -71,7 +73,6 @@ def build_report(
     grouped by problem, ``num_samples`` each; ``golds`` (one per problem) enable maj@k; ``judge``:
     the first-error component deciding reasoning-aware accuracy (default: the first); ``specs``:
     each problem's answer spec (:mod:`procrl.core.choices`; default: numbers)."""
-    from procrl.core.choices import NUMBER, gold_answer
 
     kinds = diag.component_kinds(types, outputs)
     judge = diag.evaluation_judge(kinds, judge)
@@ -192,13 +193,10 @@ def behaviour_summary(
     """What the reward-hacking watch compares (``procrl/observe/hacking.py``): mean steps per completion
     (the first-error judge's count, else procrl's step segmentation), mean length in characters,
     mean process reward (weighted components other than accuracy and format) and accuracy."""
-    from procrl.observe.hacking import behaviour, process_totals
 
     if records is not None:
         num_steps = [r.num_steps for r in records]
     else:
-        from procrl.core.text import segment_batch
-
         num_steps = [len(s.steps) for s in segment_batch(completions)]
     totals = process_totals({n: o.scores for n, o in outputs.items()}, types, weights)
     summary = behaviour(completions, num_steps, totals, accuracy)

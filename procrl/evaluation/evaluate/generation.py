@@ -10,7 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
+from procrl.core.paths import has_tokenizer_files
+from procrl.data.prompts import prompt_text
+from procrl.models.generation import generate_texts, vllm_available
+from procrl.models.loading import (
+    ModelSource,
+    load_causal_lm,
+    load_policy,
+    load_tokenizer,
+    load_tokenizer_from,
+    pretrained_kwargs,
+)
 
+# Imported where used: torch and transformers (seconds to load: a run its checks refuse fails before that),
+# peft and vllm (optional extras).
 __all__ = ["MAX_SAMPLES", "Sampling", "generate_completions", "load_evaluated_tokenizer", "prompt_texts"]
 
 
@@ -59,8 +72,6 @@ class Sampling:
 def load_evaluated_tokenizer(source, recipe, notes: list[str] | None = None) -> Any:
     """The evaluated model's own tokenizer (a GGUF's from its file); the recipe's when a
     checkpoint directory has no tokenizer files."""
-    from procrl.core.paths import has_tokenizer_files
-    from procrl.models.loading import ModelSource, load_tokenizer, load_tokenizer_from
 
     source = source if isinstance(source, ModelSource) else ModelSource(str(source))
     model_path = source.path
@@ -103,7 +114,6 @@ def _load_model(source, recipe) -> Any:
     """The model to generate with: a checkpoint or Hub model (GGUF dequantized), or a LoRA
     adapter directory applied to the recipe's policy (so an adapter trained on a GGUF policy
     finds its base, which its adapter_config.json cannot name)."""
-    from procrl.models.loading import load_causal_lm, load_policy, pretrained_kwargs
 
     if not source.gguf_file and (Path(source.path) / "adapter_config.json").is_file():
         from peft import PeftModel
@@ -122,7 +132,6 @@ def _vocab_size(model_path: str) -> int | None:
 
 
 def prompt_texts(recipe, questions: list[str], tokenizer, kinds: list[str | None] | None = None) -> list[str]:
-    from procrl.data.prompts import prompt_text
 
     kinds = kinds or [None] * len(questions)
     return [prompt_text(recipe.data, tokenizer, question, kind) for question, kind in zip(questions, kinds)]
@@ -142,8 +151,6 @@ def generate_completions(
     ``i * k .. i * k + k - 1``); returns them and the backend used. ``model``: a path or a
     :class:`~procrl.models.loading.ModelSource` (a GGUF generates with transformers: the vLLM path takes
     a checkpoint directory)."""
-    from procrl.models.generation import generate_texts, vllm_available
-    from procrl.models.loading import ModelSource
 
     source = model if isinstance(model, ModelSource) else ModelSource(str(model))
     model_path = source.path

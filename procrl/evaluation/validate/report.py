@@ -1,8 +1,8 @@
 """The numbers of ``procrl validate``'s report.json, from the scored solutions
-(:class:`procrl.evaluation.validate_scoring.Scored`): per component and for the weighted total, the
+(:class:`procrl.evaluation.validate.scoring.Scored`): per component and for the weighted total, the
 separation of sound from flawed, the per-class shares, the first-error localisation, the
 agreement of accuracy components and the peers on the same rows (the module doc of
-:mod:`procrl.evaluation.validate` says what each is)."""
+:mod:`procrl.evaluation.validate.run` says what each is)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from procrl.core.numeric import mean as _mean
 from procrl.evaluation.corpora import CLASSES, RIGHT_FLAWED, SOUND
-from procrl.evaluation.validate_metrics import (
+from procrl.evaluation.validate.metrics import (
     BOOTSTRAP_RESAMPLES,
     auroc,
     bootstrap_auroc,
@@ -19,7 +19,10 @@ from procrl.evaluation.validate_metrics import (
     processbench_metrics,
     sweep_thresholds,
 )
-from procrl.evaluation.validate_scoring import Scored
+from procrl.evaluation.validate.scoring import Scored
+from procrl.rewards.first_error import FirstErrorReward
+from procrl.rewards.judges import FAILURE_KINDS
+from procrl.rewards.judges.prompt import CATEGORIES
 
 __all__ = ["MIN_CLASS", "TOTAL", "localisation", "peer_report", "validation_report"]
 
@@ -169,7 +172,6 @@ def segmentation_agreement(items: list[Scored]) -> dict[str, Any] | None:
 def error_categories(items: list[Scored], name: str) -> dict[str, dict[str, int]] | None:
     """Errors the judge found per ReTraceQA category, per class of solution (``none``: found
     without a category); None when the judge named no category."""
-    from procrl.rewards.judges.prompt import CATEGORIES
 
     found = [
         (i.klass, (i.diagnostics.get(name) or {}).get("category"))
@@ -267,7 +269,6 @@ def validation_report(
     failures: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any]:
     """The numbers of report.json (everything but the run's description)."""
-    from procrl.rewards.first_error import FirstErrorReward
 
     components: dict[str, Any] = {}
     for name, spec in mix.specs.items():
@@ -277,8 +278,6 @@ def validation_report(
         entry: dict[str, Any] = {"type": spec.type, "weight": spec.weight, "fallback": spec.fallback}
         counted = dict((failures or {}).get(name, {}))
         if is_judge:
-            from procrl.rewards.judges import FAILURE_KINDS
-
             counted = {**dict.fromkeys(FAILURE_KINDS, 0), **counted}
         entry["failures"] = counted
         if is_judge:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from procrl.evaluation.corpora import CLASS_LABELS, CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG
-from procrl.evaluation.validate_report import MIN_CLASS, TOTAL
+from procrl.evaluation.validate.report import MIN_CLASS, TOTAL
 
 __all__ = ["format_table", "report_markdown"]
 

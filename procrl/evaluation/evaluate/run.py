@@ -25,25 +25,32 @@ import time
 from pathlib import Path
 from typing import Any
 
+from procrl.core.choices import answer_specs
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder, write_file
+from procrl.core.paths import check_model_path, is_local_data_file
 from procrl.core.redaction import redact
-from procrl.evaluation.evaluate_generation import Sampling, generate_completions, load_evaluated_tokenizer, prompt_texts
-from procrl.evaluation.evaluate_plot import write_plots
-from procrl.evaluation.evaluate_report import behaviour_summary, build_report
-from procrl.evaluation.evaluate_scoring import accuracy_scores, score_completions
-from procrl.evaluation.evaluate_text import report_markdown
-from procrl.evaluation.evaluate_wandb import log_to_wandb
+from procrl.data import load_examples
+from procrl.evaluation.evaluate.generation import Sampling, generate_completions, load_evaluated_tokenizer, prompt_texts
+from procrl.evaluation.evaluate.plot import write_plots
+from procrl.evaluation.evaluate.report import behaviour_summary, build_report
+from procrl.evaluation.evaluate.scoring import accuracy_scores, score_completions
+from procrl.evaluation.evaluate.text import report_markdown
+from procrl.evaluation.evaluate.wandb import log_to_wandb
+from procrl.evaluation.score import _jsonable
+from procrl.models.loading import check_gguf_file, model_source, policy_source
 from procrl.observe import stats as diag
+from procrl.rewards.judges.registry import BACKENDS
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RuntimeContext
+from procrl.trainers.checkpoints import FINAL_MARKER, final_model_problem, newest_complete_checkpoint
 
+# Imported where used: torch (seconds to load: a run its checks refuse fails before that).
 __all__ = ["Sampling", "default_output_dir", "evaluate", "judge_overrides", "write_report"]
 
 
 def write_report(report: dict[str, Any], directory: Path) -> None:
     """report.json and report.md, secrets redacted (procrl/core/redaction.py)."""
-    from procrl.evaluation.score import _jsonable
 
     report = redact(report)
     write_file(directory, "report.json", json.dumps(_jsonable(report), indent=2) + "\n")
@@ -91,11 +98,9 @@ def default_output_dir(recipe, model: str | None = None, split: str = "test", gg
 def _check_run_model(model: str) -> None:
     """A run's output dir whose final model is incomplete or missing: one line naming the
     checkpoint to evaluate instead (procrl/trainers/checkpoints.py)."""
-    from procrl.trainers.checkpoints import final_model_problem, newest_complete_checkpoint
 
     if not Path(model).is_dir():
         return
-    from procrl.trainers.checkpoints import FINAL_MARKER
 
     problem = final_model_problem(model)
     newest = newest_complete_checkpoint(model) if problem else None
@@ -128,9 +133,6 @@ def evaluate(
     with its ``gguf_file``): a checkpoint, Hub id, embedded name or .gguf path; ``gguf_file``: a
     GGUF inside ``model``. The report folder follows procrl's folder rule (procrl/core/folders.py):
     new, empty, an earlier evaluate's, or named by ``overwrite``."""
-    from procrl.core.paths import check_model_path
-    from procrl.data import load_examples
-    from procrl.models.loading import check_gguf_file, model_source, policy_source
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be >= 1, got {limit}")
@@ -159,7 +161,6 @@ def evaluate(
     directory = Path(output_dir) if output_dir else default_output_dir(recipe, model, split, gguf_file)
     model = f"{name} (gguf_file {file})" if file else name
     check_folder(directory, EVALUATE, overwrite=overwrite)  # created once there is something to write
-    from procrl.core.paths import is_local_data_file
 
     local_notes = []
     if is_local_data_file(recipe.data.dataset):
@@ -178,7 +179,6 @@ def evaluate(
     questions, golds = list(examples["question"]), list(examples["answer"])
     # a choice or yes/no dataset: every row's kind and options, for the rewards and the report
     row_columns = {key: list(examples[key]) for key in ("answer_kind", "choices") if key in examples.column_names}
-    from procrl.core.choices import answer_specs
 
     specs = answer_specs(row_columns, golds, len(golds))
     mix = RewardMix(recipe.rewards)
@@ -286,7 +286,6 @@ def judge_overrides(judge: str | None, overrides: list[str]) -> list[str]:
     """``--judge`` as recipe overrides: a backend name adds the evaluation-only component
     ``eval_judge`` (weight 0) before the user's ``--set`` (which may configure it); a component
     name sets ``data.eval_judge``."""
-    from procrl.rewards.judges.registry import BACKENDS
 
     if judge is None:
         return list(overrides)

@@ -4,14 +4,18 @@ distribution of each class and the ROC curves."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from procrl.evaluation.corpora import CLASS_LABELS, CLASSES, FLAWED_UNLABELLED, RIGHT_FLAWED, SOUND, WRONG
-from procrl.evaluation.validate_metrics import auroc, roc_points
-from procrl.evaluation.validate_report import MIN_CLASS
-from procrl.evaluation.validate_scoring import Scored
+from procrl.evaluation.validate.metrics import auroc, roc_points
+from procrl.evaluation.validate.report import MIN_CLASS
+from procrl.evaluation.validate.scoring import Scored
+from procrl.observe.plots import new_figure
+from procrl.observe.stats import score_range
 
+# Imported where used: matplotlib (seconds to load; procrl.observe.plots loads it with the first figure).
 __all__ = ["plot_validation"]
 
 _COLOURS = {SOUND: "#27ae60", RIGHT_FLAWED: "#e67e22", WRONG: "#c0392b", FLAWED_UNLABELLED: "#8e44ad"}
@@ -21,12 +25,8 @@ def plot_validation(items: list[Scored], report: dict[str, Any], peer_scores: di
     """Per component (and the total, and each peer): the score distribution of each class (share
     of the class per value: bars for a few discrete values, outlines of a 20-bin histogram
     otherwise), and below it the ROC curve sound vs flawed (dashed: among right answers)."""
-    import textwrap
 
     from matplotlib.patches import Patch
-
-    from procrl.observe.plots import new_figure
-    from procrl.observe.stats import score_range
 
     panels: list[tuple[str, str | None, list[tuple[str, float]]]] = []
     for name, stats in report["components"].items():

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from procrl.evaluation.evaluate_generation import Sampling
-from procrl.evaluation.evaluate_report import ACCURACY_KEYS
+from procrl.evaluation.evaluate.generation import Sampling
+from procrl.evaluation.evaluate.report import ACCURACY_KEYS
 
 __all__ = ["format_summary", "report_markdown"]
 

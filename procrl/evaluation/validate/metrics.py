@@ -25,6 +25,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from procrl.rewards.judges.prm import first_below as prm_first_below
+
 __all__ = [
     "auroc",
     "bootstrap_auroc",
@@ -45,15 +49,12 @@ BOOTSTRAP_RESAMPLES = 1000
 
 def first_below(probabilities: list[float], threshold: float) -> int:
     """The PRM judge's rule (:func:`procrl.rewards.judges.prm.first_below`)."""
-    from procrl.rewards.judges.prm import first_below as rule
 
-    return rule(probabilities, threshold)
+    return prm_first_below(probabilities, threshold)
 
 
 def _codes(positive: Sequence[float], negative: Sequence[float]):
     """Both samples as integer ranks of their distinct values (equal scores, equal code)."""
-    import numpy as np
-
     values = np.asarray(list(positive) + list(negative), dtype=float)
     distinct, codes = np.unique(values, return_inverse=True)
     return codes[: len(positive)], codes[len(positive) :], len(distinct)
@@ -63,8 +64,6 @@ def _auroc_rows(positive, negative, size: int):
     """AUROC of each row of ``positive`` (B x P codes) against the same row of ``negative``
     (B x N codes): rows are shifted to disjoint code ranges, so one sort and two searches count,
     for every positive, the negatives below it and equal to it in its own row."""
-    import numpy as np
-
     rows, p = positive.shape
     n = negative.shape[1]
     offset = (np.arange(rows, dtype=np.int64) * size)[:, None]
@@ -96,8 +95,6 @@ def bootstrap_auroc(
     empty)."""
     if not positive or not negative:
         return math.nan, math.nan
-    import numpy as np
-
     pos, neg, size = _codes(positive, negative)
     generator = np.random.default_rng(seed)
     values = []

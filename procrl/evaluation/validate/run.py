@@ -6,11 +6,11 @@ them, segmented by procrl's shared segmentation, every component of the recipe's
 weighted total computed by :func:`procrl.evaluation.score.score_batch` (the code of ``procrl score``,
 with its fallback policy: every row its own group), so nothing here is a second scoring path.
 The data's first-error label is moved onto procrl's steps by character offsets
-(:func:`procrl.evaluation.validate_metrics.map_label`). Reported, per component and for the total:
+(:func:`procrl.evaluation.validate.metrics.map_label`). Reported, per component and for the total:
 
 * AUROC sound vs flawed (ties count half) with a seeded stratified bootstrap 95% interval, and
   among right-answer solutions (sound vs right answer but flawed: the case process rewards exist
-  for) when each of the two has at least :data:`~procrl.evaluation.validate_report.MIN_CLASS` scored solutions;
+  for) when each of the two has at least :data:`~procrl.evaluation.validate.report.MIN_CLASS` scored solutions;
 * per class (sound / right answer but flawed / wrong answer / flawed, answer unlabelled): mean,
   the no-opinion share (the component gave None or failed), the fallback share (rows whose total
   took the fallback policy instead: with ``group_mean`` and one row per group that is "left out
@@ -36,15 +36,17 @@ all computed before anything is written; prints a short table. ``procrl eval-jud
 command restricted to one first-error judge (:mod:`procrl.evaluation.judge_eval`).
 
 Here: a run (:func:`run_validation`), its output folder and files. The jobs it calls, one a
-module: scoring (:mod:`~procrl.evaluation.validate_scoring`), peer files
-(:mod:`~procrl.evaluation.validate_peers`), report.json's numbers
-(:mod:`~procrl.evaluation.validate_report`, on :mod:`~procrl.evaluation.validate_metrics`),
-the table and report.md (:mod:`~procrl.evaluation.validate_text`), validate.png
-(:mod:`~procrl.evaluation.validate_plot`); the command line: :mod:`procrl.launch.commands.validate`.
+module: scoring (:mod:`~procrl.evaluation.validate.scoring`), peer files
+(:mod:`~procrl.evaluation.validate.peers`), report.json's numbers
+(:mod:`~procrl.evaluation.validate.report`, on :mod:`~procrl.evaluation.validate.metrics`),
+the table and report.md (:mod:`~procrl.evaluation.validate.text`), validate.png
+(:mod:`~procrl.evaluation.validate.plot`); the command line: :mod:`procrl.launch.commands.validate`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import sys
@@ -56,11 +58,15 @@ from procrl.core.config import ConfigError, suggest
 from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.redaction import redact, redact_argv
 from procrl.evaluation.corpora import read_solutions
-from procrl.evaluation.validate_metrics import BOOTSTRAP_RESAMPLES
-from procrl.evaluation.validate_peers import read_peer
-from procrl.evaluation.validate_report import MIN_CLASS, peer_report, validation_report
-from procrl.evaluation.validate_scoring import Scored, score_solutions
-from procrl.evaluation.validate_text import report_markdown
+from procrl.evaluation.score import _jsonable
+from procrl.evaluation.validate.metrics import BOOTSTRAP_RESAMPLES
+from procrl.evaluation.validate.peers import read_peer
+from procrl.evaluation.validate.report import MIN_CLASS, peer_report, validation_report
+from procrl.evaluation.validate.scoring import Scored, score_solutions
+from procrl.evaluation.validate.text import report_markdown
+from procrl.recipe import load_recipe
+from procrl.rewards.mix import RewardMix
+from procrl.rewards.protocol import RuntimeContext
 
 __all__ = ["Validation", "choose_output_dir", "quiet_stdout", "run_validation", "select_specs", "write_outputs"]
 
@@ -124,9 +130,6 @@ def write_outputs(
 ) -> list[str]:
     """Every file rendered first (secrets redacted: procrl/core/redaction.py), then written (each
     atomically): an error leaves nothing half-written."""
-    import io
-
-    from procrl.evaluation.score import _jsonable
 
     names = list(report["components"])
     report = redact(report)
@@ -197,9 +200,6 @@ def run_validation(
     specs_filter=None,
 ) -> Validation:
     """Read and check everything (recipe, data, peers) before scoring; score; compute the report."""
-    from procrl.recipe import load_recipe
-    from procrl.rewards.mix import RewardMix
-    from procrl.rewards.protocol import RuntimeContext
 
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit: must be at least 1, got {limit}")
@@ -242,6 +242,5 @@ def run_validation(
 def quiet_stdout(active: bool):
     """With ``--json``, whatever the libraries print while components load and score (DeepSpeed's
     accelerator probe writes to stdout) goes to stderr: stdout holds the JSON alone."""
-    import contextlib
 
     return contextlib.redirect_stdout(sys.stderr) if active else contextlib.nullcontext()

@@ -1,6 +1,6 @@
 """``procrl validate``'s scoring: every labelled solution through ``procrl score``'s code
 (:func:`procrl.evaluation.score.score_batch`), the data's first-error label moved onto procrl's
-steps (:func:`procrl.evaluation.validate_metrics.map_label`)."""
+steps (:func:`procrl.evaluation.validate.metrics.map_label`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tqdm.auto import tqdm
+
+from procrl.core.choices import answer_block_start, answer_spec
 from procrl.core.config import ConfigError
+from procrl.core.redaction import redact_url
+from procrl.core.text import reasoning_end
 from procrl.evaluation.corpora import Solution
-from procrl.evaluation.validate_metrics import map_label
+from procrl.evaluation.score import score_batch
+from procrl.evaluation.validate.metrics import map_label
 
 __all__ = ["Scored", "score_solutions"]
 
@@ -43,7 +49,6 @@ def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> 
     """A component with a model or a judge endpoint that failed on the first solution did not
     load or cannot reach its judge: measuring it would report its fallback. One clear error
     instead (a model-free component's failures are counted and reported, as in training)."""
-    from procrl.core.redaction import redact_url
 
     for name, kinds in outputs_failures.items():
         component = mix.components[name]
@@ -61,11 +66,9 @@ def _load_failures(mix, outputs_failures: dict[str, dict[str, int]], n: int) -> 
 
 def _reasoning_end(solution: Solution) -> int:
     """Where the solution's reasoning ends, its answer block read under its answer kind."""
-    from procrl.core.text import reasoning_end
 
     if not solution.answer_kind or solution.answer_kind == "number":
         return reasoning_end(solution.completion)
-    from procrl.core.choices import answer_block_start, answer_spec
 
     spec = answer_spec(solution.answer_kind, list(solution.choices or []) or None, solution.gold)
     start = answer_block_start(solution.completion, spec)
@@ -77,10 +80,6 @@ def score_solutions(
 ) -> tuple[list[Scored], dict[str, dict[str, int]]]:
     """Every solution through :func:`procrl.evaluation.score.score_batch` (``procrl score``'s code); the
     scored solutions and each component's failure counts."""
-    from tqdm.auto import tqdm
-
-    from procrl.evaluation.score import score_batch
-
     scored: list[Scored] = []
     counts: dict[str, dict[str, int]] = {name: {} for name in mix.names}
     first = True

@@ -1,0 +1,370 @@
+"""The reliability machinery of a training run, which :func:`procrl.launch.run.train` calls: the
+output dir's lock and the line an interrupt ends the run with (:class:`OutputDirHeld`), ``--resume``
+(the run finished or not, the recipe's changes, the checkpoint continued from, a final save that did
+not complete), the run's artifacts (``recipe.yaml``, ``run_info.json``), the failing-component watch
+and the launch check. Everything here prints on stderr as ``procrl: ...`` (:func:`tell`), on rank 0
+where one line is enough.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import procrl
+from procrl.core import yaml_core
+from procrl.core.config import ConfigError
+from procrl.core.folders import write_file
+from procrl.core.interrupts import interrupted
+from procrl.core.redaction import redact
+from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
+from procrl.launch.memory import fit_problem, gpu_memory_bytes
+from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
+from procrl.observe.wandb import set_wandb_run_id
+from procrl.recipe import Recipe
+from procrl.trainers.checkpoints import (
+    final_model_problem,
+    find_resume_checkpoint,
+    interrupted_final_save,
+    kept,
+    newest_complete_checkpoint,
+    save_final_model,
+    set_aside,
+)
+
+# Imported where used: torch, transformers, trl and the procrl modules that import them
+# (procrl.observe.console, procrl.observe.failing): `procrl check` and `procrl train`'s launching process
+# import this module and must not load the trainer stack (tests/test_startup.py).
+
+__all__ = [
+    "RECIPE_FILE",
+    "OutputDirHeld",
+    "check_launch_fits",
+    "connect_wandb",
+    "continue_from",
+    "failing_watch",
+    "find_resume",
+    "finished_note",
+    "finished_run",
+    "is_global_main",
+    "recipe_changes",
+    "report_finished",
+    "run_info",
+    "save_final_from_checkpoint",
+    "tell",
+    "write_artifacts",
+]
+
+
+def is_global_main() -> bool:
+    """Whether this process is rank 0 of the launch (or not launched): the one that prints a run's notes."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def tell(message: str) -> None:
+    """Print ``procrl: MESSAGE`` on stderr, at once (ranks interleave their output)."""
+    print(f"procrl: {message}", file=sys.stderr, flush=True)
+
+
+RECIPE_FILE = "recipe.yaml"
+
+
+def _git_commit() -> str | None:
+    try:
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
+    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
+    the algorithm and credit, the git commit and the recipe's path."""
+    import torch
+    import transformers
+    import trl
+
+    state = trainer.accelerator.state
+    plugin = getattr(state, "deepspeed_plugin", None)
+    return {
+        "procrl_version": procrl.__version__,
+        "trl_version": trl.__version__,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "world_size": trainer.accelerator.num_processes,
+        "distributed_type": str(state.distributed_type).split(".")[-1],
+        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
+        "device": str(trainer.accelerator.device),
+        "seed": trainer.args.seed,
+        "algorithm": recipe.trainer.algorithm,
+        "credit": recipe.trainer.credit,
+        "git_commit": _git_commit(),
+        "recipe_path": recipe.path,
+        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
+        "launch": launch_report(recipe),
+    }
+
+
+def write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> None:
+    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
+    ``recipe.yaml``; a recipe that differs from it is saved beside it as
+    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
+
+    if not trainer.accelerator.is_main_process:
+        return
+
+    output = Path(recipe.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    text = yaml_core.dump(redact(recipe.resolved()))
+    original = output / RECIPE_FILE
+    if resumed_at is None or not original.is_file():
+        write_file(output, RECIPE_FILE, text)
+    elif recipe_changes(recipe):
+        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
+    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe), indent=2) + "\n")
+
+
+_MISSING = object()
+
+
+def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
+    only is one difference."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for name in [*before, *(k for k in after if k not in before)]:
+            found += _differences(
+                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
+            )
+        return found
+    return [] if before == after else [(key, before, after)]
+
+
+def recipe_changes(recipe: Recipe) -> list[str]:
+    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
+    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
+
+    saved = Path(recipe.output_dir) / RECIPE_FILE
+    try:
+        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
+        return []
+    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
+
+    def shown(value: Any) -> str:
+        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
+        return text if len(text) <= 160 else text[:157] + "..."
+
+    return [
+        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
+    ]
+
+
+def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
+    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
+    (its complete final model, or else its newest complete checkpoint, reached the recipe's
+    ``max_steps``: resuming would train past it), or None when there is training left."""
+
+    folder = Path(recipe.output_dir)
+    done = []
+    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
+        done.append(("its final model", folder / "trainer_state.json"))
+    newest = newest_complete_checkpoint(folder)
+    if newest:
+        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
+    for what, state_file in done:
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            step = int(state["global_step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        target = recipe.trainer_args.get("max_steps", -1)
+        if not isinstance(target, int) or target <= 0:
+            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
+        if target > 0 and step >= target:
+            return what, step, target
+    return None
+
+
+def finished_note(recipe: Recipe) -> str | None:
+    """The line ``--resume`` prints instead of training when the run is finished and its final
+    model is complete (None otherwise)."""
+
+    finished = finished_run(recipe)
+    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
+        return None
+    _, step, target = finished
+    return (
+        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
+        "saved); nothing to train. Raise trainer.max_steps to train further"
+    )
+
+
+def report_finished(recipe: Recipe) -> bool:
+    """``--resume`` of a finished run with its final model: rank 0 says so (:func:`finished_note`)."""
+    note = finished_note(recipe)
+    if note and is_global_main():
+        tell(note)
+    return note is not None
+
+
+def find_resume(recipe: Recipe):
+    """``--resume``: (the checkpoint to continue from, ``(what, step, max_steps)`` when the run trained
+    to the end but its final model is missing, else None); rank 0 lists the keys in which the recipe
+    differs from the run's ``recipe.yaml``."""
+    resume_point = find_resume_checkpoint(recipe.output_dir)
+    finished = finished_run(recipe)
+    changes = recipe_changes(recipe)
+    if changes and is_global_main():
+        tell(
+            f"--resume: the recipe differs from the run's {RECIPE_FILE} in {len(changes)} key(s) (kept; this recipe "
+            f"is saved as recipe-resumed-at-step-{resume_point.step}.yaml):"
+        )
+        for change in changes:
+            tell(f"  {change}")
+    return resume_point, finished
+
+
+def check_launch_fits(recipe: Recipe) -> None:
+    """Rank 0 says in one line where the launch differs from the recipe's launch section
+    (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
+    model when the memory plan of the launch it was given does not fit its GPU (one line)."""
+
+    note_launch(recipe)
+    card = gpu_memory_bytes()
+    if card is None:
+        return
+    problem = fit_problem(recipe, rank_setup(), *card)
+    if problem:
+        wanted = " ".join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
+        raise ConfigError(f"launch: {problem}; nothing was loaded. The recipe's launch: {wanted}")
+
+
+def _prepare_output_dir(recipe: Recipe, resume: bool, overwrite: bool):
+    """Main process: take the output dir's lock, clear what a killed save left (and, with
+    ``--overwrite``, the earlier run's checkpoints). Returns the lock."""
+
+    lock = RunLock(recipe.output_dir)
+    try:
+        note = lock.acquire()
+    except OSError as error:
+        raise ConfigError(f"output_dir: cannot write to {recipe.output_dir} ({error.strerror or error})") from None
+    if note:
+        tell(note)
+    staged = discard_staging(recipe.output_dir)
+    if staged:
+        tell(f"discarded the interrupted save of {', '.join(staged)} in {recipe.output_dir}")
+    if overwrite:
+        removed = clear_previous_run(recipe.output_dir)
+        if removed:
+            tell(f"--overwrite: removed {', '.join(removed)} from {recipe.output_dir}")
+    return lock
+
+
+class OutputDirHeld:
+    """``with``: the main process holds the output dir's lock (:func:`_prepare_output_dir`) until the
+    block ends; Ctrl-C or SIGTERM inside it ends the run with one line saying what is kept (the
+    checkpoints, or what an interrupted final save left)."""
+
+    def __init__(self, recipe: Recipe, resume: bool, overwrite: bool) -> None:
+        self.recipe, self.resume, self.overwrite = recipe, resume, overwrite
+        self.saving = None  # the trainer, once its final save has begun
+
+    def __enter__(self) -> OutputDirHeld:
+        self.lock = _prepare_output_dir(self.recipe, self.resume, self.overwrite) if is_global_main() else None
+        return self
+
+    def final_save(self, trainer) -> None:
+        """The final model (complete or absent) and the run's summary on the terminal."""
+        from procrl.observe.console import print_run_summary
+
+        self.saving = trainer
+        save_final_model(trainer, self.recipe.output_dir)
+        print_run_summary(trainer, self.recipe.output_dir)
+
+    def __exit__(self, kind, error, traceback) -> None:
+        try:
+            if isinstance(error, KeyboardInterrupt):  # Ctrl-C, SIGTERM (procrl/core/interrupts.py)
+                output_dir = self.recipe.output_dir
+                if self.saving is not None:
+                    raise interrupted(
+                        error, interrupted_final_save(output_dir, self.saving.state.global_step)
+                    ) from None
+                raise interrupted(error, kept(output_dir)) from None
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def continue_from(trainer, resume_point) -> str | None:
+    """The checkpoint ``trainer.train`` resumes from (None: a fresh run); the main process says what
+    it continues from and sets aside the incomplete checkpoints it skipped."""
+    if resume_point is None:
+        return None
+    if trainer.accelerator.is_main_process:
+        for line in resume_point.describe():
+            tell(line)
+        moved = set_aside([path for path, _ in resume_point.skipped])
+        if moved:
+            tell(f"renamed the skipped checkpoint(s) to {', '.join(Path(m).name for m in moved)}")
+    return resume_point.checkpoint
+
+
+def connect_wandb(trainer, recipe: Recipe, args, resume: bool) -> None:
+    """With ``report_to: wandb``: the run's W&B id (the same run when resuming) and a redacted config."""
+    if "wandb" not in (args.report_to or []):
+        return
+    from procrl.observe.console import redact_wandb_config
+
+    set_wandb_run_id(recipe.output_dir, resume=resume, is_main=trainer.accelerator.is_main_process)
+    redact_wandb_config(trainer)
+
+
+def failing_watch(trainer):
+    """The trainer's failing-component watch (:class:`procrl.observe.failing.FailingComponentWatch`; one
+    that never stops when the trainer has none)."""
+    from procrl.observe.failing import FailingComponentWatch
+
+    for callback in trainer.callback_handler.callbacks:
+        if isinstance(callback, FailingComponentWatch):
+            return callback
+    return FailingComponentWatch(0)
+
+
+def save_final_from_checkpoint(trainer, recipe: Recipe, checkpoint: str, finished: tuple[str, int, int]) -> None:
+    """``--resume`` of a run that trained to ``max_steps`` but whose final save did not complete:
+    the final model is saved from the last checkpoint (training it again would go one step past
+    ``max_steps``: transformers steps once before it checks)."""
+    from transformers.trainer_callback import TrainerState
+
+    _, step, target = finished
+    if getattr(trainer, "is_deepspeed_enabled", False) or getattr(trainer, "is_fsdp_enabled", False):
+        raise ConfigError(
+            f"--resume: the run in {recipe.output_dir} trained to step {step} of max_steps {target}"
+            " but its final save did "
+            f"not complete; {checkpoint} holds the finished model (its weights are what the final save writes): use it"
+        )
+    trainer._load_from_checkpoint(checkpoint)
+    trainer.state = TrainerState.load_from_json(str(Path(checkpoint) / "trainer_state.json"))
+    save_final_model(trainer, recipe.output_dir)
+    if trainer.accelerator.is_main_process:
+        tell(
+            f"--resume: the run had trained to step {step} of max_steps {target},"
+            " but its final save had not completed: "
+            f"saved the final model from {checkpoint}; nothing to train"
+        )
