@@ -220,7 +220,9 @@ def _expression_at(text: str, match: re.Match) -> str | None:
     while start > 0 and text[start - 1] in "({[ \t":
         start -= 1
     expression = _EXPRESSION.match(text, start).group(0).strip().rstrip(".,")
-    if "^" not in expression and "**" not in expression:
+    # markdown bold closing an answer (``**Answer: 18**``) is no operator: a power needs an operand after it
+    expression = re.sub(r"\*+$", "", expression).strip()
+    if "^" not in expression and not re.search(r"\*\*\s*[\d(\[{+\-−]", expression):
         return None
     return expression
 

@@ -414,7 +414,10 @@ class TraceCheckpointTagger(_TransformerTagger):
         config = AutoConfig.from_pretrained(name_or_path)
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         files = _weights_files(name_or_path)
-        encoder = AutoModel.from_config(config)
+        # the random init is overwritten by the checkpoint; it must not draw from the global RNG, which
+        # the policy samples its completions from (loading a reward model would change the run)
+        with torch.random.fork_rng(devices=[]):
+            encoder = AutoModel.from_config(config)
         prefix = encoder.base_model_prefix
         state = _load_tensors(files)
         head_state = {k[len("classifier.") :]: v for k, v in state.items() if k.startswith("classifier.")}
@@ -579,7 +582,9 @@ def load_embedded_tagger(
     config = AutoConfig.from_pretrained(base)
     config.id2label = {i: label for i, label in enumerate(LABELS)}
     config.label2id = {label: i for i, label in enumerate(LABELS)}
-    with zero3_init_disabled():  # each rank runs its own whole copy
+    # each rank runs its own whole copy; the random init (overwritten below) draws nothing from the
+    # global RNG the policy samples from
+    with zero3_init_disabled(), torch.random.fork_rng(devices=[]):
         encoder = AutoModel.from_config(config)
     tokenizer = AutoTokenizer.from_pretrained(base)
     # the base weights read directly (as the published format's loader does): no download, no
