@@ -62,10 +62,9 @@ def grpo_trainer(tmp_path):
     return trainer, fixed
 
 
-def test_grpo_outcome_leaves_out_the_step_credited_scores(tmp_path):
-    from trl.trainer.utils import nanstd
-
-    trainer, fixed = grpo_trainer(tmp_path)
+def score_recording(trainer):
+    """One ``_generate_and_score_completions`` on the fixed completions; returns its output and
+    the rewards the trainer handed TRL (what TRL's outcome advantage normalises)."""
     rows = [{**trainer.train_dataset[0], **ROW} for _ in COMPLETIONS]
     handed = []
     original = ProcessGRPOTrainer._calculate_rewards
@@ -76,13 +75,20 @@ def test_grpo_outcome_leaves_out_the_step_credited_scores(tmp_path):
         return rewards
 
     trainer._calculate_rewards = recording.__get__(trainer)
-    output = trainer._generate_and_score_completions(rows)
+    return trainer._generate_and_score_completions(rows), handed[0]
+
+
+def test_grpo_outcome_leaves_out_the_step_credited_scores(tmp_path):
+    from trl.trainer.utils import nanstd
+
+    trainer, fixed = grpo_trainer(tmp_path)
+    output, handed = score_recording(trainer)
     mix = trainer.reward_mix
     names = mix.names
-    outcome_rewards = (handed[0] * torch.tensor(mix.weights)).nansum(dim=1)
+    outcome_rewards = (handed * torch.tensor(mix.weights)).nansum(dim=1)
     assert outcome_rewards.tolist() == pytest.approx(OUTCOME, abs=1e-6)
     for name in ("first_error", "steps"):  # every completion: steps aligned, or no steps and a score
-        assert torch.isnan(handed[0][:, names.index(name)]).all()
+        assert torch.isnan(handed[:, names.index(name)]).all()
 
     # advantages = process advantages + TRL's group-normalised outcome of the outcome-only components
     expected_outcome = (outcome_rewards - outcome_rewards.mean()) / (nanstd(outcome_rewards) + 1e-4)
@@ -107,18 +113,8 @@ def test_grpo_and_ppo_outcomes_are_the_same_numbers(tmp_path):
     """The rule, trainer against trainer: GRPO's outcome rewards (what TRL normalises) and PPO's
     last-token outcome on the same completions, and neither holds a step-credited score."""
     grpo, _ = grpo_trainer(tmp_path)
-    rows = [{**grpo.train_dataset[0], **ROW} for _ in COMPLETIONS]
-    handed = []
-    original = ProcessGRPOTrainer._calculate_rewards
-
-    def recording(self, *args):
-        rewards = original(self, *args)
-        handed.append(rewards.clone())
-        return rewards
-
-    grpo._calculate_rewards = recording.__get__(grpo)
-    grpo._generate_and_score_completions(rows)
-    grpo_outcome = (handed[0] * torch.tensor(grpo.reward_mix.weights)).nansum(dim=1).tolist()
+    _, handed = score_recording(grpo)
+    grpo_outcome = (handed * torch.tensor(grpo.reward_mix.weights)).nansum(dim=1).tolist()
 
     ppo = build_ppo(ppo_recipe(tmp_path / "ppo", "trainer.beta=0.0", "trainer.max_completion_length=32", MIX))
     ppo._generate_transformers = generate_fixed(ppo, COMPLETIONS)
