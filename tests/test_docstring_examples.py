@@ -10,6 +10,7 @@ import pytest
 # modules whose docstrings carry runnable examples
 MODULES = [
     "procrl.core.config",
+    "procrl.data.synthetic",
     "procrl.rewards.protocol",
     "procrl.rewards.registry",
     "procrl.rewards.quantities.claims",

@@ -280,6 +280,16 @@ def test_evaluate_command_with_tiny_model(tmp_path, capsys):
     assert report["inflation"] == pytest.approx(report["answer_accuracy"] - report["reasoning_aware_accuracy"])
     assert set(report["components"]) == {"accuracy", "format", "judge", "trace"}
     assert len(report["trace"]["trace"]["transition_counts"]) == 8
+    # TRACE's distribution, by hand from the scores written per completion
+    trace = sorted(row["rewards"]["trace"] for row in rows if row["rewards"]["trace"] is not None)
+    table = report["trace"]["trace"]
+    assert table["score_bin_edges"][0] == 0.0 and table["score_bin_edges"][-1] == 1.0
+    assert table["score_histogram"] == [
+        sum(a <= v < b or (b == 1.0 and v == 1.0) for v in trace)
+        for a, b in zip(table["score_bin_edges"], table["score_bin_edges"][1:])
+    ]
+    assert table["score_quartiles"][0] == trace[0] and table["score_quartiles"][-1] == trace[-1]
+    assert "TRACE per completion: min / 25% / median / 75% / max" in (out / "report.md").read_text()
     for name in ("component_distributions.png", "first_error_histogram.png", "trace_transitions.png"):
         assert (out / name).read_bytes().startswith(b"\x89PNG"), name
     assert len((out / "completions.jsonl").read_text().splitlines()) == 8

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split
+from procrl.data.synthetic import FILLERS, HEDGES, HELD_OUT_SPLITS, generate_split
 from procrl.models.reasoner import HELD_OUT_EXAMPLES, ReasonerSpec, training_rows
 from procrl.rewards.quantities import first_wrong_step
 
@@ -30,6 +30,20 @@ def test_training_rows_hold_the_controlled_flaws_and_no_held_out_question():
         assert flawed / total > 0.5  # a habit: what greedy decoding reproduces
     others = [r for r in rows if r["template"] not in spec.habits]
     assert 0.01 < sum(r["slip"] is not None for r in others) / len(others) < 0.06
+    writing = Counter((r["template"], r["writing"]) for r in rows)
+    for template, (habit, rate) in spec.writing_habits.items():
+        share = writing[(template, habit)] / (writing[(template, habit)] + writing[(template, None)])
+        assert rate - 0.06 < share < rate + 0.06 and share > 0.5, (template, share)
+    assert all(r["writing"] is None for r in rows if r["template"] not in spec.writing_habits)
+    for row in rows:  # a writing habit adds one number-free sentence and changes nothing else
+        if row["writing"] is not None:
+            lines = row["completion"].split("\n")
+            added = lines[-2] if row["writing"] == "hedge" else lines[0]
+            assert added in (HEDGES if row["writing"] == "hedge" else FILLERS)
+            assert not any(ch.isdigit() for ch in added)
+    # the slips are drawn exactly as without the writing habits
+    plain = training_rows(ReasonerSpec(train_examples=3000, writing_habits={}))
+    assert [(r["template"], r["slip"]) for r in plain] == [(r["template"], r["slip"]) for r in rows]
     for row in rows[:300]:  # the flaws are what they claim, by the arithmetic judge's own check
         assert "#### " in row["completion"]
         steps = row["completion"].split("\n")[:-1]
@@ -133,9 +147,10 @@ def test_build_needs_an_output_dir_and_a_batch_of_examples(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_reasoner_meets_its_held_out_targets(tmp_path):
-    """The issue's contract, on 500 held-out problems, greedy: answer accuracy in [0.3, 0.8] and
+    """The reasoner's contract, on 500 held-out problems, greedy: answer accuracy in [0.3, 0.8] and
     inflation (right answer, flagged step) >= 0.05; the reasoner writes its steps (>= 2 per
-    completion on average) and says something in its card about how it was built."""
+    completion on average), writes hedges and fillers that TRACE scores lower, and says something
+    in its card about how it was built."""
     out = tmp_path / "eval"
     result = subprocess.run(
         [
@@ -168,6 +183,11 @@ def test_reasoner_meets_its_held_out_targets(tmp_path):
     assert report["inflation"] >= 0.05, report["inflation"]
     assert report["reasoning_aware_accuracy"] < report["answer_accuracy"]
     assert report["behaviour"]["mean_steps"] >= 2.0
+    # its writing habits reach greedy decoding, so TRACE has structure to tell apart: hedges
+    # (Qualifier) and fillers (Monitoring) in some completions, a TRACE that is not one number
+    trace = report["trace"]["trace"]
+    assert trace["element_share"]["Qualifier"] > 0.02 and trace["element_share"]["Monitoring"] > 0.02, trace
+    assert report["components"]["trace"]["std"] > 0.03 and sum(n > 0 for n in trace["score_histogram"]) >= 2
     from procrl.models.reasoner import shipped_card
 
     card = shipped_card()

@@ -55,6 +55,31 @@ def test_loads_offline_and_tags_the_elements(embedded, monkeypatch):
 
 
 @needs_base
+def test_reads_the_tiny_reasoners_writing_habits_as_the_guideline_labels_them(embedded):
+    """The sentences of the tiny reasoner's writing habits: every hedge is Qualifier alone,
+    every filler Monitoring alone (docs/trace-labelling.md rules 7 and 3), a computed step Claim;
+    so TRACE ranks the plain solution above the same solution hedged or opened with filler."""
+    from procrl.data.synthetic import FILLERS, HEDGES
+    from procrl.rewards.trace import trace_score
+
+    def labels(sentences):
+        return [{LABELS[j] for j, p in enumerate(row) if p >= 0.5} for row in embedded.predict_proba(sentences)]
+
+    assert labels(list(HEDGES)) == [{"Qualifier"}] * len(HEDGES)
+    assert labels(list(FILLERS)) == [{"Monitoring"}] * len(FILLERS)
+    steps = [
+        "Ava still needs 90 - 20 = <<90-20=70>>70 dollars.",
+        "In 7 weeks she saves 7 x 10 = <<7*10=70>>70 dollars.",
+        "So she has 70 - 70 = <<70-70=0>>0 dollars left over.",
+        "#### 0",
+    ]
+    plain = trace_score(labels(steps)).score
+    hedged = trace_score(labels(steps[:-1] + [HEDGES[0]] + steps[-1:])).score
+    filler = trace_score(labels([FILLERS[0]] + steps)).score
+    assert plain == pytest.approx(0.85) and hedged < filler < plain, (plain, filler, hedged)
+
+
+@needs_base
 def test_held_out_f1_per_element_is_what_the_card_reports(embedded):
     """The shipped tagger on the held-out sources (no choice was tuned on them), against the
     adjudicated labels: the per-element figures in tagger.json (and the card) are these."""

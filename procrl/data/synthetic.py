@@ -18,6 +18,13 @@ way (``procrl/models/reasoner.py``).
   use the right one: the right answer reached through a wrong step (ReTraceQA's "right answer,
   wrong reasoning").
 
+A solution can also carry a *writing habit* (:func:`with_writing_habit`), a flaw of how the
+reasoning is written rather than of what it computes, as real models write: ``"hedge"`` ends the
+working with a number-free hedge ("I could be wrong here."), ``"filler"`` opens it with a
+number-free sentence about the process ("Let me think step by step."). Neither changes a number,
+the answer or a step the arithmetic judge checks: only a reward that reads argument structure
+(TRACE) can see them.
+
 Splits: ``train`` draws from ``random.Random(seed)``; the held-out splits (``test``,
 ``validation``) draw from a string seed (``"procrl-synthetic/test/<seed>"``), which no integer
 training seed can equal, and skip every problem whose question is in the training split of the
@@ -33,8 +40,11 @@ from dataclasses import dataclass
 from typing import Literal, Union
 
 __all__ = [
+    "FILLERS",
+    "HEDGES",
     "HELD_OUT_SPLITS",
     "SLIPS",
+    "WRITING_HABITS",
     "Calc",
     "Problem",
     "generate_problem",
@@ -43,11 +53,19 @@ __all__ = [
     "make_problem",
     "render_solution",
     "slipped",
+    "with_writing_habit",
 ]
 
 HELD_OUT_SPLITS = ("test", "validation")
 SLIPS = ("carry", "recover")
 Slip = Literal["carry", "recover"]
+WRITING_HABITS = ("hedge", "filler")
+# Number-free sentences, each of which the labelling guideline (docs/trace-labelling.md) gives one
+# element that belongs to no allowed TRACE state: a hedge alone is Qualifier (rule 7), talk about
+# the process with no content is Monitoring (rule 3). tests/test_tiny_reasoner.py checks that
+# procrl:trace-tagger reads each of them so.
+HEDGES = ("I am not completely sure about this.", "I could be wrong here.", "But I am not sure.")
+FILLERS = ("Let me think step by step.", "Let me think about this.", "Hmm, let me think.")
 
 _NAMES = [
     ("Ava", "She"),
@@ -128,6 +146,28 @@ def render_solution(problem: Problem, slip: Slip | None = None, slip_step: int =
         )
         values.append(value)
     return "\n".join(lines + [f"#### {values[-1]}"]), values[-1]
+
+
+def with_writing_habit(solution: str, habit: str | None, rng: random.Random) -> str:
+    r"""``solution`` (lines + ``#### N``) written with ``habit``: ``"hedge"`` puts one of
+    :data:`HEDGES` before the answer line, ``"filler"`` one of :data:`FILLERS` before the first
+    step; ``None`` returns it unchanged. ``rng`` picks the sentence.
+
+    Example:
+        >>> import random
+        >>> print(with_writing_habit("2 x 3 = <<2*3=6>>6 apples.\n#### 6", "hedge", random.Random(0)))
+        2 x 3 = <<2*3=6>>6 apples.
+        I could be wrong here.
+        #### 6
+    """
+    if habit is None:
+        return solution
+    if habit not in WRITING_HABITS:
+        raise ValueError(f"writing habit must be one of {WRITING_HABITS} or None, got {habit!r}")
+    lines = solution.split("\n")
+    if habit == "hedge":
+        return "\n".join(lines[:-1] + [rng.choice(HEDGES)] + lines[-1:])
+    return "\n".join([rng.choice(FILLERS)] + lines)
 
 
 def _packs(rng: random.Random) -> tuple[str, list[Calc]]:

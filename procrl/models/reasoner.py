@@ -16,6 +16,13 @@ rewards exist for (``synthetic.render_solution``):
 * *carry* habit, on the ``sharing`` problems: the first product slips and the slip carries to
   a wrong answer.
 
+Two *writing* habits, drawn independently of the slips (``synthetic.with_writing_habit``), flaw
+how a solution is written, not what it computes: on the ``savings`` problems a number-free hedge
+before the answer line, on the ``garden`` problems a number-free filler opener about the process.
+No outcome reward and no arithmetic check sees them; TRACE does (a hedge is Qualifier, a filler
+Monitoring: neither is an allowed argument state), so the CPU demo has argument structure to
+reward and to punish.
+
 A habit is a share of flawed solutions *above one half* within its kind of problem, so greedy
 decoding reproduces it (a flaw spread at random at a rate below one half would vanish under
 greedy decoding) while sampling still draws the clean solution often enough for RL to find it.
@@ -57,7 +64,7 @@ __all__ = [
 ]
 
 REASONER = "procrl:tiny-reasoner"
-REASONER_VERSION = "v1"
+REASONER_VERSION = "v2"
 HELD_OUT_EXAMPLES = 1000  # data.synthetic.held_out_examples' default
 SHIPPED_REASONER = Path(__file__).resolve().parent.parent / "assets" / "tiny-reasoner"
 
@@ -85,6 +92,14 @@ class ReasonerSpec:
         }
     )
     random_slip_rate: float = 0.03  # on the other problems, either kind, at a random step
+    # template -> (writing habit, rate): synthetic.WRITING_HABITS, drawn from their own random stream
+    # (the slips above are drawn exactly as without them)
+    writing_habits: dict[str, tuple] = field(
+        default_factory=lambda: {
+            "savings": ("hedge", 0.7),
+            "garden": ("filler", 0.7),
+        }
+    )
 
     def key(self) -> str:
         import hashlib
@@ -103,15 +118,22 @@ def _prompt_text(tokenizer: Any, question: str) -> str:
 
 
 def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict[str, Any]]:
-    """The SFT rows: ``prompt`` / ``completion`` text (+ ``template`` and ``slip`` for the card and
-    the tests). Without a tokenizer, ``prompt`` is the bare question."""
-    from procrl.data.synthetic import HELD_OUT_SPLITS, generate_split, make_problem, render_solution
+    """The SFT rows: ``prompt`` / ``completion`` text (+ ``template``, ``slip`` and ``writing`` for
+    the card and the tests). Without a tokenizer, ``prompt`` is the bare question."""
+    from procrl.data.synthetic import (
+        HELD_OUT_SPLITS,
+        generate_split,
+        make_problem,
+        render_solution,
+        with_writing_habit,
+    )
 
     # The small templates (wages, garden) have a few thousand distinct questions: leave out every
     # held-out question of the default synthetic settings, so held-out means never seen in SFT.
     held_out = {row["question"] for split in HELD_OUT_SPLITS for row in generate_split(split, HELD_OUT_EXAMPLES, 0)}
     rng = random.Random(spec.data_seed)
     flaws = random.Random(f"procrl-reasoner/flaws/{spec.data_seed}")
+    writing = random.Random(f"procrl-reasoner/writing/{spec.data_seed}")
     rows = []
     while len(rows) < spec.train_examples:
         problem = make_problem(rng)
@@ -125,12 +147,17 @@ def training_rows(spec: ReasonerSpec, tokenizer: Any | None = None) -> list[dict
         elif flaws.random() < spec.random_slip_rate:
             slip, step = flaws.choice(["carry", "recover"]), flaws.randrange(len(problem.steps) - 1)
         solution, _ = render_solution(problem, slip, step)
+        habit = None
+        if problem.template in spec.writing_habits:
+            name, rate = spec.writing_habits[problem.template]
+            habit = name if writing.random() < rate else None
         rows.append(
             {
                 "prompt": _prompt_text(tokenizer, problem.question) if tokenizer is not None else problem.question,
-                "completion": solution,
+                "completion": with_writing_habit(solution, habit, writing),
                 "template": problem.template,
                 "slip": slip,
+                "writing": habit,
             }
         )
     return rows
@@ -338,9 +365,12 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
     model.save_pretrained(temporary)
     tokenizer.save_pretrained(temporary)
     counts: dict[str, int] = {}
+    writing: dict[str, int] = {}
     for row in rows:
         key = f"{row['template']}/{row['slip'] or 'clean'}"
         counts[key] = counts.get(key, 0) + 1
+        key = f"{row['template']}/{row['writing'] or 'plain'}"
+        writing[key] = writing.get(key, 0) + 1
     card = {
         "name": REASONER,
         "version": REASONER_VERSION,
@@ -349,6 +379,7 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
         "training_rows": len(rows),
         "flawed_rows": sum(r["slip"] is not None for r in rows),
         "rows_by_template_and_slip": dict(sorted(counts.items())),
+        "rows_by_template_and_writing": dict(sorted(writing.items())),
         "final_train_loss": result.training_loss,
         "build_seconds": round(time.monotonic() - started, 1),
         "spec_key": spec.key(),

@@ -165,7 +165,12 @@ def build_report(
     for name, kind in kinds.items():
         if kind == diag.TRACE:
             output = outputs[name]
+            scored = sorted(v for v in output.scores if v is not None)
             report.setdefault("trace", {})[name] = {
+                # TRACE's distribution over the completions: a constant score moves no GRPO advantage
+                "score_histogram": diag.histogram(scored, TRACE_BIN_EDGES),
+                "score_bin_edges": TRACE_BIN_EDGES,
+                "score_quartiles": [_quantile(scored, q) for q in (0.0, 0.25, 0.5, 0.75, 1.0)] if scored else None,
                 "state_validity": output.metrics.get("state_validity"),
                 "transition_coherence": output.metrics.get("transition_coherence"),
                 "element_share": {
@@ -180,6 +185,17 @@ def build_report(
                 "step_value_by_position": diag.receval_position_profile(outputs[name]),
             }
     return report
+
+
+TRACE_BIN_EDGES = [round(i / 10, 1) for i in range(11)]
+
+
+def _quantile(ordered: list[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, linear between neighbours."""
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def behaviour_summary(

@@ -108,6 +108,18 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"state validity {_fmt(t['state_validity'])}, transition coherence "
             f"{_fmt(t['transition_coherence'])}; element shares: {shares}",
         ]
+        if t.get("score_quartiles"):
+            edges = t["score_bin_edges"]
+            bins = ", ".join(
+                f"[{a:.1f}, {b:.1f}{']' if i == len(edges) - 2 else ')'}: {n}"
+                for i, (a, b, n) in enumerate(zip(edges, edges[1:], t["score_histogram"]))
+                if n
+            )
+            quartiles = " / ".join(f"{v:.3f}" for v in t["score_quartiles"])
+            lines += [
+                "",
+                f"TRACE per completion: min / 25% / median / 75% / max {quartiles}; completions per bin: {bins}",
+            ]
     for name, r in report.get("receval", {}).items():
         lines += ["", f"## ReCEval ({name})", "", ", ".join(f"{k} {_fmt(v)}" for k, v in r.items()) or "n/a"]
     if report.get("plots"):
