@@ -48,6 +48,7 @@ import random
 import shutil
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,13 +365,8 @@ def _train_into(temporary: Path, spec: ReasonerSpec, progress: bool) -> dict[str
     shutil.rmtree(temporary / "sft", ignore_errors=True)
     model.save_pretrained(temporary)
     tokenizer.save_pretrained(temporary)
-    counts: dict[str, int] = {}
-    writing: dict[str, int] = {}
-    for row in rows:
-        key = f"{row['template']}/{row['slip'] or 'clean'}"
-        counts[key] = counts.get(key, 0) + 1
-        key = f"{row['template']}/{row['writing'] or 'plain'}"
-        writing[key] = writing.get(key, 0) + 1
+    counts = Counter(f"{row['template']}/{row['slip'] or 'clean'}" for row in rows)
+    writing = Counter(f"{row['template']}/{row['writing'] or 'plain'}" for row in rows)
     card = {
         "name": REASONER,
         "version": REASONER_VERSION,

@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from procrl.core.choices import NUMBER, gold_answer, predict
 from procrl.core.text import segment_batch
 from procrl.observe import stats as diag
@@ -170,7 +172,7 @@ def build_report(
                 # TRACE's distribution over the completions: a constant score moves no GRPO advantage
                 "score_histogram": diag.histogram(scored, TRACE_BIN_EDGES),
                 "score_bin_edges": TRACE_BIN_EDGES,
-                "score_quartiles": [_quantile(scored, q) for q in (0.0, 0.25, 0.5, 0.75, 1.0)] if scored else None,
+                "score_quartiles": np.quantile(scored, [0.0, 0.25, 0.5, 0.75, 1.0]).tolist() if scored else None,
                 "state_validity": output.metrics.get("state_validity"),
                 "transition_coherence": output.metrics.get("transition_coherence"),
                 "element_share": {
@@ -188,14 +190,6 @@ def build_report(
 
 
 TRACE_BIN_EDGES = [round(i / 10, 1) for i in range(11)]
-
-
-def _quantile(ordered: list[float], q: float) -> float:
-    """The ``q`` quantile of sorted values, linear between neighbours."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def behaviour_summary(
