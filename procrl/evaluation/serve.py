@@ -425,10 +425,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         started = time.perf_counter()
         if self.path.split("?")[0] != "/health":
-            self._send(404, {"error": f"no GET {self.path}; GET /health, POST /get_reward or /score"})
             self._log(404, 0, started)
+            self._send(404, {"error": f"no GET {self.path}; GET /health, POST /get_reward or /score"})
             return
         mix = self.server_state.mix
+        self._log(200, 0, started)
         self._send(
             200,
             {
@@ -440,7 +441,6 @@ class _Handler(BaseHTTPRequestHandler):
                 "rows_scored": self.server_state.rows_scored,
             },
         )
-        self._log(200, 0, started)
 
     def _body(self) -> Any:
         settings = self.server_state.settings
@@ -489,16 +489,18 @@ class _Handler(BaseHTTPRequestHandler):
             submitted = bool(rows)
             scored = server.submit(rows, arrived) if rows else []
             payload = {"rows": scored} if path == "/score" else openrlhf_answer(scored, server.mix.names)
-            self._send(200, payload)
+            # the access line is written before the answer: a client that has its answer can rely on
+            # the line being in the log (a server stopped right after still shows it)
             self._log(200, len(rows), started)
+            self._send(200, payload)
         except RequestError as error:
             # the body of a refused request may be unread: the connection cannot be reused
-            self._send(error.status, {"error": str(error)}, close=error.status in (400, 401, 404, 411, 413))
             self._log(error.status, len(rows), started)
+            self._send(error.status, {"error": str(error)}, close=error.status in (400, 401, 404, 411, 413))
         except TimeoutError:  # a client that stopped sending: told so, if it still reads
             seconds = server.settings.read_timeout_s
-            self._send(408, {"error": f"the request was not received within {seconds:g} s"}, close=True)
             self._log(408, 0, started)
+            self._send(408, {"error": f"the request was not received within {seconds:g} s"}, close=True)
         except (ConnectionResetError, BrokenPipeError) as error:
             self.close_connection = True
             logger.info("%s %s: the client went away (%s)", self.command, self.path, error)
