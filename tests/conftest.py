@@ -48,10 +48,29 @@ MULTI_PROCESS_FILES = {
 }
 
 
+# The longest single tests (minutes each on 2 cores). Under `--dist loadgroup` pytest-xdist hands
+# out the multi-process group first (the largest unit) and then the other tests in collection
+# order: a multi-minute test collected last starts when the other worker has nothing left and
+# runs alone at the end. Collected first, the long tests overlap the group and the short ones
+# fill the tail (longest first: the classic way to balance a fixed number of workers).
+LONGEST_FILES = ["test_tiny_demo.py", "test_process_vs_outcome.py", "test_smollm2.py", "test_scale_benchmarks.py"]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MULTI_PROCESS_FILES:
             item.add_marker(pytest.mark.xdist_group("multi_process"))
+
+    # a file moves as a whole (its module fixtures are set up once per worker, not once per piece)
+    slow_files = {item.path.name for item in items if item.get_closest_marker("slow")}
+
+    def order(item) -> tuple[int, int]:
+        name = item.path.name
+        if name in LONGEST_FILES:
+            return 0, LONGEST_FILES.index(name)
+        return (1 if name in slow_files else 2), 0
+
+    items.sort(key=order)  # stable: within a rank, the collection order
 
 
 @pytest.fixture(scope="session")
