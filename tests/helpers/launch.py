@@ -16,6 +16,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,15 +71,27 @@ class Result:
 def run_command(
     command: list[str], tmp_path: Path | None = None, timeout: float = 600, cwd: Path = REPO, **env: str
 ) -> Result:
-    """Run ``command`` from the repo root with :func:`launch_env`."""
-    done = subprocess.run(
-        [str(c) for c in command],
-        cwd=cwd,
-        env=launch_env(tmp_path, **env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """Run ``command`` from the repo root with :func:`launch_env`.
+
+    A launch whose rendezvous port (accelerate's default 29500) is held by another process on this
+    machine fails in torchrun before any rank starts, with nothing written: it is run once more after
+    a few seconds. The launches of the multi-process test files run one after another (tests/conftest.py);
+    this covers a port held by anything else on a shared machine."""
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(c) for c in command],
+            cwd=cwd,
+            env=launch_env(tmp_path, **env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    done = run()
+    if done.returncode != 0 and "EADDRINUSE" in done.stderr and "failed to listen" in done.stderr:
+        time.sleep(5)
+        done = run()
     return Result(done.returncode, done.stdout, done.stderr)
 
 
