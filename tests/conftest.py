@@ -56,6 +56,9 @@ MULTI_PROCESS_FILES = {
 LONGEST_FILES = ["test_tiny_demo.py", "test_process_vs_outcome.py", "test_smollm2.py", "test_scale_benchmarks.py"]
 
 
+# tryfirst: pytest-xdist's own hook turns the xdist_group mark into the test id's "@group" suffix,
+# which is what --dist loadgroup schedules by; the mark must be on the items before that hook runs.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in MULTI_PROCESS_FILES:

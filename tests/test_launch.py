@@ -39,6 +39,16 @@ def _flags(command: list[str]) -> list[str]:
     return command[start:]
 
 
+def test_the_launch_tests_run_in_one_xdist_group(request):
+    """Under the README's test command (``-n 2 --dist loadgroup``) the launch test files run on one
+    worker, one after another (tests/conftest.py), so that two launches never race for accelerate's
+    rendezvous port. pytest-xdist schedules by the ``@group`` suffix it adds to a test's id: when a
+    pytest release stops that from taking (ids that cannot be changed), the grouping is lost silently."""
+    if request.config.getoption("dist", "no") != "loadgroup" or not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("not run under pytest-xdist with --dist loadgroup")
+    assert request.node.nodeid.endswith("@multi_process"), request.node.nodeid
+
+
 def test_launch_section_becomes_accelerate_flags():
     recipe = load_recipe(REPO / "recipes" / "gsm8k_trace.yaml")
     assert needs_launcher(recipe)
