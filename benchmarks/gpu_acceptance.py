@@ -39,6 +39,7 @@ import json
 import os
 import platform
 import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -302,7 +303,9 @@ def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float) -> 
     script = str(Path(__file__).resolve())
     child = ["--_phase", phase, "--_spec", str(spec_path), "--_out", str(out)]
     if phase in ("grpo_zero3", "grpo_full"):  # ZeRO-3 on one rank, as accelerate launches it
-        port = str(29600 + os.getpid() % 300)
+        with socket.socket() as sock:  # a free rendezvous port: another launch may hold accelerate's default
+            sock.bind(("", 0))
+            port = str(sock.getsockname()[1])
         command = [
             sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(ZERO3),
             "--num_processes", "1", "--main_process_port", port, script, *child,

@@ -33,18 +33,15 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # Test files that start several processes with accelerate (torch.distributed rendezvous on a fixed
 # port): under pytest-xdist they run on one worker, one after another (`--dist loadgroup`), so that
 # two launches never race for the same port.
+# The launches of other files name their own free port (tests/helpers/launch.py::free_port) and
+# run on either worker.
 MULTI_PROCESS_FILES = {
-    "test_collective_scoring.py",
     "test_custom_rewards.py",
-    "test_gpu_acceptance.py",
     "test_launch.py",
     "test_launch_gpu_node.py",
     "test_launch_slow.py",
-    "test_ppo.py",
     "test_prelaunch.py",
-    "test_process_grpo.py",
     "test_receval_cli.py",
-    "test_reliability_resume.py",
 }
 
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.helpers.launch import REPO
+from tests.helpers.launch import REPO, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def test_two_ranks_stay_in_step_when_one_fails(tmp_path):
         "--num_processes",
         "2",
         "--main_process_port",
-        str(29700 + os.getpid() % 200),
+        str(free_port()),
         str(REPO / "tests" / "helpers" / "collective_scoring.py"),
         str(tmp_path),
     ]

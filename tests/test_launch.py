@@ -44,7 +44,7 @@ def test_the_launch_tests_run_in_one_xdist_group(request):
     worker, one after another (tests/conftest.py), so that two launches never race for accelerate's
     rendezvous port. pytest-xdist schedules by the ``@group`` suffix it adds to a test's id: when a
     pytest release stops that from taking (ids that cannot be changed), the grouping is lost silently."""
-    if request.config.getoption("dist", "no") != "loadgroup" or not os.environ.get("PYTEST_XDIST_WORKER"):
+    if not request.config.getvalue("loadgroup") or not os.environ.get("PYTEST_XDIST_WORKER"):
         pytest.skip("not run under pytest-xdist with --dist loadgroup")
     assert request.node.nodeid.endswith("@multi_process"), request.node.nodeid
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.launch import REPO, TINY_RECIPE, procrl, run_command
+from tests.helpers.launch import REPO, TINY_RECIPE, free_port, procrl, run_command
 
 pytestmark = pytest.mark.slow
 
@@ -46,14 +46,19 @@ PPO = [
     "--set",
     "rewards.first_error={weight: 0.5}",
 ]
-ZERO2 = [
-    "--config_file",
-    str(REPO / "launch" / "accelerate" / "zero2.yaml"),
-    "--num_processes",
-    "2",
-    "--main_process_port",
-    str(29600 + os.getpid() % 300),
-]
+
+
+def zero2_launch() -> list[str]:
+    return [
+        "--config_file",
+        str(REPO / "launch" / "accelerate" / "zero2.yaml"),
+        "--num_processes",
+        "2",
+        "--main_process_port",
+        str(free_port()),
+    ]
+
+
 # per-step metrics that measure time or the machine, not the training
 _NOT_COMPARED = ("time", "seconds", "overhead_share", "per_second", "epoch")
 
@@ -130,5 +135,7 @@ def test_ppo_resumes_from_the_newest_complete_checkpoint_after_kill_9(tmp_path):
 
 def test_zero2_two_ranks_resume_from_the_newest_complete_checkpoint_after_kill_9(tmp_path):
     kill_then_resume(
-        tmp_path, ["--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"], launch=ZERO2
+        tmp_path,
+        ["--set", "trainer.per_device_train_batch_size=2", "--set", "trainer.num_generations=2"],
+        launch=zero2_launch(),
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -93,6 +94,14 @@ def run_command(
         time.sleep(5)
         done = run()
     return Result(done.returncode, done.stdout, done.stderr)
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for a launch's ``--main_process_port``: launches on two
+    pytest-xdist workers at once each get their own rendezvous port."""
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
 
 
 def accelerate() -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from procrl.recipe import load_recipe
-from tests.helpers.launch import REPO
+from tests.helpers.launch import REPO, free_port
 
 STEP_REWARD = "tests.helpers.rewards:StepStartsWith"
 
@@ -41,7 +41,7 @@ def launcher(extra: list[str]) -> list[str]:
         "--num_processes",
         "2",
         "--main_process_port",
-        str(29500 + os.getpid() % 1000),
+        str(free_port()),
         "-m",
         "procrl.run",
     ]
