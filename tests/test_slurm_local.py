@@ -10,22 +10,24 @@ instead of training on the other rewards alone."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
 
-from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, procrl, read_trainer_state, run_command, write_recipe
+from tests.helpers.launch import (
+    REPO,
+    TINY_RECIPE,
+    free_port,
+    launch_env,
+    procrl,
+    read_trainer_state,
+    run_command,
+    write_recipe,
+)
 
 pytestmark = pytest.mark.slow
 SCRIPT = REPO / "launch" / "slurm" / "train_multinode.sbatch"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _judge_recipe(tmp_path, **judge):
@@ -55,7 +57,7 @@ def _sbatch(tmp_path, recipe, judge_cmd, port, timeout="60", steps=2):
         WAIT_TIMEOUT=timeout,
         GPUS_PER_NODE="1",
         ACCELERATE_CONFIG="none",
-        MAIN_PORT=str(_free_port()),
+        MAIN_PORT=str(free_port()),
         PYTHON=sys.executable,
     )
     out = tmp_path / "run"
@@ -78,7 +80,7 @@ def _server(port, name='"$PROCRL_JUDGE_SERVED_NAME"', start_after=0):
 
 
 def test_a_judge_that_comes_up_late_is_waited_for_and_serves_the_recipes_name(tmp_path):
-    port = _free_port()
+    port = free_port()
     done, out = _sbatch(tmp_path, _judge_recipe(tmp_path), _server(port, start_after=6), port)
     assert done.returncode == 0, done.stderr[-4000:]
     waited = [line for line in done.stderr.splitlines() if "the judge server answers (after" in line]
@@ -90,7 +92,7 @@ def test_a_judge_that_comes_up_late_is_waited_for_and_serves_the_recipes_name(tm
 
 
 def test_a_judge_that_never_answers_stops_the_script_in_one_line(tmp_path):
-    port = _free_port()
+    port = free_port()
     done, out = _sbatch(tmp_path, _judge_recipe(tmp_path), "sleep 300", port, timeout="4")
     assert done.returncode == 3, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("procrl: error:")]
@@ -102,13 +104,13 @@ def test_a_judge_that_never_answers_stops_the_script_in_one_line(tmp_path):
 
 
 def test_a_judge_whose_server_ends_fails_at_once(tmp_path):
-    port = _free_port()
+    port = free_port()
     done, out = _sbatch(tmp_path, _judge_recipe(tmp_path), "exit 1", port, timeout="120")
     assert done.returncode == 3 and "ended before it answered" in done.stderr, done.stderr[-3000:]
 
 
 def test_a_judge_serving_another_name_stops_the_script_in_one_line(tmp_path):
-    port = _free_port()
+    port = free_port()
     done, out = _sbatch(tmp_path, _judge_recipe(tmp_path), _server(port, name="Qwen/Qwen2.5-72B-Instruct"), port)
     assert done.returncode == 3, done.stderr[-3000:]
     assert (
@@ -144,7 +146,7 @@ def test_a_vllm_serve_judge_command_gets_the_recipes_served_name(tmp_path):
 
 
 def test_a_judge_down_during_training_stops_the_run_with_a_checkpoint(tmp_path):
-    recipe = _judge_recipe(tmp_path, base_url=f"http://127.0.0.1:{_free_port()}/v1", timeout_s=2)
+    recipe = _judge_recipe(tmp_path, base_url=f"http://127.0.0.1:{free_port()}/v1", timeout_s=2)
     out = tmp_path / "run"
     result = run_command(
         [
