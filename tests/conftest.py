@@ -30,11 +30,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-# Test files that start several processes with accelerate (torch.distributed rendezvous on a fixed
-# port): under pytest-xdist they run on one worker, one after another (`--dist loadgroup`), so that
-# two launches never race for the same port.
-# The launches of other files name their own free port (tests/helpers/launch.py::free_port) and
-# run on either worker.
+# Test files whose launches use accelerate's default rendezvous port, as a user's would: under
+# pytest-xdist they run on one worker, one after another (`--dist loadgroup`), so that two launches
+# never race for that port. The launches of other files name a free port
+# (tests/helpers/launch.py::free_port) and run on either worker.
 MULTI_PROCESS_FILES = {
     "test_custom_rewards.py",
     "test_launch.py",

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import socket
 
 import pytest
 
 from procrl.rewards import RewardBatch, RewardMix, parse_rewards
 from procrl.rewards.judges import FAILURE_KINDS
 from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
+from tests.helpers.launch import free_port
 
 COMPLETION = "First 3 + 4 = 7.\nThen 7 * 2 = 14.\nFinally 14 - 1 = 13.\n#### 13"  # three steps
 
@@ -183,9 +183,7 @@ def test_reference_mode_shows_the_gold_answer(server):
 
 
 def test_unreachable_server_counts_connection_errors():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]  # closed again when the block ends: nothing listens there
+    port = free_port()  # nothing listens there
     output = _mix(f"http://127.0.0.1:{port}/v1", max_retries=1).compute("first_error", _batch(["box-1", "box-2"]))
     assert output.scores == [None, None]
     assert output.failures["connection_error"] == 2

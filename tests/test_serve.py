@@ -22,6 +22,7 @@ import pytest
 from procrl.evaluation.score import score_rows
 from procrl.evaluation.serve import RewardServer, ServeSettings
 from procrl.rewards.mix import RewardMix
+from tests.helpers.launch import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 REWARDS = {
@@ -221,9 +222,7 @@ def test_queue_bound_deadline_and_a_client_gone_before_its_answer(serve):
 def test_procrl_serve_command_with_a_token(tmp_path):
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("recipe: procrl/v1\nrewards:\n  accuracy: {weight: 1.0}\n  format: {weight: 0.2}\n")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     token = "s3cret-serve-token-value"
     env = {**os.environ, "PROCRL_SERVE_TOKEN": token}
     process = subprocess.Popen(
