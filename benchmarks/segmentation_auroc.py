@@ -1,8 +1,9 @@
 """Each component's AUROC (sound vs flawed, and among right answers) on labelled real corpora, with
 spaCy's sentence splitter and with procrl's own ``rules`` splitter, side by side: the measurement a
 change of segmentation must pass (no component lower). Runs ``procrl validate --json`` twice per
-recipe and corpus, ``--set segmentation=spacy`` and ``segmentation=rules``; a run already written
-to ``--work`` is read back (the script resumes).
+recipe and corpus, ``--set segmentation=spacy`` and ``segmentation=rules``; with ``--before DIR``
+(a checkout of the code before the change) the spaCy side runs that code as it was instead. A run
+already written to ``--work`` is read back (the script resumes).
 
     python benchmarks/segmentation_auroc.py --work /tmp/auroc \\
         --corpus mr-gsm8k=CORPORA/mr_gsm8k_with_prefixes.jsonl \\
@@ -30,17 +31,20 @@ RECIPES = {
 SPLITTERS = ("spacy", "rules")
 
 
-def run(work: Path, recipe: str, corpus: str, files: list[str], splitter: str) -> dict:
+def run(work: Path, recipe: str, corpus: str, files: list[str], splitter: str, before: Path | None) -> dict:
     out = work / f"{recipe}--{corpus}--{splitter}.json"
     if out.exists():
         return json.loads(out.read_text())
     command = [sys.executable, "-m", "procrl", "validate", *RECIPES[recipe][:1], *RECIPES[recipe][1:]]
-    command += ["--set", f"segmentation={splitter}", "--json", "--quiet", "--overwrite"]
+    tree = before if (before is not None and splitter == "spacy") else REPO
+    if tree == REPO:
+        command += ["--set", f"segmentation={splitter}"]
+    command += ["--json", "--quiet", "--overwrite"]
     command += ["--output-dir", str(work / f"{recipe}--{corpus}--{splitter}")]
     for path in files:
         command += ["--data", path]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(tree)}
+    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{recipe} {corpus} {splitter}: {done.stderr.strip().splitlines()[-1:]}")
     report = json.loads(done.stdout)
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, required=True, help="Folder of the runs (kept: the script resumes).")
     parser.add_argument("--corpus", action="append", required=True, help="NAME=FILE[,FILE...]")
     parser.add_argument("--recipe", action="append", choices=sorted(RECIPES), help="Default: every one.")
+    parser.add_argument("--before", type=Path, help="A checkout before the change: the spaCy side runs its code.")
     args = parser.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
     header = ["recipe", "corpus", "component", "n sound / flawed", "AUROC spacy", "AUROC rules"]
@@ -66,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     for recipe in args.recipe or sorted(RECIPES):
         for entry in args.corpus:
             corpus, _, files = entry.partition("=")
-            reports = {s: run(args.work, recipe, corpus, files.split(","), s) for s in SPLITTERS}
+            reports = {s: run(args.work, recipe, corpus, files.split(","), s, args.before) for s in SPLITTERS}
             for name, old in reports["spacy"]["components"].items():
                 new = reports["rules"]["components"][name]
                 counts = f"{old['n_sound']} / {old['n_flawed']}"

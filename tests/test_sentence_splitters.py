@@ -57,12 +57,33 @@ def _sentences(completion: str) -> list[str]:
         ),
         # a sentence of marks only ("\\]") belongs to the one before it
         ("So 4 + 4 = 8. \\]", ["So 4 + 4 = 8. \\]"]),
+        # a number after a sentence that ends in a number is a new sentence, not a decimal
+        ("So 48 / 2 = 24. 48 + 24 = 72.", ["So 48 / 2 = 24.", "48 + 24 = 72."]),
+        # a unit ends a sentence before a capital, not before a number or a product
+        ("He drives 60 km. Then he stops.", ["He drives 60 km.", "Then he stops."]),
+        ("The room is 3 ft. * 4 ft. = 12 sq. ft. in all.", ["The room is 3 ft. * 4 ft. = 12 sq. ft. in all."]),
+        (
+            "Is it right? No. Let me check. Dr. Smith agrees.",
+            ["Is it right?", "No.", "Let me check.", "Dr. Smith agrees."],
+        ),
+        # emphasis opening a sentence, and the end of display math closing one
+        ("He pays $10. **Then** he buys more.", ["He pays $10.", "**Then** he buys more."]),
+        ("Compute \\[ 2 + 3 = 5. \\] Then add 1.", ["Compute \\[ 2 + 3 = 5. \\]", "Then add 1."]),
         # CJK stops end a sentence with no space after them
         ("答案是5。所以是5。", ["答案是5。", "所以是5。"]),
     ],
 )
 def test_rules_splitter_on_hand_written_text(completion, expected):
     assert _sentences(completion) == expected
+
+
+def test_lead_ins_are_joined_in_one_pass():
+    """A chain of lead-ins is one step (each piece read once, from its end)."""
+    completion = "We need the total:\n**First:**\n3 + 4 = 7\nThen double it.\n" * 3 + "#### 14"
+    steps = [s.text for s in text.segment(completion).steps]
+    assert steps == ["We need the total:\n**First:**\n3 + 4 = 7", "Then double it."] * 3
+    chain = "a:\n" * 8000 + "b\n#### 1"  # under MAX_LINES
+    assert len(text.segment(chain).steps) == 1
 
 
 def test_rules_is_the_default_whatever_is_installed():
@@ -193,7 +214,7 @@ def test_a_broken_splitter_stops_score_before_anything_is_written(tmp_path, caps
 
 
 def test_a_splitter_that_finds_nothing_is_refused(monkeypatch):
-    monkeypatch.setattr(text, "_rule_sentences_in_line", lambda text_, start, end: [])
+    monkeypatch.setattr(text, "_rule_sentences_in_line", lambda *args: [])
     with pytest.raises(ConfigError, match="found .* steps and 0 sentences"):
         text.check_segmentation()
     from procrl.rewards.mix import RewardMix

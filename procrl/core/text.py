@@ -183,9 +183,13 @@ def reasoning_end(completion: str) -> int:
 # --- sentences ---------------------------------------------------------------------------------
 
 # Abbreviations after which a period does not end a sentence (lower-cased, without final dot).
-_ABBREVIATIONS = frozenset(
-    "e.g i.e approx etc vs cf mr mrs ms dr prof st no nos fig eq eqs min max hr hrs sec approx. "
-    "a.m p.m avg est dept inc ltd co jr sr oz lb lbs ft in yd mi pt qt gal km cm mm kg mg ml sq".split()
+# Titles and Latin abbreviations: "Dr. Smith", "e.g. The first".
+_ABBREVIATIONS = frozenset("e.g i.e approx vs cf mr mrs ms dr prof st".split())
+# Units and short words that also end sentences ("He drives 60 km. Then he stops."): the period is
+# an abbreviation's only before a number or a lower-case word ("3 ft. x 4 ft.", "No. 5").
+_SHORT_WORDS = frozenset(
+    "etc no nos fig eq eqs min max hr hrs sec a.m p.m avg est dept inc ltd co jr sr "
+    "oz lb lbs ft in yd mi pt qt gal km cm mm kg mg ml sq".split()
 )
 _ABBREV_AT_END = re.compile(r"(?:^|[\s(])((?:[A-Za-z]\.){1,3}[A-Za-z]?|[A-Za-z]{1,6})\.\s*$")
 
@@ -293,23 +297,26 @@ def _should_merge(text: str, previous_start: int, previous_end: int, following_s
         following_start += 1
     if previous_end <= previous_start or following_start >= following_end:
         return True
+    # the first word of the following piece, after opening quotes, brackets or emphasis
+    lead = following_start
+    while lead < following_end and lead - following_start < 8 and text[lead] in _OPENING:
+        lead += 1
+    word = text[lead] if lead < following_end else ""
     if previous_end - previous_start <= 16 and _STEP_PREFIX.fullmatch(text[previous_start:previous_end] + " "):
         return True  # "1." alone is a list marker, not a sentence
     # the abbreviation pattern spans at most 9 characters: a 12-character tail decides as the whole would
     abbreviation = _ABBREV_AT_END.search(text[max(previous_start, previous_end - 12) : previous_end])
-    if abbreviation and abbreviation.group(1).lower().rstrip(".") in _ABBREVIATIONS:
-        return True
+    if abbreviation:
+        short = abbreviation.group(1).lower().rstrip(".")
+        if short in _ABBREVIATIONS or (short in _SHORT_WORDS and not word.isupper()):
+            return True
     last, before_last, first = text[previous_end - 1], text[previous_end - 2 : previous_end - 1], text[following_start]
-    if last == "." and before_last.isdigit() and first.isdigit():
-        return True  # "3." + "5 apples": a decimal split by the tokenizer
-    if first.islower() or first in ",;:)]}%=+*/":
-        return True
-    # an opening quote, bracket or emphasis before a lower-case word: still the same sentence
-    lead = following_start
-    while lead < following_end and lead - following_start < 8 and text[lead] in _OPENING:
-        lead += 1
-    if lead < following_end and text[lead].islower():
-        return True
+    if last == "." and before_last.isdigit() and first.isdigit() and following_start == previous_end:
+        return True  # "3." + "5": a decimal cut in two ("= 24. 48 + 24" is two sentences)
+    if first in ",;:)]}%=+/" or (first == "*" and text[following_start + 1 : following_start + 2].isspace()):
+        return True  # a continuation: "3 ft. * 4 ft.", "., and"; "**Then**" is emphasis, not a product
+    if word.islower():
+        return True  # a lower-case word, after any opening mark: still the same sentence
     # a piece with no letter or digit ("\\]", "$$", "**") closes the sentence before it
     return _WORD_CHARACTER.search(text, following_start, following_end) is None
 
@@ -328,9 +335,9 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 # Where the "rules" splitter ends a sentence, within one line:
 # * a run of "!" / "?", or a period that is not part of an ellipsis ("..." continues a sentence, as in
-#   spaCy), then any closing marks (quotes, brackets, markdown emphasis: `**5.**`, `(A).`, `"stop."`),
-#   then a space or the end of the line; the next sentence starts at its first non-space character,
-#   an opening bracket or quote included;
+#   spaCy), then any closing marks (quotes, brackets, markdown emphasis: `**5.**`, `(A).`, `"stop."`)
+#   and the end of display math (`5. \]`), then a space or the end of the line; the next sentence
+#   starts at its first non-space character, an opening bracket or quote included;
 # * a period between a lower-case and an upper-case letter ("the total.Then", as spaCy's tokenizer
 #   splits it);
 # * fullwidth and CJK stops, wherever they stand (those scripts put no space after them).
@@ -339,19 +346,22 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 # Abbreviations, decimals, list markers and lower-case continuations are put back together by
 # _should_merge, which both splitters share.
 _SENTENCE_END = re.compile(
-    r"(?:(?<![!?])[!?]+|(?<!\.)\.(?!\.))[\"'\u201d\u2019)\]}*_\u00bb]*(?=\s|$)"
+    r"(?:(?<![!?])[!?]+|(?<!\.)\.(?!\.))[\"'\u201d\u2019)\]}*_\u00bb]*(?:[ \t]*(?:\\\]|\\\)|\$\$))?(?=\s|$)"
     r"|(?<=[a-z])\.(?=[A-Z])"
     r"|(?<![\u3002\uff01\uff1f])[\u3002\uff01\uff1f]+"
 )
 
 
-def _rule_sentences_in_line(text: str, start: int, end: int) -> list[Span]:
-    """Sentences of the line ``text[start:end]`` by :data:`_SENTENCE_END`, merged by _should_merge."""
+def _rule_sentences_in_line(text: str, start: int, end: int, limit: int = MAX_STEPS + 1) -> list[Span]:
+    """Sentences of the line ``text[start:end]`` by :data:`_SENTENCE_END`, merged by _should_merge;
+    reading stops past ``limit`` sentences (the completion is then ``too_long`` anyway)."""
     pieces: list[list[int]] = []
     position = start
     for match in _SENTENCE_END.finditer(text, start, end):
         _add_piece(text, pieces, position, match.end())
         position = match.end()
+        if len(pieces) > limit:
+            return _trimmed(text, pieces)
     _add_piece(text, pieces, position, end)
     return _trimmed(text, pieces)
 
@@ -434,7 +444,15 @@ def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[
     """Sentences of each ``(text, lines)``, by this process's splitter (spaCy: one pass over every
     piece of every line)."""
     if _splitter == "rules":
-        return [[s for a, b in lines for s in _rule_sentences_in_line(text, a, b)] for text, lines in items]
+        out = []
+        for text, lines in items:
+            sentences: list[Span] = []
+            for a, b in lines:
+                sentences += _rule_sentences_in_line(text, a, b, MAX_STEPS + 1 - len(sentences))
+                if len(sentences) > MAX_STEPS:
+                    break  # too_long: the rest is not read
+            out.append(sentences)
+        return out
     nlp = _spacy_pipeline()
     layout = [[_spacy_chunks(text, a, b) for a, b in lines] for text, lines in items]
     flat = (piece for lines in layout for chunks in lines for _, piece in chunks)
@@ -486,19 +504,33 @@ def _to_span(text: str, a: int, b: int) -> Span:
     return Span(scoring.strip(), start, stop)
 
 
-_LEAD_IN_END = re.compile(r":[\s*_]*$")
+_LEAD_IN_TAIL = frozenset(" \t\r\n\f\v*_")  # what may follow a lead-in's colon ("**Step 2:**")
+
+
+def _last_mark(text: str, a: int, b: int, before: int) -> int:
+    """Offset of the last character of ``text[a:b]`` that is not space or emphasis; ``before`` when
+    the piece holds none."""
+    while b > a:
+        b -= 1
+        if text[b] not in _LEAD_IN_TAIL and not text[b].isspace():
+            return b
+    return before
 
 
 def _join_lead_ins(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """A piece ending with a colon ("The total number of flashlights is:") is a lead-in: one step
     with the piece it introduces (most often the display math), as ProcessBench's steps are
-    logically complete paragraphs."""
+    logically complete paragraphs. Each piece is read once, from its end: linear in the text
+    however many lead-ins follow one another."""
     joined: list[tuple[int, int]] = []
+    last = -1  # offset of the joined piece's last character that is not space or emphasis
     for a, b in pieces:
-        if joined and _LEAD_IN_END.search(text[joined[-1][0] : joined[-1][1]]):
+        if joined and last >= 0 and text[last] == ":":
             joined[-1] = (joined[-1][0], b)
         else:
             joined.append((a, b))
+            last = -1
+        last = _last_mark(text, a, b, last)
     return joined
 
 
