@@ -7,9 +7,9 @@
     trainer = GRPOTrainer(model=..., reward_funcs=rewards.funcs, args=config, train_dataset=...)
 
 ``ProcessGRPOTrainer`` is the same with per-token process credit. The work lives in
-:mod:`procrl.trainers.trl_scripts`.
+:mod:`procrl.engines.trl`.
 """
 
-from procrl.trainers.trl_scripts import GRPOTrainer, ProcessGRPOTrainer, RecipeRewards, model_path, recipe_rewards
+from procrl.engines.trl import GRPOTrainer, ProcessGRPOTrainer, RecipeRewards, model_path, recipe_rewards
 
 __all__ = ["GRPOTrainer", "ProcessGRPOTrainer", "RecipeRewards", "model_path", "recipe_rewards"]

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from procrl.evaluation.score import score_rows
-from procrl.evaluation.serve import RewardServer, ServeSettings
+from procrl.engines.server import RewardServer, ServeSettings
 from procrl.rewards.mix import RewardMix
 from tests.helpers.launch import free_port
 

@@ -1,5 +1,5 @@
 """``procrl serve``: a recipe's reward mix over HTTP, for OpenRLHF's ``--remote_rm_url`` and any engine
-that posts completions (the work: :mod:`procrl.evaluation.serve`)."""
+that posts completions (the work: :mod:`procrl.engines.server`)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from procrl.core.config import ConfigError
-    from procrl.evaluation.serve import RewardServer, ServeSettings, token_from_env
+    from procrl.engines.server import RewardServer, ServeSettings, token_from_env
     from procrl.recipe import load_recipe
     from procrl.rewards.mix import RewardMix
     from procrl.rewards.protocol import RuntimeContext
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     server.warm_up()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("procrl serve: %(message)s"))
-    log = logging.getLogger("procrl.evaluation.serve")
+    log = logging.getLogger("procrl.engines.server")
     log.addHandler(handler)
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
