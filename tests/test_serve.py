@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from procrl.evaluation.score import score_rows
 from procrl.engines.server import RewardServer, ServeSettings
+from procrl.evaluation.score import score_rows
 from procrl.rewards.mix import RewardMix
 from tests.helpers.launch import free_port
 

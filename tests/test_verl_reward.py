@@ -143,7 +143,10 @@ def _check_token_rewards(tokenizer, rewards, responses):
     assert "= 13" in tokenizer.decode(responses[1][: step_token + 1]) and "= 13" not in tokenizer.decode(
         responses[1][:step_token]
     )
-    assert placed == {step_token: pytest.approx(slip, abs=1e-6), len(responses[1]) - 1: pytest.approx(-0.3 - slip, abs=1e-6)}
+    assert placed == {
+        step_token: pytest.approx(slip, abs=1e-6),
+        len(responses[1]) - 1: pytest.approx(-0.3 - slip, abs=1e-6),
+    }
     assert wrong.sum().item() == pytest.approx(-0.3)  # the response's total, as procrl score gives it
 
 
