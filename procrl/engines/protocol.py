@@ -13,9 +13,10 @@ hands over and one for the numbers it takes back.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from procrl.rewards.mix import RewardMix
+if TYPE_CHECKING:
+    from procrl.rewards.mix import RewardMix
 
 __all__ = ["GOLD_KEYS", "EngineAdapter", "checked_rows", "engine_values", "gold_answer", "score_rows"]
 

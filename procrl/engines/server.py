@@ -1,36 +1,28 @@
-"""A recipe's reward mix over HTTP (``procrl serve``): OpenRLHF's remote reward model protocol,
-procrl's own scoring endpoint and a health check, standard library only.
+"""A recipe's reward mix over HTTP (``procrl serve``) on Starlette and uvicorn: OpenRLHF's remote
+reward model protocol, procrl's own scoring endpoint and a health check. Imported by that command
+only: ``import procrl`` and training never load the web stack.
 
-Endpoints:
-
-* ``POST /get_reward``: OpenRLHF's ``--remote_rm_url`` protocol as its client sends it
-  (``openrlhf/utils/agent.py``: ``{"query": [...], "prompts": [...], "labels": [...]}``, one sample
-  per request from its single-turn executor; older clients send ``query`` alone). ``query`` is the
-  prompt and the response decoded together; the completion is what follows the prompt in it (the
-  whole query when the prompt is not found in it), its trailing special tokens (``<|im_end|>``, ...)
-  left out. The answer is what its client reads: ``{"rewards": [...], "scores": [...],
-  "extra_logs": {component: [...]}}``, ``rewards`` and ``scores`` the weighted totals.
+* ``POST /get_reward``: OpenRLHF's ``--remote_rm_url`` protocol (``{"query": [...], "prompts": [...],
+  "labels": [...]}``, ``prompts`` and ``labels`` optional). ``query`` is the prompt and the response
+  decoded together; the completion is what follows the prompt in it (the whole query when the
+  prompt is not found in it), its trailing special tokens left out. The answer: ``{"rewards",
+  "scores", "extra_logs": {component: [...]}}``, ``rewards`` and ``scores`` the weighted totals.
 * ``POST /score``: ``{"rows": [{"question", "completion", "answer", ...}]}`` (or one row); the answer
-  ``{"rows": [...]}`` holds each row as ``procrl score`` writes it: each component's score, the
-  weighted total, the per-step scores with each step's character span (``start``, ``end``) in the
-  completion, diagnostics.
-* ``GET /health``: ``{"status": "ok", "components": ..., "weights": ..., "queued_rows": ...}``.
+  ``{"rows": [...]}``, each row as ``procrl score`` writes it.
+* ``GET /health``: 200 ``{"status": "ok", ...}`` once the mix is warm; 503 ``starting`` before
+  (scoring requests get 503 then too), 503 ``failed`` when warming up raised.
 
-Concurrency: every request's rows go to one queue; one scoring thread takes up to ``batch_size``
-rows from as many requests as are waiting (after waiting ``batch_wait_s`` for more) and scores them
-as one batch of the mix, through :func:`procrl.evaluation.score.score_batch` (the code of
-``procrl score``), so that concurrent clients share the mix's batches and the mix, which caches one
-batch at a time, is only ever called from one thread.
+Scoring runs in one thread off the request loop: each request's rows join one queue, and the
+scorer takes up to ``batch_size`` rows of as many requests as are waiting (waiting ``batch_wait_s``
+for more while requests are arriving) and scores them as one batch through ``procrl score``'s code
+(the mix caches one batch at a time, so one thread calls it). Every row is its own generation group.
 
-Bounds, each answered with one JSON line ``{"error": ...}`` and the server serving on: a body over
-``max_body_bytes`` (413, not read), more rows than ``max_rows`` (413), more rows waiting than
-``max_queue`` (503), a request not scored within ``deadline_s`` of its arrival (504; its rows are
-dropped from the queue if still there), malformed JSON or rows (400), a wrong bearer token (401).
-A client that goes away before its answer costs one log line.
-
-Every row of a batch is the same problem to every component: the rows of ``/score`` and of
-``/get_reward`` are each their own generation group (no group mean across requests), as in
-``procrl score``.
+Every request is bounded before its rows are read: the declared body size (413, refused before a
+byte is read, so no ``100 Continue``), the bytes read (413), the time to send them (408), then one
+linear parse in which nesting depth (Python's parser stops at its recursion limit) and integer
+digits are bounded (400), the rows (413) and the characters of each text (413). Queue full: 503;
+not scored within ``deadline_s``: 504; a wrong bearer token: 401. Every answer is JSON, every body
+redacted as the logs are, every logged path escaped.
 """
 
 from __future__ import annotations
@@ -38,51 +30,77 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import math
 import os
 import re
+import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from procrl.core.config import ConfigError
-from procrl.evaluation.score import _check_row, score_batch
-from procrl.rewards.mix import RewardMix
+from procrl.core.redaction import redact_text
+from procrl.engines.protocol import engine_values, score_rows
 
-__all__ = ["RequestError", "RewardServer", "ServeSettings", "openrlhf_rows", "openrlhf_answer"]
+if TYPE_CHECKING:
+    from procrl.rewards.mix import RewardMix
+
+__all__ = [
+    "RequestError",
+    "RewardServer",
+    "ServeSettings",
+    "openrlhf_answer",
+    "openrlhf_rows",
+    "option",
+    "token_from_env",
+]
 
 logger = logging.getLogger(__name__)
 
-# special tokens a decoded query ends with (OpenRLHF decodes with skip_special_tokens=False):
-# <|im_end|>, <|endoftext|>, <|eot_id|>, </s>, <eos>
-_TRAILING_SPECIAL = re.compile(r"(?:\s*(?:<\|[A-Za-z0-9_]{1,40}\|>|</s>|<eos>|<end_of_turn>))+\s*$")
+# the special tokens a decoded query ends with (OpenRLHF decodes with skip_special_tokens=False),
+# matched reversed at the start of the reversed text: one anchored pass, linear in the tail
+_SPECIAL_REVERSED = re.compile(r"(?:\s|>\|[A-Za-z0-9_]{1,40}\|<|>s/<|>soe<|>nrut_fo_dne<)*")
+_LIMIT_S = 86400.0  # a day: longer waits overflow the event loop's timers
 
 
 @dataclass
 class ServeSettings:
-    """How ``procrl serve`` listens, batches and bounds its work."""
+    """How ``procrl serve`` listens, batches and bounds its work (every number finite and > 0)."""
 
     host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on (loopback: this machine only)."})
     port: int = field(default=8000, metadata={"help": "Port to listen on (0: any free port)."})
     batch_size: int = field(default=64, metadata={"help": "Most rows scored together in one batch of the mix."})
-    batch_wait_s: float = field(
-        default=0.005,
-        metadata={"help": "How long the scorer waits for more rows after the first, to fill a batch."},
-    )
+    batch_wait_s: float = field(default=0.005, metadata={"help": "Seconds to wait for more rows to fill a batch."})
     max_queue: int = field(default=4096, metadata={"help": "Most rows waiting to be scored; beyond: 503."})
     max_rows: int = field(default=1024, metadata={"help": "Most rows in one request; beyond: 413."})
     max_body_bytes: int = field(default=16 << 20, metadata={"help": "Largest request body; beyond: 413."})
-    deadline_s: float = field(
-        default=120.0, metadata={"help": "Seconds from a request's arrival to its answer; beyond: 504."}
-    )
-    read_timeout_s: float = field(
-        default=30.0, metadata={"help": "Seconds a client may take to send its request before it is dropped."}
-    )
-    token: str | None = field(
-        default=None, repr=False, metadata={"help": "Bearer token every request but /health must carry (None: none)."}
-    )
+    max_row_chars: int = field(default=200_000, metadata={"help": "Most characters of one text; beyond: 413."})
+    max_digits: int = field(default=64, metadata={"help": "Most digits of a JSON integer; beyond: 400."})
+    max_depth: int = field(default=16, metadata={"help": "Deepest JSON nesting; beyond: 400."})
+    deadline_s: float = field(default=120.0, metadata={"help": "Seconds from arrival to answer; beyond: 504."})
+    read_timeout_s: float = field(default=30.0, metadata={"help": "Seconds to send a body; beyond: 408."})
+    token: str | None = field(default=None, repr=False, metadata={"help": "Bearer token (None: none)."})
+
+    def check(self) -> None:
+        """ConfigError naming the first option that is not a finite number > 0 (seconds: at most a day)."""
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"port: must be from 0 to 65535, got {self.port}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("host", "port", "token"):
+                continue
+            top = _LIMIT_S if f.name.endswith("_s") else math.inf
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and 0 < value <= top):
+                limit = " (at most a day)" if top < math.inf else ""
+                raise ConfigError(f"{option(f.name)}: must be a finite number > 0{limit}, got {value}")
+
+
+def option(name: str) -> str:
+    """The ``procrl serve`` option of a :class:`ServeSettings` field (``deadline_s``: ``--deadline``)."""
+    return "--" + name.removesuffix("_s").replace("_", "-")
 
 
 class RequestError(Exception):
@@ -93,59 +111,44 @@ class RequestError(Exception):
         self.status = status
 
 
-@dataclass
-class _Job:
-    """The rows of one request, waiting in the queue or being scored."""
-
-    rows: list[dict]
-    deadline: float
-    done: threading.Event = field(default_factory=threading.Event)
-    result: list[dict] | None = None
-    error: RequestError | None = None
-    abandoned: bool = False
-
-
 def _closing_special_tokens(text: str) -> str:
-    return _TRAILING_SPECIAL.sub("", text)
+    tail = _SPECIAL_REVERSED.match(text[::-1]).group(0)
+    return text[: len(text) - len(tail)] if ">" in tail else text  # whitespace alone stays
 
 
-def openrlhf_rows(body: Any) -> list[dict]:
-    """The rows to score of an OpenRLHF ``/get_reward`` request body.
+def _text(value: Any, where: str, limit: int, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise RequestError(400, f"'{where}' must be a string")
+    if len(value) > limit:
+        raise RequestError(413, f"'{where}' has {len(value)} characters, over the limit of {limit} (--max-row-chars)")
+    return value
 
-    Args:
-        body: the parsed JSON: ``query`` (prompt + response, decoded), and optionally ``prompts`` and
-            ``labels`` (the gold answers), lists of the same length.
 
-    Returns:
-        One row per query: ``question`` (the prompt), ``completion`` (the query after the prompt, its
-        trailing special tokens left out; the whole query when the prompt is not in it, and
-        ``prompt_found`` False) and ``answer`` (the label).
-
-    Raises:
-        RequestError: 400 naming the key at fault.
-    """
-    if not isinstance(body, dict):
-        raise RequestError(400, f"expected a JSON object with 'query', got {type(body).__name__}")
-    queries = body.get("query")
-    if not isinstance(queries, list) or not all(isinstance(q, str) for q in queries):
+def openrlhf_rows(body: Any, limit: int = 200_000) -> list[dict]:
+    """The rows of an OpenRLHF ``/get_reward`` body: ``question`` (the prompt), ``completion`` (the
+    query after the prompt, trailing special tokens left out; the whole query and ``prompt_found``
+    False when the prompt is not in it) and ``answer`` (the label). RequestError naming the key."""
+    if not isinstance(body, dict) or not isinstance(body.get("query"), list):
         raise RequestError(400, "'query' must be a list of strings (prompt + response)")
-    rows = []
+    queries = body["query"]
     for key in ("prompts", "labels"):
         value = body.get(key)
         if value is not None and (not isinstance(value, list) or len(value) != len(queries)):
             raise RequestError(400, f"'{key}' must be a list as long as 'query' ({len(queries)})")
-    prompts = body.get("prompts") or [None] * len(queries)
-    labels = body.get("labels") or [None] * len(queries)
-    for i, (query, prompt, label) in enumerate(zip(queries, prompts, labels)):
-        if prompt is not None and not isinstance(prompt, str):
-            raise RequestError(400, f"'prompts[{i}]' must be a string")
-        if label is not None and not isinstance(label, (str, int, float)):
+    rows = []
+    for i, (query, prompt, label) in enumerate(
+        zip(queries, body.get("prompts") or [None] * len(queries), body.get("labels") or [None] * len(queries))
+    ):
+        query, prompt = _text(query, f"query[{i}]", limit), _text(prompt, f"prompts[{i}]", limit, False)
+        if isinstance(label, str):
+            _text(label, f"labels[{i}]", limit)
+        elif label is not None and not isinstance(label, (int, float)):
             raise RequestError(400, f"'labels[{i}]' must be a string or a number")
-        completion, found = query, prompt is None
-        if prompt:
-            at = query.find(prompt)
-            if at >= 0:
-                completion, found = query[at + len(prompt) :], True
+        at = query.find(prompt) if prompt else -1
+        completion = query[at + len(prompt) :] if at >= 0 else query
+        found = prompt is None or at >= 0
         rows.append(
             {
                 "question": prompt,
@@ -158,117 +161,136 @@ def openrlhf_rows(body: Any) -> list[dict]:
 
 
 def openrlhf_answer(scored: list[dict], names: list[str]) -> dict:
-    """OpenRLHF's answer for scored rows: the weighted totals as ``rewards`` and ``scores``, and each
-    component's score under ``extra_logs`` (what its trainer logs).
-
-    OpenRLHF turns every value into a tensor, so a score is always a number: a component without an
-    opinion on a row gives its fallback's value when it has one, else 0.0, and a row whose total
-    nobody gave is 0.0, counted in ``extra_logs["procrl/no_opinion"]``.
-    """
-    totals, logs = [], {name: [] for name in names}
-    no_opinion = []
-    for row in scored:
-        totals.append(float(row["reward"]) if row.get("reward") is not None else 0.0)
-        no_opinion.append(1.0 if row.get("reward") is None else 0.0)
-        fallbacks = row.get("fallbacks") or {}
-        for name in names:
-            value = row["rewards"].get(name)
-            if value is None:
-                value = (fallbacks.get(name) or {}).get("score")
-            logs[name].append(float(value) if value is not None else 0.0)
-    logs["procrl/no_opinion"] = no_opinion
-    # the prompt was not found in the query (its tokens decode to other text): the whole query was scored
+    """OpenRLHF's answer: the totals as ``rewards`` and ``scores``, each component's score under
+    ``extra_logs`` (numbers only: see :func:`~procrl.engines.protocol.engine_values`), with the rows
+    nobody scored (``procrl/no_opinion``) and those whose prompt was not found in the query."""
+    values = [engine_values(row, names) for row in scored]
+    logs = {name: [v[1][name] for v in values] for name in names}
+    logs["procrl/no_opinion"] = [1.0 if row.get("reward") is None else 0.0 for row in scored]
     logs["procrl/prompt_not_found"] = [0.0 if row.get("prompt_found", True) else 1.0 for row in scored]
+    totals = [v[0] for v in values]
     return {"rewards": totals, "scores": totals, "extra_logs": logs}
 
 
-def procrl_rows(body: Any, max_rows: int) -> list[dict]:
-    """The rows of a ``/score`` request body (``{"rows": [...]}`` or one row), each checked as
-    ``procrl score`` checks a line of its input (400 naming the row)."""
+def procrl_rows(body: Any, limit: int) -> list[dict]:
+    """The rows of a ``/score`` body (``{"rows": [...]}`` or one row), each checked as ``procrl score``
+    checks a line (400 naming the row)."""
+    from procrl.evaluation.score import _check_row
+
     rows = body.get("rows") if isinstance(body, dict) and "rows" in body else [body]
     if not isinstance(rows, list) or not rows:
         raise RequestError(400, "'rows' must be a non-empty list of rows")
-    if len(rows) > max_rows:
-        raise RequestError(413, f"{len(rows)} rows is over the limit of {max_rows} rows per request (--max-rows)")
     try:
-        return [_check_row(row, "rows", i) for i, row in enumerate(rows)]
+        checked = [_check_row(row, "rows", i) for i, row in enumerate(rows)]
     except ConfigError as error:
         raise RequestError(400, str(error)) from None
+    for i, row in enumerate(checked):
+        for key, value in row.items():
+            if isinstance(value, str):
+                _text(value, f"rows[{i}].{key}", limit)
+    return checked
+
+
+def _parse(data: bytes, settings: ServeSettings) -> Any:
+    """``data`` as JSON in one linear pass: integers over ``max_digits`` digits, NaN and Infinity
+    refused as the parser meets them; nesting beyond Python's recursion limit stops the parser,
+    beyond ``max_depth`` is refused after it."""
+
+    def integer(text: str) -> int:
+        if len(text.lstrip("-")) > settings.max_digits:
+            raise RequestError(400, f"an integer of {len(text)} digits, over the limit of {settings.max_digits}")
+        return int(text)
+
+    def constant(name: str) -> None:
+        raise RequestError(400, f"{name} is not a JSON number")
+
+    try:
+        value = json.loads(data, parse_int=integer, parse_constant=constant)
+    except RecursionError:
+        raise RequestError(400, f"JSON nested deeper than {settings.max_depth} levels") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise RequestError(400, f"the body is not JSON: {str(error)[:200]}") from None
+    level, depth = [value], 0
+    while level:  # breadth-first: no recursion whatever the nesting
+        depth += 1
+        if depth > settings.max_depth:
+            raise RequestError(400, f"JSON nested deeper than {settings.max_depth} levels")
+        level = [c for v in level if isinstance(v, (dict, list)) for c in (v.values() if isinstance(v, dict) else v)]
+    return value
+
+
+@dataclass
+class _Job:
+    rows: list[dict]
+    future: Future = field(default_factory=Future)
 
 
 class RewardServer:
-    """The HTTP server of a reward mix; :meth:`start` runs it in background threads,
-    :meth:`serve_forever` in this one."""
+    """The HTTP server of a reward mix: :meth:`start` serves in background threads, :meth:`serve_forever`
+    in this one; the mix warms up in the scorer thread while the port already answers (503)."""
 
     def __init__(self, mix: RewardMix, settings: ServeSettings | None = None):
-        self.mix = mix
-        self.settings = settings or ServeSettings()
+        import uvicorn  # the web stack: only here
+
+        self.mix, self.settings = mix, settings or ServeSettings()
+        self.settings.check()
+        self.state, self.batches_scored, self.rows_scored = "starting", 0, 0
         self._queue: deque[_Job] = deque()
-        self._queued_rows = 0
-        self._arriving = 0  # requests being read and checked, not yet queued
+        self._queued_rows = self._arriving = 0
         self._cond = threading.Condition()
         self._stopping = False
-        handler = type("Handler", (_Handler,), {"server_state": self, "timeout": self.settings.read_timeout_s})
-        self.httpd = _Server((self.settings.host, self.settings.port), handler)
-        self._scorer = threading.Thread(target=self._score_loop, name="procrl-serve-scorer", daemon=True)
-        self._http_thread: threading.Thread | None = None
-        self.batches_scored = 0  # batches of the mix scored, and the rows in them (GET /health)
-        self.rows_scored = 0
-
-    def warm_up(self) -> None:
-        """Score one row before serving, so that the components load their models, taggers and
-        tables now rather than in the first client's request."""
-        self._score_rows([{"question": "What is 1 + 1?", "completion": "1 + 1 = 2\n#### 2", "answer": "2"}])
+        family = socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((self.settings.host, self.settings.port))
+            self.socket.listen(1024)  # 64 clients connecting at once are not refused
+        except OSError:
+            self.socket.close()
+            raise
+        config = uvicorn.Config(self._app(), log_level="warning", access_log=False, lifespan="off", http="h11")
+        self.uvicorn = uvicorn.Server(config)
+        self._threads = [threading.Thread(target=self._score_loop, name="procrl-serve-scorer", daemon=True)]
 
     @property
     def address(self) -> tuple[str, int]:
-        """``(host, port)`` the server listens on (the port chosen when ``port`` is 0)."""
-        host, port = self.httpd.server_address[:2]
+        """``(host, port)`` listened on (the port chosen when ``port`` is 0)."""
+        host, port = self.socket.getsockname()[:2]
         return str(host), int(port)
 
-    def start(self) -> RewardServer:
-        """Serve in background threads; returns at once."""
-        self._scorer.start()
-        self._http_thread = threading.Thread(target=self.httpd.serve_forever, name="procrl-serve-http", daemon=True)
-        self._http_thread.start()
+    def start(self, wait_s: float = 600.0) -> RewardServer:
+        """Serve in background threads; returns once the mix is warm (or ``wait_s`` passed)."""
+        self._threads.append(threading.Thread(target=self.uvicorn.run, args=([self.socket],), daemon=True))
+        for thread in self._threads:
+            thread.start()
+        deadline = time.monotonic() + wait_s
+        while self.state == "starting" and time.monotonic() < deadline:
+            time.sleep(0.01)
         return self
 
     def serve_forever(self) -> None:
-        """Serve in this thread until :meth:`shutdown` or Ctrl-C."""
-        self._scorer.start()
+        """Serve in this thread until Ctrl-C or SIGTERM."""
+        self._threads[0].start()
         try:
-            self.httpd.serve_forever()
+            self.uvicorn.run([self.socket])
         finally:
-            self._stop_scorer()
-            self.httpd.server_close()
+            self._stop()
 
     def shutdown(self) -> None:
-        """Stop serving (from another thread) and close the socket."""
-        self.httpd.shutdown()
-        self._stop_scorer()
-        self.httpd.server_close()
+        self.uvicorn.should_exit = True
+        for thread in self._threads[1:]:
+            thread.join(timeout=30)
+        self._stop()
 
-    def _stop_scorer(self) -> None:
+    def _stop(self) -> None:
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
-
-    def arriving(self, change: int) -> None:
-        """A request started (+1) or stopped (-1) arriving: being read, before it is queued."""
-        with self._cond:
-            self._arriving += change
-            self._cond.notify_all()
-
-    @property
-    def queued_rows(self) -> int:
-        with self._cond:
-            return self._queued_rows
+        self.socket.close()
 
     # -- the queue and the scorer --
 
-    def submit(self, rows: list[dict], arrived: float) -> list[dict]:
-        """Queue ``rows`` and wait for their scored rows (RequestError past the bounds)."""
-        job = _Job(rows=rows, deadline=arrived + self.settings.deadline_s)
+    def _submit(self, rows: list[dict]) -> Future:
         with self._cond:
             self._arriving -= 1
             if self._queued_rows + len(rows) > self.settings.max_queue:
@@ -277,244 +299,190 @@ class RewardServer:
                     f"queue full: {self._queued_rows} rows waiting, {len(rows)} more would pass the limit of "
                     f"{self.settings.max_queue} (--max-queue); retry later",
                 )
+            job = _Job(rows)
             self._queue.append(job)
             self._queued_rows += len(rows)
             self._cond.notify_all()
-        if not job.done.wait(max(0.0, job.deadline - time.monotonic())):
-            with self._cond:
-                job.abandoned = True
-                if job in self._queue:  # never scored: its rows leave the queue
-                    self._queue.remove(job)
-                    self._queued_rows -= len(rows)
-            raise RequestError(
-                504,
-                f"not scored within the {self.settings.deadline_s:g} s deadline (--deadline); "
-                f"{self.queued_rows} rows are waiting",
-            )
-        if job.error is not None:
-            raise job.error
-        return job.result or []
+        return job.future
 
     def _next_batch(self) -> list[_Job] | None:
-        """The jobs of the next batch: at least one, up to ``batch_size`` rows (a larger request is
-        a batch of its own, scored in chunks); None when stopping."""
         with self._cond:
             while not self._queue and not self._stopping:
                 self._cond.wait()
-            if self._stopping:
-                return None
             ready_at = time.monotonic() + self.settings.batch_wait_s
-            # wait for more rows only while requests are arriving (read, not yet queued): a lone
-            # client's request is scored at once
-            while (
-                sum(len(j.rows) for j in self._queue) < self.settings.batch_size
-                and self._arriving > 0
-                and not self._stopping
-            ):
-                left = ready_at - time.monotonic()
-                if left <= 0:
+            # wait for more rows only while requests are being read: a lone client is scored at once
+            while self._queued_rows < self.settings.batch_size and self._arriving > 0 and not self._stopping:
+                if not self._cond.wait(max(0.0, ready_at - time.monotonic())):
                     break
-                self._cond.wait(left)
             jobs, rows = [], 0
             while self._queue and (not jobs or rows + len(self._queue[0].rows) <= self.settings.batch_size):
                 job = self._queue.popleft()
                 self._queued_rows -= len(job.rows)
-                if job.abandoned:
-                    continue
-                jobs.append(job)
-                rows += len(job.rows)
-            return jobs
+                if job.future.set_running_or_notify_cancel():  # False: its client's deadline passed
+                    jobs.append(job)
+                    rows += len(job.rows)
+            return None if self._stopping else jobs
 
     def _score_loop(self) -> None:
-        while True:
-            jobs = self._next_batch()
-            if jobs is None:
-                return
-            if jobs:
-                self._score_jobs(jobs)
-
-    def _score_rows(self, rows: list[dict]) -> list[dict]:
-        scored: list[dict] = []
-        size = self.settings.batch_size
-        for start in range(0, len(rows), size):
-            chunk = rows[start : start + size]
-            scored += score_batch(self.mix, list(range(start + 1, start + len(chunk) + 1)), chunk)[0]
-            self.batches_scored += 1
-            self.rows_scored += len(chunk)
-        return scored
-
-    def _score_jobs(self, jobs: list[_Job]) -> None:
-        rows = [row for job in jobs for row in job.rows]
         try:
-            scored = self._score_rows(rows)
-        except Exception:  # noqa: BLE001 - one request's rows (a choice row for a number judge): score each alone
-            if len(jobs) == 1:
-                self._finish_alone(jobs[0])
-            else:
+            self._score([{"question": "What is 1 + 1?", "completion": "1 + 1 = 2\n#### 2", "answer": "2"}])
+            self.batches_scored = self.rows_scored = 0  # the clients' rows only
+            self.state = "ok"
+        except Exception as error:  # noqa: BLE001 - /health says so; the process serves its 503s
+            self.state = f"failed: {type(error).__name__}: {redact_text(str(error))[:300]}"
+            logger.error("warming up the mix %s", self.state)
+            return
+        while (jobs := self._next_batch()) is not None:
+            if not jobs:
+                continue
+            try:
+                scored = self._score([row for job in jobs for row in job.rows])
+            except Exception:  # noqa: BLE001 - one request's rows (a choice row for a number judge): each alone
                 for job in jobs:
                     self._finish_alone(job)
-            return
-        start = 0
-        for job in jobs:
-            job.result = scored[start : start + len(job.rows)]
-            start += len(job.rows)
-            job.done.set()
+                continue
+            start = 0
+            for job in jobs:
+                job.future.set_result(scored[start : start + len(job.rows)])
+                start += len(job.rows)
+
+    def _score(self, rows: list[dict]) -> list[dict]:
+        scored = score_rows(self.mix, rows, self.settings.batch_size)
+        self.batches_scored += -(-len(rows) // self.settings.batch_size)
+        self.rows_scored += len(rows)
+        return scored
 
     def _finish_alone(self, job: _Job) -> None:
         try:
-            job.result = self._score_rows(job.rows)
+            job.future.set_result(self._score(job.rows))
         except ConfigError as error:
-            job.error = RequestError(400, str(error))
+            job.future.set_exception(RequestError(400, str(error)))
         except Exception as error:  # noqa: BLE001 - the request gets the error, the server serves on
-            logger.warning("scoring failed: %s: %s", type(error).__name__, error)
-            job.error = RequestError(500, f"scoring failed: {type(error).__name__}: {error}")
-        job.done.set()
+            logger.warning("scoring failed: %s: %s", type(error).__name__, _escaped(str(error)))
+            job.future.set_exception(RequestError(500, f"scoring failed: {type(error).__name__}: {error}"))
 
+    # -- HTTP --
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # the listen backlog: 64 clients connecting at once are not refused
+    def _app(self) -> Any:
+        import asyncio
 
-    def handle_error(self, request, client_address) -> None:  # one line, not socketserver's traceback
-        import sys
+        from starlette.applications import Starlette
+        from starlette.exceptions import HTTPException
+        from starlette.responses import Response
+        from starlette.routing import Route
 
-        error = sys.exc_info()[1]
-        logger.info("connection from %s ended: %s: %s", client_address[0], type(error).__name__, error)
+        def answer(status: int, payload: dict) -> Response:
+            # redacted as the logs are: a reward's error message may hold a recipe's secret
+            body = redact_text(json.dumps(payload, separators=(",", ":")))
+            return Response(body, status, media_type="application/json")
 
+        async def health(request: Any) -> Response:
+            status = 200 if self.state == "ok" else 503
+            scored = {"batches_scored": self.batches_scored, "rows_scored": self.rows_scored}
+            info = {"components": self.mix.names, "weights": self.mix.weights, "queued_rows": self._queued_rows}
+            return answer(status, {"status": self.state, **info, **scored})
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: a client's next request reuses its connection
-    # the headers and the body leave in two writes: with Nagle's algorithm the second waits for the
-    # client's delayed ACK (40 ms a request, measured by benchmarks/serve_bench.py)
-    disable_nagle_algorithm = True
-    server_version = "procrl-serve"
-    server_state: RewardServer
-
-    def log_message(self, format: str, *args: Any) -> None:  # http.server's access log: off (see _log)
-        return
-
-    def _log(self, status: int, rows: int, started: float) -> None:
-        # method, path, status, rows and time only: never a header (the token) nor a body
-        logger.info(
-            "%s %s %d %d rows %.1f ms", self.command, self.path, status, rows, 1000 * (time.perf_counter() - started)
-        )
-
-    def _send(self, status: int, payload: dict, close: bool = False) -> None:
-        data = json.dumps(payload).encode()
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            if close:
-                self.send_header("Connection", "close")
-                self.close_connection = True
-            self.end_headers()
-            self.wfile.write(data)
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, TimeoutError) as error:
-            self.close_connection = True
-            logger.info("%s %s: the client went away before its answer (%s)", self.command, self.path, error)
-
-    def _authorized(self) -> bool:
-        token = self.server_state.settings.token
-        if not token:
-            return True
-        given = self.headers.get("Authorization", "")
-        return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        started = time.perf_counter()
-        if self.path.split("?")[0] != "/health":
-            self._log(404, 0, started)
-            self._send(404, {"error": f"no GET {self.path}; GET /health, POST /get_reward or /score"})
-            return
-        mix = self.server_state.mix
-        self._log(200, 0, started)
-        self._send(
-            200,
-            {
-                "status": "ok",
-                "components": mix.names,
-                "weights": mix.weights,
-                "queued_rows": self.server_state.queued_rows,
-                "batches_scored": self.server_state.batches_scored,
-                "rows_scored": self.server_state.rows_scored,
-            },
-        )
-
-    def _body(self) -> Any:
-        settings = self.server_state.settings
-        length_text = self.headers.get("Content-Length")
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked" or length_text is None:
-            raise RequestError(411, "a request body needs a Content-Length header")
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise RequestError(400, f"Content-Length is not a number: {length_text[:40]!r}") from None
-        if length < 0:
-            raise RequestError(400, "Content-Length is negative")
-        if length > settings.max_body_bytes:
-            raise RequestError(
-                413, f"request body of {length} bytes is over the limit of {settings.max_body_bytes} (--max-body-bytes)"
-            )
-        data = self.rfile.read(length)
-        if len(data) < length:  # answered in case the client only closed its sending side
-            raise RequestError(400, f"the body ended after {len(data)} of its {length} bytes (Content-Length)")
-        try:
-            return json.loads(data)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise RequestError(400, f"the body is not JSON: {error}") from None
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        started, arrived = time.perf_counter(), time.monotonic()
-        server = self.server_state
-        path = self.path.split("?")[0]
-        rows: list[dict] = []
-        server.arriving(+1)
-        submitted = False
-        try:
-            if path not in ("/get_reward", "/score"):
-                raise RequestError(404, f"no POST {self.path}; POST /get_reward (OpenRLHF) or /score (procrl)")
-            if not self._authorized():
-                raise RequestError(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
-            body = self._body()
-            if path == "/score":
-                rows = procrl_rows(body, server.settings.max_rows)
-            else:
-                rows = openrlhf_rows(body)
-                if len(rows) > server.settings.max_rows:
+        async def score(request: Any) -> Response:
+            started, path, rows = time.perf_counter(), request.url.path, []
+            with self._cond:
+                self._arriving += 1
+            queued = False
+            try:
+                if self.state != "ok":
+                    raise RequestError(503, f"the reward mix is {self.state.split(':')[0]}; retry (GET /health)")
+                token = self.settings.token
+                given = request.headers.get("authorization", "")
+                if token and not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                    raise RequestError(401, "missing or wrong bearer token (Authorization: Bearer <token>)")
+                body = _parse(await self._body(request), self.settings)
+                limit = self.settings.max_row_chars
+                rows = procrl_rows(body, limit) if path == "/score" else openrlhf_rows(body, limit)
+                if len(rows) > self.settings.max_rows:
                     raise RequestError(
-                        413, f"{len(rows)} queries is over the limit of {server.settings.max_rows} (--max-rows)"
+                        413, f"{len(rows)} rows is over the limit of {self.settings.max_rows} (--max-rows)"
                     )
-            submitted = bool(rows)
-            scored = server.submit(rows, arrived) if rows else []
-            payload = {"rows": scored} if path == "/score" else openrlhf_answer(scored, server.mix.names)
-            # the access line is written before the answer: a client that has its answer can rely on
-            # the line being in the log (a server stopped right after still shows it)
-            self._log(200, len(rows), started)
-            self._send(200, payload)
-        except RequestError as error:
-            # the body of a refused request may be unread: the connection cannot be reused
-            self._log(error.status, len(rows), started)
-            self._send(error.status, {"error": str(error)}, close=error.status in (400, 401, 404, 411, 413))
-        except TimeoutError:  # a client that stopped sending: told so, if it still reads
-            seconds = server.settings.read_timeout_s
-            self._log(408, 0, started)
-            self._send(408, {"error": f"the request was not received within {seconds:g} s"}, close=True)
-        except (ConnectionResetError, BrokenPipeError) as error:
-            self.close_connection = True
-            logger.info("%s %s: the client went away (%s)", self.command, self.path, error)
-        finally:
-            if not submitted:  # submit() counts a queued request out of the arriving ones
-                server.arriving(-1)
+                queued = True
+                future = self._submit(rows)
+                try:
+                    scored = await asyncio.wait_for(asyncio.wrap_future(future), self.settings.deadline_s)
+                except asyncio.TimeoutError:
+                    raise RequestError(
+                        504,
+                        f"not scored within the {self.settings.deadline_s:g} s deadline (--deadline); "
+                        f"{self._queued_rows} rows are waiting",
+                    ) from None
+                payload = {"rows": scored} if path == "/score" else openrlhf_answer(scored, self.mix.names)
+                status = 200
+            except RequestError as error:
+                status, payload = error.status, {"error": str(error)}
+            finally:
+                if not queued:
+                    with self._cond:
+                        self._arriving -= 1
+                        self._cond.notify_all()
+            logger.info(
+                "POST %s %d %d rows %.1f ms", _escaped(path), status, len(rows), 1e3 * (time.perf_counter() - started)
+            )
+            return answer(status, payload)
+
+        async def error(request: Any, exc: Exception) -> Response:
+            status = getattr(exc, "status_code", 500)
+            logger.info("%s %s %d", request.method, _escaped(request.url.path), status)
+            return answer(status, {"error": f"{request.method} {request.url.path}: {getattr(exc, 'detail', 'error')}; "
+                                   "GET /health, POST /get_reward (OpenRLHF) or /score (procrl)"})  # fmt: skip
+
+        routes = [
+            Route("/health", health),
+            Route("/get_reward", score, methods=["POST"]),
+            Route("/score", score, methods=["POST"]),
+        ]
+        return Starlette(routes=routes, exception_handlers={HTTPException: error, Exception: error})
+
+    async def _body(self, request: Any) -> bytes:
+        """The body, bounded by its declared size before a byte is read and by the bytes and
+        seconds it takes after."""
+        import asyncio
+
+        limit = self.settings.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is None:
+            raise RequestError(411, "a request body needs a Content-Length header")
+        if not declared.isdigit() or len(declared) > 20:
+            raise RequestError(400, f"Content-Length is not a number: {declared[:40]!r}")
+        if int(declared) > limit:
+            raise RequestError(
+                413, f"request body of {int(declared)} bytes is over the limit of {limit} (--max-body-bytes)"
+            )
+
+        async def read() -> bytes:
+            from starlette.requests import ClientDisconnect
+
+            chunks, size = [], 0
+            try:
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise RequestError(413, f"request body over the limit of {limit} bytes (--max-body-bytes)")
+                    chunks.append(chunk)
+            except ClientDisconnect:  # nobody to answer: uvicorn drops what is sent after
+                raise RequestError(400, f"the body ended after {size} of its {declared} bytes") from None
+            return b"".join(chunks)
+
+        try:
+            return await asyncio.wait_for(read(), self.settings.read_timeout_s)
+        except asyncio.TimeoutError:
+            raise RequestError(408, f"the request was not received within {self.settings.read_timeout_s:g} s") from None
+
+
+def _escaped(text: str) -> str:
+    """``text`` for a log line: control characters (terminal escapes) as JSON escapes, at most 200."""
+    return json.dumps(text[:200])[1:-1]
 
 
 def token_from_env(name: str | None) -> str | None:
     """The bearer token from the environment variable ``name`` (None when unset or empty),
     registered as a secret so that nothing procrl prints or writes shows it."""
-    if not name:
-        return None
-    token = os.environ.get(name, "").strip()
+    token = os.environ.get(name, "").strip() if name else ""
     if not token:
         return None
     from procrl.core.redaction import register_secret
