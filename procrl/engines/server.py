@@ -77,7 +77,7 @@ class ServeSettings:
     max_queue: int = field(default=4096, metadata={"help": "Most rows waiting to be scored; beyond: 503."})
     max_rows: int = field(default=1024, metadata={"help": "Most rows in one request; beyond: 413."})
     max_body_bytes: int = field(default=16 << 20, metadata={"help": "Largest request body; beyond: 413."})
-    max_row_chars: int = field(default=200_000, metadata={"help": "Most characters of one text; beyond: 413."})
+    max_row_chars: int = field(default=1_000_000, metadata={"help": "Most characters of one text; beyond: 413."})
     max_digits: int = field(default=64, metadata={"help": "Most digits of a JSON integer; beyond: 400."})
     max_depth: int = field(default=16, metadata={"help": "Deepest JSON nesting; beyond: 400."})
     deadline_s: float = field(default=120.0, metadata={"help": "Seconds from arrival to answer; beyond: 504."})
@@ -126,7 +126,7 @@ def _text(value: Any, where: str, limit: int, required: bool = True) -> str | No
     return value
 
 
-def openrlhf_rows(body: Any, limit: int = 200_000) -> list[dict]:
+def openrlhf_rows(body: Any, limit: int = 1_000_000) -> list[dict]:
     """The rows of an OpenRLHF ``/get_reward`` body: ``question`` (the prompt), ``completion`` (the
     query after the prompt, trailing special tokens left out; the whole query and ``prompt_found``
     False when the prompt is not in it) and ``answer`` (the label). RequestError naming the key."""
@@ -374,7 +374,9 @@ class RewardServer:
         def answer(status: int, payload: dict) -> Response:
             # redacted as the logs are: a reward's error message may hold a recipe's secret
             body = redact_text(json.dumps(payload, separators=(",", ":")))
-            return Response(body, status, media_type="application/json")
+            # a refused request's body may be unread: the connection cannot carry another request
+            headers = {"connection": "close"} if status in (400, 401, 404, 405, 408, 411, 413) else None
+            return Response(body, status, headers, media_type="application/json")
 
         async def health(request: Any) -> Response:
             status = 200 if self.state == "ok" else 503
