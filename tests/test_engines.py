@@ -161,3 +161,64 @@ def test_verl_inputs_checked(tmp_path):
         compute_score(None, "#### 7", {"note": "checked 7 times"}, recipe=str(recipe))
     with pytest.raises(ValueError, match=r"ground_truths\[0\]: expected a string, a number.*got set"):
         compute_score(None, "#### 7", {7}, recipe=str(recipe))
+
+
+# -- text handling on hostile runs: one pass, never a search per character --
+
+
+def _within(seconds: float, work, *args):
+    """``work(*args)``, failed when still running after ``seconds`` (a hang guard set hundreds of
+    times above a linear pass, not a speed measurement: a quadratic pass over these runs takes hours)."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError(f"{work.__name__} still running after {seconds} s: super-linear on this input")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return work(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+RUNS = {
+    "spaces": " " * 400_000 + "x",
+    "special tokens": "<|im_end|>" * 40_000 + "x",
+    "digits": "7" * 400_000 + "x",
+    "scheme characters": "x= " + "a." * 200_000,
+    "separators": "x=1 " + ";" * 400_000,
+    "schemes": "a://" * 100_000 + "x=",
+}
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_the_servers_text_handling_is_linear_on_long_runs(run):
+    from procrl.core.redaction import redact_text
+    from procrl.engines.server import _closing_special_tokens
+
+    text = RUNS[run]
+    assert _within(20, redact_text, text) == text  # nothing in them is a secret
+    assert _within(20, _closing_special_tokens, text) == text  # no closing tokens at their end
+    assert _within(20, _closing_special_tokens, text + "<|im_end|> ") == text
+
+
+@pytest.mark.parametrize("run", ["spaces", "special tokens", "digits"])
+def test_the_rewards_score_long_runs(run):
+    from procrl.evaluation.score import score_rows
+    from procrl.rewards.mix import RewardMix
+
+    mix = RewardMix.from_recipe_rewards(
+        {
+            "accuracy": {},
+            "format": {},
+            "first_error": {"backend": "arithmetic"},
+            "reference": {"type": "first_error", "backend": "reference"},
+        }  # fmt: skip
+    )
+    body = RUNS[run][:32_000]
+    texts = [f"3 * 4 = 12\n#### {body}", f"3 * 4 ={body}12\nso{body}", f"The answer is {body}"]
+    rows = [{"question": "Tom has 3 boxes of 4 apples. How many?", "completion": t, "answer": "12"} for t in texts]
+    scored = _within(60, lambda: list(score_rows(mix, rows)))
+    assert len(scored) == 3 and all(row["rewards"]["accuracy"] in (0.0, 1.0) for row in scored)
