@@ -73,7 +73,7 @@ class ServeSettings:
     host: str = field(default="127.0.0.1", metadata={"help": "Address to listen on (loopback: this machine only)."})
     port: int = field(default=8000, metadata={"help": "Port to listen on (0: any free port)."})
     batch_size: int = field(default=64, metadata={"help": "Most rows scored together in one batch of the mix."})
-    batch_wait_s: float = field(default=0.005, metadata={"help": "Seconds to wait for more rows to fill a batch."})
+    batch_wait_s: float = field(default=0.05, metadata={"help": "Seconds to wait for more rows to fill a batch."})
     max_queue: int = field(default=4096, metadata={"help": "Most rows waiting to be scored; beyond: 503."})
     max_rows: int = field(default=1024, metadata={"help": "Most rows in one request; beyond: 413."})
     max_body_bytes: int = field(default=16 << 20, metadata={"help": "Largest request body; beyond: 413."})
@@ -236,11 +236,13 @@ class RewardServer:
         self.settings.check()
         self.state, self.batches_scored, self.rows_scored = "starting", 0, 0
         self._queue: deque[_Job] = deque()
-        self._queued_rows = self._arriving = 0
+        self._queued_rows = self._arriving = self._expected = 0
         self._cond = threading.Condition()
         self._stopping = False
         family = socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET
-        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
+        # without it an answer's body waits for the client's delayed ACK of its headers (40 ms)
+        self.socket = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.socket.bind((self.settings.host, self.settings.port))
@@ -310,9 +312,12 @@ class RewardServer:
             while not self._queue and not self._stopping:
                 self._cond.wait()
             ready_at = time.monotonic() + self.settings.batch_wait_s
-            # wait for more rows only while requests are being read: a lone client is scored at once
-            while self._queued_rows < self.settings.batch_size and self._arriving > 0 and not self._stopping:
-                if not self._cond.wait(max(0.0, ready_at - time.monotonic())):
+            # wait (up to batch_wait_s) for the rows on their way: the requests being read, and the
+            # clients in flight at the last batch (answered ones post their next row at once, as
+            # OpenRLHF's agents do); a lone client is scored at once, concurrent ones fill a batch
+            target = min(self.settings.batch_size, max(self._queued_rows + self._arriving, self._expected))
+            while self._queued_rows < target and not self._stopping:
+                if not self._cond.wait(max(0.0, ready_at - time.monotonic())) and time.monotonic() >= ready_at:
                     break
             jobs, rows = [], 0
             while self._queue and (not jobs or rows + len(self._queue[0].rows) <= self.settings.batch_size):
@@ -341,6 +346,8 @@ class RewardServer:
                 for job in jobs:
                     self._finish_alone(job)
                 continue
+            with self._cond:  # the clients in flight: those answered now and those already waiting
+                self._expected = sum(len(job.rows) for job in jobs) + self._queued_rows
             start = 0
             for job in jobs:
                 job.future.set_result(scored[start : start + len(job.rows)])
