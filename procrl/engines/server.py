@@ -1,28 +1,9 @@
-"""A recipe's reward mix over HTTP (``procrl serve``) on Starlette and uvicorn: OpenRLHF's remote
-reward model protocol, procrl's own scoring endpoint and a health check. Imported by that command
-only: ``import procrl`` and training never load the web stack.
-
-* ``POST /get_reward``: OpenRLHF's ``--remote_rm_url`` protocol (``{"query": [...], "prompts": [...],
-  "labels": [...]}``, ``prompts`` and ``labels`` optional). ``query`` is the prompt and the response
-  decoded together; the completion is what follows the prompt in it (the whole query when the
-  prompt is not found in it), its trailing special tokens left out. The answer: ``{"rewards",
-  "scores", "extra_logs": {component: [...]}}``, ``rewards`` and ``scores`` the weighted totals.
-* ``POST /score``: ``{"rows": [{"question", "completion", "answer", ...}]}`` (or one row); the answer
-  ``{"rows": [...]}``, each row as ``procrl score`` writes it.
-* ``GET /health``: 200 ``{"status": "ok", ...}`` once the mix is warm; 503 ``starting`` before
-  (scoring requests get 503 then too), 503 ``failed`` when warming up raised.
-
-Scoring runs in one thread off the request loop: each request's rows join one queue, and the
-scorer takes up to ``batch_size`` rows of as many requests as are waiting (waiting ``batch_wait_s``
-for more while requests are arriving) and scores them as one batch through ``procrl score``'s code
-(the mix caches one batch at a time, so one thread calls it). Every row is its own generation group.
-
-Every request is bounded before its rows are read: the declared body size (413, refused before a
-byte is read, so no ``100 Continue``), the bytes read (413), the time to send them (408), then one
-linear parse in which nesting depth (Python's parser stops at its recursion limit) and integer
-digits are bounded (400), the rows (413) and the characters of each text (413). Queue full: 503;
-not scored within ``deadline_s``: 504; a wrong bearer token: 401. Every answer is JSON, every body
-redacted as the logs are, every logged path escaped.
+"""A recipe's reward mix over HTTP (``procrl serve``) on Starlette and uvicorn, imported by that
+command only: ``POST /get_reward`` (OpenRLHF's remote reward model), ``POST /score`` (rows as
+``procrl score`` writes them), ``GET /health`` (503 until the mix is warm). One scoring thread, off
+the request loop, scores the rows of concurrent requests as one batch of the mix (which caches one
+batch at a time); each row is its own generation group. Every request is bounded before its rows
+are read, every answer is JSON and redacted, every logged path escaped (docs/engines.md).
 """
 
 from __future__ import annotations
@@ -48,15 +29,7 @@ from procrl.engines.protocol import engine_values, score_rows
 if TYPE_CHECKING:
     from procrl.rewards.mix import RewardMix
 
-__all__ = [
-    "RequestError",
-    "RewardServer",
-    "ServeSettings",
-    "openrlhf_answer",
-    "openrlhf_rows",
-    "option",
-    "token_from_env",
-]
+__all__ = ["RequestError", "RewardServer", "ServeSettings", "openrlhf_answer", "openrlhf_rows", "token_from_env"]
 
 logger = logging.getLogger(__name__)
 
@@ -220,7 +193,7 @@ def _parse(data: bytes, settings: ServeSettings) -> Any:
 
 
 @dataclass
-class _Job:
+class _Job:  # one request's rows, waiting or being scored
     rows: list[dict]
     future: Future = field(default_factory=Future)
 

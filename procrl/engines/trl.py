@@ -1,18 +1,10 @@
-"""procrl's rewards and process credit in a plain TRL script (the public import is :mod:`procrl.trl`).
-
-:func:`recipe_rewards` reads a recipe's ``rewards:`` section (a recipe file, a YAML file holding
-the section, or a dict) and returns :class:`RecipeRewards`: one TRL reward function per component
-(named after it, so TRL logs ``rewards/<name>/mean|std``), the weights for
-``GRPOConfig(reward_weights=...)`` and the diagnostics callback. :class:`GRPOTrainer` and
-:class:`ProcessGRPOTrainer` take the place of ``trl.GRPOTrainer`` in such a script: they find the
-reward mix in ``reward_funcs``, apply the recipe's weights when ``reward_weights`` is unset, resolve
-each component's "no opinion" by its ``fallback`` over the gathered generation groups, bind the
-components to the trainer (device, tokenizer) and log the diagnostics; :class:`ProcessGRPOTrainer`
-adds per-token process credit (docs/process-credit.md).
-
-Given to ``trl.GRPOTrainer`` itself, the reward functions resolve ``group_mean`` fallbacks over
-the completions of the same prompt in the local batch (TRL would read a None as 0: the best
-score of a penalty); procrl's trainers resolve them after gathering every process's rewards.
+"""procrl's rewards and process credit in a plain TRL script (public as :mod:`procrl.trl`;
+docs/engines.md). :func:`recipe_rewards`: a recipe's ``rewards:`` as TRL reward functions (one per
+component, named after it), weights and the diagnostics callback. :class:`GRPOTrainer` and
+:class:`ProcessGRPOTrainer` replace ``trl.GRPOTrainer``: the mix found in ``reward_funcs``, its
+weights, its fallbacks resolved over the gathered groups, bound to the trainer. Given to
+``trl.GRPOTrainer`` itself, the functions resolve ``group_mean`` fallbacks over the completions of
+the same prompt in the local batch (TRL would read a None as 0: the best score of a penalty).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
-"""A recipe's reward mix as verl's reward function and reward manager (the public file verl's
-settings name is ``procrl/verl.py``; docs/engines.md).
-
-* :func:`compute_score` is verl's ``custom_reward_function`` contract,
-  ``compute_score(data_source, solution_str, ground_truth, extra_info)``: a dict with ``score`` (the
-  mix's weighted total, what verl puts on the response's last token) and each component's score
-  (verl logs them as ``reward_extra_info``). :func:`compute_score_batch` is the same for verl's
-  ``batch`` reward manager, one batch of the mix per call.
-* :class:`ProcrlTokenRewardManager` is a verl reward manager whose token-level reward tensor holds
-  procrl's process credit: each step's weighted step reward, aggregated as procrl's PPO aggregates
-  them (min-form by default), on the step's last token, and what the response's total has left on
-  its last token, so that a response's token rewards add up to its total (``procrl score``'s) and
-  writing more steps of the same quality never pays. For the estimators that read token rewards
-  densely (GAE, REINFORCE++); GRPO and RLOO, which sum them, get the total.
-
-The recipe comes from the ``recipe`` keyword (verl: ``custom_reward_function.reward_kwargs.recipe``
-or ``reward_model.reward_kwargs.recipe``) or the ``PROCRL_RECIPE`` environment variable; its mix is
-built once per process. The question is ``extra_info["question"]`` (verl's GSM8K preprocessing
-writes it), the gold answer ``ground_truth``. Every response is its own group for the components'
-``group_mean`` fallbacks, unless the manager sees verl's group ids (``uid``).
+"""A recipe's reward mix for verl (public file: ``procrl/verl.py``; docs/engines.md):
+:func:`compute_score` (verl's ``custom_reward_function``: ``{"score": weighted total, component:
+score}``), :func:`compute_score_batch` (its ``batch`` manager) and :class:`ProcrlTokenRewardManager`
+(token-level process rewards adding up to each response's total). The recipe: the ``recipe``
+keyword (verl's ``reward_kwargs``) or ``$PROCRL_RECIPE``, its mix built once per process; the
+question is ``extra_info["question"]``, the gold ``ground_truth``; each response its own group for
+``group_mean`` fallbacks unless the manager sees verl's ``uid``.
 """
 
 from __future__ import annotations

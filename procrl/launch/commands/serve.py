@@ -71,20 +71,15 @@ def run(args: argparse.Namespace) -> int:
     log.propagate = False
     host, port = server.address
     shown = f"[{host}]" if ":" in host else host
-    print(
-        f"procrl serve: http://{shown}:{port} (POST /get_reward for OpenRLHF, POST /score, GET /health: 503 "
-        f"until the mix is warm); components {', '.join(f'{n} x{w:g}' for n, w in zip(mix.names, mix.weights))}; "
-        f"bearer token {'required' if settings.token else 'off'}",
-        file=sys.stderr,
-        flush=True,
-    )
+    components = ", ".join(f"{n} x{w:g}" for n, w in zip(mix.names, mix.weights))
+    lines = [
+        f"http://{shown}:{port} (POST /get_reward for OpenRLHF, POST /score, GET /health: 503 until the mix is "
+        f"warm); components {components}; bearer token {'required' if settings.token else 'off'}"
+    ]
     if not settings.token and host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"procrl serve: warning: listening on {host} without a token: whoever reaches this port can use it "
-            f"(set {args.token_env})",
-            file=sys.stderr,
-            flush=True,
-        )
+        lines.append(f"warning: listening on {host} without a token: whoever reaches this port can use it "
+                     f"(set {args.token_env})")  # fmt: skip
+    print("".join(f"procrl serve: {line}\n" for line in lines), end="", file=sys.stderr, flush=True)
     server.serve_forever()
     print("procrl serve: stopped", file=sys.stderr)
     return 0
