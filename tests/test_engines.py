@@ -222,3 +222,18 @@ def test_the_rewards_score_long_runs(run):
     rows = [{"question": "Tom has 3 boxes of 4 apples. How many?", "completion": t, "answer": "12"} for t in texts]
     scored = _within(60, lambda: list(score_rows(mix, rows)))
     assert len(scored) == 3 and all(row["rewards"]["accuracy"] in (0.0, 1.0) for row in scored)
+
+
+def test_the_web_stack_is_imported_by_procrl_serve_only():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, procrl, procrl.trl, procrl.verl, procrl.engines.server\n"
+        "from procrl.launch.cli import build_parser\n"
+        "build_parser()\n"
+        "print(sorted(m for m in ('uvicorn', 'starlette', 'h11') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
