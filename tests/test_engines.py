@@ -187,6 +187,7 @@ RUNS = {
     "spaces": " " * 400_000 + "x",
     "special tokens": "<|im_end|>" * 40_000 + "x",
     "digits": "7" * 400_000 + "x",
+    "stars": "*" * 400_000 + "x",
     "scheme characters": "x= " + "a." * 200_000,
     "separators": "x=1 " + ";" * 400_000,
     "schemes": "a://" * 100_000 + "x=",
@@ -204,7 +205,7 @@ def test_the_servers_text_handling_is_linear_on_long_runs(run):
     assert _within(20, _closing_special_tokens, text + "<|im_end|> ") == text
 
 
-@pytest.mark.parametrize("run", ["spaces", "special tokens", "digits"])
+@pytest.mark.parametrize("run", ["spaces", "special tokens", "digits", "stars"])
 def test_the_rewards_score_long_runs(run):
     from procrl.evaluation.score import score_rows
     from procrl.rewards.mix import RewardMix
@@ -218,10 +219,10 @@ def test_the_rewards_score_long_runs(run):
         }  # fmt: skip
     )
     body = RUNS[run][:32_000]
-    texts = [f"3 * 4 = 12\n#### {body}", f"3 * 4 ={body}12\nso{body}", f"The answer is {body}"]
+    texts = [f"3 * 4 = 12\n#### {body}", f"3 * 4 ={body}12\nso{body}", f"The answer is {body}", f"#### **{body}"]
     rows = [{"question": "Tom has 3 boxes of 4 apples. How many?", "completion": t, "answer": "12"} for t in texts]
     scored = _within(60, lambda: list(score_rows(mix, rows)))
-    assert len(scored) == 3 and all(row["rewards"]["accuracy"] in (0.0, 1.0) for row in scored)
+    assert len(scored) == 4 and all(row["rewards"]["accuracy"] in (0.0, 1.0) for row in scored)
 
 
 def test_the_web_stack_is_imported_by_procrl_serve_only():
