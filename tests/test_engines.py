@@ -205,6 +205,18 @@ def test_the_servers_text_handling_is_linear_on_long_runs(run):
     assert _within(20, _closing_special_tokens, text + "<|im_end|> ") == text
 
 
+def test_regexes_read_long_runs_once():
+    from procrl.core.answers import extract_prediction
+    from procrl.rewards.quantities.evaluate import _PERCENT
+    from procrl.rewards.receval.rcu import _PREMISE_SEPARATOR
+
+    assert _within(20, _PREMISE_SEPARATOR.split, "a" + " " * 400_000 + "x") == ["a" + " " * 400_000 + "x"]
+    assert _within(20, _PERCENT.sub, r"(\1/100)", "7" * 400_000 + "x") == "7" * 400_000 + "x"
+    assert _within(20, extract_prediction, "The answer is " + "*" * 400_000 + "x") == (None, "none")
+    assert _within(20, extract_prediction, "#### **" + " " * 400_000 + "x") == (None, "none")
+    assert extract_prediction("#### **$ 12") == (12.0, "hashes")  # what the runs sit around still reads
+
+
 @pytest.mark.parametrize("run", ["spaces", "special tokens", "digits", "stars"])
 def test_the_rewards_score_long_runs(run):
     from procrl.evaluation.score import score_rows
