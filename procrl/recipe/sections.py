@@ -246,8 +246,10 @@ class ProcessCredit:
         """One line naming the key at fault (``path``: where the settings sit, e.g. ``trainer``)."""
         import math
 
-        if not (self.process_temperature > 0 and math.isfinite(self.process_temperature)):
-            raise ConfigError(f"{path}.process_temperature: must be finite and > 0, got {self.process_temperature}")
+        if not self.process_temperature > 0:
+            raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
+        if not math.isfinite(self.process_temperature):
+            raise ConfigError(f"{path}.process_temperature: must be finite, got {self.process_temperature}")
         if not math.isfinite(self.outcome_weight):
             raise ConfigError(f"{path}.outcome_weight: must be a finite number, got {self.outcome_weight}")
         if self.process_aggregation not in ("min", "sum"):
