@@ -10,7 +10,13 @@ generator's problems; the mix: the recipe's (model-free by default).
 
     python benchmarks/serve_bench.py [--recipe recipes/gsm8k_tiny_process.yaml] [--gsm8k DIR] [--requests 512]
 
-Wall-clock on a shared machine (clients, server and baseline share its cores): compare within one run.
+Is the client the bottleneck? The same clients, at each level, also post to ``/health`` (no
+scoring: the server's and the clients' HTTP work alone); the CPU seconds the client process spends
+per request are printed beside each level. When the ``/health`` ceiling is far above the scored
+rate, the clients are not what limits it.
+
+Wall-clock on a shared machine (clients, server and baseline share its cores, other work may run
+on them): compare within one run.
 """
 
 from __future__ import annotations
@@ -124,10 +130,18 @@ def start_server(recipe: str) -> tuple[subprocess.Popen, int]:
         process.kill()
         raise SystemExit(f"procrl serve did not start: {line}{process.stderr.read()}")
     port = int(line.split("http://")[1].split()[0].rsplit(":", 1)[1])
-    return process, port
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:  # the port answers 503 until the mix is warm
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.request("GET", "/health")
+        if connection.getresponse().status == 200:
+            return process, port
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit("procrl serve did not warm up within 300 s")
 
 
-def run_clients(port: int, rows: list[dict], clients: int, requests: int) -> dict:
+def run_clients(port: int, rows: list[dict], clients: int, requests: int, path: str = "/get_reward") -> dict:
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -144,7 +158,10 @@ def run_clients(port: int, rows: list[dict], clients: int, requests: int) -> dic
             prompt = PROMPT.format(question=row["question"])
             body = json.dumps({"query": [prompt + row["completion"]], "prompts": [prompt], "labels": [row["answer"]]})
             started = time.perf_counter()
-            connection.request("POST", "/get_reward", body=body, headers={"Content-Type": "application/json"})
+            if path == "/health":
+                connection.request("GET", path)
+            else:
+                connection.request("POST", path, body=body, headers={"Content-Type": "application/json"})
             response = connection.getresponse()
             data = response.read()
             elapsed = time.perf_counter() - started
@@ -155,12 +172,14 @@ def run_clients(port: int, rows: list[dict], clients: int, requests: int) -> dic
         connection.close()
 
     threads = [threading.Thread(target=client) for _ in range(clients)]
+    cpu = time.process_time()
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     seconds = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     ordered = sorted(latencies)
     return {
         "clients": clients,
@@ -169,6 +188,7 @@ def run_clients(port: int, rows: list[dict], clients: int, requests: int) -> dic
         "first_error": errors[0] if errors else None,
         "seconds": seconds,
         "requests_per_s": len(latencies) / seconds,
+        "client_cpu_ms_per_request": 1000 * cpu / max(len(latencies), 1),
         "p50_ms": 1000 * statistics.median(ordered),
         "p95_ms": 1000 * ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
     }
@@ -200,6 +220,8 @@ def main() -> None:
             start = health(port)
             level = run_clients(port, rows, clients, args.requests)
             end = health(port)
+            ceiling = run_clients(port, rows, clients, args.requests, "/health")
+            level["health_requests_per_s"] = ceiling["requests_per_s"]
             batches = end["batches_scored"] - start["batches_scored"]
             level["rows_per_batch"] = (end["rows_scored"] - start["rows_scored"]) / max(batches, 1)
             levels.append(level)
@@ -218,13 +240,15 @@ def main() -> None:
         f"procrl serve vs in-process scoring: {source}; recipe {os.path.relpath(args.recipe, REPO)}; "
         f"{os.cpu_count()} CPUs (shared)",
         "",
-        "| clients | requests/s | p50 ms | p95 ms | rows per mix batch | errors | vs in-process |",
-        "|---|---|---|---|---|---|---|",
+        "| clients | requests/s | p50 ms | p95 ms | rows per mix batch | errors | vs in-process "
+        "| client CPU ms/request | same clients on /health, requests/s |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for level in levels:
         lines.append(
             f"| {level['clients']} | {level['requests_per_s']:.1f} | {level['p50_ms']:.1f} | {level['p95_ms']:.1f} "
-            f"| {level['rows_per_batch']:.1f} | {level['errors']} | {level['vs_in_process']:.2f}x |"
+            f"| {level['rows_per_batch']:.1f} | {level['errors']} | {level['vs_in_process']:.2f}x "
+            f"| {level['client_cpu_ms_per_request']:.2f} | {level['health_requests_per_s']:.0f} |"
         )
     lines.append(
         f"| in-process (`procrl score`, batches of 64) | {baseline['rows_per_s']:.1f} rows/s | | | 64 | | 1.00x |"

@@ -13,9 +13,9 @@ Per-token process rewards (GAE, REINFORCE++)::
     reward_model.reward_manager.module.path=<this file>
     +reward_model.reward_kwargs.recipe=recipes/gsm8k_reference.yaml
 
-The work lives in :mod:`procrl.evaluation.verl_reward`.
+The work lives in :mod:`procrl.engines.verl`.
 """
 
-from procrl.evaluation.verl_reward import ProcrlTokenRewardManager, compute_score, compute_score_batch, recipe_mix
+from procrl.engines.verl import ProcrlTokenRewardManager, compute_score, compute_score_batch, recipe_mix
 
 __all__ = ["ProcrlTokenRewardManager", "compute_score", "compute_score_batch", "recipe_mix"]

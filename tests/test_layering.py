@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "procrl"
-LAYERS = ["core", "data", "models", "rewards", "recipe", "observe", "trainers", "evaluation", "launch"]
+LAYERS = ["core", "data", "models", "rewards", "recipe", "observe", "trainers", "evaluation", "engines", "launch"]
 LAYER_OF_MODULE = {
     "procrl": 0,
     "procrl.testing": 0,

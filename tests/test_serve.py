@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from procrl.engines.server import RewardServer, ServeSettings
 from procrl.evaluation.score import score_rows
-from procrl.evaluation.serve import RewardServer, ServeSettings
 from procrl.rewards.mix import RewardMix
 from tests.helpers.launch import free_port
 
@@ -59,8 +59,8 @@ def _get(url):
 def serve():
     servers = []
 
-    def start(rewards=REWARDS, **settings):
-        server = RewardServer(RewardMix.from_recipe_rewards(rewards), ServeSettings(port=0, **settings)).start()
+    def start(rewards=REWARDS, wait_s=60, **settings):
+        server = RewardServer(RewardMix.from_recipe_rewards(rewards), ServeSettings(port=0, **settings)).start(wait_s)
         servers.append(server)
         host, port = server.address
         return server, f"http://{host}:{port}"
@@ -168,8 +168,8 @@ def test_bad_requests_get_a_clear_answer_and_the_server_serves_on(serve):
     _still_serving(url)
     # a client that goes away mid-body, and one that stops sending but still reads
     _raw(url, b'POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"query": [', read=False)
-    reply = _raw(url, b'POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"query"', shut=True)
-    assert reply.startswith(b"HTTP/1.1 400") and b"ended after 8 of its 500 bytes" in reply
+    # (one that shuts its sending side mid-body has ended the request for uvicorn: nothing is answered)
+    _raw(url, b'POST /get_reward HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{"query"', shut=True)
     status, answer = _post(url + "/nowhere", {})
     assert status == 404
     # a row the mix cannot score (a multiple-choice answer for a judge of numbers), batched with
@@ -288,3 +288,127 @@ def test_procrl_serve_refuses_a_port_in_use_in_one_line(tmp_path):
         result.stderr.strip()
         == f"procrl: error: --host/--port: cannot listen on 127.0.0.1:{port} (Address already in use)"
     )
+
+
+# -- hostile requests: each answered in JSON with its status while the server keeps serving --
+
+SECRET = "sk-serve-test-secret-0123456789"
+
+
+def leaky_reward(completions, **kwargs):
+    raise RuntimeError(f"the judge refused api_key={SECRET}")
+
+
+def test_long_runs_of_special_tokens_and_spaces_are_stripped_in_linear_time(serve):
+    server, url = serve()
+    # 40,000 closing tokens then one character (the tokens are no suffix); 16,000 spaces; digits
+    hostile = [
+        PROMPT + RIGHT + "<|im_end|>" * 40_000 + "x",
+        PROMPT + RIGHT + " " * 16_000 + "x",
+        PROMPT + "7" * 100_000,
+    ]
+    for query in hostile:
+        status, answer = _post(url + "/get_reward", {"query": [query], "prompts": [PROMPT]}, timeout=60)
+        assert status == 200 and len(answer["rewards"]) == 1
+    status, answer = _post(
+        url + "/get_reward", _openrlhf_payload([PROMPT + RIGHT + " <|im_end|>\n</s> "], [PROMPT], ["12"])
+    )
+    assert answer["rewards"] == [pytest.approx(1.2)]
+    from procrl.engines.server import _closing_special_tokens
+
+    assert _closing_special_tokens("#### 12<|im_end|> <|endoftext|>\n") == "#### 12"
+    assert _closing_special_tokens("#### 12 \n") == "#### 12 \n"  # whitespace alone stays
+    assert _closing_special_tokens("a<|im_end|>b") == "a<|im_end|>b"
+
+
+def test_bodies_that_would_break_the_parser_get_json_errors(serve):
+    server, url = serve(max_row_chars=1000)
+    deep = b'{"query": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    status, answer = _post(url + "/get_reward", data=deep)
+    assert status == 400 and "nested deeper than 16 levels" in answer["error"]
+    status, answer = _post(url + "/get_reward", data=b'{"query": ["a"], "labels": [' + b"9" * 5000 + b"]}")
+    assert status == 400 and "integer of 5000 digits" in answer["error"]
+    status, answer = _post(url + "/get_reward", data=b'{"query": ["a"], "labels": [NaN]}')
+    assert status == 400 and "NaN is not a JSON number" in answer["error"]
+    status, answer = _post(url + "/get_reward", {"query": ["a" * 1001]})
+    assert status == 413 and "'query[0]' has 1001 characters, over the limit of 1000" in answer["error"]
+    status, answer = _post(url + "/score", {"rows": [{"completion": "b" * 1001}]})
+    assert status == 413 and "'rows[0].completion' has 1001 characters" in answer["error"]
+    status, answer = _post(url + "/get_reward", data=b"\xff\xfe binary")
+    assert status == 400 and answer["error"].startswith("the body is not JSON")
+    # a declared 1 GiB body waiting for "100 Continue": refused at once, never invited
+    reply = _raw(url, b"POST /score HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n")
+    assert reply.startswith(b"HTTP/1.1 413") and b"100 Continue" not in reply and b'"error"' in reply
+    status, answer = _post(url + "/nowhere", {})
+    assert status == 404 and "POST /nowhere" in answer["error"]
+    _still_serving(url)
+
+
+def test_every_response_body_is_redacted(serve):
+    from procrl.core.redaction import register_secret
+
+    register_secret(SECRET)  # as loading a recipe registers its api_key
+    server, url = serve(rewards={**REWARDS, "judge": {"type": "tests.test_serve:leaky_reward", "weight": 1.0}})
+    status, answer = _post(url + "/score", {"rows": [{"completion": RIGHT, "answer": "12"}]})
+    text = json.dumps(answer)
+    assert status == 200 and "the judge refused api_key=" in text and SECRET not in text
+
+
+def test_control_characters_in_a_path_are_escaped_in_the_log(serve, caplog):
+    server, url = serve()
+    with caplog.at_level("INFO", logger="procrl.engines.server"):
+        status, answer = _post(url + "/score%1b%5b2J%1b%5d0;pwned%07", {})
+    assert status == 404
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "\\u001b[2J" in logged and "\x1b" not in logged and "\x07" not in logged
+
+
+WARMING = threading.Event()
+
+
+def hangs_until_released(completions, **kwargs):
+    WARMING.wait(30)
+    return [1.0] * len(completions)
+
+
+def test_warming_up_answers_503_until_the_mix_is_warm(serve):
+    WARMING.clear()
+    server, url = serve(rewards={"slow": {"type": "tests.test_serve:hangs_until_released"}}, wait_s=0.2)
+    for path, payload in (("/health", None), ("/get_reward", {"query": ["a"]})):
+        status, answer = _post(url + path, payload) if payload else _get_status(url + path)
+        assert status == 503, (path, answer)
+        assert answer.get("status") == "starting" or "the reward mix is starting" in answer.get("error", "")
+    WARMING.set()
+    deadline = time.monotonic() + 30
+    while _get_status(url + "/health")[0] != 200:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    status, answer = _post(url + "/get_reward", {"query": ["a"]})
+    assert status == 200 and answer["rewards"] == [1.0]
+
+
+def _get_status(url):
+    try:
+        return _get(url)
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.mark.parametrize(
+    "flag, value", [("--deadline", "inf"), ("--deadline", "1e300"), ("--batch-wait", "inf"), ("--max-rows", "0")]
+)
+def test_options_that_are_not_finite_and_positive_are_refused_at_start(tmp_path, flag, value):
+    from procrl.core.config import ConfigError
+    from procrl.engines.server import ServeSettings
+
+    with pytest.raises(ConfigError, match="--deadline: must be a finite number > 0 .at most a day., got inf"):
+        ServeSettings(deadline_s=float("inf")).check()
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("recipe: procrl/v1\nrewards:\n  accuracy: {weight: 1.0}\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "procrl.launch.cli", "serve", "--recipe", str(recipe), "--port", "0", flag, value],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stderr.startswith(f"procrl: error: {flag}: must be a finite number > 0")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import os
 import re
 from pathlib import Path
@@ -133,14 +134,20 @@ def _check_token_rewards(tokenizer, rewards, responses):
     # the sound solution: its outcome (1.0 + 0.2 + 0) on its last token (EOS), nothing elsewhere
     assert right.nonzero().flatten().tolist() == [len(responses[0]) - 1]
     assert right[len(responses[0]) - 1].item() == pytest.approx(1.2)
-    # the wrong step: 0.5 x -1 on the token that ends "3 * 4 = 13"; the outcome (format 0.2 only:
-    # first_error's score is already in its step reward) on the last token
+    # the wrong step: its weighted step rewards [0.5 x -1, 0] min-form aggregated as procrl's PPO does
+    # (weights softmax(-r / 0.1) = e^5 / (e^5 + 1), 1 / (e^5 + 1)) on the token that ends
+    # "3 * 4 = 13"; on the last token what the total (-0.3 = 0 + 0.2 - 0.5) has left after it
+    slip = -0.5 * math.exp(5) / (math.exp(5) + 1)
     placed = {k: round(wrong[k].item(), 6) for k in wrong.nonzero().flatten().tolist()}
-    step_token = next(k for k, v in placed.items() if v == -0.5)
+    step_token = next(k for k, v in placed.items() if v == pytest.approx(slip, abs=1e-6))
     assert "= 13" in tokenizer.decode(responses[1][: step_token + 1]) and "= 13" not in tokenizer.decode(
         responses[1][:step_token]
     )
-    assert placed == {step_token: -0.5, len(responses[1]) - 1: pytest.approx(0.2)}
+    assert placed == {
+        step_token: pytest.approx(slip, abs=1e-6),
+        len(responses[1]) - 1: pytest.approx(-0.3 - slip, abs=1e-6),
+    }
+    assert wrong.sum().item() == pytest.approx(-0.3)  # the response's total, as procrl score gives it
 
 
 def test_token_reward_manager_places_step_rewards_on_their_tokens(recipe):

@@ -142,10 +142,13 @@ _VOCABULARY_TOKENS = {
     "step",
     "additional",
 }
-# the user-info part of a URL, up to its last "@" before the path (a password may hold "@")
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/?#\s'\"]+)@")
-# a parameter of a URL's query or of its fragment (``#access_token=...``, OAuth's implicit grant)
-_QUERY_PARAMETER = re.compile(r"([?&;#])([^=&#\s'\"]+)=([^&#\s'\"]+)")
+# the user-info part of a URL, up to its last "@" before the path (a password may hold "@"); a
+# scheme starts only where a run of scheme characters starts, so that a long run ("a.a.a...") is
+# tried once, not once per character (linear time on any text)
+_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]*://)([^/?#\s'\"]+)@")
+# a parameter of a URL's query or of its fragment (``#access_token=...``, OAuth's implicit grant);
+# a name stops at the next separator, so each character is read once (linear time on ";;;;...")
+_QUERY_PARAMETER = re.compile(r"([?&;#])([^=&#;?\s'\"]+)=([^&#\s'\"]+)")
 _QUERY_SECRETS = {"key", "sig", "signature", "auth", "code", "x-amz-signature", "x-amz-credential", "x-goog-signature"}
 # camelCase and PascalCase word boundaries: authToken -> auth_Token, APIKey -> API_Key
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

@@ -33,6 +33,7 @@ from procrl.recipe.sections import (
     LoggingSection,
     LoraSection,
     ModelSection,
+    ProcessCredit,
     SyntheticSection,
     TrainerSection,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "ModelSection",
     "Recipe",
     "SyntheticSection",
+    "ProcessCredit",
     "TrainerSection",
     "add_import_paths",
     "apply_overrides",

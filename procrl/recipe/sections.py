@@ -11,6 +11,7 @@ from procrl.data import DEFAULT_PROMPT_TEMPLATE
 
 __all__ = [
     "DataSection",
+    "ProcessCredit",
     "LaunchSection",
     "LoggingSection",
     "LoraSection",
@@ -212,15 +213,11 @@ def _check_data_path(key: str, name: str | None) -> None:
 
 
 @dataclass
-class TrainerSection:
-    """procrl's own trainer keys; every other key under ``trainer`` is a TRL GRPOConfig field."""
+class ProcessCredit:
+    """The process-credit settings (``credit: process`` and PPO): the one declaration of these keys and
+    their defaults. The recipe's ``trainer`` section holds them, procrl's trainers and the engine
+    adapters (TRL scripts, verl) take them from here."""
 
-    algorithm: Literal["grpo", "ppo"] = field("grpo", help="RL algorithm: TRL GRPO or procrl PPO.")
-    credit: Literal["outcome", "process"] = field(
-        "outcome", help="'outcome': one advantage per completion; 'process': per-step credit (DeepSeekMath 4.1.3)."
-    )
-    # Dense process credit (credit: process, and PPO). TRL fields with the same meaning are reused:
-    # epsilon = PPO clip range, num_iterations = PPO epochs per batch, beta = KL coefficient.
     process_rewards: list[str] | None = field(
         None,
         help="Components whose per-step scores give dense credit (weighted by their mix weight); null: every "
@@ -243,6 +240,39 @@ class TrainerSection:
         0.1,
         help="Temperature T of the min-form weights softmax(-r/T) (process_aggregation: min); smaller is closer "
         "to the minimum.",
+    )
+
+    def check(self, path: str) -> None:
+        """One line naming the key at fault (``path``: where the settings sit, e.g. ``trainer``)."""
+        import math
+
+        if not self.process_temperature > 0:
+            raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
+        if not math.isfinite(self.process_temperature):
+            raise ConfigError(f"{path}.process_temperature: must be finite, got {self.process_temperature}")
+        if not math.isfinite(self.outcome_weight):
+            raise ConfigError(f"{path}.outcome_weight: must be a finite number, got {self.outcome_weight}")
+        if self.process_aggregation not in ("min", "sum"):
+            raise ConfigError(f"{path}.process_aggregation: 'min' or 'sum', got {self.process_aggregation!r}")
+        if self.process_rewards is not None and not self.process_rewards:
+            raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
+
+    def kwargs(self) -> dict:
+        """The settings as keyword arguments (``ProcessGRPOTrainer(**credit.kwargs())``)."""
+        import dataclasses
+
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(ProcessCredit)}
+
+
+@dataclass
+class TrainerSection(ProcessCredit):
+    """procrl's own trainer keys (the process-credit ones from :class:`ProcessCredit`); every other key
+    under ``trainer`` is a TRL GRPOConfig field. TRL fields with the same meaning are reused by PPO:
+    epsilon = clip range, num_iterations = epochs per batch, beta = KL coefficient."""
+
+    algorithm: Literal["grpo", "ppo"] = field("grpo", help="RL algorithm: TRL GRPO or procrl PPO.")
+    credit: Literal["outcome", "process"] = field(
+        "outcome", help="'outcome': one advantage per completion; 'process': per-step credit (DeepSeekMath 4.1.3)."
     )
     value_model: str | None = field(
         None,
@@ -291,10 +321,7 @@ class TrainerSection:
             raise ConfigError(f"{path}.stop_after_failed_steps: must be >= 0, got {self.stop_after_failed_steps}")
         if self.max_prompt_length is not None and self.max_prompt_length < 1:
             raise ConfigError(f"{path}.max_prompt_length: must be >= 1 (tokens) or null, got {self.max_prompt_length}")
-        if not self.process_temperature > 0:
-            raise ConfigError(f"{path}.process_temperature: must be > 0, got {self.process_temperature}")
-        if self.process_rewards is not None and not self.process_rewards:
-            raise ConfigError(f"{path}.process_rewards: empty list; give component names or null")
+        self.check(path)
         if self.value_head_on_policy and self.value_model:
             raise ConfigError(
                 f"{path}.value_head_on_policy: true puts the value head on the policy; drop value_model "

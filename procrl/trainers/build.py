@@ -45,10 +45,7 @@ def build_grpo_trainer(
     kwargs: dict[str, Any] = {"reward_mix": mix}
     if recipe.trainer.credit == "process":
         trainer_class = ProcessGRPOTrainer
-        kwargs["process_rewards"] = recipe.trainer.process_rewards
-        kwargs["outcome_weight"] = recipe.trainer.outcome_weight
-        kwargs["process_aggregation"] = recipe.trainer.process_aggregation
-        kwargs["process_temperature"] = recipe.trainer.process_temperature
+        kwargs.update(recipe.trainer.kwargs())  # the process-credit settings (ProcessCredit)
     source = policy_source(recipe.model)
     # TRL loads a checkpoint given by path (GRPOConfig.model_init_kwargs); a GGUF is loaded here,
     # dequantized (run.build_training_args then leaves model_init_kwargs unset)

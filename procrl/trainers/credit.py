@@ -33,9 +33,12 @@ from typing import Any
 
 import torch
 
+from procrl.recipe.sections import ProcessCredit
+
 __all__ = [
     "AGGREGATIONS",
     "aggregate_step_rewards",
+    "balanced_step_rewards",
     "combine_step_scores",
     "gae",
     "gives_step_credit",
@@ -173,7 +176,7 @@ def combine_step_scores(
 AGGREGATIONS = ("min", "sum")
 
 
-def min_form_weights(rewards: Sequence[float], temperature: float = 0.1) -> list[float]:
+def min_form_weights(rewards: Sequence[float], temperature: float = ProcessCredit.process_temperature) -> list[float]:
     """PURE's min-form weights of one completion's step rewards: softmax(-r / T) over its steps.
 
     As T -> 0 the weight concentrates on the smallest reward (ties share it equally), so
@@ -191,7 +194,11 @@ def min_form_weights(rewards: Sequence[float], temperature: float = 0.1) -> list
     return [e / total for e in exps]
 
 
-def aggregate_step_rewards(rewards: Sequence[float], aggregation: str = "min", temperature: float = 0.1) -> list[float]:
+def aggregate_step_rewards(
+    rewards: Sequence[float],
+    aggregation: str = ProcessCredit.process_aggregation,
+    temperature: float = ProcessCredit.process_temperature,
+) -> list[float]:
     """The per-step rewards whose suffix sums are a completion's returns.
 
     ``sum``: the rewards unchanged (DeepSeekMath: a token's return is the sum of the rewards of
@@ -206,13 +213,42 @@ def aggregate_step_rewards(rewards: Sequence[float], aggregation: str = "min", t
     raise ValueError(f"process aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
 
 
+def balanced_step_rewards(
+    step_rewards: Sequence[Sequence[float]],
+    totals: Sequence[float | None],
+    aggregation: str = ProcessCredit.process_aggregation,
+    temperature: float = ProcessCredit.process_temperature,
+) -> tuple[list[list[float]], list[float]]:
+    """Token rewards for an engine that sums them per completion (verl): each completion's step
+    rewards aggregated as procrl's PPO aggregates them (:func:`aggregate_step_rewards`, min-form by
+    default) and, for its last token, what its total has left after them, so that its rewards add
+    up to its total (each component counted once at its own score).
+
+    Why the remainder: a sum of step rewards grows with the number of steps (each positive step
+    pays), and an engine's estimators (GRPO's sum, GAE's return at the first token) would pay for
+    writing more steps; with the remainder the return from the first token is the completion's
+    total, whatever its length, and the steps still say where the credit was earned or lost.
+
+    Args:
+        step_rewards: per completion, its weighted step rewards (``[]``: none).
+        totals: per completion, the mix's weighted total (None: no opinion, 0).
+        aggregation, temperature: see :func:`aggregate_step_rewards`.
+
+    Returns:
+        (aggregated step rewards per completion, last-token reward per completion).
+    """
+    steps = [aggregate_step_rewards(rewards, aggregation, temperature) for rewards in step_rewards]
+    last = [(0.0 if total is None else float(total)) - sum(row) for row, total in zip(steps, totals)]
+    return steps, last
+
+
 def process_advantages(
     step_rewards: Sequence[Sequence[float]],
     step_tokens: Sequence[Sequence[int | None]],
     lengths: Sequence[int],
     epsilon: float = 1e-4,
-    aggregation: str = "min",
-    temperature: float = 0.1,
+    aggregation: str = ProcessCredit.process_aggregation,
+    temperature: float = ProcessCredit.process_temperature,
 ) -> list[list[float]]:
     """Process-supervised advantages for ONE group of completions.
 

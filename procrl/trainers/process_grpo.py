@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from procrl.recipe.sections import ProcessCredit
 from procrl.rewards.mix import RewardMix
 from procrl.trainers.credit import process_advantages
 from procrl.trainers.grpo import ProcrlGRPOTrainer
@@ -27,8 +28,8 @@ def local_process_advantages(
     start: int,
     local: int,
     width: int,
-    aggregation: str = "min",
-    temperature: float = 0.1,
+    aggregation: str = ProcessCredit.process_aggregation,
+    temperature: float = ProcessCredit.process_temperature,
 ) -> torch.Tensor:
     """(local, width) process advantages of completions ``start .. start+local`` of the
     gathered batch (all processes, TRL's order: groups of ``num_generations`` consecutive
@@ -97,10 +98,10 @@ class ProcessGRPOTrainer(ProcrlGRPOTrainer):
         self,
         *args: Any,
         reward_mix: RewardMix,
-        process_rewards: list[str] | None = None,
-        outcome_weight: float = 1.0,
-        process_aggregation: str = "min",
-        process_temperature: float = 0.1,
+        process_rewards: list[str] | None = ProcessCredit.process_rewards,
+        outcome_weight: float = ProcessCredit.outcome_weight,
+        process_aggregation: str = ProcessCredit.process_aggregation,
+        process_temperature: float = ProcessCredit.process_temperature,
         **kwargs: Any,
     ):
         """GRPO with per-token process advantages.

@@ -1,53 +1,26 @@
 """``procrl serve``: a recipe's reward mix over HTTP, for OpenRLHF's ``--remote_rm_url`` and any engine
-that posts completions (the work: :mod:`procrl.evaluation.serve`)."""
+that posts completions (the work: :mod:`procrl.engines.server`)."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
-from procrl.launch.commands._options import add_recipe, positive_int
+from procrl.launch.commands._options import add_recipe
 
 NAME = "serve"
 HELP = "Serve the recipe's reward mix over HTTP (OpenRLHF's remote reward model, procrl's /score)."
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, got {value}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from procrl.engines.server import ServeSettings, option
+
     add_recipe(parser, positional=False)
-    parser.add_argument("--host", default="127.0.0.1", help="Address to listen on (default: loopback only).")
-    parser.add_argument("--port", type=_port, default=8000, help="Port to listen on (0: any free port).")
-    parser.add_argument("--batch-size", type=positive_int, default=64, help="Most rows scored together.")
-    parser.add_argument(
-        "--batch-wait", type=_seconds, default=0.005, help="Seconds to wait for more rows to fill a batch."
-    )
-    parser.add_argument("--max-queue", type=positive_int, default=4096, help="Most rows waiting; beyond: 503.")
-    parser.add_argument("--max-rows", type=positive_int, default=1024, help="Most rows per request; beyond: 413.")
-    parser.add_argument(
-        "--max-body-bytes", type=positive_int, default=16 << 20, help="Largest request body; beyond: 413."
-    )
-    parser.add_argument(
-        "--deadline", type=_seconds, default=120.0, help="Seconds from a request's arrival to its answer; beyond: 504."
-    )
+    for f in dataclasses.fields(ServeSettings):  # one option per setting, its default and help from there
+        if f.name != "token":
+            kind = str if f.name == "host" else float if isinstance(f.default, float) else int
+            parser.add_argument(option(f.name), type=kind, default=f.default, help=f.metadata["help"])
     parser.add_argument(
         "--token-env",
         default="PROCRL_SERVE_TOKEN",
@@ -65,13 +38,16 @@ def run(args: argparse.Namespace) -> int:
     import logging
 
     from procrl.core.config import ConfigError
-    from procrl.evaluation.serve import RewardServer, ServeSettings, token_from_env
+    from procrl.engines.server import RewardServer, ServeSettings, token_from_env
     from procrl.recipe import load_recipe
     from procrl.rewards.mix import RewardMix
     from procrl.rewards.protocol import RuntimeContext
 
+    names = [f.name for f in dataclasses.fields(ServeSettings) if f.name != "token"]
+    settings = ServeSettings(**{name: getattr(args, name.removesuffix("_s")) for name in names})
+    settings.check()  # before the recipe loads: a bad option costs no model load
     recipe = load_recipe(args.recipe, args.overrides, scoring=True)  # rewards only: no model/trainer needed
-    token = token_from_env(args.token_env)
+    settings.token = token_from_env(args.token_env)
     mix = RewardMix(recipe.rewards)
     device = args.device
     if device is None:
@@ -81,48 +57,29 @@ def run(args: argparse.Namespace) -> int:
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
     mix.bind(RuntimeContext(device=device))
-    settings = ServeSettings(
-        host=args.host,
-        port=args.port,
-        batch_size=args.batch_size,
-        batch_wait_s=args.batch_wait,
-        max_queue=args.max_queue,
-        max_rows=args.max_rows,
-        max_body_bytes=args.max_body_bytes,
-        deadline_s=args.deadline,
-        token=token,
-    )
     try:
         server = RewardServer(mix, settings)
     except OSError as error:
-        reason = error.strerror or error
-        raise ConfigError(f"--host/--port: cannot listen on {args.host}:{args.port} ({reason})") from None
-    server.warm_up()
+        raise ConfigError(
+            f"--host/--port: cannot listen on {args.host}:{args.port} ({error.strerror or error})"
+        ) from None
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("procrl serve: %(message)s"))
-    log = logging.getLogger("procrl.evaluation.serve")
+    log = logging.getLogger("procrl.engines.server")
     log.addHandler(handler)
     log.setLevel(logging.WARNING if args.quiet else logging.INFO)
     log.propagate = False
     host, port = server.address
     shown = f"[{host}]" if ":" in host else host
-    print(
-        f"procrl serve: http://{shown}:{port} (POST /get_reward for OpenRLHF, POST /score, GET /health); "
-        f"components {', '.join(f'{n} x{w:g}' for n, w in zip(mix.names, mix.weights))}; "
-        f"bearer token {'required' if token else 'off'}",
-        file=sys.stderr,
-        flush=True,
-    )
-    if not token and host not in ("127.0.0.1", "localhost", "::1"):
-        print(
-            f"procrl serve: warning: listening on {host} without a token: whoever reaches this port can use it "
-            f"(set {args.token_env})",
-            file=sys.stderr,
-            flush=True,
-        )
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        print("procrl serve: stopped", file=sys.stderr)
-        return 0
+    components = ", ".join(f"{n} x{w:g}" for n, w in zip(mix.names, mix.weights))
+    lines = [
+        f"http://{shown}:{port} (POST /get_reward for OpenRLHF, POST /score, GET /health: 503 until the mix is "
+        f"warm); components {components}; bearer token {'required' if settings.token else 'off'}"
+    ]
+    if not settings.token and host not in ("127.0.0.1", "localhost", "::1"):
+        lines.append(f"warning: listening on {host} without a token: whoever reaches this port can use it "
+                     f"(set {args.token_env})")  # fmt: skip
+    print("".join(f"procrl serve: {line}\n" for line in lines), end="", file=sys.stderr, flush=True)
+    server.serve_forever()
+    print("procrl serve: stopped", file=sys.stderr)
     return 0

@@ -62,7 +62,9 @@ def _evaluate_node(node: ast.AST) -> float:
 
 # Thousands separators: "1,000" / "12,345,678" (a comma followed by exactly three digits).
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_PERCENT = re.compile(r"(\d+(?:\.\d+)?|\.\d+)\s*%")
+# tried only where a run of digits starts ((?<!\d)): the leftmost match starts there anyway, and a
+# long run of digits without "%" is read once, not once per digit
+_PERCENT = re.compile(r"(?<!\d)(\d+(?:\.\d+)?|\.\d+)\s*%")
 # "x" between two operands is multiplication ("0.2 x 50", "3x4", "(2)x(3)").
 _TIMES_LETTER = re.compile(r"(?<=[\d)\s])[xX](?=[\s\d(.$£€¥₹])")
 _IMPLICIT = re.compile(r"(?<=[\d)])\s*(?=\()|(?<=\))\s*(?=[\d(])")

@@ -32,7 +32,9 @@ _CONCLUSION_MARKER = re.compile(
 _REASON_MARKER = re.compile(r"\b(?:because|since)\b", re.IGNORECASE)
 # Where a clause ends: ";", a comma before a space (not "1,000"), a sentence end.
 _CLAUSE_END = re.compile(r";|,(?=\s)|[.!?](?=\s|$)")
-_PREMISE_SEPARATOR = re.compile(r";|,\s*and\b|\s+and\s+|\bbecause\b|\bsince\b", re.IGNORECASE)
+# " and " is tried only where a run of blanks starts ((?<!\s)): the leftmost match starts there
+# anyway, and a run of 30,000 blanks is read once, not once per blank
+_PREMISE_SEPARATOR = re.compile(r";|,\s*and\b|(?<!\s)\s+and\s+|\bbecause\b|\bsince\b", re.IGNORECASE)
 _WORD = re.compile(r"(?<![\w$])[A-Za-z]+(?![\w])")
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from procrl.recipe.sections import ProcessCredit
+
 __all__ = ["PPOSettings"]
 
 
 @dataclass
-class PPOSettings:
-    """The PPO hyper-parameters, from the recipe (procrl keys) and GRPOConfig (shared ones)."""
+class PPOSettings(ProcessCredit):
+    """The PPO hyper-parameters, from the recipe (procrl keys; the process-credit ones declared once in
+    :class:`~procrl.recipe.ProcessCredit`) and GRPOConfig (shared ones)."""
 
     num_ppo_epochs: int = 1  # GRPOConfig.num_iterations
     cliprange: float = 0.2  # GRPOConfig.epsilon
@@ -20,10 +23,6 @@ class PPOSettings:
     kl_coef: float = 0.0  # GRPOConfig.beta
     whiten_advantages: bool = True
     value_learning_rate: float | None = None
-    outcome_weight: float = 1.0
-    process_rewards: list[str] | None = None
-    process_aggregation: str = "min"
-    process_temperature: float = 0.1
     num_generations: int = 1
     max_completion_length: int = 256
     temperature: float = 1.0
@@ -48,11 +47,11 @@ class PPOSettings:
             kl_coef=float(args.beta),
             whiten_advantages=trainer.whiten_advantages,
             value_learning_rate=trainer.value_learning_rate,
-            outcome_weight=trainer.outcome_weight,
-            # credit: outcome -> no step rewards, only the sequence reward on the last token
-            process_rewards=trainer.process_rewards if trainer.credit == "process" else [],
-            process_aggregation=trainer.process_aggregation,
-            process_temperature=trainer.process_temperature,
+            **{
+                **trainer.kwargs(),
+                # credit: outcome -> no step rewards, only the sequence reward on the last token
+                "process_rewards": trainer.process_rewards if trainer.credit == "process" else [],
+            },
             num_generations=int(args.num_generations or 1),
             max_completion_length=int(args.max_completion_length),
             temperature=float(args.temperature),

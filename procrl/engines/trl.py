@@ -1,18 +1,10 @@
-"""procrl's rewards and process credit in a plain TRL script (the public import is :mod:`procrl.trl`).
-
-:func:`recipe_rewards` reads a recipe's ``rewards:`` section (a recipe file, a YAML file holding
-the section, or a dict) and returns :class:`RecipeRewards`: one TRL reward function per component
-(named after it, so TRL logs ``rewards/<name>/mean|std``), the weights for
-``GRPOConfig(reward_weights=...)`` and the diagnostics callback. :class:`GRPOTrainer` and
-:class:`ProcessGRPOTrainer` take the place of ``trl.GRPOTrainer`` in such a script: they find the
-reward mix in ``reward_funcs``, apply the recipe's weights when ``reward_weights`` is unset, resolve
-each component's "no opinion" by its ``fallback`` over the gathered generation groups, bind the
-components to the trainer (device, tokenizer) and log the diagnostics; :class:`ProcessGRPOTrainer`
-adds per-token process credit (docs/process-credit.md).
-
-Given to ``trl.GRPOTrainer`` itself, the reward functions resolve ``group_mean`` fallbacks over
-the completions of the same prompt in the local batch (TRL would read a None as 0: the best
-score of a penalty); procrl's trainers resolve them after gathering every process's rewards.
+"""procrl's rewards and process credit in a plain TRL script (public as :mod:`procrl.trl`;
+docs/engines.md). :func:`recipe_rewards`: a recipe's ``rewards:`` as TRL reward functions (one per
+component, named after it), weights and the diagnostics callback. :class:`GRPOTrainer` and
+:class:`ProcessGRPOTrainer` replace ``trl.GRPOTrainer``: the mix found in ``reward_funcs``, its
+weights, its fallbacks resolved over the gathered groups, bound to the trainer. Given to
+``trl.GRPOTrainer`` itself, the functions resolve ``group_mean`` fallbacks over the completions of
+the same prompt in the local batch (TRL would read a None as 0: the best score of a penalty).
 """
 
 from __future__ import annotations
@@ -26,12 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
+from procrl.engines.protocol import gold_answer
 from procrl.rewards.fallback import resolve_fallback
 from procrl.rewards.mix import RewardMix
 from procrl.rewards.protocol import RuntimeContext
 from procrl.rewards.spec import ComponentSpec, parse_rewards
 from procrl.trainers.grpo import ProcrlGRPOTrainer
 from procrl.trainers.process_grpo import ProcessGRPOTrainer as _ProcessGRPOTrainer
+
+# TRL's keyword arguments to a reward function that are not dataset columns
+_TRL_KEYWORDS = ("trainer_state", "log_extra", "log_metric", "environments")
 
 __all__ = ["GRPOTrainer", "ProcessGRPOTrainer", "RecipeRewards", "model_path", "recipe_rewards"]
 
@@ -146,6 +142,21 @@ def _local_groups(prompts: list) -> list[int]:
     return groups
 
 
+def _checked(prompts: list, completions: list, completion_ids: list | None, kwargs: dict) -> dict:
+    """TRL's arguments checked: every per-completion list (prompts, ids, the dataset's columns) as
+    long as ``completions`` and the gold answers of a type procrl reads (a ValueError naming both)."""
+    lists = {"prompts": prompts, "completion_ids": completion_ids}
+    lists.update((k, v) for k, v in kwargs.items() if isinstance(v, list) and k not in _TRL_KEYWORDS)
+    for name, values in lists.items():
+        if values is not None and len(values) != len(completions):
+            raise ValueError(
+                f"completions and {name} differ in length: {len(completions)} completions, {len(values)} {name}"
+            )
+    if isinstance(kwargs.get("answer"), list):
+        kwargs = {**kwargs, "answer": [gold_answer(a, f"answer[{i}]") for i, a in enumerate(kwargs["answer"])]}
+    return kwargs
+
+
 def _with_local_fallback(rewards: RecipeRewards, name: str) -> Callable:
     """The mix's reward function for ``name``; outside procrl's trainers its None scores are
     resolved by the component's fallback over the local batch's groups."""
@@ -160,11 +171,13 @@ def _with_local_fallback(rewards: RecipeRewards, name: str) -> Callable:
     if inspect.iscoroutinefunction(inner):
 
         async def reward(prompts, completions, completion_ids=None, **kwargs):
+            kwargs = _checked(prompts, completions, completion_ids, kwargs)
             return resolved(await inner(prompts, completions, completion_ids, **kwargs), prompts)
 
     else:
 
         def reward(prompts, completions, completion_ids=None, **kwargs):
+            kwargs = _checked(prompts, completions, completion_ids, kwargs)
             return resolved(inner(prompts, completions, completion_ids, **kwargs), prompts)
 
     reward.__name__ = reward.__qualname__ = name  # TRL logs rewards/<__name__>/mean|std
@@ -222,9 +235,8 @@ class GRPOTrainer(_FromRewardFunctions, ProcrlGRPOTrainer):
 
 class ProcessGRPOTrainer(_FromRewardFunctions, _ProcessGRPOTrainer):
     """``trl.GRPOTrainer`` with procrl's per-token process credit; same arguments plus
-    ``process_rewards`` (components whose step scores give credit; default: every one that emits
-    them), ``outcome_weight`` (1.0), ``process_aggregation`` (``min``: PURE's min-form; ``sum``:
-    DeepSeekMath's) and ``process_temperature`` (0.1)."""
+    the process-credit settings of :class:`procrl.recipe.ProcessCredit` as keywords
+    (``process_rewards``, ``outcome_weight``, ``process_aggregation``, ``process_temperature``)."""
 
 
 def model_path(name_or_path: str) -> str:

@@ -1,23 +1,10 @@
-"""A recipe's reward mix as verl's reward function and reward manager (the public file verl's
-settings name is ``procrl/verl.py``; docs/engines.md).
-
-* :func:`compute_score` is verl's ``custom_reward_function`` contract,
-  ``compute_score(data_source, solution_str, ground_truth, extra_info)``: a dict with ``score`` (the
-  mix's weighted total, what verl puts on the response's last token) and each component's score
-  (verl logs them as ``reward_extra_info``). :func:`compute_score_batch` is the same for verl's
-  ``batch`` reward manager, one batch of the mix per call.
-* :class:`ProcrlTokenRewardManager` is a verl reward manager (its ``__call__(data, return_dict)``
-  protocol) whose token-level reward tensor holds procrl's process credit as procrl's own PPO
-  builds it: each step's weighted step score on the step's last token, the outcome (the weighted
-  scores of the components that gave no step rewards) on the response's last token. For verl's
-  advantage estimators that read the token rewards densely (GAE, REINFORCE++); GRPO and RLOO sum
-  them per response, which gives the outcome-plus-sum of the steps, not procrl's min-form credit.
-
-The recipe comes from the ``recipe`` keyword (verl: ``custom_reward_function.reward_kwargs.recipe``
-or ``reward_model.reward_kwargs.recipe``) or the ``PROCRL_RECIPE`` environment variable; its mix is
-built once per process. The question is ``extra_info["question"]`` (verl's GSM8K preprocessing
-writes it), the gold answer ``ground_truth``. Every response is its own group for the components'
-``group_mean`` fallbacks, unless the manager sees verl's group ids (``uid``).
+"""A recipe's reward mix for verl (public file: ``procrl/verl.py``; docs/engines.md):
+:func:`compute_score` (verl's ``custom_reward_function``: ``{"score": weighted total, component:
+score}``), :func:`compute_score_batch` (its ``batch`` manager) and :class:`ProcrlTokenRewardManager`
+(token-level process rewards adding up to each response's total). The recipe: the ``recipe``
+keyword (verl's ``reward_kwargs``) or ``$PROCRL_RECIPE``, its mix built once per process; the
+question is ``extra_info["question"]``, the gold ``ground_truth``; each response its own group for
+``group_mean`` fallbacks unless the manager sees verl's ``uid``.
 """
 
 from __future__ import annotations
@@ -27,6 +14,8 @@ import threading
 from typing import Any
 
 from procrl.core.config import ConfigError
+from procrl.engines.protocol import checked_rows, engine_values, score_rows
+from procrl.recipe.sections import ProcessCredit
 from procrl.rewards.mix import RewardMix
 
 __all__ = ["ProcrlTokenRewardManager", "compute_score", "compute_score_batch", "recipe_mix"]
@@ -68,30 +57,22 @@ def recipe_mix(recipe: str | os.PathLike | None = None, overrides: list[str] | t
         return _MIXES[key]
 
 
-def _row(solution_str: str, ground_truth: Any, extra_info: Any) -> dict:
-    question = extra_info.get("question") if isinstance(extra_info, dict) else None
-    if isinstance(ground_truth, (list, tuple)):  # some verl datasets give several acceptable answers
-        ground_truth = ground_truth[0] if ground_truth else None
-    if ground_truth is not None and not isinstance(ground_truth, (str, int, float)):
-        ground_truth = str(ground_truth)
-    return {
-        "question": question if isinstance(question, str) else None,
-        "completion": solution_str,
-        "answer": ground_truth,
-    }
+def _rows(solutions: list, ground_truths: list, extra_infos: list | None) -> list[dict]:
+    """verl's lists as rows: the question is ``extra_info["question"]``, the gold ``ground_truth``
+    (a dict: its ``ground_truth`` or ``answer``; a list: its first)."""
+    if extra_infos is not None and len(extra_infos) != len(solutions):
+        raise ValueError(
+            f"solution_strs and extra_infos differ in length: {len(solutions)} solution_strs, "
+            f"{len(extra_infos)} extra_infos"
+        )
+    questions = [e.get("question") if isinstance(e, dict) else None for e in extra_infos or [None] * len(solutions)]
+    return checked_rows(solutions, ground_truths, questions, ("solution_strs", "ground_truths", "extra_infos"))
 
 
 def _verl_result(scored: dict, names: list[str]) -> dict[str, float]:
-    """verl's dict: ``score`` and one number per component (verl averages each key over the batch,
-    so every value is a number: a component without an opinion gives its fallback's value, else 0.0)."""
-    fallbacks = scored.get("fallbacks") or {}
-    result = {"score": float(scored["reward"]) if scored.get("reward") is not None else 0.0}
-    for name in names:
-        value = scored["rewards"].get(name)
-        if value is None:
-            value = (fallbacks.get(name) or {}).get("score")
-        result[name] = float(value) if value is not None else 0.0
-    return result
+    """verl's dict: ``score`` and one number per component (verl averages each key over the batch)."""
+    total, values = engine_values(scored, names)
+    return {"score": total, **values}
 
 
 def compute_score_batch(
@@ -117,19 +98,15 @@ def compute_score_batch(
 
     Returns:
         ``[{"score": total, component: score, ...}, ...]``.
-    """
-    from procrl.evaluation.score import score_batch
 
+    Raises:
+        ValueError: lists of different lengths, a ground truth of the wrong type (naming both).
+    """
     mix = recipe_mix(recipe, overrides)
-    infos = extra_infos if extra_infos is not None else [None] * len(solution_strs)
-    rows = [_row(s, g, e) for s, g, e in zip(solution_strs, ground_truths, infos)]
-    results: list[dict[str, float]] = []
+    rows = _rows(solution_strs, ground_truths, extra_infos)
     with _LOCK:  # the mix caches one batch at a time
-        for start in range(0, len(rows), batch_size):
-            chunk = rows[start : start + batch_size]
-            scored, _, _ = score_batch(mix, list(range(start + 1, start + len(chunk) + 1)), chunk)
-            results += [_verl_result(row, mix.names) for row in scored]
-    return results
+        scored = score_rows(mix, rows, batch_size)
+    return [_verl_result(row, mix.names) for row in scored]
 
 
 def compute_score(
@@ -170,8 +147,10 @@ class ProcrlTokenRewardManager:
 
     ``compute_score`` is ignored: the recipe's mix scores. The recipe: the ``recipe`` keyword, else
     ``reward.reward_kwargs.recipe`` or ``custom_reward_function.reward_kwargs.recipe`` of verl's
-    config, else ``$PROCRL_RECIPE``. ``process_rewards`` names the components whose step scores
-    become token rewards (default: every one that emits them).
+    config, else ``$PROCRL_RECIPE``. ``process_rewards``, ``process_aggregation`` and
+    ``process_temperature`` are the recipe's process-credit keys (:class:`procrl.recipe.ProcessCredit`,
+    its defaults); the outcome is no separate weight here: each response's token rewards add up to
+    its total.
     """
 
     def __init__(
@@ -183,7 +162,9 @@ class ProcrlTokenRewardManager:
         config: Any = None,
         recipe: str | None = None,
         overrides: list[str] | tuple[str, ...] = (),
-        process_rewards: list[str] | None = None,
+        process_rewards: list[str] | None = ProcessCredit.process_rewards,
+        process_aggregation: str = ProcessCredit.process_aggregation,
+        process_temperature: float = ProcessCredit.process_temperature,
         **kwargs: Any,
     ):
         self.tokenizer = tokenizer
@@ -191,7 +172,12 @@ class ProcrlTokenRewardManager:
         self.reward_fn_key = reward_fn_key
         self.config = config
         self.mix = recipe_mix(recipe or _recipe_in_config(config), tuple(overrides))
-        self.process_rewards = list(process_rewards) if process_rewards is not None else None
+        self.credit = ProcessCredit(
+            process_rewards=list(process_rewards) if process_rewards is not None else None,
+            process_aggregation=process_aggregation,
+            process_temperature=float(process_temperature),
+        )
+        self.credit.check("reward_kwargs")
 
     # -- verl's reward loop --
 
@@ -239,63 +225,42 @@ class ProcrlTokenRewardManager:
 
     def _token_rewards(self, data: Any, groups: list | None) -> tuple[Any, list[float], dict[str, list]]:
         """(token rewards (batch, response length), weighted totals, extra info per key) of ``data``;
-        ``groups``: the generation group of each response (None: each its own)."""
+        ``groups``: the generation group of each response (None: each its own). The rule:
+        :func:`procrl.trainers.credit.balanced_step_rewards` (each response's rewards add up to its
+        total; the steps min-form as procrl's PPO aggregates them)."""
         import torch
 
         from procrl.rewards.protocol import RewardBatch
-        from procrl.trainers.credit import scatter_step_rewards, token_rewards
+        from procrl.trainers.credit import balanced_step_rewards, scatter_step_rewards, token_rewards
         from procrl.trainers.step_credit import local_step_credit
 
         prompt_length = data.batch["prompts"].shape[-1]
         responses = data.batch["responses"]
         mask = data.batch["attention_mask"][:, prompt_length:]
-        lengths = mask.sum(dim=-1).tolist()
-        ids = [responses[i][: int(n)].tolist() for i, n in enumerate(lengths)]
+        ids = [responses[i][: int(n)].tolist() for i, n in enumerate(mask.sum(dim=-1).tolist())]
         texts = [self.tokenizer.decode(row, skip_special_tokens=True) for row in ids]
-        golds = data.non_tensor_batch["reward_model"]
+        golds = [g.get("ground_truth") if isinstance(g, dict) else g for g in data.non_tensor_batch["reward_model"]]
         infos = data.non_tensor_batch.get("extra_info")
-        rows = [
-            _row(texts[i], golds[i].get("ground_truth"), infos[i] if infos is not None else None)
-            for i in range(len(texts))
-        ]
+        rows = _rows(texts, golds, list(infos) if infos is not None else None)
         batch = RewardBatch.from_texts(
             [r["completion"] for r in rows], questions=[r["question"] for r in rows], golds=[r["answer"] for r in rows]
         )
+        credit = self.credit
         with _LOCK:  # the mix caches one batch at a time; step credit reads that cache
             raw = self.mix.score_all(batch)
             resolved, _ = self.mix.resolve(raw, groups if groups is not None else list(range(len(rows))))
-            step_rewards, step_tokens, stats = local_step_credit(self.mix, self.tokenizer, ids, self.process_rewards)
-            outcome = self._outcome(raw, resolved, batch)
+            step_rewards, step_tokens, stats = local_step_credit(self.mix, self.tokenizer, ids, credit.process_rewards)
             totals = [0.0 if t is None else float(t) for t in self.mix.total(resolved)]
-        steps = scatter_step_rewards(step_rewards, step_tokens, responses.shape[-1])
-        outcome_tensor = torch.tensor([0.0 if v is None else v for v in outcome], dtype=torch.float32)
-        rewards = token_rewards(steps, outcome_tensor, mask.to(torch.float32))
+        aggregation, temperature = credit.process_aggregation, credit.process_temperature
+        steps, last = balanced_step_rewards(step_rewards, totals, aggregation, temperature)
+        placed = scatter_step_rewards(steps, step_tokens, responses.shape[-1])
+        rewards = token_rewards(placed, torch.tensor(last, dtype=torch.float32), mask.to(torch.float32))
         extra: dict[str, list] = {"score": list(totals)}
         for name in self.mix.names:
             extra[name] = [0.0 if v is None else float(v) for v in resolved[name].scores]
         for key, value in stats.items():
             extra[key] = [value] * len(rows)
         return rewards, totals, extra
-
-    def _outcome(self, raw: dict, resolved: dict, batch: Any) -> list[float | None]:
-        """The last-token reward: the weighted scores of the components whose step scores did not
-        reach the tokens, so that no component counts twice (procrl's PPO rule,
-        :func:`procrl.trainers.credit.outcome_rewards`; written here so that verl's workers do not
-        import procrl's PPO trainer and TRL with it)."""
-        from procrl.trainers.credit import gives_step_credit, outcome_rewards
-        from procrl.trainers.step_credit import process_component_names
-
-        credited: dict[str, list[bool]] = {}
-        for name in process_component_names(self.mix, resolved, self.process_rewards):
-            step_scores = resolved[name].step_scores if name in resolved else None
-            scored = raw[name].scores if name in raw else [None] * len(batch)
-            credited[name] = [
-                (step_scores is not None and gives_step_credit(step_scores[i], len(segmentation.steps)))
-                or (not segmentation.steps and scored[i] is not None)
-                for i, segmentation in enumerate(batch.segmentations)
-            ]
-        scores = {name: output.scores for name, output in resolved.items()}
-        return outcome_rewards(scores, {name: self.mix.specs[name].weight for name in resolved}, credited)
 
 
 def _recipe_in_config(config: Any) -> str | None:
