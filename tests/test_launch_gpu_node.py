@@ -99,6 +99,33 @@ def test_a_launch_that_does_not_fit_the_gpus_stops_before_any_rank_starts(node, 
     assert not (out / "run_info.json").exists() and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+def test_a_gpu_memory_query_that_raises_still_gets_the_recipes_launch_with_one_line(node, tmp_path):
+    result, out = _launch(node, tmp_path, [], ZERO2, memory="raise")
+    assert result.returncode == 0, result.output
+    info = read_run_info(out)
+    # the recipe's launch, not accelerate's own count of the GPUs (2 plain data-parallel ranks)
+    assert (info["world_size"], info["distributed_type"], info["deepspeed_stage"]) == (2, "DEEPSPEED", 2)
+    assert info["launch"]["source"] == "the recipe's launch section" and info["launch"]["differences"] == []
+    warnings = [line for line in result.stderr.splitlines() if "could not run" in line]
+    assert warnings == [
+        "procrl: warning: the GPU memory check could not run (RuntimeError: CUDA error: unspecified launch "
+        "failure (emulated driver error)); launching without it"
+    ], result.stderr
+    assert "Traceback" not in result.stderr and "launching as the recipe's launch section says" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_launch_that_cannot_be_decided_stops_in_one_line_and_starts_no_rank(node, tmp_path):
+    # the recipe's config file is a directory: reading it for the decision fails
+    bad = ["--set", f"launch.config_file={tmp_path}", "--set", "launch.num_processes=2"]
+    result, out = _launch(node, tmp_path, [], bad)
+    assert result.returncode == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("procrl: error:")]
+    assert len(errors) == 1 and "launch.config_file" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr and not (out / "run_info.json").exists()
+
+
 # --- the decision itself, in this process (no launch) -------------------------------------------
 
 

@@ -244,9 +244,22 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
         launch_flags, source = decide_launch(recipe, flags)
-
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr, flush=True)
+        return 2, None
+    except Exception as error:  # noqa: BLE001 - fail-closed: a launch procrl cannot decide is not started
+        # (letting accelerate read its own arguments would count the GPUs and start N plain ranks)
+        print(
+            f"procrl: error: cannot decide the launch of {recipe_path} ({type(error).__name__}: "
+            f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}); nothing was started",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 2, None
+    try:
         # the user's own flags, as `procrl train` checks them: a launch the recipe asks for that this
-        # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key
+        # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key.
+        # A check that raises is one warning line inside (prelaunch.guarded): the launch stays decided.
         check_before_launch(recipe, flags, launching=True, launch_flags=launch_flags)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr, flush=True)

@@ -444,12 +444,13 @@ def prelaunch_problems(
         recipe.trainer_args.get("use_vllm")
     )
     if gpus is None and needs_gpus:
-        gpus = gpu_count()
+        counted = guarded("GPU count", lambda: [gpu_count()])
+        gpus = counted[0] if counted else None
     problems = []
     if layout is not None and gpus is not None:
-        problems += hardware_problems(recipe, layout, gpus)
-    problems += vllm_problems(recipe, gpus)
-    problems += resolvable_problems(recipe)
+        problems += guarded("GPUs against the launch", hardware_problems, recipe, layout, gpus)
+    problems += guarded("vLLM", vllm_problems, recipe, gpus)
+    problems += guarded("models and data", resolvable_problems, recipe)
     return problems
 
 
@@ -556,6 +557,40 @@ def memory_problems(recipe, launch_flags: list[str] | None, card: tuple[float, s
     return [Problem("launch", problem + "; shard it (the recipe's launch section, launch.config_file) or use LoRA")]
 
 
+def guarded(name: str, check, *args, **kwargs) -> list[Problem]:
+    """Run one check; when it raises (a driver error, a bug), one warning line naming it and why,
+    and no problem: a check that cannot run never changes the launch (it is fail-closed on the
+    launch, not on the check), and what the other checks found still counts."""
+    try:
+        return list(check(*args, **kwargs) or [])
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - any failure of the check itself: one line, no traceback
+        message = str(error).strip().splitlines()[0] if str(error).strip() else "no message"
+        print(
+            f"procrl: warning: the {name} check could not run ({type(error).__name__}: {message}); "
+            "launching without it",
+            file=sys.stderr,
+            flush=True,
+        )
+        return []
+
+
+def _gpu_memory_problems(recipe, flags: list[str] | None) -> list[Problem]:
+    if gpu_count() == 0:
+        return []
+    from procrl.launch.memory import gpu_memory_bytes
+
+    return memory_problems(recipe, flags, gpu_memory_bytes())
+
+
+def _shared_storage_problems(recipe, flags: list[str] | None) -> list[Problem]:
+    warning = shared_storage_warning(recipe, launch_layout(recipe, flags).machines)
+    if warning:
+        print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
+    return []
+
+
 def check_before_launch(
     recipe, launch_args: list[str] | None = None, *, launching: bool = True, launch_flags: list[str] | None = None
 ) -> None:
@@ -563,19 +598,13 @@ def check_before_launch(
 
     ``launch_flags``: the accelerate flags the launch will really get (the recipe's added to the
     user's), when they are not ``launch_args``: the memory plan is checked against this machine's
-    GPU for the launch accelerate makes of them."""
+    GPU for the launch accelerate makes of them. Each check runs :func:`guarded`."""
+    flags = launch_args if launch_flags is None else launch_flags
     problems = prelaunch_problems(recipe, launch_args, launching=launching)
     if launching:
-        flags = launch_args if launch_flags is None else launch_flags
-        if gpu_count() > 0:
-            from procrl.launch.memory import gpu_memory_bytes
-
-            problems += memory_problems(recipe, flags, gpu_memory_bytes())
-        layout = launch_layout(recipe, flags)
-        warning = shared_storage_warning(recipe, layout.machines)
-        if warning:
-            print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
-    problems += wandb_problems(recipe)
+        problems += guarded("GPU memory", _gpu_memory_problems, recipe, flags)
+        problems += guarded("shared storage", _shared_storage_problems, recipe, flags)
+    problems += guarded("W&B credentials", wandb_problems, recipe)
     if problems:
         raise PrelaunchError(problems)
 
