@@ -126,6 +126,19 @@ def test_a_launch_that_cannot_be_decided_stops_in_one_line_and_starts_no_rank(no
     assert "Traceback" not in result.stderr and not (out / "run_info.json").exists()
 
 
+@pytest.mark.slow
+def test_a_two_machine_launch_over_a_one_node_recipe_names_the_idle_gpus(node, tmp_path):
+    # the second machine never comes: a GPU too small for the plan stops the launch before any rank
+    flags = ["--num_machines", "2", "--machine_rank", "0", "--main_process_ip", "127.0.0.1"]
+    result, out = _launch(node, tmp_path, flags, ZERO2, memory=4 * 1024**2)
+    assert result.returncode == 2 and not (out / "run_info.json").exists(), result.output
+    idle = [line for line in result.stderr.splitlines() if "idle" in line]
+    assert idle == [
+        "procrl: warning: 2 process(es) over 2 machines is 1 per machine (num_processes counts all machines), "
+        "leaving 1 of this machine's 2 GPUs idle; to use them all: --num_processes 4"
+    ], result.stderr
+
+
 # --- the decision itself, in this process (no launch) -------------------------------------------
 
 

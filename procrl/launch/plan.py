@@ -13,6 +13,7 @@ from procrl.launch.memory import (
     format_count,
     gpu_plan,
     policy_memory_estimate,
+    remedy_text,
     reward_model_memory,
     value_model_memory,
     zero_setup,
@@ -129,12 +130,12 @@ def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | 
     if host:
         memory["cpu_offload"] = format_bytes(host) + " of host memory per rank"
     cards = dict(CARDS)
-    if gpu_memory is not None:
-        cards = {gpu_memory[1]: gpu_memory[0], **cards}
+    if gpu_memory is not None:  # the user's (or this machine's) number wins over a built-in card of its name
+        cards = {gpu_memory[1]: gpu_memory[0], **{name: size for name, size in CARDS.items() if name != gpu_memory[1]}}
     plans = {name: gpu_plan(recipe, setup, processes, size) for name, size in cards.items()}
     first = next(iter(plans.values()))
     if first is not None:
-        for part in ("activations", "logits", "generation_kv_cache"):
+        for part in ("activations", "logits", "lm_head", "zero3_working_set", "generation_kv_cache"):
             if part in first.parts:
                 memory[part] = format_bytes(first.parts[part]) + f" ({first.notes[part]})"
         if "vllm" in first.notes:
@@ -146,6 +147,7 @@ def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | 
                 f"{format_bytes(gpu.total)} per GPU: {verdict} the {name} card ({format_bytes(size)}, "
                 f"{CARD_RESERVE:.0%} kept for CUDA context and fragmentation)"
                 + (f"; {gpu.problem}" if gpu.problem else "")
+                + ("" if gpu.fits(size) else f"; {remedy_text(recipe, setup, processes, size)}")
             )
     result["memory_per_gpu"] = memory
     return result

@@ -554,7 +554,7 @@ def memory_problems(recipe, launch_flags: list[str] | None, card: tuple[float, s
     problem = fit_problem(recipe, setup, card[0], card[1])
     if problem is None:
         return []
-    return [Problem("launch", problem + "; shard it (the recipe's launch section, launch.config_file) or use LoRA")]
+    return [Problem("launch", problem)]  # its remedies are re-planned and fit (memory.remedy_text)
 
 
 def guarded(name: str, check, *args, **kwargs) -> list[Problem]:
@@ -584,6 +584,27 @@ def _gpu_memory_problems(recipe, flags: list[str] | None) -> list[Problem]:
     return memory_problems(recipe, flags, gpu_memory_bytes())
 
 
+def idle_gpu_warning(layout: LaunchLayout, gpus: int) -> str | None:
+    """A multi-node launch that leaves GPUs of a machine idle: accelerate's ``num_processes`` is the
+    total over all machines (procrl follows it), so a recipe written for one node of N GPUs,
+    launched with ``--num_machines 2``, runs N/2 processes on each."""
+    if layout.machines <= 1 or gpus <= layout.per_machine:
+        return None
+    idle = gpus - layout.per_machine
+    return (
+        f"{layout.processes} process(es) over {layout.machines} machines is {layout.per_machine} per machine "
+        f"(num_processes counts all machines), leaving {idle} of this machine's {gpus} GPUs idle; "
+        f"to use them all: --num_processes {gpus * layout.machines}"
+    )
+
+
+def _idle_gpu_problems(recipe, flags: list[str] | None) -> list[Problem]:
+    warning = idle_gpu_warning(launch_layout(recipe, flags), gpu_count())
+    if warning:
+        print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
+    return []
+
+
 def _shared_storage_problems(recipe, flags: list[str] | None) -> list[Problem]:
     warning = shared_storage_warning(recipe, launch_layout(recipe, flags).machines)
     if warning:
@@ -604,6 +625,7 @@ def check_before_launch(
     if launching:
         problems += guarded("GPU memory", _gpu_memory_problems, recipe, flags)
         problems += guarded("shared storage", _shared_storage_problems, recipe, flags)
+        problems += guarded("idle GPUs", _idle_gpu_problems, recipe, flags)
     problems += guarded("W&B credentials", wandb_problems, recipe)
     if problems:
         raise PrelaunchError(problems)

@@ -30,6 +30,7 @@ from procrl.recipe import Recipe
 from procrl.trainers.checkpoints import (
     final_model_problem,
     find_resume_checkpoint,
+    holds_model,
     interrupted_final_save,
     kept,
     newest_complete_checkpoint,
@@ -295,7 +296,9 @@ class OutputDirHeld:
 
         self.saving = trainer
         save_final_model(trainer, self.recipe.output_dir)
-        print_run_summary(trainer, self.recipe.output_dir)
+        # "the model is in DIR" only when from_pretrained can load it there
+        where = self.recipe.output_dir if holds_model(self.recipe.output_dir) else None
+        print_run_summary(trainer, where)
 
     def __exit__(self, kind, error, traceback) -> None:
         try:
