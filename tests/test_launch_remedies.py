@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.launch.memory import CARD_RESERVE, CARDS, GIB, format_bytes, gpu_plan, remedies, zero_setup
-from procrl.launch.plan import planned_processes
 from procrl.launch.prelaunch import LaunchLayout, idle_gpu_warning
 from procrl.recipe import load_recipe
+from procrl.recipe.memory import CARD_RESERVE, CARDS, GIB, format_bytes, gpu_plan, remedies, zero_setup
+from procrl.recipe.plan import planned_processes
 from procrl.trainers.checkpoints import holds_model
 from tests.helpers.launch import REPO, procrl, run_command
 

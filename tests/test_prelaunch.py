@@ -337,8 +337,8 @@ def test_two_ranks_failing_after_the_start_each_print_one_procrl_line(tmp_path):
 def test_plan_counts_reward_models_from_their_safetensors(tmp_path):
     from transformers import AutoModelForSequenceClassification
 
-    from procrl.launch.memory import reward_model_memory
-    from procrl.launch.plan import plan
+    from procrl.recipe.memory import reward_model_memory
+    from procrl.recipe.plan import plan
     from procrl.rewards.scorers.nli import write_tiny_nli_model
 
     directory = write_tiny_nli_model(str(tmp_path / "nli"))

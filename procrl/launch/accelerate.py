@@ -22,7 +22,6 @@ from procrl.core.config import ConfigError
 from procrl.core.interrupts import Terminated
 from procrl.core.redaction import redact_argv
 from procrl.launch.entry import run_command
-from procrl.launch.flags import accelerate_command, resolve_config_file, split_launch_args
 from procrl.launch.launched import LAUNCH_SOURCE_ENV, decide_launch, launch_report, note_launch, recipe_launch_flags
 from procrl.launch.output_dir import RunLock, check_output_dir
 from procrl.launch.prelaunch import check_before_launch
@@ -30,6 +29,7 @@ from procrl.launch.reliability import finished_note
 from procrl.launch.run import parser, train_reporting_failure
 from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 from procrl.recipe import is_recipe_file, load_recipe
+from procrl.recipe.launch import accelerate_command, needs_launcher, resolve_config_file
 from procrl.trainers.checkpoints import find_resume_checkpoint
 
 # Imported where used: accelerate's launch parser (it imports torch; only the start-up hook, inside
@@ -75,12 +75,6 @@ def inside_launcher(env: dict[str, str] | None = None) -> bool:
     """Whether this process was started by accelerate / torchrun / procrl (then: train in place)."""
     env = os.environ if env is None else env
     return any(key in env for key in _LAUNCHER_ENV)
-
-
-def needs_launcher(recipe) -> bool:
-    """Whether the recipe's ``launch:`` section asks for more than one plain process."""
-    launch = recipe.launch
-    return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
 
 
 def train_command(
@@ -276,6 +270,23 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
         flush=True,
     )
     return None, [*launch_flags, *module, *argv[script_at:]]
+
+
+def split_launch_args(extra: list[str]) -> list[str]:
+    """Check that ``extra`` (what ``procrl train`` did not recognise) are ``accelerate launch`` flags."""
+    if not extra:
+        return []
+    from accelerate.commands.launch import launch_command_parser
+
+    parsed, unknown = launch_command_parser().parse_known_args([*extra, "procrl-recipe.yaml"])
+    if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
+        bad = unknown or parsed.training_script_args or [parsed.training_script]
+        raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
+    for name in ("num_processes", "num_machines"):  # as the recipe's launch section refuses them
+        value = getattr(parsed, name, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name}: must be >= 1, got {value}")
+    return list(extra)
 
 
 # --- resume -------------------------------------------------------------------------------------

@@ -26,10 +26,9 @@ def check_recipe(
     (empty when training may start). An invalid recipe raises ConfigError before anything loads."""
     from procrl.core import yaml_core
     from procrl.core.redaction import redact, redact_url
-    from procrl.launch.plan import format_plan, plan, planned_processes
-    from procrl.launch.run import check_batch_layout, check_training_data
     from procrl.recipe import load_recipe
-    from procrl.recipe.checks import check_recipe_data
+    from procrl.recipe.checks import check_batch_layout, check_recipe_data, check_training_data
+    from procrl.recipe.plan import format_plan, plan, planned_processes
     from procrl.rewards.mix import RewardMix
     from procrl.rewards.protocol import RewardBatch
     from procrl.rewards.registry import component_info
@@ -40,7 +39,7 @@ def check_recipe(
     check_training_data(recipe)
     check_batch_layout(recipe, planned_processes(recipe))
     if recipe.launch.config_file is not None:
-        from procrl.launch.flags import resolve_config_file
+        from procrl.recipe.launch import resolve_config_file
 
         resolve_config_file(recipe.launch.config_file, recipe.path)
     data_lines = check_recipe_data(recipe, load_models)  # rows, gold answers, prompt lengths
@@ -55,10 +54,10 @@ def check_recipe(
         if not gpu_memory_gb > 0:
             raise ConfigError(f"--gpu-memory: must be > 0 (GB), got {gpu_memory_gb:g}")
         gpu = (gpu_memory_gb * 1e9, f"{gpu_memory_gb:g} GB")
-    else:
-        from procrl.launch.memory import gpu_memory_bytes
+    elif _torch_imported():  # check imports no torch (nor the launcher) for this alone
+        from procrl.launch.prelaunch import gpu_memory_bytes
 
-        gpu = gpu_memory_bytes() if _torch_imported() else None  # check imports no torch for this alone
+        gpu = gpu_memory_bytes()
     print(format_plan(plan(recipe, gpu)))
     print("\ndata checks:")
     print("\n".join(f"  {line}" for line in data_lines))

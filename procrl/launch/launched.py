@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from procrl.launch.flags import TYPE_FLAGS, _flag_names, accelerate_command
+from procrl.recipe.launch import TYPE_FLAGS, accelerate_command, flag_names
 
 __all__ = [
     "LAUNCH_SOURCE_ENV",
@@ -120,8 +120,8 @@ def recipe_setup(recipe) -> LaunchSetup:
     """The launch the recipe's ``launch:`` section asks for (its config file's distributed type,
     ZeRO stage and precision; processes from the section, else the config file, else 1)."""
     from procrl.core.config import ConfigError
-    from procrl.launch.flags import resolve_config_file
-    from procrl.launch.memory import zero_setup
+    from procrl.recipe.launch import resolve_config_file
+    from procrl.recipe.memory import zero_setup
 
     launch = recipe.launch
     zero = zero_setup(recipe)
@@ -256,7 +256,7 @@ def recipe_launch_flags(recipe, launch_args: list[str] | None = None) -> list[st
     flag), always with a process count, so that accelerate never counts the devices itself (on a
     node with 8 GPUs it would start 8 plain data-parallel processes)."""
     flags = accelerate_command(recipe, launch_args)[3:]
-    if "--num_processes" not in _flag_names(flags) and recipe.launch.config_file is None:
+    if "--num_processes" not in flag_names(flags) and recipe.launch.config_file is None:
         flags = ["--num_processes", "1", *flags]
     return flags
 
@@ -268,7 +268,7 @@ def user_launch_source(launch_args: list[str]) -> str | None:
     which accelerate reads for every launch without ``--config_file`` and which procrl takes as the
     user's choice for this machine. Other flags alone (``--main_process_port``, ``--num_processes``,
     the multi-node flags) choose where and how many, and the recipe's launch supplies the rest."""
-    given = _flag_names(launch_args)
+    given = flag_names(launch_args)
     if given.intersection(TYPE_FLAGS):
         return "command-line flags " + shlex.join(launch_args)
     default = default_accelerate_config()

@@ -35,13 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
-from procrl.launch.flags import flag_value
+from procrl.recipe.launch import flag_value
 
 __all__ = [
     "LaunchLayout",
     "PrelaunchError",
     "Problem",
     "check_before_launch",
+    "gpu_memory_bytes",
     "memory_problems",
     "shared_storage_warning",
     "wandb_problems",
@@ -111,7 +112,7 @@ def _read_accelerate_config(path: Path) -> dict[str, Any]:
 def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
     """How many processes on how many machines, and which distributed type, the launch will use:
     command-line accelerate flags first, then the recipe's launch section, then its config file."""
-    from procrl.launch.flags import resolve_config_file
+    from procrl.recipe.launch import resolve_config_file
 
     args = list(launch_args or [])
     given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
@@ -144,6 +145,16 @@ def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
     else:
         kind, type_source = ("MULTI_GPU" if processes > 1 or machines > 1 else "NO"), "default"
     return LaunchLayout(processes, machines, kind, processes_key, type_source, config_name)
+
+
+def gpu_memory_bytes() -> tuple[float, str] | None:
+    """This machine's GPU memory (the first visible GPU) and its name; None without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    properties = torch.cuda.get_device_properties(0)
+    return float(properties.total_memory), str(properties.name)
 
 
 def gpu_count() -> int:
@@ -546,7 +557,7 @@ def memory_problems(recipe, launch_flags: list[str] | None, card: tuple[float, s
     if card is None:
         return []
     from procrl.launch.launched import predicted_setup
-    from procrl.launch.memory import fit_problem
+    from procrl.recipe.memory import fit_problem
 
     setup = predicted_setup(list(launch_flags or []))
     if setup is None or setup.distributed_type == "CPU":
@@ -579,8 +590,6 @@ def guarded(name: str, check, *args, **kwargs) -> list[Problem]:
 def _gpu_memory_problems(recipe, flags: list[str] | None) -> list[Problem]:
     if gpu_count() == 0:
         return []
-    from procrl.launch.memory import gpu_memory_bytes
-
     return memory_problems(recipe, flags, gpu_memory_bytes())
 
 

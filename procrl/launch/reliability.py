@@ -23,10 +23,11 @@ from procrl.core.folders import write_file
 from procrl.core.interrupts import interrupted
 from procrl.core.redaction import redact
 from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
-from procrl.launch.memory import fit_problem, gpu_memory_bytes
 from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
+from procrl.launch.prelaunch import gpu_memory_bytes
 from procrl.observe.wandb import set_wandb_run_id
 from procrl.recipe import Recipe
+from procrl.recipe.memory import fit_problem
 from procrl.trainers.checkpoints import (
     final_model_problem,
     find_resume_checkpoint,

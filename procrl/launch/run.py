@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
-from pathlib import Path
 
 from procrl.core.config import ConfigError
 from procrl.core.interrupts import interrupted
 from procrl.core.redaction import hide_secrets, redact
-from procrl.data import build_eval_dataset, build_prompt_dataset, has_no_splits
+from procrl.data import build_eval_dataset, build_prompt_dataset
 from procrl.launch.commands._options import add_train_arguments
 from procrl.launch.entry import run_command
 from procrl.launch.output_dir import check_output_dir
@@ -43,7 +41,7 @@ from procrl.models.generation import vllm_available
 from procrl.models.loading import load_tokenizer, model_init_kwargs, names_gguf
 from procrl.observe.wandb import wandb_dir
 from procrl.recipe import Recipe, load_recipe
-from procrl.recipe.checks import check_training_rows
+from procrl.recipe.checks import check_batch_layout, check_training_data, check_training_rows
 from procrl.rewards.mix import RewardMix
 
 # Imported where used: torch, transformers, trl and the procrl modules that import them
@@ -133,70 +131,6 @@ def preflight(recipe: Recipe, processes: int | None = None):
     args = build_training_args(recipe, mix.weights)
     require_vllm_if_used(args)
     return mix, args
-
-
-def check_training_data(recipe: Recipe) -> None:
-    """Refuse to train on a test split: ``data.split`` or a data file whose name says test
-    (``test.jsonl``, ``gsm8k_test.json``), unless ``data.allow_test_data: true``."""
-    if recipe.data.allow_test_data:
-        return
-    if "test" in recipe.data.split.lower():
-        raise ConfigError(
-            f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
-            "(data.allow_test_data: true forces it)"
-        )
-
-    if has_no_splits(recipe.data.dataset):
-        words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
-        if any(word in ("test", "tests", "testing") for word in words):
-            raise ConfigError(
-                f"data.dataset: refusing to train on {recipe.data.dataset!r}: its name says it is a test split "
-                "(data.allow_test_data: true forces it)"
-            )
-
-
-def check_batch_layout(recipe: Recipe, processes: int) -> None:
-    """A generation batch must hold whole groups of ``num_generations`` completions of a prompt,
-    over ``processes`` processes: TRL GRPOConfig's rule (GRPO; PPO rolls out one generation batch
-    per optimizer step), checked on the recipe without importing TRL so that ``procrl check``
-    refuses what training would. Defaults are GRPOConfig's."""
-    args = recipe.trainer_args
-    per_device = int(args.get("per_device_train_batch_size", 8))
-    accumulation = int(args.get("gradient_accumulation_steps", 1))
-    generations = int(args.get("num_generations") or 8)
-    generation_batch, steps = args.get("generation_batch_size"), args.get("steps_per_generation")
-    layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
-    if generations < 2:
-        raise ConfigError(
-            "trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
-            f" got {generations}"
-        )
-    if generation_batch is not None and steps is not None:
-        raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
-    if generation_batch is not None:
-        if generation_batch % (per_device * processes):
-            raise ConfigError(
-                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout}"
-                f" = {per_device * processes}"
-            )
-    else:
-        steps = steps if steps is not None else accumulation
-        generation_batch = per_device * processes * steps
-        per_generation = args.get("steps_per_generation") is not None
-        batches = "steps_per_generation" if per_generation else "gradient_accumulation_steps"
-        layout += f" x {batches} {steps}"
-    if recipe.trainer.algorithm == "ppo":
-        generation_batch = per_device * processes * accumulation
-        layout = (
-            f"per_device_train_batch_size {per_device} x {processes} process(es) "
-            f"x gradient_accumulation_steps {accumulation}"
-        )
-    if generation_batch % generations:
-        raise ConfigError(
-            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions"
-            " does not hold whole groups of "
-            f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
-        )
 
 
 def build_training_args(recipe: Recipe, mix_weights: list[float]):

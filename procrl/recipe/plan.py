@@ -1,12 +1,13 @@
 """The run plan ``procrl check`` prints: processes, batch sizes, generations, accumulation, the
-launch command, and the memory estimate (:mod:`procrl.launch.memory`) in words."""
+launch command, and the memory estimate (:mod:`procrl.recipe.memory`) in words."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from procrl.core.redaction import redact_text, redact_url
-from procrl.launch.memory import (
+from procrl.recipe.launch import launch_command_text
+from procrl.recipe.memory import (
     CARD_RESERVE,
     CARDS,
     format_bytes,
@@ -18,14 +19,13 @@ from procrl.launch.memory import (
     value_model_memory,
     zero_setup,
 )
-from procrl.recipe import Recipe
+from procrl.recipe.schema import Recipe
 
 __all__ = [
     "credit_text",
     "format_plan",
     "generation_text",
     "judge_concurrency",
-    "launch_command_text",
     "memory_plan",
     "plan",
     "planned_processes",
@@ -77,7 +77,7 @@ def plan(recipe: Recipe, gpu_memory: tuple[float, str] | None = None) -> dict[st
 
 def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | None = None) -> dict[str, Any]:
     """The plan's memory lines: the ZeRO setup, the parameter counts, the per-GPU estimate in words, and
-    the total per GPU (:func:`procrl.launch.memory.gpu_plan`) against an 80 GB and a 40 GB card, and
+    the total per GPU (:func:`procrl.recipe.memory.gpu_plan`) against an 80 GB and a 40 GB card, and
     ``gpu_memory`` ``(bytes, name)`` (this machine's GPU, or ``procrl check --gpu-memory``)."""
     setup = zero_setup(recipe)
     policy = policy_memory_estimate(recipe, processes, setup)
@@ -200,22 +200,6 @@ def generation_text(args: dict[str, Any]) -> str:
         else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
     )
     return f"vLLM {mode} ({where}); vLLM {installed}"
-
-
-def launch_command_text(recipe: Recipe) -> str:
-    """What ``procrl train`` runs for this recipe (or that it trains in place)."""
-    import shlex
-
-    from procrl.core.config import ConfigError
-    from procrl.launch.accelerate import accelerate_command, needs_launcher
-
-    if not needs_launcher(recipe):
-        return "none: trains in the calling process (one process)"
-    try:
-        flags = accelerate_command(recipe)[3:]
-    except ConfigError as error:
-        return f"unresolved: {error}"
-    return shlex.join(["accelerate", "launch", *flags, "-m", "procrl.run", recipe.path or "RECIPE"])
 
 
 def format_plan(values: dict[str, Any], indent: int = 2) -> str:

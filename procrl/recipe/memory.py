@@ -37,7 +37,7 @@ from typing import Any
 
 from procrl.models.architecture import model_architecture
 from procrl.models.parameters import count_lora_parameters, count_parameters
-from procrl.recipe import Recipe
+from procrl.recipe.schema import Recipe
 
 __all__ = [
     "GIB",
@@ -49,6 +49,8 @@ __all__ = [
     "format_count",
     "gpu_plan",
     "fit_problem",
+    "remedies",
+    "remedy_text",
     "policy_memory_estimate",
     "reward_model_memory",
     "value_model_memory",
@@ -77,7 +79,7 @@ def zero_setup(recipe: Recipe) -> ZeroSetup:
     import yaml
 
     from procrl.core.config import ConfigError
-    from procrl.launch.flags import resolve_config_file
+    from procrl.recipe.launch import resolve_config_file
 
     launch = recipe.launch
     if launch.config_file is None:
@@ -536,16 +538,6 @@ def gpu_plan(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float
         parts["generation_kv_cache"] = kv_cache_bytes(config, generations, prompt + completion, weight_bytes)
         notes["generation_kv_cache"] = f"transformers generate, {generations} sequences"
     return GpuPlan(parts, notes, float(sum(parts.values())), vllm_share, vllm_needs, problem)
-
-
-def gpu_memory_bytes() -> tuple[float, str] | None:
-    """This machine's GPU memory (the first visible GPU) and its name; None without a GPU."""
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    properties = torch.cuda.get_device_properties(0)
-    return float(properties.total_memory), str(properties.name)
 
 
 def remedy_candidates(recipe: Recipe, setup: ZeroSetup, processes: int) -> list[tuple[str, Recipe, ZeroSetup, int]]:

@@ -1,7 +1,7 @@
-"""The command-line helpers of the launch layer: ``accelerate launch`` flags (read, checked) and
-the recipe's ``launch.config_file`` located. Pure functions, imported by :mod:`procrl.launch.prelaunch`,
-:mod:`procrl.launch.accelerate`, :mod:`procrl.launch.memory` and :mod:`procrl.launch.check` (here so
-that none of them imports another just for these)."""
+"""The recipe's ``launch:`` section as ``accelerate launch`` flags, and its ``launch.config_file``
+located: pure functions of the recipe and the command line (no accelerate, no torch), here with the
+recipe so that ``procrl check`` (the plan, :mod:`procrl.recipe.plan`) and the launcher
+(:mod:`procrl.launch.accelerate`) read the launch section the same way."""
 
 from __future__ import annotations
 
@@ -10,7 +10,15 @@ from pathlib import Path
 
 from procrl.core.config import ConfigError
 
-__all__ = ["TYPE_FLAGS", "accelerate_command", "flag_value", "resolve_config_file", "split_launch_args"]
+__all__ = [
+    "TYPE_FLAGS",
+    "accelerate_command",
+    "flag_names",
+    "flag_value",
+    "launch_command_text",
+    "needs_launcher",
+    "resolve_config_file",
+]
 
 # accelerate flags that choose the distributed type (or a config file that does): with any of them the
 # launch is the user's, and the recipe adds neither its config file nor --multi_gpu
@@ -60,7 +68,7 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
     ``launch_args`` (accelerate flags from the command line) replacing any flag they repeat."""
     launch = recipe.launch
     user = list(launch_args or [])
-    given = _flag_names(user)
+    given = flag_names(user)
     flags: list[str] = []
     # a distributed type chosen on the command line (--multi_gpu, --use_deepspeed, --cpu ...) replaces the
     # recipe's config file as a whole: a DeepSpeed config under --multi_gpu would launch neither as asked
@@ -79,24 +87,7 @@ def accelerate_command(recipe, launch_args: list[str] | None = None, python: str
     return [python or sys.executable, "-m", "accelerate.commands.launch", *flags, *user]
 
 
-def split_launch_args(extra: list[str]) -> list[str]:
-    """Check that ``extra`` (what ``procrl train`` did not recognise) are ``accelerate launch`` flags."""
-    if not extra:
-        return []
-    from accelerate.commands.launch import launch_command_parser
-
-    parsed, unknown = launch_command_parser().parse_known_args([*extra, "procrl-recipe.yaml"])
-    if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
-        bad = unknown or parsed.training_script_args or [parsed.training_script]
-        raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
-    for name in ("num_processes", "num_machines"):  # as the recipe's launch section refuses them
-        value = getattr(parsed, name, None)
-        if value is not None and value < 1:
-            raise ConfigError(f"--{name}: must be >= 1, got {value}")
-    return list(extra)
-
-
-def _flag_names(args: list[str]) -> set[str]:
+def flag_names(args: list[str]) -> set[str]:
     return {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
 
 
@@ -109,3 +100,22 @@ def flag_value(args: list[str], name: str) -> str | None:
         elif arg.startswith(name + "="):
             value = arg.split("=", 1)[1]
     return value
+
+
+def needs_launcher(recipe) -> bool:
+    """Whether the recipe's ``launch:`` section asks for more than one plain process."""
+    launch = recipe.launch
+    return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
+
+
+def launch_command_text(recipe) -> str:
+    """What ``procrl train`` runs for this recipe (or that it trains in place)."""
+    import shlex
+
+    if not needs_launcher(recipe):
+        return "none: trains in the calling process (one process)"
+    try:
+        flags = accelerate_command(recipe)[3:]
+    except ConfigError as error:
+        return f"unresolved: {error}"
+    return shlex.join(["accelerate", "launch", *flags, "-m", "procrl.run", recipe.path or "RECIPE"])
