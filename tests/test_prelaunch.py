@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from procrl.launch import cli
-from procrl.launch.prelaunch import Hub, PrelaunchError, check_before_launch, prelaunch_problems
+from procrl.launch.prelaunch import PrelaunchError, check_before_launch, prelaunch_problems
 from procrl.recipe import load_recipe
+from procrl.recipe.findable import Hub
 from tests.helpers.launch import REPO, TINY_RECIPE, accelerate, procrl, run_command
 
 TRACE_RECIPE = REPO / "recipes" / "gsm8k_trace.yaml"
