@@ -113,7 +113,7 @@ def test_inside_launcher_detection():
     assert not inside_launcher({"PATH": "/bin"})
     assert inside_launcher({"LOCAL_RANK": "0"})  # torchrun / DeepSpeed launcher
     assert inside_launcher({"ACCELERATE_MIXED_PRECISION": "no"})  # accelerate's single-process launcher
-    assert inside_launcher({"PROCRL_LAUNCHED": "1"})
+    assert inside_launcher({"PROCRL_LAUNCH_PLAN": "{}"})  # procrl's own launch plan
 
 
 def test_parent_accelerate_flags_read_from_the_parent_command_line(tmp_path):

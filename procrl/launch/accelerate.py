@@ -22,8 +22,7 @@ from procrl.core.config import ConfigError
 from procrl.core.interrupts import Terminated
 from procrl.core.redaction import redact_argv
 from procrl.launch.entry import run_command
-from procrl.launch.launched import LAUNCH_SOURCE_ENV, decide_launch, launch_report, note_launch, recipe_launch_flags
-from procrl.launch.output_dir import RunLock, check_output_dir
+from procrl.launch.launched import PLAN_ENV, decide_launch, launch_report, note_launch, plan_launch, recipe_launch_flags
 from procrl.launch.prelaunch import check_before_launch
 from procrl.launch.reliability import finished_note
 from procrl.launch.run import parser, train_reporting_failure
@@ -31,12 +30,13 @@ from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 from procrl.recipe import is_recipe_file, load_recipe
 from procrl.recipe.launch import accelerate_command, needs_launcher, resolve_config_file
 from procrl.trainers.checkpoints import find_resume_checkpoint
+from procrl.trainers.output_dir import RunLock, check_output_dir
 
 # Imported where used: accelerate's launch parser (it imports torch; only the start-up hook, inside
 # `accelerate launch`, needs it).
 
 __all__ = [
-    "LAUNCHED_ENV",
+    "PLAN_ENV",
     "WANDB_RUN_ID_FILE",
     "accelerate_command",
     "decide_launch",
@@ -54,16 +54,12 @@ __all__ = [
     "train_command",
 ]
 
-# Set in the environment of the processes procrl starts through accelerate (belt and braces:
-# accelerate's own variables below already mark them).
-LAUNCHED_ENV = "PROCRL_LAUNCHED"
-# Set once the pre-launch checks passed in a parent process (accelerate's, through the start-up hook).
-PRELAUNCH_CHECKED_ENV = "PROCRL_PRELAUNCH_CHECKED"
-# Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
-# ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
-# LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
+# Variables that only a launcher sets: procrl's plan (PLAN_ENV, procrl/launch/launched.py);
+# accelerate's launchers (simple, multi-GPU, DeepSpeed) set ACCELERATE_MIXED_PRECISION /
+# ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set LOCAL_RANK; torchrun sets
+# TORCHELASTIC_RUN_ID.
 _LAUNCHER_ENV = (
-    LAUNCHED_ENV,
+    PLAN_ENV,
     "LOCAL_RANK",
     "TORCHELASTIC_RUN_ID",
     "ACCELERATE_MIXED_PRECISION",
@@ -115,7 +111,9 @@ def launch_training(
     source = "the recipe's launch section"
     if launch_args:
         source += f" and command-line flags {shlex.join(launch_args)}"
-    env = dict(os.environ, **{LAUNCHED_ENV: "1", LAUNCH_SOURCE_ENV: source})
+    # the plan decided here, once, in the process the user started; the ranks read it (PLAN_ENV)
+    plan = plan_launch(recipe, command[3 : command.index("-m", 3)], source)
+    env = dict(os.environ, **{PLAN_ENV: plan.to_env()})
     process = subprocess.Popen(command, env=env)
     try:
         return process.wait()
@@ -154,7 +152,7 @@ def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> lis
 def plain_accelerate_launch(script: str | None) -> bool:
     """Whether this process is the single process of ``accelerate launch SCRIPT`` given without
     any flag (no torchrun, no procrl launch): then the recipe's launch section applies."""
-    if script is None or os.environ.get(LAUNCHED_ENV) or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
+    if script is None or PLAN_ENV in os.environ or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
         return False
     if "ACCELERATE_MIXED_PRECISION" not in os.environ:
         return False
@@ -190,7 +188,7 @@ def run_train(
     launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
         not inside_launcher() and (needs_launcher(recipe) or bool(launch_args))
     )
-    if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
+    if (launching or not inside_launcher()) and PLAN_ENV not in os.environ:
         # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
         check_before_launch(recipe, launch_args, launching=launching)
     if launching:
@@ -217,7 +215,7 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
 
     Returns ``(exit status, None)`` after printing the problems, or ``(None, argv)`` with the
     arguments accelerate is to parse (``argv`` itself when nothing is added). Sets
-    PROCRL_PRELAUNCH_CHECKED (the ranks do not check again) and PROCRL_LAUNCH_SOURCE."""
+    PROCRL_LAUNCH_PLAN (the plan: the ranks read it and do not check again)."""
     from accelerate.commands.launch import launch_command_parser
 
     try:
@@ -237,7 +235,8 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
     args, _ = parser().parse_known_args([recipe_path, *script_args])
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-        launch_flags, source = decide_launch(recipe, flags)
+        plan = plan_launch(recipe, flags)
+        launch_flags = list(plan.flags)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr, flush=True)
         return 2, None
@@ -258,8 +257,7 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr, flush=True)
         return 2, None
-    os.environ[PRELAUNCH_CHECKED_ENV] = "1"
-    os.environ[LAUNCH_SOURCE_ENV] = source
+    os.environ[PLAN_ENV] = plan.to_env()  # decided and checked: the ranks inherit it, and read it
     if launch_flags == flags:
         return None, argv
     module = ["-m"] if parsed.module else []

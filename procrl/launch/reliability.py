@@ -23,8 +23,7 @@ from procrl.core.folders import write_file
 from procrl.core.interrupts import interrupted
 from procrl.core.redaction import redact
 from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
-from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
-from procrl.launch.prelaunch import gpu_memory_bytes
+from procrl.launch.prelaunch import gpu_memory_bytes, guarded
 from procrl.observe.wandb import set_wandb_run_id
 from procrl.recipe import Recipe
 from procrl.recipe.memory import fit_problem
@@ -38,6 +37,7 @@ from procrl.trainers.checkpoints import (
     save_final_model,
     set_aside,
 )
+from procrl.trainers.output_dir import RunLock, clear_previous_run, discard_staging
 
 # Imported where used: torch, transformers, trl and the procrl modules that import them
 # (procrl.observe.console, procrl.observe.failing): `procrl check` and `procrl train`'s launching process
@@ -248,10 +248,11 @@ def check_launch_fits(recipe: Recipe) -> None:
     model when the memory plan of the launch it was given does not fit its GPU (one line)."""
 
     note_launch(recipe)
-    card = gpu_memory_bytes()
-    if card is None:
+    # a memory query that raises (a driver error) is one warning line, as in the launcher: the rank trains
+    cards = guarded("GPU memory", lambda: [gpu_memory_bytes()])
+    if not cards or cards[0] is None:
         return
-    problem = fit_problem(recipe, rank_setup(), *card)
+    problem = fit_problem(recipe, rank_setup(), *cards[0])
     if problem:
         wanted = " ".join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
         raise ConfigError(f"launch: {problem}; nothing was loaded. The recipe's launch: {wanted}")

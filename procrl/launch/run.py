@@ -22,7 +22,6 @@ from procrl.core.redaction import hide_secrets, redact
 from procrl.data import build_eval_dataset, build_prompt_dataset
 from procrl.launch.commands._options import add_train_arguments
 from procrl.launch.entry import run_command
-from procrl.launch.output_dir import check_output_dir
 from procrl.launch.prelaunch import report_rank_failure
 from procrl.launch.reliability import (
     OutputDirHeld,
@@ -43,6 +42,7 @@ from procrl.observe.wandb import wandb_dir
 from procrl.recipe import Recipe, load_recipe
 from procrl.recipe.checks import check_batch_layout, check_training_data, check_training_rows
 from procrl.rewards.mix import RewardMix
+from procrl.trainers.output_dir import check_output_dir
 
 # Imported where used: torch, transformers, trl and the procrl modules that import them
 # (procrl.observe.console, .failing, .callback, procrl.trainers.build): `procrl check` imports this
@@ -65,7 +65,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     finished: :func:`~procrl.launch.reliability.finished_note`).
 
     Before anything loads: the output dir may take this run
-    (:func:`procrl.launch.output_dir.check_output_dir`), the launch fits
+    (:func:`procrl.trainers.output_dir.check_output_dir`), the launch fits
     (:func:`~procrl.launch.reliability.check_launch_fits`), ``--resume`` has a complete checkpoint,
     :func:`preflight` passes. The main process holds the output dir's lock from before the model loads
     until it exits. The final model is written as checkpoints are, complete or absent

@@ -5,13 +5,21 @@ recipe so that ``procrl check`` (the plan, :mod:`procrl.recipe.plan`) and the la
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from procrl.core.config import ConfigError
 
 __all__ = [
     "TYPE_FLAGS",
+    "LaunchSetup",
+    "ZeroSetup",
+    "zero_setup",
+    "launch_differences",
+    "recipe_setup",
     "accelerate_command",
     "flag_names",
     "flag_value",
@@ -119,3 +127,168 @@ def launch_command_text(recipe) -> str:
     except ConfigError as error:
         return f"unresolved: {error}"
     return shlex.join(["accelerate", "launch", *flags, "-m", "procrl.run", recipe.path or "RECIPE"])
+
+
+# --- one launch described, to compare the recipe's with what a rank was given ----------------------
+
+_KIND_WORDS = {
+    "NO": "one process",
+    "CPU": "CPU processes",
+    "MULTI_GPU": "plain data parallel (DDP)",
+    "MULTI_CPU": "plain data parallel (DDP)",
+    "DEEPSPEED": "DeepSpeed",
+    "FSDP": "FSDP",
+    "MEGATRON_LM": "Megatron-LM",
+}
+
+
+@dataclass(frozen=True)
+class LaunchSetup:
+    """One launch, as the memory plan and the comparison need it.
+
+    Args:
+        distributed_type: accelerate's name: ``NO``, ``MULTI_GPU``, ``DEEPSPEED``, ``FSDP``, ``CPU``...
+        world_size: processes over all machines.
+        machines: machines (nodes).
+        zero_stage: the DeepSpeed ZeRO stage; None without DeepSpeed.
+        mixed_precision: accelerate's ``mixed_precision`` (``no``, ``bf16``, ``fp16``).
+        offload_optimizer: DeepSpeed moves the optimizer states to CPU memory.
+        offload_param: DeepSpeed (stage 3) moves the weights to CPU memory.
+    """
+
+    distributed_type: str
+    world_size: int
+    machines: int = 1
+    zero_stage: int | None = None
+    mixed_precision: str = "no"
+    offload_optimizer: bool = False
+    offload_param: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The distributed type in words; plain DDP over CPU ranks reads as DDP too."""
+        if self.distributed_type == "DEEPSPEED":
+            return f"DeepSpeed ZeRO-{self.zero_stage if self.zero_stage is not None else '?'}"
+        if self.distributed_type in ("NO", "CPU", "MULTI_CPU", "MULTI_GPU") and self.world_size > 1:
+            return _KIND_WORDS["MULTI_GPU"]
+        if self.distributed_type in ("NO", "CPU", "MULTI_CPU", "MULTI_GPU"):
+            return _KIND_WORDS["NO"]
+        return _KIND_WORDS.get(self.distributed_type, self.distributed_type)
+
+    def describe(self) -> str:
+        """``DeepSpeed ZeRO-3 over 8 processes`` (machines and precision when they say something)."""
+        if self.kind == _KIND_WORDS["NO"]:
+            return self.kind
+        text = f"{self.kind} over {self.world_size} process{'es' if self.world_size != 1 else ''}"
+        if self.machines > 1:
+            text += f" on {self.machines} machines"
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _config_values(path: Path) -> dict[str, Any]:
+    import yaml  # accelerate's own format, read the way accelerate reads it
+
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def recipe_setup(recipe) -> LaunchSetup:
+    """The launch the recipe's ``launch:`` section asks for (its config file's distributed type,
+    ZeRO stage and precision; processes from the section, else the config file, else 1)."""
+    launch = recipe.launch
+    zero = zero_setup(recipe)
+    config: dict[str, Any] = {}
+    if launch.config_file is not None:
+        try:
+            config = _config_values(resolve_config_file(launch.config_file, recipe.path))
+        except ConfigError:
+            config = {}
+    world = int(launch.num_processes or config.get("num_processes") or 1)
+    machines = int(launch.num_machines if launch.num_machines != 1 else config.get("num_machines") or 1)
+    kind = zero.distributed_type if launch.config_file is not None else ("MULTI_GPU" if world > 1 else "NO")
+    return LaunchSetup(
+        distributed_type=kind,
+        world_size=world,
+        machines=machines,
+        zero_stage=zero.zero_stage if kind == "DEEPSPEED" else None,
+        mixed_precision=str(config.get("mixed_precision") or "no"),
+        offload_optimizer=zero.offload_optimizer,
+        offload_param=zero.offload_param,
+    )
+
+
+def launch_differences(launched: LaunchSetup, wanted: LaunchSetup) -> list[str]:
+    """Where ``launched`` differs from ``wanted`` (the recipe's), one phrase each: distributed
+    type and ZeRO stage, world size, machines, mixed precision, offloading."""
+    out = []
+    if launched.kind != wanted.kind:
+        out.append(f"{launched.kind} instead of {wanted.kind}")
+    if launched.world_size != wanted.world_size:
+        out.append(f"{launched.world_size} processes instead of {wanted.world_size}")
+    if launched.machines != wanted.machines:
+        out.append(f"{launched.machines} machine(s) instead of {wanted.machines}")
+    if launched.mixed_precision != wanted.mixed_precision:
+        out.append(f"mixed precision {launched.mixed_precision} instead of {wanted.mixed_precision}")
+    for name, words in (("offload_optimizer", "optimizer states"), ("offload_param", "weights")):
+        got, want = getattr(launched, name), getattr(wanted, name)
+        if launched.distributed_type == "DEEPSPEED" and wanted.distributed_type == "DEEPSPEED" and got != want:
+            where = {True: "offloaded to CPU", False: "on the GPU"}
+            out.append(f"{words} {where[got]} instead of {where[want]}")
+    return out
+
+
+@dataclass
+class ZeroSetup:
+    """What the accelerate config says about sharding."""
+
+    distributed_type: str  # NO | MULTI_GPU | DEEPSPEED | FSDP | ...
+    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
+    offload_optimizer: bool
+    offload_param: bool
+    config_processes: int | None
+    source: str
+
+
+def zero_setup(recipe) -> ZeroSetup:
+    """Read the recipe's accelerate config file (launch.config_file), if any."""
+    import yaml
+
+    launch = recipe.launch
+    if launch.config_file is None:
+        kind = "MULTI_GPU" if (launch.num_processes or 1) > 1 or launch.num_machines > 1 else "NO"
+        return ZeroSetup(kind, None, False, False, None, "no accelerate config file")
+    try:
+        path = resolve_config_file(launch.config_file, recipe.path)
+        config = yaml.safe_load(path.read_text()) or {}
+    except (ConfigError, OSError, yaml.YAMLError) as error:
+        return ZeroSetup("UNKNOWN", None, False, False, None, f"{launch.config_file}: {error}")
+    kind = str(config.get("distributed_type", "NO"))
+    processes = config.get("num_processes")
+    if kind != "DEEPSPEED":
+        return ZeroSetup(kind, None, False, False, processes, launch.config_file)
+    deepspeed = config.get("deepspeed_config") or {}
+    if not isinstance(deepspeed, dict):
+        return ZeroSetup(
+            kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping"
+        )
+    stage = deepspeed.get("zero_stage")
+    offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
+    offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
+    json_file = deepspeed.get("deepspeed_config_file")
+    if json_file:
+        try:
+            zero = json.loads(resolve_config_file(json_file, str(path)).read_text()).get("zero_optimization", {})
+            stage = zero.get("stage", stage)
+            offload_optimizer = str((zero.get("offload_optimizer") or {}).get("device", "none")) != "none"
+            offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
+        except (ConfigError, OSError, ValueError) as error:
+            return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
+    return ZeroSetup(
+        kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
+    )

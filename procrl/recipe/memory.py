@@ -30,13 +30,13 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from procrl.models.architecture import model_architecture
 from procrl.models.parameters import count_lora_parameters, count_parameters
+from procrl.recipe.launch import ZeroSetup, zero_setup
 from procrl.recipe.schema import Recipe
 
 __all__ = [
@@ -60,60 +60,6 @@ __all__ = [
 ]
 
 GIB = 1024**3
-
-
-@dataclass
-class ZeroSetup:
-    """What the accelerate config says about sharding."""
-
-    distributed_type: str  # NO | MULTI_GPU | DEEPSPEED | FSDP | ...
-    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
-    offload_optimizer: bool
-    offload_param: bool
-    config_processes: int | None
-    source: str
-
-
-def zero_setup(recipe: Recipe) -> ZeroSetup:
-    """Read the recipe's accelerate config file (launch.config_file), if any."""
-    import yaml
-
-    from procrl.core.config import ConfigError
-    from procrl.recipe.launch import resolve_config_file
-
-    launch = recipe.launch
-    if launch.config_file is None:
-        kind = "MULTI_GPU" if (launch.num_processes or 1) > 1 or launch.num_machines > 1 else "NO"
-        return ZeroSetup(kind, None, False, False, None, "no accelerate config file")
-    try:
-        path = resolve_config_file(launch.config_file, recipe.path)
-        config = yaml.safe_load(path.read_text()) or {}
-    except (ConfigError, OSError, yaml.YAMLError) as error:
-        return ZeroSetup("UNKNOWN", None, False, False, None, f"{launch.config_file}: {error}")
-    kind = str(config.get("distributed_type", "NO"))
-    processes = config.get("num_processes")
-    if kind != "DEEPSPEED":
-        return ZeroSetup(kind, None, False, False, processes, launch.config_file)
-    deepspeed = config.get("deepspeed_config") or {}
-    if not isinstance(deepspeed, dict):
-        return ZeroSetup(
-            kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping"
-        )
-    stage = deepspeed.get("zero_stage")
-    offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
-    offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
-    json_file = deepspeed.get("deepspeed_config_file")
-    if json_file:
-        try:
-            zero = json.loads(resolve_config_file(json_file, str(path)).read_text()).get("zero_optimization", {})
-            stage = zero.get("stage", stage)
-            offload_optimizer = str((zero.get("offload_optimizer") or {}).get("device", "none")) != "none"
-            offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
-        except (ConfigError, OSError, ValueError) as error:
-            return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
-    return ZeroSetup(
-        kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
-    )
 
 
 @dataclass
