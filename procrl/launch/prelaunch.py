@@ -27,16 +27,13 @@ loaded. A rank that fails later prints one ``procrl: error:`` line before its tr
 
 from __future__ import annotations
 
-import math
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from procrl.core.config import ConfigError
 from procrl.recipe.findable import Problem, resolvable_problems, wandb_problems
-from procrl.recipe.launch import flag_value
+from procrl.recipe.launch import LaunchLayout, launch_layout
 
 __all__ = [
     "LaunchLayout",
@@ -53,13 +50,6 @@ __all__ = [
 ]
 
 GPU_TYPES = ("MULTI_GPU", "DEEPSPEED", "FSDP", "MEGATRON_LM")
-_TYPE_FLAGS = {
-    "--cpu": "CPU",
-    "--multi_gpu": "MULTI_GPU",
-    "--use_deepspeed": "DEEPSPEED",
-    "--use_fsdp": "FSDP",
-    "--use_megatron_lm": "MEGATRON_LM",
-}
 
 
 class PrelaunchError(ConfigError):
@@ -72,70 +62,6 @@ class PrelaunchError(ConfigError):
         if len(lines) > 1:
             lines.append(f"{len(lines)} problems above; nothing was started")
         super().__init__("\nprocrl: error: ".join(lines))
-
-
-# --- the launch: processes, machines, distributed type -------------------------------------------
-
-
-@dataclass
-class LaunchLayout:
-    processes: int
-    machines: int
-    distributed_type: str  # NO | CPU | MULTI_GPU | DEEPSPEED | FSDP | ...
-    processes_key: str  # where the process count came from (recipe key or flag)
-    type_source: str  # "command line", "recipe" (launch.config_file) or "default"
-    config_file: str | None
-
-    @property
-    def per_machine(self) -> int:
-        return math.ceil(self.processes / max(self.machines, 1))
-
-
-def _read_accelerate_config(path: Path) -> dict[str, Any]:
-    import yaml  # accelerate's own format, read the way accelerate reads it
-
-    try:
-        return yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return {}
-
-
-def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
-    """How many processes on how many machines, and which distributed type, the launch will use:
-    command-line accelerate flags first, then the recipe's launch section, then its config file."""
-    from procrl.recipe.launch import resolve_config_file
-
-    args = list(launch_args or [])
-    given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
-    config_name, type_source = flag_value(args, "--config_file"), "command line"
-    if config_name is None and recipe.launch.config_file is not None:
-        config_name, type_source = recipe.launch.config_file, "recipe"
-    config: dict[str, Any] = {}
-    if config_name is not None:
-        try:
-            config = _read_accelerate_config(resolve_config_file(config_name, recipe.path))
-        except ConfigError:
-            config = {}
-    if flag_value(args, "--num_processes") is not None:
-        processes, processes_key = int(flag_value(args, "--num_processes")), "--num_processes"
-    elif recipe.launch.num_processes is not None:
-        processes, processes_key = recipe.launch.num_processes, "launch.num_processes"
-    elif config.get("num_processes"):
-        processes, processes_key = int(config["num_processes"]), "launch.config_file"
-    else:
-        processes, processes_key = 1, "launch.num_processes"
-    machines = int(
-        flag_value(args, "--num_machines")
-        or (recipe.launch.num_machines if recipe.launch.num_machines != 1 else config.get("num_machines") or 1)
-    )
-    flagged = [kind for flag, kind in _TYPE_FLAGS.items() if flag in given]
-    if flagged:
-        kind, type_source = flagged[0], "command line"
-    elif config:
-        kind = "CPU" if config.get("use_cpu") else str(config.get("distributed_type", "NO"))
-    else:
-        kind, type_source = ("MULTI_GPU" if processes > 1 or machines > 1 else "NO"), "default"
-    return LaunchLayout(processes, machines, kind, processes_key, type_source, config_name)
 
 
 def gpu_memory_bytes() -> tuple[float, str] | None:

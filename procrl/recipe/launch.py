@@ -6,6 +6,7 @@ recipe so that ``procrl check`` (the plan, :mod:`procrl.recipe.plan`) and the la
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -15,7 +16,9 @@ from procrl.core.config import ConfigError
 
 __all__ = [
     "TYPE_FLAGS",
+    "LaunchLayout",
     "LaunchSetup",
+    "launch_layout",
     "ZeroSetup",
     "zero_setup",
     "launch_differences",
@@ -292,3 +295,66 @@ def zero_setup(recipe) -> ZeroSetup:
     return ZeroSetup(
         kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
     )
+
+
+_TYPE_FLAG_KINDS = {
+    "--cpu": "CPU",
+    "--multi_gpu": "MULTI_GPU",
+    "--use_deepspeed": "DEEPSPEED",
+    "--use_fsdp": "FSDP",
+    "--use_megatron_lm": "MEGATRON_LM",
+}
+
+
+@dataclass
+class LaunchLayout:
+    """The launch as the pre-launch checks need it, read without accelerate (the hook runs before
+    accelerate has parsed anything): where the process count and the distributed type come from
+    names the key or flag a problem line tells the user to change."""
+
+    processes: int
+    machines: int
+    distributed_type: str  # NO | CPU | MULTI_GPU | DEEPSPEED | FSDP | ...
+    processes_key: str  # where the process count came from (recipe key or flag)
+    type_source: str  # "command line", "recipe" (launch.config_file) or "default"
+    config_file: str | None
+
+    @property
+    def per_machine(self) -> int:
+        return math.ceil(self.processes / max(self.machines, 1))
+
+
+def launch_layout(recipe, launch_args: list[str] | None = None) -> LaunchLayout:
+    """How many processes on how many machines, and which distributed type, the launch will use:
+    command-line accelerate flags first, then the recipe's launch section, then its config file."""
+    args = list(launch_args or [])
+    given = {arg.split("=", 1)[0] for arg in args if arg.startswith("--")}
+    config_name, type_source = flag_value(args, "--config_file"), "command line"
+    if config_name is None and recipe.launch.config_file is not None:
+        config_name, type_source = recipe.launch.config_file, "recipe"
+    config: dict[str, Any] = {}
+    if config_name is not None:
+        try:
+            config = _config_values(resolve_config_file(config_name, recipe.path))
+        except ConfigError:
+            config = {}
+    if flag_value(args, "--num_processes") is not None:
+        processes, processes_key = int(flag_value(args, "--num_processes")), "--num_processes"
+    elif recipe.launch.num_processes is not None:
+        processes, processes_key = recipe.launch.num_processes, "launch.num_processes"
+    elif config.get("num_processes"):
+        processes, processes_key = int(config["num_processes"]), "launch.config_file"
+    else:
+        processes, processes_key = 1, "launch.num_processes"
+    machines = int(
+        flag_value(args, "--num_machines")
+        or (recipe.launch.num_machines if recipe.launch.num_machines != 1 else config.get("num_machines") or 1)
+    )
+    flagged = [kind for flag, kind in _TYPE_FLAG_KINDS.items() if flag in given]
+    if flagged:
+        kind, type_source = flagged[0], "command line"
+    elif config:
+        kind = "CPU" if config.get("use_cpu") else str(config.get("distributed_type", "NO"))
+    else:
+        kind, type_source = ("MULTI_GPU" if processes > 1 or machines > 1 else "NO"), "default"
+    return LaunchLayout(processes, machines, kind, processes_key, type_source, config_name)

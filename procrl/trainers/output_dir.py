@@ -23,15 +23,33 @@ import socket
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from procrl.core import yaml_core
 from procrl.core.config import ConfigError
 from procrl.core.folders import check_folder, claim_folder
 from procrl.core.paths import writable_dir_problem
 from procrl.core.processes import holder_gone, holder_record
-from procrl.core.redaction import redact_argv
-from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
+from procrl.core.redaction import redact, redact_argv
+from procrl.trainers.checkpoints import (
+    INCOMPLETE_PREFIX,
+    STAGING_DIR,
+    final_model_problem,
+    list_checkpoints,
+    newest_complete_checkpoint,
+)
 
-__all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
+__all__ = [
+    "LOCK_FILE",
+    "RECIPE_FILE",
+    "RunLock",
+    "check_output_dir",
+    "clear_previous_run",
+    "finished_note",
+    "finished_run",
+    "recipe_changes",
+    "run_contents",
+]
 
 LOCK_FILE = ".procrl.lock"
 TRAIN = "train"  # the command named in the folder marker (procrl/core/folders.py)
@@ -208,3 +226,82 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# --- the run in the output dir against the recipe (for --resume) ---------------------------------
+
+RECIPE_FILE = "recipe.yaml"  # the run's recipe as it started, written by its main process
+_MISSING = object()
+
+
+def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
+    only is one difference."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for name in [*before, *(k for k in after if k not in before)]:
+            found += _differences(
+                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
+            )
+        return found
+    return [] if before == after else [(key, before, after)]
+
+
+def recipe_changes(recipe) -> list[str]:
+    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
+    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
+
+    saved = Path(recipe.output_dir) / RECIPE_FILE
+    try:
+        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
+        return []
+    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
+
+    def shown(value: Any) -> str:
+        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
+        return text if len(text) <= 160 else text[:157] + "..."
+
+    return [
+        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
+    ]
+
+
+def finished_run(recipe) -> tuple[str, int, int] | None:
+    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
+    (its complete final model, or else its newest complete checkpoint, reached the recipe's
+    ``max_steps``: resuming would train past it), or None when there is training left."""
+
+    folder = Path(recipe.output_dir)
+    done = []
+    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
+        done.append(("its final model", folder / "trainer_state.json"))
+    newest = newest_complete_checkpoint(folder)
+    if newest:
+        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
+    for what, state_file in done:
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            step = int(state["global_step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        target = recipe.trainer_args.get("max_steps", -1)
+        if not isinstance(target, int) or target <= 0:
+            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
+        if target > 0 and step >= target:
+            return what, step, target
+    return None
+
+
+def finished_note(recipe) -> str | None:
+    """The line ``--resume`` prints instead of training when the run is finished and its final
+    model is complete (None otherwise)."""
+
+    finished = finished_run(recipe)
+    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
+        return None
+    _, step, target = finished
+    return (
+        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
+        "saved); nothing to train. Raise trainer.max_steps to train further"
+    )
