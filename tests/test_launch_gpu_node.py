@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.launch.launched import decide_launch, predicted_setup
+from procrl.launch.launched import PLAN_ENV, LaunchPlan, decide_launch, launch_report, plan_launch, predicted_setup
 from procrl.recipe import load_recipe
 from tests.helpers.gpu_node import gpu_node, node_env, write_default_config
 from tests.helpers.launch import REPO, TINY_RECIPE, read_run_info, run_command
@@ -190,3 +190,37 @@ def test_the_predicted_launch_is_accelerates_own_resolution(monkeypatch, tmp_pat
         2,
         "plain data parallel (DDP) over 2 processes",
     )
+
+
+def test_the_plan_is_decided_once_and_read_back_by_the_ranks(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.chdir(REPO)
+    recipe = load_recipe(TINY_RECIPE, [ZERO2[1], ZERO2[3]])
+    plan = plan_launch(recipe, [])
+    config = str(REPO / "launch" / "accelerate" / "zero2.yaml")
+    assert plan.flags == ("--config_file", config, "--num_processes", "2")
+    assert plan.source == "the recipe's launch section"
+    assert (plan.recipe.distributed_type, plan.recipe.zero_stage, plan.recipe.world_size) == ("DEEPSPEED", 2, 2)
+    assert (plan.launched.distributed_type, plan.launched.zero_stage, plan.launched.world_size) == ("DEEPSPEED", 2, 2)
+    assert LaunchPlan.from_env({PLAN_ENV: plan.to_env()}) == plan
+    # a rank reads the source and the recipe's launch from the plan, not from a recipe read anew
+    monkeypatch.setenv(PLAN_ENV, plan.to_env())
+    report = launch_report(load_recipe(TINY_RECIPE, []))  # a one-process recipe: the plan's launch wins
+    assert report["source"] == plan.source and report["recipe"] == plan.recipe.as_dict()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "not json",
+        "[]",
+        "5",
+        '{"source": "x"}',
+        '{"source": "x", "flags": 5, "recipe": {}}',
+        '{"source": "x", "flags": [], "recipe": {"bogus": 1}}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+)
+def test_a_plan_variable_that_is_not_a_plan_is_no_plan(value):
+    assert LaunchPlan.from_env({PLAN_ENV: value}) is None

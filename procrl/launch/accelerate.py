@@ -189,7 +189,9 @@ def run_train(
         not inside_launcher() and (needs_launcher(recipe) or bool(launch_args))
     )
     if (launching or not inside_launcher()) and PLAN_ENV not in os.environ:
-        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
+        # Checked here, in the process the user started, before any rank: the machine's checks in
+        # procrl/launch/prelaunch.py, the recipe's own in procrl/recipe/findable.py. A rank that has a
+        # plan was started by a procrl launcher whose checks passed: it does not check again.
         check_before_launch(recipe, launch_args, launching=launching)
     if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
@@ -267,6 +269,9 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
         file=sys.stderr,
         flush=True,
     )
+    # The argv rewrite: the plan's flags in front of the script and its arguments, the user's own flags
+    # among them (they win flag by flag). accelerate has not parsed anything yet (the hook runs at
+    # interpreter start), so it launches exactly this, by its own rules, and procrl launches nothing.
     return None, [*launch_flags, *module, *argv[script_at:]]
 
 

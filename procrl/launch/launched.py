@@ -90,7 +90,7 @@ class LaunchPlan:
                 LaunchSetup(**values["recipe"]),
                 LaunchSetup(**values["launched"]) if values.get("launched") else None,
             )
-        except (TypeError, ValueError, KeyError):
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
             return None
 
 
