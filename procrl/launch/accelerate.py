@@ -6,8 +6,6 @@ Precedence: accelerate flags given on the command line win over the recipe's ``l
 section (``procrl train RECIPE --num_processes 4`` passes ``--num_processes 4`` to accelerate
 instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches). A bare
 ``accelerate launch RECIPE`` (no flags at all, so none to override) launches as the recipe says.
-
-Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`procrl.launch.run.train`.
 """
 
 from __future__ import annotations
@@ -22,13 +20,12 @@ from procrl.core.config import ConfigError
 from procrl.core.interrupts import Terminated
 from procrl.core.redaction import redact_argv
 from procrl.launch.entry import run_command
-from procrl.launch.launched import PLAN_ENV, decide_launch, launch_report, note_launch, plan_launch, recipe_launch_flags
+from procrl.launch.launched import PLAN_ENV, plan_launch
 from procrl.launch.prelaunch import check_before_launch
 from procrl.launch.reliability import finished_note
 from procrl.launch.run import parser, train_reporting_failure
-from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 from procrl.recipe import is_recipe_file, load_recipe
-from procrl.recipe.launch import accelerate_command, needs_launcher, resolve_config_file
+from procrl.recipe.launch import accelerate_command, needs_launcher
 from procrl.trainers.checkpoints import find_resume_checkpoint
 from procrl.trainers.output_dir import RunLock, check_output_dir
 
@@ -37,19 +34,13 @@ from procrl.trainers.output_dir import RunLock, check_output_dir
 
 __all__ = [
     "PLAN_ENV",
-    "WANDB_RUN_ID_FILE",
-    "accelerate_command",
-    "decide_launch",
+    "check_accelerate_launch",
     "inside_launcher",
-    "needs_launcher",
     "parent_accelerate_flags",
-    "launch_report",
-    "note_launch",
     "plain_accelerate_launch",
-    "recipe_launch_flags",
-    "resolve_config_file",
     "resume_checkpoint",
-    "set_wandb_run_id",
+    "run_recipe_script",
+    "run_train",
     "split_launch_args",
     "train_command",
 ]
@@ -211,9 +202,9 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
 
     The launch: when the user chose none (no flag naming a distributed type or config file, no
     default accelerate config: :func:`user_launch_source`), the recipe's ``launch:`` section is
-    turned into accelerate flags and put in front of the user's (:func:`recipe_launch_flags`), so
+    turned into accelerate flags and put in front of the user's (:func:`procrl.launch.launched.recipe_launch_flags`), so
     that accelerate launches as the recipe says on any machine; else accelerate launches as the
-    user chose and rank 0 says where that differs from the recipe (:func:`note_launch`).
+    user chose and rank 0 says where that differs from the recipe (:func:`procrl.launch.launched.note_launch`).
 
     Returns ``(exit status, None)`` after printing the problems, or ``(None, argv)`` with the
     arguments accelerate is to parse (``argv`` itself when nothing is added). Sets
@@ -308,14 +299,7 @@ def resume_checkpoint(output_dir: str) -> str:
 def run_recipe_script(script: str, argv: list[str]) -> int:
     """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``, its
     arguments as ``python -m procrl.run`` takes them, any other flag passed on to accelerate launch.
-
-    Args:
-        script: the recipe path as the interpreter got it.
-        argv: the arguments after it.
-
-    Returns:
-        The exit status (:func:`procrl.launch.entry.run_command`).
-    """
+    ``script``: the recipe path as the interpreter got it; returns the exit status."""
 
     def build_parser():
         recipe_parser = parser(prog=f"python {script}")

@@ -41,16 +41,13 @@ from procrl.recipe.launch import (
 __all__ = [
     "PLAN_ENV",
     "LaunchPlan",
-    "LaunchSetup",
     "decide_launch",
     "default_accelerate_config",
-    "launch_differences",
     "launch_report",
     "note_launch",
     "predicted_setup",
     "rank_setup",
     "recipe_launch_flags",
-    "recipe_setup",
     "user_launch_source",
 ]
 
@@ -130,18 +127,10 @@ def predicted_setup(flags: list[str]) -> LaunchSetup | None:
             logger.setLevel(level)
     except (Exception, SystemExit):  # noqa: BLE001 - accelerate reports its own usage errors when it runs
         return None
-    if getattr(args, "use_deepspeed", False) and not args.cpu:
-        kind = "DEEPSPEED"
-    elif getattr(args, "use_fsdp", False) and not args.cpu:
-        kind = "FSDP"
-    elif getattr(args, "use_megatron_lm", False) and not args.cpu:
-        kind = "MEGATRON_LM"
-    elif args.multi_gpu and not args.cpu:
-        kind = "MULTI_GPU"
-    elif args.cpu:
-        kind = "CPU"
-    else:
-        kind = "NO"
+    # accelerate's own order: --cpu wins over every distributed type, then DeepSpeed, FSDP, Megatron, DDP
+    types = (("use_deepspeed", "DEEPSPEED"), ("use_fsdp", "FSDP"), ("use_megatron_lm", "MEGATRON_LM"))
+    types += (("multi_gpu", "MULTI_GPU"),)
+    kind = "CPU" if args.cpu else next((kind for name, kind in types if getattr(args, name, False)), "NO")
     processes = int(args.num_processes or 1)
     stage = getattr(args, "zero_stage", None)
 

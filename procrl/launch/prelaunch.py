@@ -1,28 +1,14 @@
-"""Pre-launch checks: what can be known about "can this machine run this recipe" before any
-rank starts. Run by ``procrl train`` and, for ``accelerate launch RECIPE.yaml``, by the start-up
-hook inside the ``accelerate`` process itself (procrl_recipe_hook.py), so that a recipe the
-machine cannot run ends in a few one-line errors instead of N ranks' tracebacks.
-
-Checked, each failure one line naming the recipe key and what to do (exit status 2):
-
-* ``trainer.use_vllm``: vLLM importable (TRL's own check); colocated vLLM needs a GPU (unless the
-  installed vLLM is a CPU build);
-* GPUs against the launch: on a machine with GPUs, no more processes per machine than GPUs;
-  on a machine without any, a recipe whose ``launch.config_file`` asks for a GPU distributed
-  type (DeepSpeed, FSDP, multi-GPU) is refused. CPU ranks run when the command line asks for
-  them (``--multi_gpu --num_processes 2``, ``--config_file ... --num_processes 2``, as the tests
-  do), or from a launch section without a config file (plain DDP, gloo on CPU);
-* the model, tokenizer, PPO value model, dataset and every model a reward component loads
-  (:meth:`RewardComponent.models`: TRACE tagger, NLI model, information-gain LM, hf/prm judge)
-  can be found: a local path, the Hugging Face cache, or the Hub (huggingface_hub's own
-  ``repo_info`` / ``auth_check``: missing, gated, revision not found, Hub unreachable). With
-  ``HF_HUB_OFFLINE`` (or ``HF_DATASETS_OFFLINE`` / ``TRANSFORMERS_OFFLINE``) set, only the
-  local paths and the cache count and nothing is sent.
-
-What is not checked here: whether the weights fit (``procrl check`` prints the plan), an
-OpenAI-compatible judge server (``procrl check --probe-judge``), anything that needs a model
-loaded. A rank that fails later prints one ``procrl: error:`` line before its traceback
-(:func:`report_rank_failure`).
+"""Pre-launch checks of the machine: what can be known about "can this machine run this recipe's
+launch" before any rank starts. Run by ``procrl train`` and, for ``accelerate launch RECIPE.yaml``,
+by the start-up hook inside the ``accelerate`` process itself (procrl_recipe_hook.py), so that a
+recipe the machine cannot run ends in a few one-line errors (exit status 2) instead of N ranks'
+tracebacks: vLLM installed, in TRL's range, and a GPU for colocate (unless a CPU build); no more
+processes per machine than GPUs, and no GPU distributed type from the recipe's config file on a
+machine without any; the memory plan of the launch against this GPU; warnings for node-local
+storage and idle GPUs of a multi-node launch. The recipe's own checks (models, data, W&B
+credentials) are :mod:`procrl.recipe.findable`; each check runs :func:`guarded`, so that one that
+raises never changes the launch. A rank that fails later prints one ``procrl: error:`` line before
+its traceback (:func:`report_rank_failure`).
 """
 
 from __future__ import annotations
@@ -182,26 +168,9 @@ def prelaunch_problems(
 
 
 # file systems that a multi-node run's ranks see as one (checkpoints of all nodes meet there)
-SHARED_FILE_SYSTEMS = (
-    "nfs",
-    "nfs4",
-    "lustre",
-    "gpfs",
-    "beegfs",
-    "cephfs",
-    "ceph",
-    "fuse.glusterfs",
-    "glusterfs",
-    "wekafs",
-    "fuse.juicefs",
-    "virtiofs",
-    "9p",
-    "cifs",
-    "smb3",
-    "fuse.s3fs",
-    "fuse.gcsfuse",
-    "panfs",
-    "fuse.weka",
+SHARED_FILE_SYSTEMS = frozenset(
+    "nfs nfs4 lustre gpfs beegfs cephfs ceph fuse.glusterfs glusterfs wekafs fuse.juicefs virtiofs 9p cifs smb3 "
+    "fuse.s3fs fuse.gcsfuse panfs fuse.weka".split()
 )
 
 
@@ -237,21 +206,16 @@ def shared_storage_warning(recipe, machines: int, mounts: str = "/proc/mounts") 
     )
 
 
-def memory_problems(recipe, launch_flags: list[str] | None, card: tuple[float, str] | None) -> list[Problem]:
+def memory_problems(recipe, launch_flags: list[str] | None) -> list[Problem]:
     """The launch accelerate will make (:func:`procrl.launch.launched.predicted_setup`) against this
-    machine's GPU memory: one problem when the memory plan does not fit."""
-    if card is None:
-        return []
+    machine's GPU memory: one problem when the memory plan does not fit (its remedies re-planned)."""
+    card = gpu_memory_bytes() if gpu_count() > 0 else None
     from procrl.launch.launched import predicted_setup
     from procrl.recipe.memory import fit_problem
 
-    setup = predicted_setup(list(launch_flags or []))
-    if setup is None or setup.distributed_type == "CPU":
-        return []
-    problem = fit_problem(recipe, setup, card[0], card[1])
-    if problem is None:
-        return []
-    return [Problem("launch", problem)]  # its remedies are re-planned and fit (memory.remedy_text)
+    setup = predicted_setup(list(launch_flags or [])) if card is not None else None
+    problem = fit_problem(recipe, setup, *card) if setup is not None and setup.distributed_type != "CPU" else None
+    return [] if problem is None else [Problem("launch", problem)]
 
 
 def guarded(name: str, check, *args, **kwargs) -> list[Problem]:
@@ -273,12 +237,6 @@ def guarded(name: str, check, *args, **kwargs) -> list[Problem]:
         return []
 
 
-def _gpu_memory_problems(recipe, flags: list[str] | None) -> list[Problem]:
-    if gpu_count() == 0:
-        return []
-    return memory_problems(recipe, flags, gpu_memory_bytes())
-
-
 def idle_gpu_warning(layout: LaunchLayout, gpus: int) -> str | None:
     """A multi-node launch that leaves GPUs of a machine idle: accelerate's ``num_processes`` is the
     total over all machines (procrl follows it), so a recipe written for one node of N GPUs,
@@ -293,17 +251,12 @@ def idle_gpu_warning(layout: LaunchLayout, gpus: int) -> str | None:
     )
 
 
-def _idle_gpu_problems(recipe, flags: list[str] | None) -> list[Problem]:
-    warning = idle_gpu_warning(launch_layout(recipe, flags), gpu_count())
-    if warning:
-        print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
-    return []
-
-
-def _shared_storage_problems(recipe, flags: list[str] | None) -> list[Problem]:
-    warning = shared_storage_warning(recipe, launch_layout(recipe, flags).machines)
-    if warning:
-        print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
+def _launch_warnings(recipe, flags: list[str] | None) -> list[Problem]:
+    """Node-local storage and idle GPUs of a multi-node launch: a warning line each, never a stop."""
+    layout = launch_layout(recipe, flags)
+    for warning in (shared_storage_warning(recipe, layout.machines), idle_gpu_warning(layout, gpu_count())):
+        if warning:
+            print(f"procrl: warning: {warning}", file=sys.stderr, flush=True)
     return []
 
 
@@ -318,9 +271,8 @@ def check_before_launch(
     flags = launch_args if launch_flags is None else launch_flags
     problems = prelaunch_problems(recipe, launch_args, launching=launching)
     if launching:
-        problems += guarded("GPU memory", _gpu_memory_problems, recipe, flags)
-        problems += guarded("shared storage", _shared_storage_problems, recipe, flags)
-        problems += guarded("idle GPUs", _idle_gpu_problems, recipe, flags)
+        problems += guarded("GPU memory", memory_problems, recipe, flags)
+        problems += guarded("multi-node", _launch_warnings, recipe, flags)
     problems += guarded("W&B credentials", wandb_problems, recipe)
     if problems:
         raise PrelaunchError(problems)

@@ -8,21 +8,13 @@ where one line is enough.
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import procrl
-from procrl.core import yaml_core
 from procrl.core.config import ConfigError
-from procrl.core.folders import write_file
 from procrl.core.interrupts import interrupted
-from procrl.core.redaction import redact
-from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
+from procrl.launch.launched import note_launch, rank_setup, recipe_launch_flags
 from procrl.launch.prelaunch import gpu_memory_bytes, guarded
 from procrl.observe.wandb import set_wandb_run_id
 from procrl.recipe import Recipe
@@ -62,10 +54,8 @@ __all__ = [
     "is_global_main",
     "recipe_changes",
     "report_finished",
-    "run_info",
     "save_final_from_checkpoint",
     "tell",
-    "write_artifacts",
 ]
 
 
@@ -77,71 +67,6 @@ def is_global_main() -> bool:
 def tell(message: str) -> None:
     """Print ``procrl: MESSAGE`` on stderr, at once (ranks interleave their output)."""
     print(f"procrl: {message}", file=sys.stderr, flush=True)
-
-
-def _git_commit() -> str | None:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=True,
-                cwd=Path(__file__).resolve().parent,
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
-    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
-    the algorithm and credit, the git commit and the recipe's path."""
-    import torch
-    import transformers
-    import trl
-
-    state = trainer.accelerator.state
-    plugin = getattr(state, "deepspeed_plugin", None)
-    return {
-        "procrl_version": procrl.__version__,
-        "trl_version": trl.__version__,
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "world_size": trainer.accelerator.num_processes,
-        "distributed_type": str(state.distributed_type).split(".")[-1],
-        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
-        "device": str(trainer.accelerator.device),
-        "seed": trainer.args.seed,
-        "algorithm": recipe.trainer.algorithm,
-        "credit": recipe.trainer.credit,
-        "git_commit": _git_commit(),
-        "recipe_path": recipe.path,
-        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
-        "launch": launch_report(recipe),
-    }
-
-
-def write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> None:
-    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
-    ``recipe.yaml``; a recipe that differs from it is saved beside it as
-    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
-
-    if not trainer.accelerator.is_main_process:
-        return
-
-    output = Path(recipe.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    text = yaml_core.dump(redact(recipe.resolved()))
-    original = output / RECIPE_FILE
-    if resumed_at is None or not original.is_file():
-        write_file(output, RECIPE_FILE, text)
-    elif recipe_changes(recipe):
-        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
-    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe), indent=2) + "\n")
 
 
 def report_finished(recipe: Recipe) -> bool:

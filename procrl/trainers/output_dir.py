@@ -11,6 +11,9 @@
   directory is refused while the first is alive; a lock whose process is gone (kill -9, a
   crash) is stale and taken over, with a note. A lock from another host cannot be checked:
   it is refused, naming the file to remove.
+* What a run writes beside its checkpoints (``recipe.yaml``, ``run_info.json``:
+  :func:`write_artifacts`) and what ``--resume`` reads of it (:func:`finished_run`,
+  :func:`recipe_changes`).
 """
 
 from __future__ import annotations
@@ -18,16 +21,19 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import platform
 import shutil
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import procrl
 from procrl.core import yaml_core
 from procrl.core.config import ConfigError
-from procrl.core.folders import check_folder, claim_folder
+from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.paths import writable_dir_problem
 from procrl.core.processes import holder_gone, holder_record
 from procrl.core.redaction import redact, redact_argv
@@ -49,6 +55,8 @@ __all__ = [
     "finished_run",
     "recipe_changes",
     "run_contents",
+    "run_info",
+    "write_artifacts",
 ]
 
 LOCK_FILE = ".procrl.lock"
@@ -305,3 +313,71 @@ def finished_note(recipe) -> str | None:
         f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
         "saved); nothing to train. Raise trainer.max_steps to train further"
     )
+
+
+# --- what a run writes beside its checkpoints ------------------------------------------------------
+
+
+def _git_commit() -> str | None:
+    try:
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_info(trainer, recipe, launch: dict | None = None) -> dict[str, Any]:
+    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
+    the algorithm and credit, the git commit and the recipe's path."""
+    import torch
+    import transformers
+    import trl
+
+    state = trainer.accelerator.state
+    plugin = getattr(state, "deepspeed_plugin", None)
+    return {
+        "procrl_version": procrl.__version__,
+        "trl_version": trl.__version__,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "world_size": trainer.accelerator.num_processes,
+        "distributed_type": str(state.distributed_type).split(".")[-1],
+        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
+        "device": str(trainer.accelerator.device),
+        "seed": trainer.args.seed,
+        "algorithm": recipe.trainer.algorithm,
+        "credit": recipe.trainer.credit,
+        "git_commit": _git_commit(),
+        "recipe_path": recipe.path,
+        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
+        "launch": launch,
+    }
+
+
+def write_artifacts(trainer, recipe, resumed_at: int | None = None, launch: dict | None = None) -> None:
+    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
+    ``recipe.yaml``; a recipe that differs from it is saved beside it as
+    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
+
+    if not trainer.accelerator.is_main_process:
+        return
+
+    output = Path(recipe.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    text = yaml_core.dump(redact(recipe.resolved()))
+    original = output / RECIPE_FILE
+    if resumed_at is None or not original.is_file():
+        write_file(output, RECIPE_FILE, text)
+    elif recipe_changes(recipe):
+        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
+    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe, launch), indent=2) + "\n")
