@@ -96,7 +96,7 @@ def find_resume(recipe: Recipe):
 
 def check_launch_fits(recipe: Recipe) -> None:
     """Rank 0 says in one line where the launch differs from the recipe's launch section
-    (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
+    (:func:`procrl.launch.launched.note_launch`); on a GPU, every rank stops before loading any
     model when the memory plan of the launch it was given does not fit its GPU (one line)."""
 
     note_launch(recipe)
