@@ -15,9 +15,10 @@ recipe marker line ``recipe: procrl/v1`` at the top level.
 In the ``accelerate launch ... RECIPE.yaml`` process itself it runs procrl's pre-launch checks
 (vLLM, GPUs: procrl/launch/prelaunch.py; models and data findable: procrl/recipe/findable.py)
 before accelerate starts any process, and ends it with one line per problem and exit status 2
-when the machine cannot run the recipe. Any other file is left to Python untouched (read once, never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this
-process and ends the interpreter with that exit status (a .pth line cannot raise SystemExit:
-atexit handlers run, streams are flushed, then ``os._exit``). The script never runs as Python.
+when the machine cannot run the recipe. Any other file is left to Python untouched (read once,
+never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this process and ends
+the interpreter with that exit status (a .pth line cannot raise SystemExit: atexit handlers run,
+streams are flushed, then ``os._exit``). The script never runs as Python.
 
 Turn it off with ``PROCRL_RECIPE_HOOK=0``. Python started with ``-S`` or ``-I`` skips .pth
 files, and then a recipe runs as Python (and fails): use ``procrl train`` there.
