@@ -13,11 +13,12 @@ script's name ends in ``.yaml``/``.yml`` (or is ``accelerate``/``accelerate-laun
 recipe marker line ``recipe: procrl/v1`` at the top level.
 
 In the ``accelerate launch ... RECIPE.yaml`` process itself it runs procrl's pre-launch checks
-(vLLM, GPUs, models and data findable: procrl/launch/prelaunch.py) before accelerate starts any process,
-and ends it with one line per problem and exit status 2 when the machine cannot run the recipe. Any other file is left
-to Python untouched (read once, never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this
-process and ends the interpreter with that exit status (a .pth line cannot raise SystemExit:
-atexit handlers run, streams are flushed, then ``os._exit``). The script never runs as Python.
+(vLLM, GPUs: procrl/launch/prelaunch.py; models and data findable: procrl/recipe/findable.py)
+before accelerate starts any process, and ends it with one line per problem and exit status 2
+when the machine cannot run the recipe. Any other file is left to Python untouched (read once,
+never written). For a recipe, it runs ``procrl train RECIPE ARGS...`` in this process and ends
+the interpreter with that exit status (a .pth line cannot raise SystemExit: atexit handlers run,
+streams are flushed, then ``os._exit``). The script never runs as Python.
 
 Turn it off with ``PROCRL_RECIPE_HOOK=0``. Python started with ``-S`` or ``-I`` skips .pth
 files, and then a recipe runs as Python (and fails): use ``procrl train`` there.
@@ -99,7 +100,9 @@ def _check_accelerate_launch(args: list) -> None:
     launch decided (the recipe's launch section's flags put in front of accelerate's arguments when
     the user chose no launch) and the pre-launch checks run
     (procrl.launch.accelerate.check_accelerate_launch) before accelerate parses its arguments and
-    starts any process; on a problem, its lines and exit status 2, without accelerate's traceback."""
+    starts any process; on a problem, its lines and exit status 2, without accelerate's traceback.
+    A check that raises is one warning line and the decided launch goes on; a launch that cannot be
+    decided is one error line and exit status 2, and no rank starts."""
     if not any(arg.lower().endswith((".yaml", ".yml")) and has_marker(arg) for arg in args):
         return  # not a recipe launch (an accelerate config file has no marker): procrl is not imported
     code = None
@@ -111,11 +114,15 @@ def _check_accelerate_launch(args: list) -> None:
             sys.argv[len(sys.argv) - len(args) :] = launch_args  # what accelerate's parser reads next
     except KeyboardInterrupt:
         code = 130
-    except Exception:  # noqa: BLE001 - a bug in the checks must not stop a launch: accelerate goes on
-        import traceback
-
-        traceback.print_exc()
-        print("procrl: the pre-launch checks failed (above); launching anyway", file=sys.stderr, flush=True)
+    except Exception as error:  # noqa: BLE001 - fail-closed: what procrl cannot decide, accelerate must not guess
+        # (accelerate alone would count the GPUs and start N plain data-parallel ranks of the recipe)
+        message = str(error).strip().splitlines()[0] if str(error).strip() else "no message"
+        print(
+            f"procrl: error: cannot decide the launch ({type(error).__name__}: {message}); nothing was started",
+            file=sys.stderr,
+            flush=True,
+        )
+        code = 2
     if code is not None:
         _finish(code)
     try:  # accelerate prints its command line when a rank fails (CalledProcessError): redacted as procrl's console is

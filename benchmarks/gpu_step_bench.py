@@ -271,8 +271,8 @@ def static_memory(trainer, gradient_bytes: int) -> dict[str, int]:
 
 
 def estimated_memory(recipe) -> dict[str, Any]:
-    """procrl check's estimate for this recipe (procrl/launch/memory.py), in bytes."""
-    from procrl.launch.memory import policy_memory_estimate
+    """procrl check's estimate for this recipe (procrl/recipe/memory.py), in bytes."""
+    from procrl.recipe.memory import policy_memory_estimate
 
     estimate = policy_memory_estimate(recipe, processes=1)
     if estimate is None:
@@ -569,7 +569,7 @@ def report(spec: dict, arms: list[dict]) -> str:
         )
     lines.append("")
     lines.append(
-        "memory that procrl check estimates (procrl/launch/memory.py, this recipe on 1 process), measured in the run "
+        "memory that procrl check estimates (procrl/recipe/memory.py, this recipe on 1 process), measured in the run "
         "(weights and optimizer states after the last step, gradients before its optimizer step):"
     )
     for a in arms:

@@ -158,8 +158,8 @@ def _timed(function: Callable[[], Any], device: str) -> tuple[float, float, Any]
 
 def recipe_geometry(path: Path) -> dict[str, int]:
     """Completions per optimizer step (all ranks) and per rank, from the recipe's plan."""
-    from procrl.launch.plan import plan
     from procrl.recipe import load_recipe
+    from procrl.recipe.plan import plan
 
     values = plan(load_recipe(str(path)))
     per_rank = values["per_device_train_batch_size"] * values["gradient_accumulation_steps"]

@@ -15,17 +15,15 @@ import pytest
 import procrl_recipe_hook
 from procrl.core.config import ConfigError
 from procrl.launch.accelerate import (
-    accelerate_command,
     inside_launcher,
-    needs_launcher,
     parent_accelerate_flags,
-    resolve_config_file,
     resume_checkpoint,
-    set_wandb_run_id,
     split_launch_args,
     train_command,
 )
+from procrl.observe.wandb import set_wandb_run_id
 from procrl.recipe import load_recipe
+from procrl.recipe.launch import accelerate_command, needs_launcher, resolve_config_file
 from tests.helpers.launch import REPO, TINY_RECIPE, launch_env, write_recipe
 
 LAUNCH_CONFIGS = ["single_gpu", "ddp", "zero2", "zero3", "zero3_offload", "multinode_zero3"]
@@ -113,7 +111,7 @@ def test_inside_launcher_detection():
     assert not inside_launcher({"PATH": "/bin"})
     assert inside_launcher({"LOCAL_RANK": "0"})  # torchrun / DeepSpeed launcher
     assert inside_launcher({"ACCELERATE_MIXED_PRECISION": "no"})  # accelerate's single-process launcher
-    assert inside_launcher({"PROCRL_LAUNCHED": "1"})
+    assert inside_launcher({"PROCRL_LAUNCH_PLAN": "{}"})  # procrl's own launch plan
 
 
 def test_parent_accelerate_flags_read_from_the_parent_command_line(tmp_path):

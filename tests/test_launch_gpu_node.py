@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from procrl.launch.launched import decide_launch, predicted_setup
+from procrl.launch.launched import PLAN_ENV, LaunchPlan, decide_launch, launch_report, plan_launch, predicted_setup
 from procrl.recipe import load_recipe
 from tests.helpers.gpu_node import gpu_node, node_env, write_default_config
 from tests.helpers.launch import REPO, TINY_RECIPE, read_run_info, run_command
@@ -99,6 +99,46 @@ def test_a_launch_that_does_not_fit_the_gpus_stops_before_any_rank_starts(node, 
     assert not (out / "run_info.json").exists() and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
+def test_a_gpu_memory_query_that_raises_still_gets_the_recipes_launch_with_one_line(node, tmp_path):
+    result, out = _launch(node, tmp_path, [], ZERO2, memory="raise")
+    assert result.returncode == 0, result.output
+    info = read_run_info(out)
+    # the recipe's launch, not accelerate's own count of the GPUs (2 plain data-parallel ranks)
+    assert (info["world_size"], info["distributed_type"], info["deepspeed_stage"]) == (2, "DEEPSPEED", 2)
+    assert info["launch"]["source"] == "the recipe's launch section" and info["launch"]["differences"] == []
+    warnings = [line for line in result.stderr.splitlines() if "could not run" in line]
+    assert warnings == [
+        "procrl: warning: the GPU memory check could not run (RuntimeError: CUDA error: unspecified launch "
+        "failure (emulated driver error)); launching without it"
+    ], result.stderr
+    assert "Traceback" not in result.stderr and "launching as the recipe's launch section says" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_launch_that_cannot_be_decided_stops_in_one_line_and_starts_no_rank(node, tmp_path):
+    # the recipe's config file is a directory: reading it for the decision fails
+    bad = ["--set", f"launch.config_file={tmp_path}", "--set", "launch.num_processes=2"]
+    result, out = _launch(node, tmp_path, [], bad)
+    assert result.returncode == 2, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("procrl: error:")]
+    assert len(errors) == 1 and "launch.config_file" in errors[0], result.stderr
+    assert "Traceback" not in result.stderr and not (out / "run_info.json").exists()
+
+
+@pytest.mark.slow
+def test_a_two_machine_launch_over_a_one_node_recipe_names_the_idle_gpus(node, tmp_path):
+    # the second machine never comes: a GPU too small for the plan stops the launch before any rank
+    flags = ["--num_machines", "2", "--machine_rank", "0", "--main_process_ip", "127.0.0.1"]
+    result, out = _launch(node, tmp_path, flags, ZERO2, memory=4 * 1024**2)
+    assert result.returncode == 2 and not (out / "run_info.json").exists(), result.output
+    idle = [line for line in result.stderr.splitlines() if "idle" in line]
+    assert idle == [
+        "procrl: warning: 2 process(es) over 2 machines is 1 per machine (num_processes counts all machines), "
+        "leaving 1 of this machine's 2 GPUs idle; to use them all: --num_processes 4"
+    ], result.stderr
+
+
 # --- the decision itself, in this process (no launch) -------------------------------------------
 
 
@@ -150,3 +190,37 @@ def test_the_predicted_launch_is_accelerates_own_resolution(monkeypatch, tmp_pat
         2,
         "plain data parallel (DDP) over 2 processes",
     )
+
+
+def test_the_plan_is_decided_once_and_read_back_by_the_ranks(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.chdir(REPO)
+    recipe = load_recipe(TINY_RECIPE, [ZERO2[1], ZERO2[3]])
+    plan = plan_launch(recipe, [])
+    config = str(REPO / "launch" / "accelerate" / "zero2.yaml")
+    assert plan.flags == ("--config_file", config, "--num_processes", "2")
+    assert plan.source == "the recipe's launch section"
+    assert (plan.recipe.distributed_type, plan.recipe.zero_stage, plan.recipe.world_size) == ("DEEPSPEED", 2, 2)
+    assert (plan.launched.distributed_type, plan.launched.zero_stage, plan.launched.world_size) == ("DEEPSPEED", 2, 2)
+    assert LaunchPlan.from_env({PLAN_ENV: plan.to_env()}) == plan
+    # a rank reads the source and the recipe's launch from the plan, not from a recipe read anew
+    monkeypatch.setenv(PLAN_ENV, plan.to_env())
+    report = launch_report(load_recipe(TINY_RECIPE, []))  # a one-process recipe: the plan's launch wins
+    assert report["source"] == plan.source and report["recipe"] == plan.recipe.as_dict()
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "",
+        "not json",
+        "[]",
+        "5",
+        '{"source": "x"}',
+        '{"source": "x", "flags": 5, "recipe": {}}',
+        '{"source": "x", "flags": [], "recipe": {"bogus": 1}}',
+        "[" * 100_000 + "]" * 100_000,
+    ],
+)
+def test_a_plan_variable_that_is_not_a_plan_is_no_plan(value):
+    assert LaunchPlan.from_env({PLAN_ENV: value}) is None

@@ -10,11 +10,11 @@ import subprocess
 
 import pytest
 
-from procrl.launch.memory import CARDS, GIB, activation_bytes, gpu_plan, kv_cache_bytes, zero_setup
-from procrl.launch.plan import judge_concurrency, plan, planned_processes
 from procrl.launch.prelaunch import file_system_of, shared_storage_warning
 from procrl.observe.failing import FailingComponentWatch
 from procrl.recipe import load_recipe
+from procrl.recipe.memory import CARDS, GIB, activation_bytes, gpu_plan, kv_cache_bytes, zero_setup
+from procrl.recipe.plan import judge_concurrency, plan, planned_processes
 from procrl.rewards.protocol import RewardOutput
 from tests.helpers.launch import REPO, TINY_RECIPE, Result, launch_env, procrl, write_recipe
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from procrl.launch.cli import main as procrl_main
-from procrl.launch.memory import GIB, estimate_memory
-from procrl.launch.plan import plan
 from procrl.models.architecture import model_architecture
 from procrl.models.parameters import KNOWN_ARCHITECTURES, count_lora_parameters, count_parameters
 from procrl.recipe import load_recipe
+from procrl.recipe.memory import GIB, estimate_memory
+from procrl.recipe.plan import plan
 from tests.helpers.launch import REPO
 
 SMALL = {
@@ -88,7 +88,7 @@ def test_memory_estimate_matches_a_model_after_an_optimizer_step(lora):
 
 
 def test_auto_dtype_reads_the_checkpoint(tmp_path):
-    from procrl.launch.memory import weight_bytes_per_parameter
+    from procrl.recipe.memory import weight_bytes_per_parameter
 
     assert weight_bytes_per_parameter("auto", {"dtype": "float32"}) == 4
     assert weight_bytes_per_parameter("auto", {"torch_dtype": "bfloat16"}) == 2

@@ -177,3 +177,24 @@ def test_pip_builds_install_the_start_up_hook(tmp_path):
         regular = archive.namelist()
     assert "procrl_recipe_hook.py" in regular and "procrl/launch/accelerate.py" in regular
     assert "editable" in wheels[1].name
+
+
+def test_a_zero3_run_launched_by_flags_ends_with_a_model_from_pretrained_loads(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from tests.helpers.launch import free_port
+
+    out = tmp_path / "run"
+    # accelerate's flag default does not gather 16-bit weights on save (the recipes' zero3.yaml does)
+    flags = ["--use_deepspeed", "--zero_stage", "3", "--num_processes", "2", "--main_process_port", str(free_port())]
+    result = run_command(
+        [*accelerate(), "launch", *flags, TINY_RECIPE, "--output-dir", out, "--set", "trainer.max_steps=1"], tmp_path
+    )
+    assert result.returncode == 0, result.output
+    info = read_run_info(out)
+    assert (info["world_size"], info["distributed_type"], info["deepspeed_stage"]) == (2, "DEEPSPEED", 3)
+    # not DeepSpeed shards and zero_to_fp32.py alone: every weight there, none newly initialised
+    model, loading = AutoModelForCausalLM.from_pretrained(out, output_loading_info=True)
+    assert not loading["missing_keys"] and not loading["mismatched_keys"], loading
+    assert sum(p.numel() for p in model.parameters()) > 0
+    assert f"the model is in {out}" in result.stdout, result.output

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from procrl.launch import cli
-from procrl.launch.prelaunch import Hub, PrelaunchError, check_before_launch, prelaunch_problems
+from procrl.launch.prelaunch import PrelaunchError, check_before_launch, prelaunch_problems
 from procrl.recipe import load_recipe
+from procrl.recipe.findable import Hub
 from tests.helpers.launch import REPO, TINY_RECIPE, accelerate, procrl, run_command
 
 TRACE_RECIPE = REPO / "recipes" / "gsm8k_trace.yaml"
@@ -337,8 +338,8 @@ def test_two_ranks_failing_after_the_start_each_print_one_procrl_line(tmp_path):
 def test_plan_counts_reward_models_from_their_safetensors(tmp_path):
     from transformers import AutoModelForSequenceClassification
 
-    from procrl.launch.memory import reward_model_memory
-    from procrl.launch.plan import plan
+    from procrl.recipe.memory import reward_model_memory
+    from procrl.recipe.plan import plan
     from procrl.rewards.scorers.nli import write_tiny_nli_model
 
     directory = write_tiny_nli_model(str(tmp_path / "nli"))

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from procrl.core.processes import holder_gone, holder_record, process_alive, process_start_time
-from procrl.launch.output_dir import RunLock
 from procrl.models.reasoner import BUILD_MARKER, _remove_stale_builds
+from procrl.trainers.output_dir import RunLock
 
 
 def ended_child_record() -> dict:

@@ -152,7 +152,7 @@ def test_an_unwritable_output_dir_is_a_one_line_error(tmp_path, capsys):
 def write_lock(out: Path, pid: int) -> None:
     from procrl.core.folders import claim_folder
     from procrl.core.processes import process_start_time
-    from procrl.launch.output_dir import LOCK_FILE
+    from procrl.trainers.output_dir import LOCK_FILE
 
     claim_folder(out, "train")  # a run marks its folder as it takes the lock
     (out / LOCK_FILE).write_text(
@@ -193,7 +193,7 @@ def test_a_stale_lock_is_taken_over(tmp_path, capsys):
 
 
 def test_the_lock_is_exclusive_and_released(tmp_path):
-    from procrl.launch.output_dir import RunLock
+    from procrl.trainers.output_dir import RunLock
 
     first = RunLock(str(tmp_path))
     assert first.acquire() is None

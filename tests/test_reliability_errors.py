@@ -358,8 +358,8 @@ def test_a_lock_in_a_folder_made_read_only_is_left_without_a_second_traceback(tm
     the error line asks for write access, not for free space."""
     import errno
 
-    from procrl.launch.output_dir import RunLock
     from procrl.trainers.checkpoints import _remedy
+    from procrl.trainers.output_dir import RunLock
 
     lock = RunLock(str(tmp_path / "run"))
     lock.acquire()

@@ -119,6 +119,20 @@ def test_check_imports_no_trainer_stack():
         assert not set(heavy) & {"torch", "transformers", "peft", "datasets"}, (recipe, heavy)
 
 
+def test_check_imports_no_runner_and_no_launcher():
+    # the recipe's own checks and plan live with the recipe (procrl/recipe/checks.py, plan.py, memory.py)
+    code = (
+        f"import sys\nfrom procrl.launch import cli\nassert cli.main(['check', {TINY_RECIPE!r}]) == 0\n"
+        "print(sorted(m for m in sys.modules if m.startswith('procrl.launch.') and 'commands' not in m),"
+        " file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=launch_env(), cwd=REPO, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines()[-1] == "['procrl.launch.check', 'procrl.launch.cli', 'procrl.launch.entry']"
+
+
 def test_trainer_section_is_still_validated_without_trl(tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(Path(TINY_RECIPE).read_text())

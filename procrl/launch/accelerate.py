@@ -6,8 +6,6 @@ Precedence: accelerate flags given on the command line win over the recipe's ``l
 section (``procrl train RECIPE --num_processes 4`` passes ``--num_processes 4`` to accelerate
 instead of the recipe's value; ``accelerate launch [flags] RECIPE`` never re-launches). A bare
 ``accelerate launch RECIPE`` (no flags at all, so none to override) launches as the recipe says.
-
-Also here: resume helpers (last checkpoint, same W&B run id) used by :func:`procrl.launch.run.train`.
 """
 
 from __future__ import annotations
@@ -22,48 +20,37 @@ from procrl.core.config import ConfigError
 from procrl.core.interrupts import Terminated
 from procrl.core.redaction import redact_argv
 from procrl.launch.entry import run_command
-from procrl.launch.flags import accelerate_command, resolve_config_file, split_launch_args
-from procrl.launch.launched import LAUNCH_SOURCE_ENV, decide_launch, launch_report, note_launch, recipe_launch_flags
-from procrl.launch.output_dir import RunLock, check_output_dir
+from procrl.launch.launched import PLAN_ENV, plan_launch
 from procrl.launch.prelaunch import check_before_launch
 from procrl.launch.reliability import finished_note
 from procrl.launch.run import parser, train_reporting_failure
-from procrl.observe.wandb import WANDB_RUN_ID_FILE, set_wandb_run_id
 from procrl.recipe import is_recipe_file, load_recipe
+from procrl.recipe.launch import accelerate_command, needs_launcher
 from procrl.trainers.checkpoints import find_resume_checkpoint
+from procrl.trainers.output_dir import RunLock, check_output_dir
 
 # Imported where used: accelerate's launch parser (it imports torch; only the start-up hook, inside
 # `accelerate launch`, needs it).
 
 __all__ = [
-    "LAUNCHED_ENV",
-    "WANDB_RUN_ID_FILE",
-    "accelerate_command",
-    "decide_launch",
+    "PLAN_ENV",
+    "check_accelerate_launch",
     "inside_launcher",
-    "needs_launcher",
     "parent_accelerate_flags",
-    "launch_report",
-    "note_launch",
     "plain_accelerate_launch",
-    "recipe_launch_flags",
-    "resolve_config_file",
     "resume_checkpoint",
-    "set_wandb_run_id",
+    "run_recipe_script",
+    "run_train",
     "split_launch_args",
     "train_command",
 ]
 
-# Set in the environment of the processes procrl starts through accelerate (belt and braces:
-# accelerate's own variables below already mark them).
-LAUNCHED_ENV = "PROCRL_LAUNCHED"
-# Set once the pre-launch checks passed in a parent process (accelerate's, through the start-up hook).
-PRELAUNCH_CHECKED_ENV = "PROCRL_PRELAUNCH_CHECKED"
-# Variables that only a launcher sets: accelerate's launchers (simple, multi-GPU, DeepSpeed) set
-# ACCELERATE_MIXED_PRECISION / ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set
-# LOCAL_RANK; torchrun sets TORCHELASTIC_RUN_ID.
+# Variables that only a launcher sets: procrl's plan (PLAN_ENV, procrl/launch/launched.py);
+# accelerate's launchers (simple, multi-GPU, DeepSpeed) set ACCELERATE_MIXED_PRECISION /
+# ACCELERATE_DYNAMO_BACKEND; torchrun and the DeepSpeed launcher set LOCAL_RANK; torchrun sets
+# TORCHELASTIC_RUN_ID.
 _LAUNCHER_ENV = (
-    LAUNCHED_ENV,
+    PLAN_ENV,
     "LOCAL_RANK",
     "TORCHELASTIC_RUN_ID",
     "ACCELERATE_MIXED_PRECISION",
@@ -75,12 +62,6 @@ def inside_launcher(env: dict[str, str] | None = None) -> bool:
     """Whether this process was started by accelerate / torchrun / procrl (then: train in place)."""
     env = os.environ if env is None else env
     return any(key in env for key in _LAUNCHER_ENV)
-
-
-def needs_launcher(recipe) -> bool:
-    """Whether the recipe's ``launch:`` section asks for more than one plain process."""
-    launch = recipe.launch
-    return launch.config_file is not None or (launch.num_processes or 1) > 1 or launch.num_machines > 1
 
 
 def train_command(
@@ -121,7 +102,9 @@ def launch_training(
     source = "the recipe's launch section"
     if launch_args:
         source += f" and command-line flags {shlex.join(launch_args)}"
-    env = dict(os.environ, **{LAUNCHED_ENV: "1", LAUNCH_SOURCE_ENV: source})
+    # the plan decided here, once, in the process the user started; the ranks read it (PLAN_ENV)
+    plan = plan_launch(recipe, command[3 : command.index("-m", 3)], source)
+    env = dict(os.environ, **{PLAN_ENV: plan.to_env()})
     process = subprocess.Popen(command, env=env)
     try:
         return process.wait()
@@ -160,7 +143,7 @@ def parent_accelerate_flags(script: str, cmdline_path: str | None = None) -> lis
 def plain_accelerate_launch(script: str | None) -> bool:
     """Whether this process is the single process of ``accelerate launch SCRIPT`` given without
     any flag (no torchrun, no procrl launch): then the recipe's launch section applies."""
-    if script is None or os.environ.get(LAUNCHED_ENV) or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
+    if script is None or PLAN_ENV in os.environ or "LOCAL_RANK" in os.environ or "WORLD_SIZE" in os.environ:
         return False
     if "ACCELERATE_MIXED_PRECISION" not in os.environ:
         return False
@@ -196,8 +179,10 @@ def run_train(
     launching = (needs_launcher(recipe) and plain_accelerate_launch(script)) or (
         not inside_launcher() and (needs_launcher(recipe) or bool(launch_args))
     )
-    if (launching or not inside_launcher()) and not os.environ.get(PRELAUNCH_CHECKED_ENV):
-        # before any rank starts: vLLM, GPUs vs the launch, models and data findable (procrl/launch/prelaunch.py)
+    if (launching or not inside_launcher()) and PLAN_ENV not in os.environ:
+        # Checked here, in the process the user started, before any rank: the machine's checks in
+        # procrl/launch/prelaunch.py, the recipe's own in procrl/recipe/findable.py. A rank that has a
+        # plan was started by a procrl launcher whose checks passed: it does not check again.
         check_before_launch(recipe, launch_args, launching=launching)
     if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
@@ -217,13 +202,13 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
 
     The launch: when the user chose none (no flag naming a distributed type or config file, no
     default accelerate config: :func:`user_launch_source`), the recipe's ``launch:`` section is
-    turned into accelerate flags and put in front of the user's (:func:`recipe_launch_flags`), so
+    turned into accelerate flags and put in front of the user's (:func:`procrl.launch.launched.recipe_launch_flags`), so
     that accelerate launches as the recipe says on any machine; else accelerate launches as the
-    user chose and rank 0 says where that differs from the recipe (:func:`note_launch`).
+    user chose and rank 0 says where that differs from the recipe (:func:`procrl.launch.launched.note_launch`).
 
     Returns ``(exit status, None)`` after printing the problems, or ``(None, argv)`` with the
     arguments accelerate is to parse (``argv`` itself when nothing is added). Sets
-    PROCRL_PRELAUNCH_CHECKED (the ranks do not check again) and PROCRL_LAUNCH_SOURCE."""
+    PROCRL_LAUNCH_PLAN (the plan: the ranks read it and do not check again)."""
     from accelerate.commands.launch import launch_command_parser
 
     try:
@@ -243,16 +228,29 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
     args, _ = parser().parse_known_args([recipe_path, *script_args])
     try:
         recipe = load_recipe(args.recipe, args.overrides, args.output_dir)
-        launch_flags, source = decide_launch(recipe, flags)
-
+        plan = plan_launch(recipe, flags)
+        launch_flags = list(plan.flags)
+    except ConfigError as error:
+        print(f"procrl: error: {error}", file=sys.stderr, flush=True)
+        return 2, None
+    except Exception as error:  # noqa: BLE001 - fail-closed: a launch procrl cannot decide is not started
+        # (letting accelerate read its own arguments would count the GPUs and start N plain ranks)
+        print(
+            f"procrl: error: cannot decide the launch of {recipe_path} ({type(error).__name__}: "
+            f"{str(error).strip().splitlines()[0] if str(error).strip() else 'no message'}); nothing was started",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 2, None
+    try:
         # the user's own flags, as `procrl train` checks them: a launch the recipe asks for that this
-        # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key
+        # machine cannot run (DeepSpeed without a GPU) is the recipe's problem, named by its key.
+        # A check that raises is one warning line inside (prelaunch.guarded): the launch stays decided.
         check_before_launch(recipe, flags, launching=True, launch_flags=launch_flags)
     except ConfigError as error:
         print(f"procrl: error: {error}", file=sys.stderr, flush=True)
         return 2, None
-    os.environ[PRELAUNCH_CHECKED_ENV] = "1"
-    os.environ[LAUNCH_SOURCE_ENV] = source
+    os.environ[PLAN_ENV] = plan.to_env()  # decided and checked: the ranks inherit it, and read it
     if launch_flags == flags:
         return None, argv
     module = ["-m"] if parsed.module else []
@@ -262,7 +260,27 @@ def check_accelerate_launch(argv: list[str]) -> tuple[int | None, list[str] | No
         file=sys.stderr,
         flush=True,
     )
+    # The argv rewrite: the plan's flags in front of the script and its arguments, the user's own flags
+    # among them (they win flag by flag). accelerate has not parsed anything yet (the hook runs at
+    # interpreter start), so it launches exactly this, by its own rules, and procrl launches nothing.
     return None, [*launch_flags, *module, *argv[script_at:]]
+
+
+def split_launch_args(extra: list[str]) -> list[str]:
+    """Check that ``extra`` (what ``procrl train`` did not recognise) are ``accelerate launch`` flags."""
+    if not extra:
+        return []
+    from accelerate.commands.launch import launch_command_parser
+
+    parsed, unknown = launch_command_parser().parse_known_args([*extra, "procrl-recipe.yaml"])
+    if unknown or parsed.training_script != "procrl-recipe.yaml" or parsed.training_script_args:
+        bad = unknown or parsed.training_script_args or [parsed.training_script]
+        raise ConfigError(f"{' '.join(bad)}: neither a procrl train option nor an accelerate launch flag")
+    for name in ("num_processes", "num_machines"):  # as the recipe's launch section refuses them
+        value = getattr(parsed, name, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"--{name}: must be >= 1, got {value}")
+    return list(extra)
 
 
 # --- resume -------------------------------------------------------------------------------------
@@ -281,14 +299,7 @@ def resume_checkpoint(output_dir: str) -> str:
 def run_recipe_script(script: str, argv: list[str]) -> int:
     """``python RECIPE.yaml ARGS`` (also as started by accelerate / torchrun): ``procrl train``, its
     arguments as ``python -m procrl.run`` takes them, any other flag passed on to accelerate launch.
-
-    Args:
-        script: the recipe path as the interpreter got it.
-        argv: the arguments after it.
-
-    Returns:
-        The exit status (:func:`procrl.launch.entry.run_command`).
-    """
+    ``script``: the recipe path as the interpreter got it; returns the exit status."""
 
     def build_parser():
         recipe_parser = parser(prog=f"python {script}")

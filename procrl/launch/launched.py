@@ -1,148 +1,102 @@
-"""What a launch gives a run against what its recipe asks for.
+"""The launch plan, decided once, and what a launch gives a run against what its recipe asks for.
 
 ``accelerate launch`` decides a run's processes and distributed type from, in order: its own
 flags, ``--config_file``, accelerate's default config (``accelerate config``), and, with none of
 those, the devices it finds (N GPUs: N plain data-parallel processes). A recipe's ``launch:``
-section is a fourth source that accelerate does not know. This module describes each of them as
-one :class:`LaunchSetup` so that they can be compared:
+section is a fourth source that accelerate does not know. :func:`decide_launch` chooses between
+them, :func:`plan_launch` freezes the choice as a :class:`LaunchPlan` that the ranks read
+(:data:`PLAN_ENV`), and each source is described as one :class:`procrl.recipe.launch.LaunchSetup`
+so that they can be compared:
 
-* :func:`recipe_setup`: what the recipe's ``launch:`` section (and its config file) asks for;
+* :func:`procrl.recipe.launch.recipe_setup`: what the recipe's ``launch:`` section (and its config file) asks for;
 * :func:`predicted_setup`: what accelerate will launch for a list of flags, computed by
   accelerate's own resolution (``_validate_launch_command``) in the ``accelerate launch`` process,
   before any rank starts, so that nothing here re-implements accelerate's precedence;
 * :func:`rank_setup`: what the launcher gave this process (the variables accelerate and torchrun
   set in every rank).
 
-:func:`launch_differences` lists where two setups differ, in words, for the one line rank 0
+:func:`procrl.recipe.launch.launch_differences` lists where two setups differ, in words, for the one line rank 0
 prints and for ``run_info.json``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
-from procrl.launch.flags import TYPE_FLAGS, _flag_names, accelerate_command
+from procrl.recipe.launch import (
+    TYPE_FLAGS,
+    LaunchSetup,
+    accelerate_command,
+    flag_names,
+    launch_differences,
+    recipe_setup,
+)
 
 __all__ = [
-    "LAUNCH_SOURCE_ENV",
-    "LaunchSetup",
+    "PLAN_ENV",
+    "LaunchPlan",
     "decide_launch",
     "default_accelerate_config",
-    "launch_differences",
     "launch_report",
     "note_launch",
     "predicted_setup",
     "rank_setup",
     "recipe_launch_flags",
-    "recipe_setup",
     "user_launch_source",
 ]
 
-# Set by procrl in the ``accelerate launch`` process (the start-up hook) and inherited by every
-# rank: where the launch came from ("the recipe's launch section", "command-line flags ...",
-# "accelerate's default config ..."), for the note rank 0 prints and run_info.json.
-LAUNCH_SOURCE_ENV = "PROCRL_LAUNCH_SOURCE"
-
-_KIND_WORDS = {
-    "NO": "one process",
-    "CPU": "CPU processes",
-    "MULTI_GPU": "plain data parallel (DDP)",
-    "MULTI_CPU": "plain data parallel (DDP)",
-    "DEEPSPEED": "DeepSpeed",
-    "FSDP": "FSDP",
-    "MEGATRON_LM": "Megatron-LM",
-}
+# The one variable procrl hands to the ranks it launches: the launch plan (JSON, :class:`LaunchPlan`),
+# decided once in the process the user started (`procrl train`, or the `accelerate launch` process
+# through the start-up hook) and inherited by every rank through accelerate and torchrun. Its
+# presence says "a procrl launcher decided this launch and its pre-launch checks passed": a rank
+# neither checks again nor launches again, and compares what it was given with the plan's recipe
+# launch instead of deriving it anew.
+PLAN_ENV = "PROCRL_LAUNCH_PLAN"
 
 
 @dataclass(frozen=True)
-class LaunchSetup:
-    """One launch, as the memory plan and the comparison need it.
+class LaunchPlan:
+    """The launch, decided once: where it came from (``source``), the accelerate flags it gets
+    (``flags``), the launch the recipe asks for (``recipe``) and what accelerate makes of the flags
+    (``launched``, accelerate's own resolution; None where it cannot be run)."""
 
-    Args:
-        distributed_type: accelerate's name: ``NO``, ``MULTI_GPU``, ``DEEPSPEED``, ``FSDP``, ``CPU``...
-        world_size: processes over all machines.
-        machines: machines (nodes).
-        zero_stage: the DeepSpeed ZeRO stage; None without DeepSpeed.
-        mixed_precision: accelerate's ``mixed_precision`` (``no``, ``bf16``, ``fp16``).
-        offload_optimizer: DeepSpeed moves the optimizer states to CPU memory.
-        offload_param: DeepSpeed (stage 3) moves the weights to CPU memory.
-    """
+    source: str
+    flags: tuple[str, ...]
+    recipe: LaunchSetup
+    launched: LaunchSetup | None = None
 
-    distributed_type: str
-    world_size: int
-    machines: int = 1
-    zero_stage: int | None = None
-    mixed_precision: str = "no"
-    offload_optimizer: bool = False
-    offload_param: bool = False
+    def to_env(self) -> str:
+        return json.dumps(asdict(self))
 
-    @property
-    def kind(self) -> str:
-        """The distributed type in words; plain DDP over CPU ranks reads as DDP too."""
-        if self.distributed_type == "DEEPSPEED":
-            return f"DeepSpeed ZeRO-{self.zero_stage if self.zero_stage is not None else '?'}"
-        if self.distributed_type in ("NO", "CPU", "MULTI_CPU", "MULTI_GPU") and self.world_size > 1:
-            return _KIND_WORDS["MULTI_GPU"]
-        if self.distributed_type in ("NO", "CPU", "MULTI_CPU", "MULTI_GPU"):
-            return _KIND_WORDS["NO"]
-        return _KIND_WORDS.get(self.distributed_type, self.distributed_type)
-
-    def describe(self) -> str:
-        """``DeepSpeed ZeRO-3 over 8 processes`` (machines and precision when they say something)."""
-        if self.kind == _KIND_WORDS["NO"]:
-            return self.kind
-        text = f"{self.kind} over {self.world_size} process{'es' if self.world_size != 1 else ''}"
-        if self.machines > 1:
-            text += f" on {self.machines} machines"
-        return text
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _config_values(path: Path) -> dict[str, Any]:
-    import yaml  # accelerate's own format, read the way accelerate reads it
-
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return {}
-    return values if isinstance(values, dict) else {}
-
-
-def recipe_setup(recipe) -> LaunchSetup:
-    """The launch the recipe's ``launch:`` section asks for (its config file's distributed type,
-    ZeRO stage and precision; processes from the section, else the config file, else 1)."""
-    from procrl.core.config import ConfigError
-    from procrl.launch.flags import resolve_config_file
-    from procrl.launch.memory import zero_setup
-
-    launch = recipe.launch
-    zero = zero_setup(recipe)
-    config: dict[str, Any] = {}
-    if launch.config_file is not None:
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> LaunchPlan | None:
+        """The plan handed to this process, or None (not launched by procrl, or a value that is not
+        one: a launch procrl did not decide)."""
+        text = (os.environ if env is None else env).get(PLAN_ENV)
         try:
-            config = _config_values(resolve_config_file(launch.config_file, recipe.path))
-        except ConfigError:
-            config = {}
-    world = int(launch.num_processes or config.get("num_processes") or 1)
-    machines = int(launch.num_machines if launch.num_machines != 1 else config.get("num_machines") or 1)
-    kind = zero.distributed_type if launch.config_file is not None else ("MULTI_GPU" if world > 1 else "NO")
-    return LaunchSetup(
-        distributed_type=kind,
-        world_size=world,
-        machines=machines,
-        zero_stage=zero.zero_stage if kind == "DEEPSPEED" else None,
-        mixed_precision=str(config.get("mixed_precision") or "no"),
-        offload_optimizer=zero.offload_optimizer,
-        offload_param=zero.offload_param,
-    )
+            values = json.loads(text) if text else None
+            return cls(
+                str(values["source"]),
+                tuple(values["flags"]),
+                LaunchSetup(**values["recipe"]),
+                LaunchSetup(**values["launched"]) if values.get("launched") else None,
+            )
+        except (TypeError, ValueError, KeyError, AttributeError, RecursionError):
+            return None
+
+
+def plan_launch(recipe, flags: list[str], source: str | None = None) -> LaunchPlan:
+    """The plan of a launch with ``flags`` (the user's; :func:`decide_launch` adds the recipe's),
+    or exactly ``flags`` from ``source`` when the caller decided them (``procrl train``)."""
+    if source is None:
+        flags, source = decide_launch(recipe, flags)
+    return LaunchPlan(source, tuple(flags), recipe_setup(recipe), predicted_setup(list(flags)))
 
 
 def default_accelerate_config() -> Path | None:
@@ -173,18 +127,10 @@ def predicted_setup(flags: list[str]) -> LaunchSetup | None:
             logger.setLevel(level)
     except (Exception, SystemExit):  # noqa: BLE001 - accelerate reports its own usage errors when it runs
         return None
-    if getattr(args, "use_deepspeed", False) and not args.cpu:
-        kind = "DEEPSPEED"
-    elif getattr(args, "use_fsdp", False) and not args.cpu:
-        kind = "FSDP"
-    elif getattr(args, "use_megatron_lm", False) and not args.cpu:
-        kind = "MEGATRON_LM"
-    elif args.multi_gpu and not args.cpu:
-        kind = "MULTI_GPU"
-    elif args.cpu:
-        kind = "CPU"
-    else:
-        kind = "NO"
+    # accelerate's own order: --cpu wins over every distributed type, then DeepSpeed, FSDP, Megatron, DDP
+    types = (("use_deepspeed", "DEEPSPEED"), ("use_fsdp", "FSDP"), ("use_megatron_lm", "MEGATRON_LM"))
+    types += (("multi_gpu", "MULTI_GPU"),)
+    kind = "CPU" if args.cpu else next((kind for name, kind in types if getattr(args, name, False)), "NO")
     processes = int(args.num_processes or 1)
     stage = getattr(args, "zero_stage", None)
 
@@ -228,26 +174,6 @@ def rank_setup(env: dict[str, str] | None = None) -> LaunchSetup:
     return LaunchSetup(kind, world, machines, None, env.get("ACCELERATE_MIXED_PRECISION", "no"))
 
 
-def launch_differences(launched: LaunchSetup, wanted: LaunchSetup) -> list[str]:
-    """Where ``launched`` differs from ``wanted`` (the recipe's), one phrase each: distributed
-    type and ZeRO stage, world size, machines, mixed precision, offloading."""
-    out = []
-    if launched.kind != wanted.kind:
-        out.append(f"{launched.kind} instead of {wanted.kind}")
-    if launched.world_size != wanted.world_size:
-        out.append(f"{launched.world_size} processes instead of {wanted.world_size}")
-    if launched.machines != wanted.machines:
-        out.append(f"{launched.machines} machine(s) instead of {wanted.machines}")
-    if launched.mixed_precision != wanted.mixed_precision:
-        out.append(f"mixed precision {launched.mixed_precision} instead of {wanted.mixed_precision}")
-    for name, words in (("offload_optimizer", "optimizer states"), ("offload_param", "weights")):
-        got, want = getattr(launched, name), getattr(wanted, name)
-        if launched.distributed_type == "DEEPSPEED" and wanted.distributed_type == "DEEPSPEED" and got != want:
-            where = {True: "offloaded to CPU", False: "on the GPU"}
-            out.append(f"{words} {where[got]} instead of {where[want]}")
-    return out
-
-
 # --- the launch of `accelerate launch RECIPE`, and the one line rank 0 prints --------------------
 
 
@@ -256,7 +182,7 @@ def recipe_launch_flags(recipe, launch_args: list[str] | None = None) -> list[st
     flag), always with a process count, so that accelerate never counts the devices itself (on a
     node with 8 GPUs it would start 8 plain data-parallel processes)."""
     flags = accelerate_command(recipe, launch_args)[3:]
-    if "--num_processes" not in _flag_names(flags) and recipe.launch.config_file is None:
+    if "--num_processes" not in flag_names(flags) and recipe.launch.config_file is None:
         flags = ["--num_processes", "1", *flags]
     return flags
 
@@ -268,7 +194,7 @@ def user_launch_source(launch_args: list[str]) -> str | None:
     which accelerate reads for every launch without ``--config_file`` and which procrl takes as the
     user's choice for this machine. Other flags alone (``--main_process_port``, ``--num_processes``,
     the multi-node flags) choose where and how many, and the recipe's launch supplies the rest."""
-    given = _flag_names(launch_args)
+    given = flag_names(launch_args)
     if given.intersection(TYPE_FLAGS):
         return "command-line flags " + shlex.join(launch_args)
     default = default_accelerate_config()
@@ -293,9 +219,10 @@ def decide_launch(recipe, flags: list[str]) -> tuple[list[str], str]:
 def launch_report(recipe) -> dict:
     """This rank's launch against the recipe's: ``{"source", "launched", "recipe", "differences"}``
     (recorded in run_info.json; rank 0 prints the differences in one line: :func:`note_launch`)."""
-    launched, wanted = rank_setup(), recipe_setup(recipe)
+    plan = LaunchPlan.from_env()
+    launched, wanted = rank_setup(), plan.recipe if plan is not None else recipe_setup(recipe)
     return {
-        "source": os.environ.get(LAUNCH_SOURCE_ENV) or "a launcher procrl did not start (torchrun or another)",
+        "source": plan.source if plan is not None else "a launcher procrl did not start (torchrun or another)",
         "launched": launched.as_dict(),
         "recipe": wanted.as_dict(),
         "differences": launch_differences(launched, wanted),

@@ -8,33 +8,33 @@ where one line is enough.
 
 from __future__ import annotations
 
-import json
 import os
-import platform
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
-import procrl
-from procrl.core import yaml_core
 from procrl.core.config import ConfigError
-from procrl.core.folders import write_file
 from procrl.core.interrupts import interrupted
-from procrl.core.redaction import redact
-from procrl.launch.launched import launch_report, note_launch, rank_setup, recipe_launch_flags
-from procrl.launch.memory import fit_problem, gpu_memory_bytes
-from procrl.launch.output_dir import RunLock, clear_previous_run, discard_staging
+from procrl.launch.launched import note_launch, rank_setup, recipe_launch_flags
+from procrl.launch.prelaunch import gpu_memory_bytes, guarded
 from procrl.observe.wandb import set_wandb_run_id
 from procrl.recipe import Recipe
+from procrl.recipe.memory import fit_problem
 from procrl.trainers.checkpoints import (
-    final_model_problem,
     find_resume_checkpoint,
+    holds_model,
     interrupted_final_save,
     kept,
-    newest_complete_checkpoint,
     save_final_model,
     set_aside,
+)
+from procrl.trainers.output_dir import (
+    RECIPE_FILE,
+    RunLock,
+    clear_previous_run,
+    discard_staging,
+    finished_note,
+    finished_run,
+    recipe_changes,
 )
 
 # Imported where used: torch, transformers, trl and the procrl modules that import them
@@ -54,10 +54,8 @@ __all__ = [
     "is_global_main",
     "recipe_changes",
     "report_finished",
-    "run_info",
     "save_final_from_checkpoint",
     "tell",
-    "write_artifacts",
 ]
 
 
@@ -69,150 +67,6 @@ def is_global_main() -> bool:
 def tell(message: str) -> None:
     """Print ``procrl: MESSAGE`` on stderr, at once (ranks interleave their output)."""
     print(f"procrl: {message}", file=sys.stderr, flush=True)
-
-
-RECIPE_FILE = "recipe.yaml"
-
-
-def _git_commit() -> str | None:
-    try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=5,
-                check=True,
-                cwd=Path(__file__).resolve().parent,
-            ).stdout.strip()
-            or None
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def run_info(trainer, recipe: Recipe) -> dict[str, Any]:
-    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
-    the algorithm and credit, the git commit and the recipe's path."""
-    import torch
-    import transformers
-    import trl
-
-    state = trainer.accelerator.state
-    plugin = getattr(state, "deepspeed_plugin", None)
-    return {
-        "procrl_version": procrl.__version__,
-        "trl_version": trl.__version__,
-        "transformers_version": transformers.__version__,
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "world_size": trainer.accelerator.num_processes,
-        "distributed_type": str(state.distributed_type).split(".")[-1],
-        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
-        "device": str(trainer.accelerator.device),
-        "seed": trainer.args.seed,
-        "algorithm": recipe.trainer.algorithm,
-        "credit": recipe.trainer.credit,
-        "git_commit": _git_commit(),
-        "recipe_path": recipe.path,
-        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
-        "launch": launch_report(recipe),
-    }
-
-
-def write_artifacts(trainer, recipe: Recipe, resumed_at: int | None = None) -> None:
-    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
-    ``recipe.yaml``; a recipe that differs from it is saved beside it as
-    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
-
-    if not trainer.accelerator.is_main_process:
-        return
-
-    output = Path(recipe.output_dir)
-    output.mkdir(parents=True, exist_ok=True)
-    text = yaml_core.dump(redact(recipe.resolved()))
-    original = output / RECIPE_FILE
-    if resumed_at is None or not original.is_file():
-        write_file(output, RECIPE_FILE, text)
-    elif recipe_changes(recipe):
-        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
-    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe), indent=2) + "\n")
-
-
-_MISSING = object()
-
-
-def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
-    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
-    only is one difference."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        found = []
-        for name in [*before, *(k for k in after if k not in before)]:
-            found += _differences(
-                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
-            )
-        return found
-    return [] if before == after else [(key, before, after)]
-
-
-def recipe_changes(recipe: Recipe) -> list[str]:
-    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
-    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
-
-    saved = Path(recipe.output_dir) / RECIPE_FILE
-    try:
-        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
-    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
-        return []
-    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
-
-    def shown(value: Any) -> str:
-        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
-        return text if len(text) <= 160 else text[:157] + "..."
-
-    return [
-        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
-    ]
-
-
-def finished_run(recipe: Recipe) -> tuple[str, int, int] | None:
-    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
-    (its complete final model, or else its newest complete checkpoint, reached the recipe's
-    ``max_steps``: resuming would train past it), or None when there is training left."""
-
-    folder = Path(recipe.output_dir)
-    done = []
-    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
-        done.append(("its final model", folder / "trainer_state.json"))
-    newest = newest_complete_checkpoint(folder)
-    if newest:
-        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
-    for what, state_file in done:
-        try:
-            state = json.loads(state_file.read_text(encoding="utf-8"))
-            step = int(state["global_step"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-        target = recipe.trainer_args.get("max_steps", -1)
-        if not isinstance(target, int) or target <= 0:
-            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
-        if target > 0 and step >= target:
-            return what, step, target
-    return None
-
-
-def finished_note(recipe: Recipe) -> str | None:
-    """The line ``--resume`` prints instead of training when the run is finished and its final
-    model is complete (None otherwise)."""
-
-    finished = finished_run(recipe)
-    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
-        return None
-    _, step, target = finished
-    return (
-        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
-        "saved); nothing to train. Raise trainer.max_steps to train further"
-    )
 
 
 def report_finished(recipe: Recipe) -> bool:
@@ -242,14 +96,15 @@ def find_resume(recipe: Recipe):
 
 def check_launch_fits(recipe: Recipe) -> None:
     """Rank 0 says in one line where the launch differs from the recipe's launch section
-    (:func:`procrl.launch.accelerate.note_launch`); on a GPU, every rank stops before loading any
+    (:func:`procrl.launch.launched.note_launch`); on a GPU, every rank stops before loading any
     model when the memory plan of the launch it was given does not fit its GPU (one line)."""
 
     note_launch(recipe)
-    card = gpu_memory_bytes()
-    if card is None:
+    # a memory query that raises (a driver error) is one warning line, as in the launcher: the rank trains
+    cards = guarded("GPU memory", lambda: [gpu_memory_bytes()])
+    if not cards or cards[0] is None:
         return
-    problem = fit_problem(recipe, rank_setup(), *card)
+    problem = fit_problem(recipe, rank_setup(), *cards[0])
     if problem:
         wanted = " ".join(["accelerate", "launch", *recipe_launch_flags(recipe), recipe.path or "RECIPE"])
         raise ConfigError(f"launch: {problem}; nothing was loaded. The recipe's launch: {wanted}")
@@ -295,7 +150,9 @@ class OutputDirHeld:
 
         self.saving = trainer
         save_final_model(trainer, self.recipe.output_dir)
-        print_run_summary(trainer, self.recipe.output_dir)
+        # "the model is in DIR" only when from_pretrained can load it there
+        where = self.recipe.output_dir if holds_model(self.recipe.output_dir) else None
+        print_run_summary(trainer, where)
 
     def __exit__(self, kind, error, traceback) -> None:
         try:

@@ -13,18 +13,14 @@ artifacts, the failing-component watch, the launch check) is :mod:`procrl.launch
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import sys
-from pathlib import Path
 
 from procrl.core.config import ConfigError
 from procrl.core.interrupts import interrupted
-from procrl.core.redaction import hide_secrets, redact
-from procrl.data import build_eval_dataset, build_prompt_dataset, has_no_splits
+from procrl.core.redaction import redact
 from procrl.launch.commands._options import add_train_arguments
 from procrl.launch.entry import run_command
-from procrl.launch.output_dir import check_output_dir
+from procrl.launch.launched import launch_report
 from procrl.launch.prelaunch import report_rank_failure
 from procrl.launch.reliability import (
     OutputDirHeld,
@@ -37,18 +33,15 @@ from procrl.launch.reliability import (
     report_finished,
     save_final_from_checkpoint,
     tell,
-    write_artifacts,
 )
-from procrl.models.generation import vllm_available
-from procrl.models.loading import load_tokenizer, model_init_kwargs, names_gguf
 from procrl.observe.wandb import wandb_dir
 from procrl.recipe import Recipe, load_recipe
-from procrl.recipe.checks import check_training_rows
-from procrl.rewards.mix import RewardMix
+from procrl.recipe.checks import check_batch_layout, check_training_data
+from procrl.trainers.output_dir import check_output_dir, write_artifacts
+from procrl.trainers.setup import _make_trainer, _trainer_inputs, build_training_args, preflight, require_vllm_if_used
 
-# Imported where used: torch, transformers, trl and the procrl modules that import them
-# (procrl.observe.console, .failing, .callback, procrl.trainers.build): `procrl check` imports this
-# module and must not load the trainer stack (tests/test_startup.py).
+# What train() builds from the recipe (GRPOConfig, the data, the trainer) is procrl/trainers/setup.py;
+# here: the run around it (the output dir's lock, resuming, the final save) and the command line.
 
 __all__ = [
     "build_trainer",
@@ -58,6 +51,7 @@ __all__ = [
     "main",
     "preflight",
     "redact",
+    "require_vllm_if_used",
     "train",
 ]
 
@@ -67,7 +61,7 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     finished: :func:`~procrl.launch.reliability.finished_note`).
 
     Before anything loads: the output dir may take this run
-    (:func:`procrl.launch.output_dir.check_output_dir`), the launch fits
+    (:func:`procrl.trainers.output_dir.check_output_dir`), the launch fits
     (:func:`~procrl.launch.reliability.check_launch_fits`), ``--resume`` has a complete checkpoint,
     :func:`preflight` passes. The main process holds the output dir's lock from before the model loads
     until it exits. The final model is written as checkpoints are, complete or absent
@@ -90,7 +84,8 @@ def train(recipe: Recipe, resume: bool = False, overwrite: bool = False):
     mix, args, inputs = _prepared(recipe)
     with OutputDirHeld(recipe, resume, overwrite) as held:
         trainer = _make_trainer(recipe, mix, args, *inputs)
-        write_artifacts(trainer, recipe, resumed_at=resume_point.step if resume_point is not None else None)
+        resumed_at = resume_point.step if resume_point is not None else None
+        write_artifacts(trainer, recipe, resumed_at, launch=launch_report(recipe))
         checkpoint = continue_from(trainer, resume_point)
         if finished is not None:  # trained to the end, its final model missing
             save_final_from_checkpoint(trainer, recipe, checkpoint, finished)
@@ -108,9 +103,14 @@ def _prepared(recipe: Recipe):
     the data, before the output dir is touched (an interrupt here says so)."""
     try:
         mix, args = preflight(recipe)
-        return mix, args, _trainer_inputs(recipe, args, mix)
+        return mix, args, _trainer_inputs(recipe, args, mix, note=_note())
     except KeyboardInterrupt as error:
         raise interrupted(error, f"{recipe.output_dir} was not touched") from None
+
+
+def _note():
+    """How the data checks' numbers are told: one line on rank 0, nothing on the other ranks."""
+    return tell if is_global_main() else None
 
 
 def build_trainer(recipe: Recipe):
@@ -118,170 +118,7 @@ def build_trainer(recipe: Recipe):
     trainer), without an output-dir lock, artifacts or resuming, and not started:
     benchmarks/gpu_step_bench.py times the steps of what this returns."""
     mix, args = preflight(recipe)
-    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix)), mix
-
-
-def preflight(recipe: Recipe, processes: int | None = None):
-    """Everything :func:`train` checks before it loads a model or writes a file, as one-line
-    ConfigErrors (``procrl check`` runs the checks that need no TRL: :func:`check_training_data`,
-    :func:`check_batch_layout`). Returns the reward mix and TRL's GRPOConfig."""
-    check_training_data(recipe)
-    # the launched world size (torchrun / accelerate set WORLD_SIZE), before TRL's own checks
-    check_batch_layout(recipe, processes if processes is not None else int(os.environ.get("WORLD_SIZE", "1")))
-    mix = RewardMix(recipe.rewards)
-    mix.evaluation_judge = recipe.data.eval_judge  # held-out evaluation's judge (procrl/trainers/held_out.py)
-    args = build_training_args(recipe, mix.weights)
-    require_vllm_if_used(args)
-    return mix, args
-
-
-def check_training_data(recipe: Recipe) -> None:
-    """Refuse to train on a test split: ``data.split`` or a data file whose name says test
-    (``test.jsonl``, ``gsm8k_test.json``), unless ``data.allow_test_data: true``."""
-    if recipe.data.allow_test_data:
-        return
-    if "test" in recipe.data.split.lower():
-        raise ConfigError(
-            f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
-            "(data.allow_test_data: true forces it)"
-        )
-
-    if has_no_splits(recipe.data.dataset):
-        words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
-        if any(word in ("test", "tests", "testing") for word in words):
-            raise ConfigError(
-                f"data.dataset: refusing to train on {recipe.data.dataset!r}: its name says it is a test split "
-                "(data.allow_test_data: true forces it)"
-            )
-
-
-def check_batch_layout(recipe: Recipe, processes: int) -> None:
-    """A generation batch must hold whole groups of ``num_generations`` completions of a prompt,
-    over ``processes`` processes: TRL GRPOConfig's rule (GRPO; PPO rolls out one generation batch
-    per optimizer step), checked on the recipe without importing TRL so that ``procrl check``
-    refuses what training would. Defaults are GRPOConfig's."""
-    args = recipe.trainer_args
-    per_device = int(args.get("per_device_train_batch_size", 8))
-    accumulation = int(args.get("gradient_accumulation_steps", 1))
-    generations = int(args.get("num_generations") or 8)
-    generation_batch, steps = args.get("generation_batch_size"), args.get("steps_per_generation")
-    layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
-    if generations < 2:
-        raise ConfigError(
-            "trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
-            f" got {generations}"
-        )
-    if generation_batch is not None and steps is not None:
-        raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
-    if generation_batch is not None:
-        if generation_batch % (per_device * processes):
-            raise ConfigError(
-                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout}"
-                f" = {per_device * processes}"
-            )
-    else:
-        steps = steps if steps is not None else accumulation
-        generation_batch = per_device * processes * steps
-        per_generation = args.get("steps_per_generation") is not None
-        batches = "steps_per_generation" if per_generation else "gradient_accumulation_steps"
-        layout += f" x {batches} {steps}"
-    if recipe.trainer.algorithm == "ppo":
-        generation_batch = per_device * processes * accumulation
-        layout = (
-            f"per_device_train_batch_size {per_device} x {processes} process(es) "
-            f"x gradient_accumulation_steps {accumulation}"
-        )
-    if generation_batch % generations:
-        raise ConfigError(
-            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions"
-            " does not hold whole groups of "
-            f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
-        )
-
-
-def build_training_args(recipe: Recipe, mix_weights: list[float]):
-    """TRL GRPOConfig from the recipe; TRL's own checks surface as ConfigError before any load."""
-    import torch
-    from trl import GRPOConfig
-
-    kwargs = hide_secrets(dict(recipe.trainer_args))  # hub_token: usable here, never pickled (training_args.bin)
-    if "bf16" not in kwargs and not torch.cuda.is_available():
-        kwargs["bf16"] = False  # GRPOConfig defaults to bf16, which a CPU run cannot use
-    if "use_cpu" not in kwargs and not torch.cuda.is_available():
-        kwargs["use_cpu"] = True  # else accelerate finds no GPU backend and every launched rank trains alone
-    if not names_gguf(
-        recipe.model.name_or_path, recipe.model.gguf_file
-    ):  # a GGUF policy is loaded by procrl (procrl/trainers/grpo.py), not by TRL
-        kwargs.setdefault("model_init_kwargs", model_init_kwargs(recipe.model))
-    if kwargs.get("eval_steps") and "eval_strategy" not in kwargs:
-        kwargs["eval_strategy"] = "steps"  # trainer.eval_steps alone means: evaluate every eval_steps steps
-    if recipe.logging.wandb_project:
-        os.environ["WANDB_PROJECT"] = recipe.logging.wandb_project
-    if recipe.logging.wandb_entity:
-        os.environ["WANDB_ENTITY"] = recipe.logging.wandb_entity
-    try:
-        return GRPOConfig(output_dir=recipe.output_dir, reward_weights=mix_weights, **kwargs)
-    except (ValueError, TypeError) as error:
-        raise ConfigError(f"trainer: {error}".splitlines()[0]) from None
-
-
-def require_vllm_if_used(args) -> None:
-    """``use_vllm: true`` without vLLM installed fails here, before any model loads (TRL would
-    raise only after loading the policy)."""
-    if not args.use_vllm:
-        return
-
-    if not vllm_available():
-        raise ConfigError(
-            "trainer.use_vllm: true, but vLLM is not installed in this environment (pip install 'procrl[vllm]' on a "
-            "CUDA machine); set trainer.use_vllm=false to generate with transformers"
-        )
-
-
-def _trainer_inputs(recipe: Recipe, args, mix=None):
-    """(tokenizer, training prompts, held-out prompts or None), after seeding; the gold answers
-    and prompt lengths checked before any model loads (procrl/recipe/checks.py), their numbers
-    logged through ``mix``."""
-    from transformers import set_seed
-
-    set_seed(args.seed)
-    tokenizer = load_tokenizer(recipe.model)
-    dataset = build_prompt_dataset(recipe.data, tokenizer)
-    eval_dataset = None
-    if args.eval_strategy != "no":  # trainer.eval_steps: the held-out split (procrl/trainers/held_out.py)
-        eval_dataset = build_eval_dataset(recipe.data, tokenizer)
-    dataset, eval_dataset = check_training_rows(
-        recipe, tokenizer, dataset, eval_dataset, mix, note=tell if is_global_main() else None
-    )
-    return tokenizer, dataset, eval_dataset
-
-
-def _make_trainer(recipe: Recipe, mix, args, tokenizer, dataset, eval_dataset):
-    """procrl's trainer for the recipe: GRPO (outcome or process credit) or PPO (loads the model),
-    printing one short line per logging step on the terminal."""
-    from procrl.observe.console import use_compact_console
-    from procrl.trainers.build import build_trainer
-
-    trainer = build_trainer(
-        recipe, mix, args, tokenizer, dataset, callbacks=_callbacks(recipe, mix), eval_dataset=eval_dataset
-    )
-    use_compact_console(trainer)
-    return trainer
-
-
-def _callbacks(recipe: Recipe, mix=None) -> list:
-    from procrl.observe.console import RecipeConfigCallback
-
-    callbacks = [RecipeConfigCallback(redact(recipe.resolved()))]
-    if mix is not None:
-        from procrl.observe.failing import FailingComponentWatch
-
-        callbacks.append(FailingComponentWatch.attach(mix, recipe.trainer.stop_after_failed_steps))
-    if recipe.logging.diagnostics and mix is not None:
-        from procrl.observe.callback import DiagnosticsCallback
-
-        callbacks.append(DiagnosticsCallback.attach(mix))
-    return callbacks
+    return _make_trainer(recipe, mix, args, *_trainer_inputs(recipe, args, mix, note=_note())), mix
 
 
 def train_reporting_failure(recipe, **kwargs) -> None:

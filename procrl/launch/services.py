@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
 import urllib.error
 import urllib.request
 
-__all__ = ["ServiceError", "main", "wait_for_service"]
+__all__ = ["ServiceError", "main", "positive_seconds", "served_models", "wait_for_service"]
 
 
 class ServiceError(RuntimeError):
@@ -44,12 +45,50 @@ def _alive(pid: int | None) -> bool:
 
 
 def _get(url: str, timeout: float, token: str | None) -> tuple[int, bytes]:
+    """One GET, bounded as a whole by ``timeout``: urllib's own timeout bounds each socket read
+    only (a server that sends one byte a second, or a name lookup that hangs, would never end), so
+    the request runs on a daemon thread and is abandoned at the bound (TimeoutError)."""
+    import threading
+
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - an http(s) URL we were given
-            return response.status, response.read(1 << 20)
-    except urllib.error.HTTPError as error:
-        return error.code, b""
+    answer: list = []
+
+    def fetch() -> None:
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - an http(s) URL we were given
+                answer.append((response.status, response.read(1 << 20)))
+        except urllib.error.HTTPError as error:
+            answer.append((error.code, b""))
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread
+            answer.append(error)
+
+    thread = threading.Thread(target=fetch, name="procrl-service-wait", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not answer:
+        raise TimeoutError(f"no complete answer within {timeout:.3g} s")
+    if isinstance(answer[0], BaseException):
+        raise answer[0]
+    return answer[0]
+
+
+def served_models(body: bytes) -> list[str]:
+    """The model ids of an OpenAI ``GET /models`` answer (``{"data": [{"id": ...}, ...]}``);
+    ServiceError for any other JSON shape, ValueError for a body that is not JSON."""
+    listing = json.loads(body or b"{}")
+    data = listing.get("data") if isinstance(listing, dict) else None
+    if not isinstance(data, list) or not all(isinstance(entry, dict) for entry in data):
+        shape = type(listing).__name__ if not isinstance(listing, dict) else f'"data": {type(data).__name__}'
+        raise ServiceError(f"answers GET /models with a JSON {shape}, not the OpenAI model list")
+    return [str(entry.get("id")) for entry in data]
+
+
+def positive_seconds(name: str, value: float) -> float:
+    """``value`` when it is a finite number of seconds > 0, else ValueError naming ``name``
+    (nan compares false with everything: a nan bound would poll forever)."""
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name}: must be a finite number of seconds > 0, got {value!r}")
+    return float(value)
 
 
 def wait_for_service(
@@ -68,10 +107,12 @@ def wait_for_service(
     Args:
         name: what to call the service in messages ("judge", "vLLM server").
         url: the OpenAI base URL (``http://host:port/v1``), or with ``health`` the server's root.
-        timeout_s: the bound; past it, :class:`ServiceError`.
+        timeout_s: the bound (finite, > 0); past it, :class:`ServiceError`. Every request and
+            every pause ends by it.
         model: a model name ``GET <url>/models`` must list (a served name the recipe asks for).
         health: poll ``GET <url>/health`` instead of the model list.
         pid: the process that runs (or started) the server: its end is a failure at once.
+        interval_s: the pause between tries (finite, > 0).
         token: a bearer token, when the server was started with an API key.
 
     Returns:
@@ -79,18 +120,25 @@ def wait_for_service(
     """
     from procrl.core.redaction import redact_url
 
+    timeout_s = positive_seconds("--timeout", timeout_s)
+    interval_s = positive_seconds("--interval", interval_s)
     shown = redact_url(url)
     started = time.monotonic()
+    deadline = started + timeout_s
     last = "no answer yet"
     while True:
         if not _alive(pid):
             raise ServiceError(f"the {name} server at {shown} ended before it answered (its process {pid} is gone)")
         try:
-            status, body = _get(url.rstrip("/") + ("/health" if health else "/models"), 10.0, token)
+            remaining = max(deadline - time.monotonic(), 0.001)
+            status, body = _get(url.rstrip("/") + ("/health" if health else "/models"), min(10.0, remaining), token)
             if status == 200 and (health or model is None):
                 return time.monotonic() - started
             if status == 200:
-                served = [entry.get("id") for entry in json.loads(body or b"{}").get("data", [])]
+                try:
+                    served = served_models(body)
+                except ServiceError as error:
+                    raise ServiceError(f"the {name} server at {shown} {error}") from None
                 if model in served:
                     return time.monotonic() - started
                 raise ServiceError(
@@ -100,13 +148,21 @@ def wait_for_service(
             last = f"HTTP {status}"
         except (OSError, ValueError) as error:  # refused, reset, DNS, timeout, a body that is not JSON
             last = f"{type(error).__name__}: {error}".splitlines()[0][:200]
-        if time.monotonic() - started >= timeout_s:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
             raise ServiceError(f"the {name} server at {shown} did not answer within {timeout_s:g} s (last: {last})")
-        time.sleep(interval_s)
+        time.sleep(min(interval_s, remaining))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, as every procrl error (argparse adds its usage)
+        print(f"procrl: error: {message}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m procrl.launch.services", description=__doc__.splitlines()[0])
+    """Exit status 0 once the server answers, 3 when it does not within the bound, 2 for a bad option."""
+    parser = _Parser(prog="python -m procrl.launch.services", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     wait = sub.add_parser("wait", help="Wait until a server answers.")
     wait.add_argument("--name", required=True)
@@ -118,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     wait.add_argument("--interval", type=float, default=2.0)
     wait.add_argument("--token-env", default=None, help="Environment variable holding a bearer token.")
     args = parser.parse_args(argv)
+    try:
+        positive_seconds("--timeout", args.timeout)
+        positive_seconds("--interval", args.interval)
+    except ValueError as error:
+        parser.error(str(error))
     token = os.environ.get(args.token_env) if args.token_env else None
     try:
         waited = wait_for_service(

@@ -25,13 +25,22 @@ local model directory, or ``--load-models``).
 from __future__ import annotations
 
 import inspect
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from procrl.core.config import ConfigError
 
-__all__ = ["DEFAULT_MAX_COMPLETION_LENGTH", "PromptReport", "check_golds", "check_prompts", "model_context"]
+__all__ = [
+    "DEFAULT_MAX_COMPLETION_LENGTH",
+    "PromptReport",
+    "check_batch_layout",
+    "check_golds",
+    "check_prompts",
+    "check_training_data",
+    "model_context",
+]
 
 DEFAULT_MAX_COMPLETION_LENGTH = 512  # TRL 1.16 GRPOConfig's default
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
@@ -315,3 +324,69 @@ def check_recipe_data(recipe, load_models: bool = False) -> list[str]:
             lines += [warning] if warning else []
         lines.append(check_prompts(recipe, rows, tokenizer, context, which)[1].line())
     return lines
+
+
+def check_training_data(recipe) -> None:
+    """Refuse to train on a test split: ``data.split`` or a data file whose name says test
+    (``test.jsonl``, ``gsm8k_test.json``), unless ``data.allow_test_data: true``."""
+    if recipe.data.allow_test_data:
+        return
+    if "test" in recipe.data.split.lower():
+        raise ConfigError(
+            f"data.split: refusing to train on {recipe.data.split!r}; evaluate on test, train on train "
+            "(data.allow_test_data: true forces it)"
+        )
+
+    from procrl.data import has_no_splits
+
+    if has_no_splits(recipe.data.dataset):
+        words = re.split(r"[^a-z0-9]+", Path(recipe.data.dataset).name.lower().split(".")[0])
+        if any(word in ("test", "tests", "testing") for word in words):
+            raise ConfigError(
+                f"data.dataset: refusing to train on {recipe.data.dataset!r}: its name says it is a test split "
+                "(data.allow_test_data: true forces it)"
+            )
+
+
+def check_batch_layout(recipe, processes: int) -> None:
+    """A generation batch must hold whole groups of ``num_generations`` completions of a prompt,
+    over ``processes`` processes: TRL GRPOConfig's rule (GRPO; PPO rolls out one generation batch
+    per optimizer step), checked on the recipe without importing TRL so that ``procrl check``
+    refuses what training would. Defaults are GRPOConfig's."""
+    args = recipe.trainer_args
+    per_device = int(args.get("per_device_train_batch_size", 8))
+    accumulation = int(args.get("gradient_accumulation_steps", 1))
+    generations = int(args.get("num_generations") or 8)
+    generation_batch, steps = args.get("generation_batch_size"), args.get("steps_per_generation")
+    layout = f"per_device_train_batch_size {per_device} x {processes} process(es)"
+    if generations < 2:
+        raise ConfigError(
+            "trainer.num_generations: at least 2 completions per prompt are needed for group advantages,"
+            f" got {generations}"
+        )
+    if generation_batch is not None and steps is not None:
+        raise ConfigError("trainer.generation_batch_size: give it or steps_per_generation, not both")
+    if generation_batch is not None:
+        if generation_batch % (per_device * processes):
+            raise ConfigError(
+                f"trainer.generation_batch_size: {generation_batch} must be a multiple of {layout}"
+                f" = {per_device * processes}"
+            )
+    else:
+        steps = steps if steps is not None else accumulation
+        generation_batch = per_device * processes * steps
+        per_generation = args.get("steps_per_generation") is not None
+        batches = "steps_per_generation" if per_generation else "gradient_accumulation_steps"
+        layout += f" x {batches} {steps}"
+    if recipe.trainer.algorithm == "ppo":
+        generation_batch = per_device * processes * accumulation
+        layout = (
+            f"per_device_train_batch_size {per_device} x {processes} process(es) "
+            f"x gradient_accumulation_steps {accumulation}"
+        )
+    if generation_batch % generations:
+        raise ConfigError(
+            f"trainer.num_generations: a batch of {layout} = {generation_batch} completions"
+            " does not hold whole groups of "
+            f"{generations} (every prompt is generated num_generations times); make it a multiple of {generations}"
+        )

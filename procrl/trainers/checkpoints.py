@@ -40,6 +40,8 @@ __all__ = [
     "checkpoint_problem",
     "final_model_problem",
     "find_resume_checkpoint",
+    "gather_zero3_weights",
+    "holds_model",
     "interrupted_final_save",
     "kept",
     "list_checkpoints",
@@ -504,6 +506,32 @@ def final_model_problem(output_dir: str | os.PathLike) -> str | None:
     return None
 
 
+def gather_zero3_weights(trainer) -> bool:
+    """Under DeepSpeed ZeRO-3, have the final save gather the sharded weights into one 16-bit model
+    (``stage3_gather_16bit_weights_on_model_save``), whatever launched the run: accelerate's
+    ``--use_deepspeed --zero_stage 3`` flags leave it off (the recipes' zero3.yaml turns it on), and
+    without it transformers writes only DeepSpeed's shards, which ``from_pretrained`` cannot load.
+    Set on the engine for this save only, so checkpoints stay as the config says. Returns whether
+    it was turned on here."""
+    engine = getattr(trainer, "deepspeed", None)
+    zero = getattr(getattr(engine, "_config", None), "zero_config", None)
+    if zero is None or not engine.zero_optimization_partition_weights():
+        return False
+    if zero.gather_16bit_weights_on_model_save:
+        return False
+    zero.gather_16bit_weights_on_model_save = True
+    return True
+
+
+def holds_model(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds what ``from_pretrained`` loads: a config and transformers' weights
+    (or a PEFT adapter with its config); a DeepSpeed engine checkpoint alone does not count."""
+    names = {entry.name for entry in Path(folder).iterdir()} if Path(folder).is_dir() else set()
+    if {"adapter_config.json"} <= names and names.intersection({"adapter_model.safetensors", "adapter_model.bin"}):
+        return True
+    return "config.json" in names and bool(names.intersection(_WEIGHTS[:4]))
+
+
 def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
     """The end of a run: the model (``trainer.save_model``, transformers' and TRL's own code,
     every rank taking part under DeepSpeed / FSDP) and ``trainer_state.json`` are written into
@@ -519,6 +547,7 @@ def save_final_model(trainer, output_dir: str | os.PathLike) -> None:
     if main:
         shutil.rmtree(staged, ignore_errors=True)
     trainer.accelerator.wait_for_everyone()  # no rank writes its shards into what is being removed
+    gather_zero3_weights(trainer)
     try:
         trainer.save_model(str(staged), _internal_call=True)
         if main:

@@ -35,15 +35,19 @@ if os.environ.get("PROCRL_EMULATED_GPUS") and _name in ("accelerate", "accelerat
     import torch
 
     _count = int(os.environ["PROCRL_EMULATED_GPUS"])
-    _memory = int(os.environ.get("PROCRL_EMULATED_GPU_MEMORY", str(85_031_714_816)))
+    _memory = os.environ.get("PROCRL_EMULATED_GPU_MEMORY", str(85_031_714_816))
     torch.cuda.is_available = lambda: True
     torch.cuda.device_count = lambda: _count
     torch.accelerator.current_accelerator = lambda check_available=False: torch.device("cuda")
     torch.accelerator.is_available = lambda: True
     torch.accelerator.device_count = lambda: _count
-    torch.cuda.get_device_properties = lambda device=0: types.SimpleNamespace(
-        total_memory=_memory, name="emulated GPU", major=9, minor=0
-    )
+
+    def _properties(device=0):
+        if _memory == "raise":  # a driver that fails the query, as one in the field does
+            raise RuntimeError("CUDA error: unspecified launch failure (emulated driver error)")
+        return types.SimpleNamespace(total_memory=int(_memory), name="emulated GPU", major=9, minor=0)
+
+    torch.cuda.get_device_properties = _properties
 '''
 
 
@@ -73,9 +77,10 @@ def gpu_node(root: Path) -> Path:
     return accelerate
 
 
-def node_env(gpus: int, hf_home: Path, memory_bytes: int | None = None) -> dict[str, str]:
+def node_env(gpus: int, hf_home: Path, memory_bytes: int | str | None = None) -> dict[str, str]:
     """The variables of one emulated node: ``gpus`` devices (of ``memory_bytes`` each, default an
-    80 GB card) and ``hf_home`` as HF_HOME (where accelerate's default config lives)."""
+    80 GB card; ``"raise"``: the memory query raises, as a failing driver's does) and ``hf_home``
+    as HF_HOME (where accelerate's default config lives)."""
     env = {"PROCRL_EMULATED_GPUS": str(gpus), "HF_HOME": str(hf_home)}
     if memory_bytes is not None:
         env["PROCRL_EMULATED_GPU_MEMORY"] = str(memory_bytes)

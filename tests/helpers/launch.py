@@ -28,7 +28,7 @@ BIN = Path(sys.executable).parent
 # Variables a launcher sets; a test started under one must not pass them to the runs it starts.
 _LAUNCHER_PREFIXES = (
     "ACCELERATE_",
-    "PROCRL_LAUNCHED",
+    "PROCRL_LAUNCH_PLAN",
     "LOCAL_RANK",
     "RANK",
     "WORLD_SIZE",

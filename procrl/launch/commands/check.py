@@ -1,5 +1,5 @@
 """``procrl check``: validate a recipe, print it resolved with the plan, score two examples (the
-work: :mod:`procrl.launch.check`)."""
+work: :mod:`procrl.launch.check`, :mod:`procrl.recipe.check`)."""
 
 from __future__ import annotations
 

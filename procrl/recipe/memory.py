@@ -30,14 +30,14 @@ Memory model (bytes per parameter, the ZeRO paper's accounting, Rajbhandari et a
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from procrl.models.architecture import model_architecture
 from procrl.models.parameters import count_lora_parameters, count_parameters
-from procrl.recipe import Recipe
+from procrl.recipe.launch import ZeroSetup, zero_setup
+from procrl.recipe.schema import Recipe
 
 __all__ = [
     "GIB",
@@ -49,6 +49,8 @@ __all__ = [
     "format_count",
     "gpu_plan",
     "fit_problem",
+    "remedies",
+    "remedy_text",
     "policy_memory_estimate",
     "reward_model_memory",
     "value_model_memory",
@@ -58,60 +60,6 @@ __all__ = [
 ]
 
 GIB = 1024**3
-
-
-@dataclass
-class ZeroSetup:
-    """What the accelerate config says about sharding."""
-
-    distributed_type: str  # NO | MULTI_GPU | DEEPSPEED | FSDP | ...
-    zero_stage: int | None  # DeepSpeed ZeRO stage; None without DeepSpeed
-    offload_optimizer: bool
-    offload_param: bool
-    config_processes: int | None
-    source: str
-
-
-def zero_setup(recipe: Recipe) -> ZeroSetup:
-    """Read the recipe's accelerate config file (launch.config_file), if any."""
-    import yaml
-
-    from procrl.core.config import ConfigError
-    from procrl.launch.flags import resolve_config_file
-
-    launch = recipe.launch
-    if launch.config_file is None:
-        kind = "MULTI_GPU" if (launch.num_processes or 1) > 1 or launch.num_machines > 1 else "NO"
-        return ZeroSetup(kind, None, False, False, None, "no accelerate config file")
-    try:
-        path = resolve_config_file(launch.config_file, recipe.path)
-        config = yaml.safe_load(path.read_text()) or {}
-    except (ConfigError, OSError, yaml.YAMLError) as error:
-        return ZeroSetup("UNKNOWN", None, False, False, None, f"{launch.config_file}: {error}")
-    kind = str(config.get("distributed_type", "NO"))
-    processes = config.get("num_processes")
-    if kind != "DEEPSPEED":
-        return ZeroSetup(kind, None, False, False, processes, launch.config_file)
-    deepspeed = config.get("deepspeed_config") or {}
-    if not isinstance(deepspeed, dict):
-        return ZeroSetup(
-            kind, None, False, False, processes, f"{launch.config_file}: deepspeed_config is not a mapping"
-        )
-    stage = deepspeed.get("zero_stage")
-    offload_optimizer = str(deepspeed.get("offload_optimizer_device", "none")).lower() not in ("none", "")
-    offload_param = str(deepspeed.get("offload_param_device", "none")).lower() not in ("none", "")
-    json_file = deepspeed.get("deepspeed_config_file")
-    if json_file:
-        try:
-            zero = json.loads(resolve_config_file(json_file, str(path)).read_text()).get("zero_optimization", {})
-            stage = zero.get("stage", stage)
-            offload_optimizer = str((zero.get("offload_optimizer") or {}).get("device", "none")) != "none"
-            offload_param = str((zero.get("offload_param") or {}).get("device", "none")) != "none"
-        except (ConfigError, OSError, ValueError) as error:
-            return ZeroSetup(kind, None, False, False, processes, f"{json_file}: {error}")
-    return ZeroSetup(
-        kind, int(stage) if stage is not None else 0, offload_optimizer, offload_param, processes, launch.config_file
-    )
 
 
 @dataclass
@@ -498,11 +446,26 @@ def gpu_plan(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float
     else:  # TRL's GRPO computes log-probabilities through its fused LM head, chunk by chunk
         parts["logits"] = float(min(batch * completion, 1024) * vocab * 4)
         notes["logits"] = "TRL's fused LM head: one float32 chunk of at most 1024 positions"
+    hidden, layers = int(config.get("hidden_size") or 0), int(config.get("num_hidden_layers") or 1)
+    if setup.zero_stage == 3:
+        head = vocab * hidden
+        if recipe.trainer.algorithm != "ppo":
+            # the fused LM head works on the whole head: ZeRO-3 gathers it (16-bit) and the head's
+            # gradient is held whole in float32 before it is reduced to the shards (frozen under LoRA)
+            parts["lm_head"] = float(head * weight_bytes + (0 if recipe.model.lora else head * 4))
+            notes["lm_head"] = "ZeRO-3: TRL's fused LM head gathered" + (
+                "" if recipe.model.lora else " and its float32 gradient"
+            )
+        # ZeRO-3 gathers each layer's weights to compute it and prefetches the next one's
+        per_layer = max(policy.parameters - 2 * head, 0) / max(layers, 1)
+        parts["zero3_working_set"] = float(2 * per_layer * weight_bytes)
+        notes["zero3_working_set"] = "ZeRO-3: two layers' weights gathered, the one computing and the next"
     vllm_share = vllm_needs = None
     problem = None
     colocate = args.get("use_vllm") and args.get("vllm_mode", "colocate") == "colocate"
     if colocate:
         tp = int(args.get("vllm_tensor_parallel_size", 1) or 1)
+        notes["vllm_tensor_parallel_size"] = str(tp)
         vllm_needs = policy.parameters * 2 / tp + kv_cache_bytes(config, 1, prompt + completion, 2) / tp
         share = float(args.get("vllm_gpu_memory_utilization", 0.3))
         if card_bytes is not None:
@@ -523,28 +486,99 @@ def gpu_plan(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float
     return GpuPlan(parts, notes, float(sum(parts.values())), vllm_share, vllm_needs, problem)
 
 
-def gpu_memory_bytes() -> tuple[float, str] | None:
-    """This machine's GPU memory (the first visible GPU) and its name; None without a GPU."""
-    import torch
+def remedy_candidates(recipe: Recipe, setup: ZeroSetup, processes: int) -> list[tuple[str, Recipe, ZeroSetup, int]]:
+    """The single changes a stop line may name, each as (what to give, the recipe, setup and
+    processes it makes): vLLM tensor parallelism, a larger vLLM share, gradient checkpointing,
+    LoRA, offloading to CPU memory, twice the processes. :func:`remedies` re-plans each."""
+    import dataclasses
 
-    if not torch.cuda.is_available():
-        return None
-    properties = torch.cuda.get_device_properties(0)
-    return float(properties.total_memory), str(properties.name)
+    from procrl.recipe.sections import LoraSection
+
+    args = recipe.trainer_args
+
+    def with_args(**values) -> Recipe:
+        return dataclasses.replace(recipe, trainer_args={**args, **values})
+
+    out = []
+    if args.get("use_vllm") and args.get("vllm_mode", "colocate") == "colocate":
+        tp = int(args.get("vllm_tensor_parallel_size", 1) or 1)
+        for size in (2, 4, 8):  # within a machine's processes, as vLLM's colocated groups are
+            if tp < size <= processes and processes % size == 0:
+                out.append(
+                    (
+                        f"--set trainer.vllm_tensor_parallel_size={size}",
+                        with_args(vllm_tensor_parallel_size=size),
+                        setup,
+                        processes,
+                    )
+                )
+        share = float(args.get("vllm_gpu_memory_utilization", 0.3))
+        for more in (0.4, 0.5, 0.6):
+            if more > share:
+                out.append(
+                    (
+                        f"--set trainer.vllm_gpu_memory_utilization={more:g}",
+                        with_args(vllm_gpu_memory_utilization=more),
+                        setup,
+                        processes,
+                    )
+                )
+    if not args.get("gradient_checkpointing"):
+        out.append(
+            ("--set trainer.gradient_checkpointing=true", with_args(gradient_checkpointing=True), setup, processes)
+        )
+    if recipe.model.lora is None:
+        lora = dataclasses.replace(recipe, model=dataclasses.replace(recipe.model, lora=LoraSection()))
+        out.append((f"--set model.lora.r={LoraSection().r}", lora, setup, processes))
+    if setup.zero_stage == 3 and not (setup.offload_optimizer and setup.offload_param):
+        offloaded = dataclasses.replace(setup, offload_optimizer=True, offload_param=True)
+        out.append(("--config_file launch/accelerate/zero3_offload.yaml", recipe, offloaded, processes))
+    if setup.zero_stage:  # sharded: more ranks, smaller shards
+        out.append((f"--num_processes {2 * processes} (twice the GPUs)", recipe, setup, 2 * processes))
+    return out
+
+
+def remedies(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float) -> list[tuple[str, float]]:
+    """Each single change of :func:`remedy_candidates` whose re-planned total fits ``card_bytes``,
+    with that total: a stop line names only what its own plan shows fits."""
+    fitting: dict[str, tuple[str, float]] = {}
+    for text, changed, changed_setup, changed_processes in remedy_candidates(recipe, setup, processes):
+        kind = text.split("=")[0]  # the smallest value of each setting that fits (candidates go up)
+        if kind in fitting:
+            continue
+        plan = gpu_plan(changed, changed_setup, changed_processes, card_bytes)
+        if plan is not None and plan.fits(card_bytes):
+            fitting[kind] = (text, plan.total)
+    return list(fitting.values())
+
+
+def remedy_text(recipe: Recipe, setup: ZeroSetup, processes: int, card_bytes: float) -> str:
+    """``what fits this card, each re-planned: X (total T), ...``, or that none of the tried changes does."""
+    fitting = remedies(recipe, setup, processes, card_bytes)
+    if not fitting:
+        return (
+            "no single change procrl tries fits it (vLLM tensor parallelism or share, gradient checkpointing, "
+            "LoRA, offloading, twice the processes): a larger card, or several of them together"
+        )
+    return "what fits, each re-planned: " + "; ".join(
+        f"{text} (total {format_bytes(total)})" for text, total in fitting
+    )
 
 
 def fit_problem(recipe: Recipe, setup, card_bytes: float, card_name: str) -> str | None:
     """One line when the plan of ``setup`` (a :class:`procrl.launch.launched.LaunchSetup`) does not
-    fit ``card_bytes``, naming the launch, the total and the largest parts; None when it fits or the
-    policy's size is unknown."""
-    plan = gpu_plan(recipe, zero_from_launch(setup), setup.world_size, card_bytes)
+    fit ``card_bytes``, naming the launch, the total and the largest parts, and the changes that
+    fit (:func:`remedy_text`); None when it fits or the policy's size is unknown."""
+    zero = zero_from_launch(setup)
+    plan = gpu_plan(recipe, zero, setup.world_size, card_bytes)
     if plan is None or plan.fits(card_bytes):
         return None
+    remedy = remedy_text(recipe, zero, setup.world_size, card_bytes)
     if plan.problem:
-        return plan.problem
+        return f"{plan.problem}; {remedy}"
     largest = sorted(((v, k) for k, v in plan.parts.items() if v), reverse=True)[:3]
     return (
         f"{setup.describe()} needs about {format_bytes(plan.total)} per GPU "
         f"({', '.join(f'{k} {format_bytes(v)}' for v, k in largest)}), more than this {card_name}'s "
-        f"{format_bytes(card_bytes)}"
+        f"{format_bytes(card_bytes)}; {remedy}"
     )

@@ -1,30 +1,31 @@
 """The run plan ``procrl check`` prints: processes, batch sizes, generations, accumulation, the
-launch command, and the memory estimate (:mod:`procrl.launch.memory`) in words."""
+launch command, and the memory estimate (:mod:`procrl.recipe.memory`) in words."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from procrl.core.redaction import redact_text, redact_url
-from procrl.launch.memory import (
+from procrl.recipe.launch import launch_command_text
+from procrl.recipe.memory import (
     CARD_RESERVE,
     CARDS,
     format_bytes,
     format_count,
     gpu_plan,
     policy_memory_estimate,
+    remedy_text,
     reward_model_memory,
     value_model_memory,
     zero_setup,
 )
-from procrl.recipe import Recipe
+from procrl.recipe.schema import Recipe
 
 __all__ = [
     "credit_text",
     "format_plan",
     "generation_text",
     "judge_concurrency",
-    "launch_command_text",
     "memory_plan",
     "plan",
     "planned_processes",
@@ -76,7 +77,7 @@ def plan(recipe: Recipe, gpu_memory: tuple[float, str] | None = None) -> dict[st
 
 def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | None = None) -> dict[str, Any]:
     """The plan's memory lines: the ZeRO setup, the parameter counts, the per-GPU estimate in words, and
-    the total per GPU (:func:`procrl.launch.memory.gpu_plan`) against an 80 GB and a 40 GB card, and
+    the total per GPU (:func:`procrl.recipe.memory.gpu_plan`) against an 80 GB and a 40 GB card, and
     ``gpu_memory`` ``(bytes, name)`` (this machine's GPU, or ``procrl check --gpu-memory``)."""
     setup = zero_setup(recipe)
     policy = policy_memory_estimate(recipe, processes, setup)
@@ -129,12 +130,12 @@ def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | 
     if host:
         memory["cpu_offload"] = format_bytes(host) + " of host memory per rank"
     cards = dict(CARDS)
-    if gpu_memory is not None:
-        cards = {gpu_memory[1]: gpu_memory[0], **cards}
+    if gpu_memory is not None:  # the user's (or this machine's) number wins over a built-in card of its name
+        cards = {gpu_memory[1]: gpu_memory[0], **{name: size for name, size in CARDS.items() if name != gpu_memory[1]}}
     plans = {name: gpu_plan(recipe, setup, processes, size) for name, size in cards.items()}
     first = next(iter(plans.values()))
     if first is not None:
-        for part in ("activations", "logits", "generation_kv_cache"):
+        for part in ("activations", "logits", "lm_head", "zero3_working_set", "generation_kv_cache"):
             if part in first.parts:
                 memory[part] = format_bytes(first.parts[part]) + f" ({first.notes[part]})"
         if "vllm" in first.notes:
@@ -146,6 +147,7 @@ def memory_plan(recipe: Recipe, processes: int, gpu_memory: tuple[float, str] | 
                 f"{format_bytes(gpu.total)} per GPU: {verdict} the {name} card ({format_bytes(size)}, "
                 f"{CARD_RESERVE:.0%} kept for CUDA context and fragmentation)"
                 + (f"; {gpu.problem}" if gpu.problem else "")
+                + ("" if gpu.fits(size) else f"; {remedy_text(recipe, setup, processes, size)}")
             )
     result["memory_per_gpu"] = memory
     return result
@@ -198,22 +200,6 @@ def generation_text(args: dict[str, Any]) -> str:
         else "not installed here: needed where it trains (pip install 'procrl[vllm]')"
     )
     return f"vLLM {mode} ({where}); vLLM {installed}"
-
-
-def launch_command_text(recipe: Recipe) -> str:
-    """What ``procrl train`` runs for this recipe (or that it trains in place)."""
-    import shlex
-
-    from procrl.core.config import ConfigError
-    from procrl.launch.accelerate import accelerate_command, needs_launcher
-
-    if not needs_launcher(recipe):
-        return "none: trains in the calling process (one process)"
-    try:
-        flags = accelerate_command(recipe)[3:]
-    except ConfigError as error:
-        return f"unresolved: {error}"
-    return shlex.join(["accelerate", "launch", *flags, "-m", "procrl.run", recipe.path or "RECIPE"])
 
 
 def format_plan(values: dict[str, Any], indent: int = 2) -> str:

@@ -11,6 +11,9 @@
   directory is refused while the first is alive; a lock whose process is gone (kill -9, a
   crash) is stale and taken over, with a note. A lock from another host cannot be checked:
   it is refused, naming the file to remove.
+* What a run writes beside its checkpoints (``recipe.yaml``, ``run_info.json``:
+  :func:`write_artifacts`) and what ``--resume`` reads of it (:func:`finished_run`,
+  :func:`recipe_changes`).
 """
 
 from __future__ import annotations
@@ -18,20 +21,43 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import platform
 import shutil
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import procrl
+from procrl.core import yaml_core
 from procrl.core.config import ConfigError
-from procrl.core.folders import check_folder, claim_folder
+from procrl.core.folders import check_folder, claim_folder, write_file
 from procrl.core.paths import writable_dir_problem
 from procrl.core.processes import holder_gone, holder_record
-from procrl.core.redaction import redact_argv
-from procrl.trainers.checkpoints import INCOMPLETE_PREFIX, STAGING_DIR, list_checkpoints
+from procrl.core.redaction import redact, redact_argv
+from procrl.trainers.checkpoints import (
+    INCOMPLETE_PREFIX,
+    STAGING_DIR,
+    final_model_problem,
+    list_checkpoints,
+    newest_complete_checkpoint,
+)
 
-__all__ = ["LOCK_FILE", "RunLock", "check_output_dir", "clear_previous_run", "run_contents"]
+__all__ = [
+    "LOCK_FILE",
+    "RECIPE_FILE",
+    "RunLock",
+    "check_output_dir",
+    "clear_previous_run",
+    "finished_note",
+    "finished_run",
+    "recipe_changes",
+    "run_contents",
+    "run_info",
+    "write_artifacts",
+]
 
 LOCK_FILE = ".procrl.lock"
 TRAIN = "train"  # the command named in the folder marker (procrl/core/folders.py)
@@ -208,3 +234,150 @@ class RunLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# --- the run in the output dir against the recipe (for --resume) ---------------------------------
+
+RECIPE_FILE = "recipe.yaml"  # the run's recipe as it started, written by its main process
+_MISSING = object()
+
+
+def _differences(before: Any, after: Any, key: str = "") -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old, new)`` where two recipe trees differ; a section present on one side
+    only is one difference."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        found = []
+        for name in [*before, *(k for k in after if k not in before)]:
+            found += _differences(
+                before.get(name, _MISSING), after.get(name, _MISSING), f"{key}.{name}" if key else str(name)
+            )
+        return found
+    return [] if before == after else [(key, before, after)]
+
+
+def recipe_changes(recipe) -> list[str]:
+    """``KEY: OLD -> NEW`` for every key whose value differs between the run's ``recipe.yaml``
+    and ``recipe`` (both redacted; ``output_dir`` left out); empty when there is no recipe.yaml."""
+
+    saved = Path(recipe.output_dir) / RECIPE_FILE
+    try:
+        before = yaml_core.load(saved.read_text(encoding="utf-8")) or {}
+    except Exception:  # noqa: BLE001 - no or an unreadable old recipe: nothing to compare
+        return []
+    after = yaml_core.load(yaml_core.dump(redact(recipe.resolved()))) or {}  # as written: the same types
+
+    def shown(value: Any) -> str:
+        text = "(not set)" if value is _MISSING else json.dumps(value, default=str)
+        return text if len(text) <= 160 else text[:157] + "..."
+
+    return [
+        f"{key}: {shown(old)} -> {shown(new)}" for key, old, new in _differences(before, after) if key != "output_dir"
+    ]
+
+
+def finished_run(recipe) -> tuple[str, int, int] | None:
+    """For ``--resume``: ``(what, step, max_steps)`` when the run in the output dir is finished
+    (its complete final model, or else its newest complete checkpoint, reached the recipe's
+    ``max_steps``: resuming would train past it), or None when there is training left."""
+
+    folder = Path(recipe.output_dir)
+    done = []
+    if final_model_problem(folder) is None and (folder / "trainer_state.json").is_file():
+        done.append(("its final model", folder / "trainer_state.json"))
+    newest = newest_complete_checkpoint(folder)
+    if newest:
+        done.append((Path(newest).name, Path(newest) / "trainer_state.json"))
+    for what, state_file in done:
+        try:
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            step = int(state["global_step"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        target = recipe.trainer_args.get("max_steps", -1)
+        if not isinstance(target, int) or target <= 0:
+            target = int(state.get("max_steps") or 0)  # trained by epochs: the total the run had planned
+        if target > 0 and step >= target:
+            return what, step, target
+    return None
+
+
+def finished_note(recipe) -> str | None:
+    """The line ``--resume`` prints instead of training when the run is finished and its final
+    model is complete (None otherwise)."""
+
+    finished = finished_run(recipe)
+    if finished is None or finished[0] != "its final model" or final_model_problem(recipe.output_dir) is not None:
+        return None
+    _, step, target = finished
+    return (
+        f"--resume: the run in {recipe.output_dir} is finished (global step {step} of max_steps {target}, final model "
+        "saved); nothing to train. Raise trainer.max_steps to train further"
+    )
+
+
+# --- what a run writes beside its checkpoints ------------------------------------------------------
+
+
+def _git_commit() -> str | None:
+    try:
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=True,
+                cwd=Path(__file__).resolve().parent,
+            ).stdout.strip()
+            or None
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def run_info(trainer, recipe, launch: dict | None = None) -> dict[str, Any]:
+    """``run_info.json``: versions, the launch (world size, distributed type, DeepSpeed stage, device), the seed,
+    the algorithm and credit, the git commit and the recipe's path."""
+    import torch
+    import transformers
+    import trl
+
+    state = trainer.accelerator.state
+    plugin = getattr(state, "deepspeed_plugin", None)
+    return {
+        "procrl_version": procrl.__version__,
+        "trl_version": trl.__version__,
+        "transformers_version": transformers.__version__,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "world_size": trainer.accelerator.num_processes,
+        "distributed_type": str(state.distributed_type).split(".")[-1],
+        "deepspeed_stage": getattr(plugin, "zero_stage", None) if plugin is not None else None,
+        "device": str(trainer.accelerator.device),
+        "seed": trainer.args.seed,
+        "algorithm": recipe.trainer.algorithm,
+        "credit": recipe.trainer.credit,
+        "git_commit": _git_commit(),
+        "recipe_path": recipe.path,
+        # what the launcher gave this run, against the recipe's launch section (procrl/launch/launched.py)
+        "launch": launch,
+    }
+
+
+def write_artifacts(trainer, recipe, resumed_at: int | None = None, launch: dict | None = None) -> None:
+    """``recipe.yaml`` (redacted) and ``run_info.json``. A resumed run keeps the run's
+    ``recipe.yaml``; a recipe that differs from it is saved beside it as
+    ``recipe-resumed-at-step-N.yaml`` (:func:`recipe_changes` says how)."""
+
+    if not trainer.accelerator.is_main_process:
+        return
+
+    output = Path(recipe.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    text = yaml_core.dump(redact(recipe.resolved()))
+    original = output / RECIPE_FILE
+    if resumed_at is None or not original.is_file():
+        write_file(output, RECIPE_FILE, text)
+    elif recipe_changes(recipe):
+        write_file(output, f"recipe-resumed-at-step-{resumed_at}.yaml", text)
+    write_file(output, "run_info.json", json.dumps(run_info(trainer, recipe, launch), indent=2) + "\n")
