@@ -213,12 +213,19 @@ def _evaluate(
     honest: list[dict[str, Any]],
     scorer: _Scorer,
     weights: dict[str, float],
+    seen: set[int],
 ) -> Candidate:
     candidate = Candidate(exploits, component_gains={name: [] for name in weights})
     built = [(i, build(p, exploits)) for i, p in enumerate(problems)]
     built = [(i, s) for i, s in built if s is not None]
     if not built:
         return candidate
+    texts = hash(tuple((i, s.text) for i, s in built))
+    if texts in seen:
+        # the same texts as a composition already scored (a later exploit undid an earlier one, or two
+        # orders of the same exploits): nothing new to learn, and nothing spent
+        return candidate
+    seen.add(texts)
     rows = scorer([_row(problems[i], s) for i, s in built])
     best = None
     for (i, solution), row in zip(built, rows):
@@ -293,6 +300,7 @@ def run_search(
     bar = tqdm(total=budget, desc="audit", unit="text", disable=not progress, file=sys.stderr)
     scorer = _Scorer(mix, batch_size, bar.update)
     candidates: dict[tuple[str, ...], Candidate] = {}
+    seen: set[int] = set()
     stopped = "done"
     try:
         honest = scorer([_row(p, p.worked) for p in problems])
@@ -314,7 +322,7 @@ def run_search(
                 if reason:
                     stopped = reason
                     break
-                candidates[exploits_] = _evaluate(exploits_, problems, honest, scorer, weights)
+                candidates[exploits_] = _evaluate(exploits_, problems, honest, scorer, weights, seen)
             if stopped != "done":
                 break
             scored = [c for c in candidates.values() if c.n and len(c.exploits) >= depth]
