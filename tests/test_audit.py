@@ -335,3 +335,63 @@ def test_someone_elses_folder_is_refused_before_any_work(tmp_path, capsys):
     assert main(["audit", "--recipe", str(PLANTED / "sound.yaml"), "--output-dir", str(folder), "--quiet"]) == 2
     assert "procrl did not write" in capsys.readouterr().err
     assert sorted(p.name for p in folder.iterdir()) == ["notes.txt"]
+
+
+# --- the recipe key and procrl train ------------------------------------------------------------
+
+
+def _training_recipe(tmp_path: Path, planted: str | None, **audit) -> Path:
+    """The tiny smoke recipe with a planted reward (its file beside the recipe) and an audit section."""
+    import yaml
+
+    raw = yaml.safe_load((REPO / "recipes" / "gsm8k_tiny_smoke.yaml").read_text())
+    raw["rewards"] = {"accuracy": {"weight": 1.0}}
+    if planted:
+        raw["rewards"][planted] = {"type": f"planted_rewards:{planted}", "weight": 0.5}
+        shutil.copy(PLANTED / "planted_rewards.py", tmp_path / "planted_rewards.py")
+    raw["audit"] = audit
+    raw["output_dir"] = str(tmp_path / "run")
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_train_refuses_to_start_on_a_gamed_mix_when_the_recipe_asks(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    recipe = _training_recipe(tmp_path, "decisiveness", before_training=True, budget=400)
+    assert main(["train", str(recipe)]) == 1
+    captured = capsys.readouterr()
+    assert "training not started" in captured.err and "confident" in captured.out
+    assert json.loads((tmp_path / "audit" / "recipe" / "report.json").read_text())["gamed"]
+    assert not (tmp_path / "run").exists()  # nothing of the run was created
+
+
+def test_the_gate_passes_a_sound_mix_and_is_off_by_default(tmp_path, monkeypatch, capsys):
+    from procrl.launch.commands.audit import audit_before_training
+
+    monkeypatch.chdir(tmp_path)
+    off = _training_recipe(tmp_path, "decisiveness")
+    assert audit_before_training(str(off), []) == 0 and not (tmp_path / "audit").exists()
+    sound = _training_recipe(tmp_path, None, before_training=True, budget=300)
+    assert audit_before_training(str(sound), []) == 0
+    assert not json.loads((tmp_path / "audit" / "recipe" / "report.json").read_text())["gamed"]
+    # a tolerance above the planted reward's whole weight lets the gamed mix through
+    tolerant = _training_recipe(tmp_path, "decisiveness", before_training=True, budget=300, tolerance=0.5)
+    assert audit_before_training(str(tolerant), []) == 0
+
+
+@pytest.mark.parametrize(
+    ("audit", "message"),
+    [
+        ({"tolerance": -0.1}, "audit.tolerance: must be in [0, inf)"),
+        ({"tolerance": float("nan")}, "audit.tolerance: must be a finite number"),
+        ({"budget": 0}, "audit.budget: must be in [1, inf)"),
+        ({"before_trainig": True}, "before_trainig"),
+    ],
+)
+def test_bad_audit_section_is_one_line(tmp_path, audit, message):
+    from procrl.recipe import load_recipe
+
+    with pytest.raises(ConfigError) as error:
+        load_recipe(str(_training_recipe(tmp_path, None, **audit)))
+    assert message in str(error.value) and "\n" not in str(error.value)

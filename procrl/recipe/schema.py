@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from procrl.core.config import ConfigError, from_dict, suggest
-from procrl.recipe.sections import DataSection, LaunchSection, LoggingSection, ModelSection, TrainerSection
+from procrl.recipe.sections import (
+    AuditSection,
+    DataSection,
+    LaunchSection,
+    LoggingSection,
+    ModelSection,
+    TrainerSection,
+)
 from procrl.recipe.trl_fields import validate_trainer
 from procrl.rewards.spec import ComponentSpec, parse_rewards
 
@@ -32,6 +39,7 @@ class Recipe:
     output_dir: str
     description: str | None = None
     path: str | None = None
+    audit: AuditSection = dataclasses.field(default_factory=AuditSection)
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with defaults filled in, as written to the output dir and W&B config."""
@@ -57,10 +65,22 @@ class Recipe:
             "rewards": rewards,
             "logging": dataclasses.asdict(self.logging),
             "launch": dataclasses.asdict(self.launch),
+            "audit": dataclasses.asdict(self.audit),
         }
 
 
-TOP_LEVEL_KEYS = ("recipe", "description", "output_dir", "model", "data", "trainer", "rewards", "logging", "launch")
+TOP_LEVEL_KEYS = (
+    "recipe",
+    "description",
+    "output_dir",
+    "model",
+    "data",
+    "trainer",
+    "rewards",
+    "logging",
+    "launch",
+    "audit",
+)
 
 
 def evaluates_during_training(trainer_args: dict[str, Any]) -> bool:
@@ -116,6 +136,7 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
     launch = from_dict(LaunchSection, raw.get("launch"), "launch")
+    audit = from_dict(AuditSection, raw.get("audit"), "audit")
     output_dir = raw.get("output_dir", "outputs/procrl")
     if not isinstance(output_dir, str) or not output_dir:
         raise ConfigError(f"output_dir: expected a non-empty string, got {output_dir!r}")
@@ -134,4 +155,5 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         output_dir=output_dir,
         description=description,
         path=path,
+        audit=audit,
     )

@@ -107,3 +107,32 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {', '.join(files)} to {directory}")
     sys.stdout.flush()
     return audit.exit_status
+
+
+def audit_before_training(recipe_path: str, overrides: list[str]) -> int:
+    """``procrl train``'s gate: when the recipe's ``audit.before_training`` is on, audit its mix
+    (``audit.tolerance``, ``audit.budget``; report in ``audit/<recipe name>``) and return 1 when
+    something gamed is beyond the tolerance (training is not started); 0 otherwise, at once when
+    the recipe does not ask."""
+    from procrl.evaluation.audit.report import summary_lines
+    from procrl.evaluation.audit.run import audit_recipe, check_output_dir, default_output_dir, write_outputs
+    from procrl.recipe import load_recipe
+
+    settings = load_recipe(recipe_path, overrides).audit
+    if not settings.before_training:
+        return 0
+    directory = default_output_dir(recipe_path)
+    check_output_dir(directory, overwrite=False)
+    print(f"procrl: auditing the reward mix before training (audit.before_training; report in {directory})", flush=True)
+    audit = audit_recipe(recipe_path, overrides, tolerance=settings.tolerance, budget=settings.budget)
+    write_outputs(directory, audit)
+    for line in summary_lines(audit.report):
+        print(f"  {line}")
+    if audit.exit_status:
+        print(
+            f"procrl: error: training not started: the reward mix can be gamed beyond audit.tolerance "
+            f"({settings.tolerance:g}); see {directory / 'report.md'}, or set audit.before_training=false",
+            file=sys.stderr,
+            flush=True,
+        )
+    return audit.exit_status
