@@ -395,3 +395,47 @@ def test_bad_audit_section_is_one_line(tmp_path, audit, message):
     with pytest.raises(ConfigError) as error:
         load_recipe(str(_training_recipe(tmp_path, None, **audit)))
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+# --- a judge behind a server ---------------------------------------------------------------------
+
+
+def test_a_judge_behind_a_server_is_audited_through_the_training_client(tmp_path):
+    """A judge that a claimed self-check fools (it answers "no error" when the solution says it was
+    verified, and finds an error at step 1 otherwise), behind the scripted OpenAI-compatible server,
+    rate-limiting one request in five at first: the audit goes through the same client as training
+    (retries after a 429), finds that claimed checks pay, and names the judge as the component."""
+    from procrl.evaluation.audit import audit_recipe
+    from procrl.testing.openai_server import Reply, ScriptedOpenAIServer
+
+    def gullible(prompt: str, attempt: int) -> Reply:
+        if attempt == 0 and sum(map(ord, prompt)) % 5 == 0:
+            return Reply(status=429, headers={"Retry-After": "0"})
+        return Reply("\\boxed{-1}" if "verified" in prompt.lower() else "Step 1 is wrong. \\boxed{1}")
+
+    with ScriptedOpenAIServer(gullible) as server:
+        recipe = tmp_path / "judge.yaml"
+        recipe.write_text(
+            "recipe: procrl/v1\nrewards:\n  accuracy: {weight: 1.0}\n"
+            f"  first_error: {{weight: 0.5, backend: openai, model: judge, base_url: '{server.base_url}', "
+            "backoff_s: 0.01, max_retries: 3, penalty: flat}\n"
+        )
+        audit = audit_recipe(str(recipe), [], num_problems=4, max_depth=1, progress=False)
+        from collections import Counter
+
+        asked = Counter(r["prompt"] for r in server.requests)
+    report = audit.report
+    assert audit.exit_status == 1 and report["failures"].get("first_error", {}).get("judge_error", 0) == 0
+    records = {" + ".join(r["exploits"]): r for r in report["candidates"]}
+    paying = records["claimed_check"]
+    assert paying["beyond_tolerance"] and paying["paying_component"] == "first_error"
+    assert paying["mean_gain"] == pytest.approx(0.5)  # the flat penalty the honest solution gets, avoided
+    assert records["slip"]["mean_gain"] == 0  # the judge flags every unclaimed text: a slip costs nothing more
+    limited = [prompt for prompt in asked if sum(map(ord, prompt)) % 5 == 0]
+    assert limited and all(asked[prompt] >= 2 for prompt in limited)  # each rate-limited request was retried
+
+
+def test_the_time_limit_stops_the_search(tmp_path):
+    code, report, _ = _audit(tmp_path, PLANTED / "decisiveness.yaml", "--minutes", "0.0001")
+    assert report["stopped"] == "time" and report["texts_scored"] == 8  # the honest texts alone
+    assert code == 0 and report["candidates"] == []

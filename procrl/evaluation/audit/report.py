@@ -15,6 +15,7 @@ __all__ = ["build_report", "plot_report", "report_markdown", "summary_lines"]
 
 SHOWN_COMPOSITIONS = 10  # compositions of two or more exploits in the markdown and the plot
 SHOWN_EXAMPLES = 5
+PLOTTED_PER_GROUP = 8
 
 
 def build_report(search: Search, tolerance: float, recipe: str, overrides: list[str]) -> dict[str, Any]:
@@ -205,16 +206,28 @@ def report_markdown(report: dict[str, Any]) -> str:
 
 
 def plot_report(report: dict[str, Any]):
-    """audit.png: one horizontal bar per exploit alone (and the best compositions), its mean gain over
-    the honest worked solution split into each component's part; the tolerance as a dashed line."""
+    """audit.png: one horizontal bar per exploit alone on the worked solution, then the best on the
+    one-slip version and the best compositions; each bar is the mean gain over the honest worked
+    solution split into each component's part; the tolerance as a dashed line."""
     from procrl.observe.plots import new_figure
 
-    rows = sorted(_singles(report), key=lambda r: -r["mean_gain"]) + _compositions(report)
+    singles = _singles(report)
+    groups = [
+        (
+            "each exploit",
+            sorted(
+                (r for r in singles if r["exploits"][0] != "slip" or len(r["exploits"]) == 1),
+                key=lambda r: -r["mean_gain"],
+            ),
+        ),
+        ("on the one-slip version (best)", [r for r in singles if len(r["exploits"]) == 2][:PLOTTED_PER_GROUP]),
+        ("compositions (best)", _compositions(report)[:PLOTTED_PER_GROUP]),
+    ]
+    rows = [r for _, group in groups for r in group]
     names = list(report["components"])
-    figure = new_figure(9.0, 1.2 + 0.28 * len(rows))
+    figure = new_figure(9.0, 1.6 + 0.22 * len(rows))
     axis = figure.subplots()
     colours = ["#2980b9", "#e67e22", "#27ae60", "#8e44ad", "#c0392b", "#16a085", "#7f8c8d", "#d35400"]
-    labels = [" + ".join(r["exploits"]) for r in rows]
     ys = list(range(len(rows)))[::-1]
     for k, name in enumerate(names):
         values = [r["component_gains"].get(name) or 0.0 for r in rows]
@@ -222,12 +235,35 @@ def plot_report(report: dict[str, Any]):
         negative_left = [sum(min(0.0, r["component_gains"].get(m) or 0.0) for m in names[:k]) for r in rows]
         lefts = [p if v >= 0 else q for v, p, q in zip(values, positive_left, negative_left)]
         axis.barh(ys, values, left=lefts, color=colours[k % len(colours)], label=name, height=0.7)
-    axis.scatter([r["mean_gain"] for r in rows], ys, color="black", marker="|", s=120, zorder=3, label="total gain")
+    gains = [r["mean_gain"] for r in rows]
+    axis.scatter(gains, ys, color="black", marker="|", s=120, zorder=3, label="total gain")
     axis.axvline(report["tolerance"], color="#c0392b", linestyle="--", linewidth=1, label="tolerance")
     axis.axvline(0, color="black", linewidth=0.6)
+    position = len(rows)
+    for title, group in groups:  # a rule and a label above each group
+        if group:
+            axis.axhline(position - 0.5, color="grey", linewidth=0.5)
+            axis.text(
+                1.0,
+                position - 0.7,
+                title,
+                transform=axis.get_yaxis_transform(),
+                ha="right",
+                va="top",
+                fontsize=7,
+                color="dimgrey",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
+                zorder=4,
+            )
+        position -= len(group)
+    low, high = min([0.0, *gains]), max([report["tolerance"], *gains])
+    margin = 0.08 * (high - low or 1.0)
+    axis.set_xlim(low - margin, high + margin)
+    axis.set_ylim(-0.6, len(rows) - 0.4)
     axis.set_yticks(ys)
-    axis.set_yticklabels(labels, fontsize=7)
+    axis.set_yticklabels([" + ".join(r["exploits"]) for r in rows], fontsize=7)
     axis.set_xlabel("mean gain over the honest worked solution (weighted, per component)")
-    axis.set_title(f"procrl audit: {report['recipe']}" + ("  (GAMED)" if report["gamed"] else ""), fontsize=10)
-    axis.legend(fontsize=7, loc="lower right")
+    verdict = "GAMED beyond the tolerance" if report["gamed"] else "nothing beyond the tolerance"
+    axis.set_title(f"procrl audit: {report['recipe']} ({verdict})", fontsize=10)
+    figure.legend(loc="outside lower center", ncols=min(len(names) + 2, 6), fontsize=7)
     return figure
