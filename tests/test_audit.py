@@ -436,6 +436,46 @@ def test_a_judge_behind_a_server_is_audited_through_the_training_client(tmp_path
 
 
 def test_the_time_limit_stops_the_search(tmp_path):
-    code, report, _ = _audit(tmp_path, PLANTED / "decisiveness.yaml", "--minutes", "0.0001")
+    code, report, _ = _audit(tmp_path, PLANTED / "decisiveness.yaml", "--minutes", "1e-9")
     assert report["stopped"] == "time" and report["texts_scored"] == 8  # the honest texts alone
     assert code == 0 and report["candidates"] == []
+
+
+# --- failing rewards, secrets --------------------------------------------------------------------
+
+
+def test_a_reward_that_fails_on_some_texts_gets_its_fallback_and_is_counted(tmp_path):
+    """A custom reward that raises on a batch holding a text of 21 lines or more (``very_long`` writes the
+    working 20 times) and returns NaN on texts with bold step labels: those texts
+    get the component's fallback, as in training; the failures are counted in the report; the audit
+    goes on."""
+    (tmp_path / "brittle.py").write_text(
+        "def brittle(prompts, completions, **kwargs):\n"
+        "    if any(c.count(chr(10)) >= 20 for c in completions):\n"
+        "        raise RuntimeError('too long for me')\n"
+        "    return [float('nan') if '**Step' in c else 0.0 for c in completions]\n"
+    )
+    recipe = tmp_path / "brittle.yaml"
+    recipe.write_text(
+        "recipe: procrl/v1\nrewards:\n  accuracy: {weight: 1.0}\n"
+        "  brittle: {type: brittle:brittle, weight: 1.0, fallback: 0.5}\n"
+    )
+    code, report, _ = _audit(tmp_path, recipe)
+    failures = report["failures"]["brittle"]
+    assert failures.get("exception", 0) > 0 and failures.get("non_finite", 0) > 0
+    records = {" + ".join(r["exploits"]): r for r in report["candidates"]}
+    # the fallback (0.5) beats the honest text's 0.0: failing the reward pays, and the audit says so
+    assert records["very_long"]["component_gains"]["brittle"] == pytest.approx(0.5)
+    assert records["markdown_noise"]["component_gains"]["brittle"] == pytest.approx(0.5)
+    assert code == 1 and records["very_long"]["beyond_tolerance"]
+
+
+def test_secrets_in_the_overrides_are_not_written(tmp_path):
+    from procrl.evaluation.audit.run import Audit, write_outputs
+
+    report = json.loads(json.dumps(_audit(tmp_path, PLANTED / "decisiveness.yaml", "--exploit", "confident")[1]))
+    report["overrides"] = ["rewards.first_error.base_url=https://judge:hunter2secret@judge.example/v1"]
+    out = tmp_path / "redacted"
+    write_outputs(out, Audit(report))
+    for name in ("report.json", "report.md"):
+        assert "hunter2secret" not in (out / name).read_text()
