@@ -114,11 +114,15 @@ def audit_before_training(recipe_path: str, overrides: list[str]) -> int:
     (``audit.tolerance``, ``audit.budget``; report in ``audit/<recipe name>``) and return 1 when
     something gamed is beyond the tolerance (training is not started); 0 otherwise, at once when
     the recipe does not ask."""
+    from procrl.core.config import ConfigError
     from procrl.evaluation.audit.report import summary_lines
     from procrl.evaluation.audit.run import audit_recipe, check_output_dir, default_output_dir, write_outputs
     from procrl.recipe import load_recipe
 
-    settings = load_recipe(recipe_path, overrides).audit
+    try:
+        settings = load_recipe(recipe_path, overrides).audit
+    except ConfigError:
+        return 0  # a bad recipe is training's to refuse, in its own order of checks and words
     if not settings.before_training:
         return 0
     directory = default_output_dir(recipe_path)
