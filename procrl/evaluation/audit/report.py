@@ -244,11 +244,11 @@ def plot_report(report: dict[str, Any]):
         if group:
             axis.axhline(position - 0.5, color="grey", linewidth=0.5)
             axis.text(
-                1.0,
+                0.005,
                 position - 0.7,
                 title,
                 transform=axis.get_yaxis_transform(),
-                ha="right",
+                ha="left",
                 va="top",
                 fontsize=7,
                 color="dimgrey",

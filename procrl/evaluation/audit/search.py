@@ -153,17 +153,18 @@ class Search:
     failures: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
-def _rng(problem: Problem, exploits: tuple[str, ...], depth: int) -> random.Random:
-    # one generator per problem, composition and position: a candidate's texts do not depend on
-    # what else was searched, so a run is reproducible and a longer budget only adds candidates
-    return random.Random(f"{problem.id}/{'+'.join(exploits[: depth + 1])}")
+def _rng(problem: Problem, name: str) -> random.Random:
+    # one generator per problem and exploit: a candidate's texts do not depend on what else was
+    # searched (a run repeats exactly, a larger budget only adds candidates), and two orders of
+    # exploits that touch different parts of a text give the same text, scored once
+    return random.Random(f"{problem.id}/{name}")
 
 
 def build(problem: Problem, exploits: tuple[str, ...]) -> Solution | None:
     """The problem's worked solution gamed by ``exploits`` in order (None: one does not apply)."""
     solution: Solution | None = problem.worked
-    for depth, name in enumerate(exploits):
-        solution = apply_exploit(name, solution, _rng(problem, exploits, depth))
+    for name in exploits:
+        solution = apply_exploit(name, solution, _rng(problem, name))
         if solution is None:
             return None
     return solution
