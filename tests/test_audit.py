@@ -479,3 +479,9 @@ def test_secrets_in_the_overrides_are_not_written(tmp_path):
     write_outputs(out, Audit(report))
     for name in ("report.json", "report.md"):
         assert "hunter2secret" not in (out / name).read_text()
+
+
+def test_check_points_to_the_audit(capsys):
+    recipe = str(REPO / "recipes" / "gsm8k_accuracy.yaml")
+    assert main(["check", recipe]) == 0
+    assert f"how this mix can be gamed: procrl audit --recipe {recipe} (docs/audit.md)" in capsys.readouterr().out
