@@ -27,7 +27,7 @@ PAGE = REPO / "docs" / "recipes.md"
 MARKED = re.compile(
     r"(?P<begin><!-- generated: (?P<id>[\w.:-]+) -->\n)(?P<body>.*?)(?P<end><!-- end generated -->)", re.DOTALL
 )
-RECIPE_SECTIONS = ("model", "data", "trainer", "logging", "launch")
+RECIPE_SECTIONS = ("model", "data", "trainer", "logging", "launch", "audit")
 
 
 def allowed(tp: Any) -> str:

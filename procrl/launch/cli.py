@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from procrl.launch.commands import (
+    audit,
     build_tiny_reasoner,
     check,
     eval_judge,
@@ -28,7 +29,7 @@ from procrl.launch.entry import run_command
 __all__ = ["COMMANDS", "build_parser", "main"]
 
 # the order of `procrl --help`; each module's imports are light (models and components load in its run)
-COMMANDS = [train, check, score, serve, train_tagger, build_tiny_reasoner, evaluate, validate, eval_judge]
+COMMANDS = [train, check, score, audit, serve, train_tagger, build_tiny_reasoner, evaluate, validate, eval_judge]
 
 
 class _CommandList(argparse.HelpFormatter):

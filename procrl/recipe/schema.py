@@ -9,7 +9,14 @@ from typing import Any
 
 from procrl.core.config import ConfigError, from_dict, suggest
 from procrl.core.text import SENTENCE_SPLITTERS, use_sentence_splitter
-from procrl.recipe.sections import DataSection, LaunchSection, LoggingSection, ModelSection, TrainerSection
+from procrl.recipe.sections import (
+    AuditSection,
+    DataSection,
+    LaunchSection,
+    LoggingSection,
+    ModelSection,
+    TrainerSection,
+)
 from procrl.recipe.trl_fields import validate_trainer
 from procrl.rewards.spec import ComponentSpec, parse_rewards
 
@@ -34,6 +41,7 @@ class Recipe:
     description: str | None = None
     path: str | None = None
     segmentation: str = "rules"
+    audit: AuditSection = dataclasses.field(default_factory=AuditSection)
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with defaults filled in, as written to the output dir and W&B config."""
@@ -60,6 +68,7 @@ class Recipe:
             "logging": dataclasses.asdict(self.logging),
             "launch": dataclasses.asdict(self.launch),
             "segmentation": self.segmentation,
+            "audit": dataclasses.asdict(self.audit),
         }
 
 
@@ -74,6 +83,7 @@ TOP_LEVEL_KEYS = (
     "logging",
     "launch",
     "segmentation",
+    "audit",
 )
 
 
@@ -130,6 +140,7 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         data.check_held_out("data")
     logging_section = from_dict(LoggingSection, raw.get("logging"), "logging")
     launch = from_dict(LaunchSection, raw.get("launch"), "launch")
+    audit = from_dict(AuditSection, raw.get("audit"), "audit")
     output_dir = raw.get("output_dir", "outputs/procrl")
     if not isinstance(output_dir, str) or not output_dir:
         raise ConfigError(f"output_dir: expected a non-empty string, got {output_dir!r}")
@@ -159,4 +170,5 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         description=description,
         path=path,
         segmentation=segmentation,
+        audit=audit,
     )

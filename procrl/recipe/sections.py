@@ -10,6 +10,7 @@ from procrl.core.config import ConfigError, field, suggest
 from procrl.data import DEFAULT_PROMPT_TEMPLATE
 
 __all__ = [
+    "AuditSection",
     "DataSection",
     "ProcessCredit",
     "LaunchSection",
@@ -355,3 +356,27 @@ class LaunchSection:
             raise ConfigError(f"{path}.num_processes: must be >= 1, got {self.num_processes}")
         if self.num_machines < 1:
             raise ConfigError(f"{path}.num_machines: must be >= 1, got {self.num_machines}")
+
+
+@dataclass
+class AuditSection:
+    """``procrl audit`` as a gate of ``procrl train`` (docs/audit.md)."""
+
+    before_training: bool = field(
+        False,
+        help="procrl train first runs procrl audit on the reward mix and does not start when a gamed text beats "
+        "the honest worked solution by more than audit.tolerance (report in audit/<recipe name>).",
+    )
+    tolerance: float = field(
+        0.0,
+        help="Reward a gamed text may gain over the honest worked solution, on average, before training is refused.",
+    )
+    budget: int = field(8000, help="Texts the audit scores at most (the default fits 2 minutes for a model-free mix).")
+
+    def validate(self, path: str) -> None:
+        import math
+
+        if not isinstance(self.tolerance, (int, float)) or not math.isfinite(self.tolerance):
+            raise ConfigError(f"{path}.tolerance: must be a finite number, got {self.tolerance!r}")
+        check_range(f"{path}.tolerance", self.tolerance, 0, True, None, False, "a reward gain")
+        check_range(f"{path}.budget", self.budget, 1, True, None, False, "texts scored")

@@ -46,4 +46,5 @@ def run(args: argparse.Namespace) -> int:
     )
     for line in broken:
         print(f"procrl: error: {line}", file=sys.stderr)
+    print(f"\nhow this mix can be gamed: procrl audit --recipe {args.recipe} (docs/audit.md)")
     return 2 if broken else 0
