@@ -14,6 +14,8 @@ test split (worked, one slip, padded, answer alone, hedged) and GSM8K's test gol
     python benchmarks/component_digest.py --gsm8k ../shared/data/gsm8k > after.md && diff before.md after.md
 
 Prints a markdown table: recipe, corpus, component, rows scored, mean score, sha256 (first 16).
+``--rows FILE`` also writes every row's score and per-step scores as JSON lines, so that two runs'
+changed verdicts can be listed row by row (``benchmarks/segmentation_diff.py`` reads two such files).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def loadable_mix(specs):
     return (RewardMix(loadable) if loadable else None), skipped
 
 
-def digest_mix(recipe_path: Path, rows_by_corpus: dict[str, list[Row]]) -> list[tuple]:
+def digest_mix(recipe_path: Path, rows_by_corpus: dict[str, list[Row]], row_log=None) -> list[tuple]:
     from procrl.recipe import load_recipe
     from procrl.rewards.protocol import RewardBatch
 
@@ -94,6 +96,12 @@ def digest_mix(recipe_path: Path, rows_by_corpus: dict[str, list[Row]]) -> list[
                         _plain([output.scores, output.step_scores, output.details, output.failures]), sort_keys=True
                     ).encode()
                 )
+                if row_log is not None:
+                    for offset, score in enumerate(output.scores):
+                        steps = output.step_scores[offset] if output.step_scores is not None else None
+                        record = {"recipe": recipe_path.name, "corpus": corpus, "component": name}
+                        record.update(row=start + offset, score=score, steps=steps)
+                        row_log.write(json.dumps(_plain(record), sort_keys=True) + "\n")
                 present = [s for s in output.scores if s is not None]
                 sums[name][0] += sum(present)
                 sums[name][1] += len(present)
@@ -116,11 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gsm8k", type=Path, default=None, help="Folder with GSM8K's test.jsonl.")
     parser.add_argument("--recipes", nargs="+", type=Path, default=sorted((REPO / "recipes").glob("*.yaml")))
+    parser.add_argument("--rows", type=Path, default=None, help="Write every row's scores here (JSON lines).")
     args = parser.parse_args(argv)
     rows_by_corpus = corpora(args.gsm8k)
+    row_log = None if args.rows is None else args.rows.open("w", encoding="utf-8")
     print("| recipe | corpus | component | rows | mean | sha256 (first 16) |\n|---|---|---|---|---|---|")
     for recipe_path in args.recipes:
-        for recipe, corpus, name, rows, mean, digest in digest_mix(recipe_path, rows_by_corpus):
+        for recipe, corpus, name, rows, mean, digest in digest_mix(recipe_path, rows_by_corpus, row_log):
             shown = "" if mean is None else f"{mean:.6f}"
             print(f"| {recipe} | {corpus} | {name} | {rows} | {shown} | {digest} |", flush=True)
     return 0

@@ -413,7 +413,7 @@ def bench_cheap(rows: list[dict], repeats: int) -> list[dict[str, Any]]:
     out.append(
         {
             "component": "segmentation (shared)",
-            "model": "procrl.core.text (spaCy sentencizer), once per batch",
+            "model": "procrl.core.text (the recipe's sentence splitter), once per batch",
             "seconds_per_batch": statistics.median(seconds),
         }
     )

@@ -460,12 +460,23 @@ def test_a_reward_raising_system_exit_does_not_end_training(tmp_path, capsys, mo
 # --- 4. bounded cost on hostile text (timings: benchmarks/hostile_text_bench.py) --------------------
 
 
-def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
+@pytest.fixture
+def spacy_splitter():
+    """The optional spaCy sentence splitter for one test, the default restored after it."""
+    pytest.importorskip("spacy", reason="the spacy extra is not installed")
+    from procrl.core import text
+
+    text.use_sentence_splitter("spacy")
+    yield text
+    text.use_sentence_splitter("rules")
+
+
+def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch, spacy_splitter):
     """spaCy's tokenizer is quadratic in the length of a token of affixes ("((((", "$$$$") and
     refuses texts over 1M characters: it is given chunks with long runs broken."""
-    import procrl.core.text as text_module
+    text_module = spacy_splitter
 
-    real = text_module._sentence_pipeline()
+    real = text_module._spacy_pipeline()
     seen: list[str] = []
 
     class Recording:
@@ -474,7 +485,7 @@ def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
             seen.extend(texts)
             return real.pipe(texts, **kwargs)
 
-    monkeypatch.setattr(text_module, "_sentence_pipeline", lambda: Recording())
+    monkeypatch.setattr(text_module, "_spacy_pipeline", lambda: Recording())
     completion = "We start.\n" + "(" * 4000 + " done.\n" + ("$" * 3000 + " ") * 10 + "\n#### 3"
     segmentation = text_module.segment(completion)
     assert seen and max(len(t) for t in seen) <= text_module.SPACY_CHUNK
@@ -483,10 +494,14 @@ def test_spacy_never_sees_a_long_token_or_a_long_text(monkeypatch):
     assert segmentation.steps[1].start == completion.index("(")  # offsets still into the completion
 
 
-def test_a_line_over_spacys_limit_is_segmented():
-    """Over 1M characters in one line spaCy raises E088; under the cap it is chunked."""
+@pytest.mark.parametrize("splitter", ["rules", "spacy"])
+def test_a_line_over_spacys_limit_is_segmented(splitter, request):
+    """Over 1M characters in one line spaCy raises E088; under the cap it is chunked. The rules
+    splitter reads such a line in one linear scan."""
     from procrl.core.text import MAX_CHARS, segment
 
+    if splitter == "spacy":
+        request.getfixturevalue("spacy_splitter")
     line = ("each box holds twelve apples and " * 40_000)[:1_040_000]
     assert 1_000_000 < len(line) <= MAX_CHARS
     segmentation = segment(line + "\n#### 12")

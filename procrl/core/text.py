@@ -30,6 +30,8 @@ import functools
 import re
 from dataclasses import dataclass
 
+from procrl.core.config import ConfigError
+
 __all__ = [
     "MAX_CHARS",
     "MAX_LINES",
@@ -183,9 +185,62 @@ def reasoning_end(completion: str) -> int:
 # Abbreviations after which a period does not end a sentence (lower-cased, without final dot).
 _ABBREVIATIONS = frozenset(
     "e.g i.e approx etc vs cf mr mrs ms dr prof st no nos fig eq eqs min max hr hrs sec approx. "
-    "avg est dept inc ltd co jr sr oz lb lbs ft in yd mi pt qt gal km cm mm kg mg ml sq".split()
+    "a.m p.m avg est dept inc ltd co jr sr oz lb lbs ft in yd mi pt qt gal km cm mm kg mg ml sq".split()
 )
 _ABBREV_AT_END = re.compile(r"(?:^|[\s(])((?:[A-Za-z]\.){1,3}[A-Za-z]?|[A-Za-z]{1,6})\.\s*$")
+
+
+# Which sentence splitter segmentation uses, for this process: "rules" (procrl's own, pure Python,
+# the default everywhere) or "spacy" (spaCy's sentencizer, or its ``en_core_web_sm`` parser where
+# installed; the ``spacy`` extra). A recipe's ``segmentation:`` key chooses; nothing switches on what
+# happens to be installed, so one completion gets the same steps on every machine.
+SENTENCE_SPLITTERS = ("rules", "spacy")
+_splitter = "rules"
+
+
+def use_sentence_splitter(name: str) -> None:
+    """Make ``name`` (one of :data:`SENTENCE_SPLITTERS`) the sentence splitter of this process.
+
+    Raises :class:`~procrl.core.config.ConfigError` (one line naming what is missing) when it cannot
+    run here, before anything is segmented with it: a segmenter that cannot run is never an empty
+    segmentation."""
+    global _splitter
+    if name not in SENTENCE_SPLITTERS:
+        raise ConfigError(f"segmentation: unknown sentence splitter {name!r}; choose one of {list(SENTENCE_SPLITTERS)}")
+    previous, _splitter = _splitter, name
+    try:
+        check_segmentation()
+    except ConfigError:
+        _splitter = previous
+        raise
+
+
+def sentence_splitter() -> str:
+    """The sentence splitter this process segments with (:func:`use_sentence_splitter`)."""
+    return _splitter
+
+
+# Two sentences on one line and two lines: what any working splitter gives (checked before scoring).
+_CHECK_TEXT = "Natalia sold 48 clips in April. She sold half as many in May.\nSo she sold 48 + 24 = 72 clips.\n#### 72"
+
+
+def check_segmentation() -> None:
+    """Segment a fixed two-step text and raise a one-line :class:`~procrl.core.config.ConfigError` if
+    the segmenter raises or finds other than its two steps and three sentences. Reward mixes call
+    this before scoring, so a missing or broken segmenter stops a command in one line instead of
+    scoring every completion as having no steps."""
+    try:
+        found = segment(_CHECK_TEXT)
+        counts = (len(found.steps), len(found.sentences))
+    except Exception as error:  # the splitter's own failure, named in one line
+        missing = f" (install it: pip install 'procrl[{_splitter}]')" if isinstance(error, ImportError) else ""
+        detail = " ".join(f"{type(error).__name__}: {error}".split())[:300]
+        raise ConfigError(f"segmentation: the {_splitter!r} sentence splitter cannot run: {detail}{missing}") from None
+    if counts != (2, 3):
+        raise ConfigError(
+            f"segmentation: the {_splitter!r} sentence splitter found {counts[0]} steps and {counts[1]} sentences "
+            "in a two-step, three-sentence check text; it is not working"
+        )
 
 
 def _import_spacy():
@@ -213,7 +268,7 @@ def _import_spacy():
 
 
 @functools.lru_cache(maxsize=1)
-def _sentence_pipeline():
+def _spacy_pipeline():
     spacy = _import_spacy()
 
     try:
@@ -222,6 +277,10 @@ def _sentence_pipeline():
         nlp = spacy.blank("en")
         nlp.add_pipe("sentencizer")
         return nlp
+
+
+_OPENING = frozenset("\"'\u201c\u2018([{*_")
+_WORD_CHARACTER = re.compile(r"[^\W_]")
 
 
 def _should_merge(text: str, previous_start: int, previous_end: int, following_start: int, following_end: int) -> bool:
@@ -245,7 +304,14 @@ def _should_merge(text: str, previous_start: int, previous_end: int, following_s
         return True  # "3." + "5 apples": a decimal split by the tokenizer
     if first.islower() or first in ",;:)]}%=+*/":
         return True
-    return False
+    # an opening quote, bracket or emphasis before a lower-case word: still the same sentence
+    lead = following_start
+    while lead < following_end and lead - following_start < 8 and text[lead] in _OPENING:
+        lead += 1
+    if lead < following_end and text[lead].islower():
+        return True
+    # a piece with no letter or digit ("\\]", "$$", "**") closes the sentence before it
+    return _WORD_CHARACTER.search(text, following_start, following_end) is None
 
 
 def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -258,6 +324,57 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
             spans.append((position, line_end))
         position = line_end + 1
     return spans
+
+
+# Where the "rules" splitter ends a sentence, within one line:
+# * a run of "!" / "?", or a period that is not part of an ellipsis ("..." continues a sentence, as in
+#   spaCy), then any closing marks (quotes, brackets, markdown emphasis: `**5.**`, `(A).`, `"stop."`),
+#   then a space or the end of the line; the next sentence starts at its first non-space character,
+#   an opening bracket or quote included;
+# * a period between a lower-case and an upper-case letter ("the total.Then", as spaCy's tokenizer
+#   splits it);
+# * fullwidth and CJK stops, wherever they stand (those scripts put no space after them).
+# Each alternative starts only at the first mark of a run and reads on with no way back into it, so
+# a scan is linear in the line's length whatever it holds ("!!!!...", "))))...", "....").
+# Abbreviations, decimals, list markers and lower-case continuations are put back together by
+# _should_merge, which both splitters share.
+_SENTENCE_END = re.compile(
+    r"(?:(?<![!?])[!?]+|(?<!\.)\.(?!\.))[\"'\u201d\u2019)\]}*_\u00bb]*(?=\s|$)"
+    r"|(?<=[a-z])\.(?=[A-Z])"
+    r"|(?<![\u3002\uff01\uff1f])[\u3002\uff01\uff1f]+"
+)
+
+
+def _rule_sentences_in_line(text: str, start: int, end: int) -> list[Span]:
+    """Sentences of the line ``text[start:end]`` by :data:`_SENTENCE_END`, merged by _should_merge."""
+    pieces: list[list[int]] = []
+    position = start
+    for match in _SENTENCE_END.finditer(text, start, end):
+        _add_piece(text, pieces, position, match.end())
+        position = match.end()
+    _add_piece(text, pieces, position, end)
+    return _trimmed(text, pieces)
+
+
+def _add_piece(text: str, pieces: list[list[int]], start: int, stop: int) -> None:
+    """Append ``text[start:stop]`` as a sentence, or to the last one where _should_merge says so."""
+    if not text[start:stop].strip():
+        return
+    if pieces and _should_merge(text, pieces[-1][0], pieces[-1][1], start, stop):
+        pieces[-1][1] = stop
+    else:
+        pieces.append([start, stop])
+
+
+def _trimmed(text: str, pieces: list[list[int]]) -> list[Span]:
+    sentences = []
+    for start, stop in pieces:
+        raw = text[start:stop]
+        left = len(raw) - len(raw.lstrip())
+        right = len(raw.rstrip())
+        if right > left:
+            sentences.append(_to_span(text, start + left, start + right))
+    return sentences
 
 
 _LONG_RUN = re.compile(rf"\S{{{SPACY_MAX_TOKEN + 1},}}")
@@ -298,27 +415,13 @@ def _spacy_chunks(text: str, start: int, end: int) -> list[tuple[int, str]]:
     return out
 
 
-def _sentences_in_line(text: str, parts: list[tuple[int, object]]) -> list[Span]:
+def _spacy_sentences_in_line(text: str, parts: list[tuple[int, object]]) -> list[Span]:
     """Sentences of one line from spaCy's docs of its pieces (``(offset, doc)``)."""
     pieces: list[list[int]] = []
     for offset, doc in parts:
         for sent in doc.sents:
-            start = offset + sent.start_char
-            stop = offset + sent.end_char
-            if not text[start:stop].strip():
-                continue
-            if pieces and _should_merge(text, pieces[-1][0], pieces[-1][1], start, stop):
-                pieces[-1][1] = stop
-            else:
-                pieces.append([start, stop])
-    sentences = []
-    for start, stop in pieces:
-        raw = text[start:stop]
-        left = len(raw) - len(raw.lstrip())
-        right = len(raw.rstrip())
-        if right > left:
-            sentences.append(_to_span(text, start + left, start + right))
-    return sentences
+            _add_piece(text, pieces, offset + sent.start_char, offset + sent.end_char)
+    return _trimmed(text, pieces)
 
 
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[Span]:
@@ -328,8 +431,11 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[S
 
 
 def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[list[Span]]:
-    """Sentences of each ``(text, lines)``: one spaCy pass over every piece of every line."""
-    nlp = _sentence_pipeline()
+    """Sentences of each ``(text, lines)``, by this process's splitter (spaCy: one pass over every
+    piece of every line)."""
+    if _splitter == "rules":
+        return [[s for a, b in lines for s in _rule_sentences_in_line(text, a, b)] for text, lines in items]
+    nlp = _spacy_pipeline()
     layout = [[_spacy_chunks(text, a, b) for a, b in lines] for text, lines in items]
     flat = (piece for lines in layout for chunks in lines for _, piece in chunks)
     docs = iter(nlp.pipe(flat, batch_size=64))
@@ -337,7 +443,7 @@ def _sentences_of_lines(items: list[tuple[str, list[tuple[int, int]]]]) -> list[
     for (text, _), lines in zip(items, layout):
         sentences: list[Span] = []
         for chunks in lines:
-            sentences += _sentences_in_line(text, [(offset, next(docs)) for offset, _ in chunks])
+            sentences += _spacy_sentences_in_line(text, [(offset, next(docs)) for offset, _ in chunks])
         out.append(sentences)
     return out
 

@@ -141,7 +141,7 @@ class DiagnosticsCallback(TrainerCallback):
         started = time.perf_counter()
         kinds = component_kinds(self.types, outputs)
         judges = names_of_kind(kinds, FIRST_ERROR)
-        # step counts only matter for a judge that leaves num_steps out; segmenting costs spaCy time
+        # step counts only matter for a judge that leaves num_steps out; segmenting is not free
         num_steps = [len(s.steps) for s in batch.segmentations] if judges else None
         if log_metric is not None:
             for key, value in batch_scalars(self.types, outputs, num_steps).items():

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procrl.core.config import ConfigError, from_dict, suggest
+from procrl.core.text import SENTENCE_SPLITTERS, use_sentence_splitter
 from procrl.recipe.sections import DataSection, LaunchSection, LoggingSection, ModelSection, TrainerSection
 from procrl.recipe.trl_fields import validate_trainer
 from procrl.rewards.spec import ComponentSpec, parse_rewards
@@ -32,6 +33,7 @@ class Recipe:
     output_dir: str
     description: str | None = None
     path: str | None = None
+    segmentation: str = "rules"
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with defaults filled in, as written to the output dir and W&B config."""
@@ -57,10 +59,22 @@ class Recipe:
             "rewards": rewards,
             "logging": dataclasses.asdict(self.logging),
             "launch": dataclasses.asdict(self.launch),
+            "segmentation": self.segmentation,
         }
 
 
-TOP_LEVEL_KEYS = ("recipe", "description", "output_dir", "model", "data", "trainer", "rewards", "logging", "launch")
+TOP_LEVEL_KEYS = (
+    "recipe",
+    "description",
+    "output_dir",
+    "model",
+    "data",
+    "trainer",
+    "rewards",
+    "logging",
+    "launch",
+    "segmentation",
+)
 
 
 def evaluates_during_training(trainer_args: dict[str, Any]) -> bool:
@@ -122,6 +136,16 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
     description = raw.get("description")
     if description is not None and not isinstance(description, str):
         raise ConfigError(f"description: expected a string, got {type(description).__name__}")
+    segmentation = raw.get("segmentation", "rules")
+    if segmentation not in SENTENCE_SPLITTERS:
+        raise ConfigError(
+            f"segmentation: expected one of {list(SENTENCE_SPLITTERS)}, got {segmentation!r}"
+            f"{suggest(str(segmentation), SENTENCE_SPLITTERS)}"
+        )
+    # One splitter per process, chosen here so that every reward this recipe builds segments the
+    # same way; a splitter that cannot run here (spaCy asked for, not installed) stops before any
+    # model loads, in one line.
+    use_sentence_splitter(segmentation)
     return Recipe(
         raw=raw,
         model=model,
@@ -134,4 +158,5 @@ def parse_recipe(raw: Any, *, path: str | None = None, scoring: bool = False) ->
         output_dir=output_dir,
         description=description,
         path=path,
+        segmentation=segmentation,
     )

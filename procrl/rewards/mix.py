@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from procrl.core.config import ConfigError
+from procrl.core.text import check_segmentation
 from procrl.rewards.fallback import FallbackResult, resolve_fallback
 from procrl.rewards.protocol import (
     FunctionComponent,
@@ -105,6 +106,9 @@ class RewardMix:
 
     def __init__(self, specs: list[ComponentSpec]):
         check_gate_cycles(specs)  # specs built without parse_rewards too: a cycle would deadlock compute()
+        # every component reads steps or sentences of this one segmentation: one that cannot run is
+        # a one-line error now, never "no steps" on every completion later
+        check_segmentation()
         self.specs = {s.name: s for s in specs}
         self.components: dict[str, RewardComponent] = {}
         for spec in specs:

@@ -211,7 +211,7 @@ def run_validation(
     peer_scores = {name: read_peer(path) for name, path in (peers or [])}
     mix = RewardMix(specs)
     if any(c.needs_model() for c in mix.components.values()):
-        # torch before spaCy: the components load it anyway, and imported after spaCy (which then
+        # torch before spaCy (segmentation: spacy): the components load it anyway, and imported after spaCy (which then
         # hides it from thinc) DeepSpeed's accelerator probe would print to stdout
         import torch
 
