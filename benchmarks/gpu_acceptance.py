@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# procrl from this checkout, installed or not (the GPU machine runs it from the carried tree)
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 import real_shapes  # noqa: E402
 

@@ -39,7 +39,7 @@ names = {}
 for dist in metadata.distributions():
     name = dist.metadata["Name"]
     if name:
-        names[name.lower()] = (name, dist.version)
+        names[name.lower().replace("_", "-")] = (name, dist.version)
 for key in sorted(names):
     print(f"{names[key][0]}=={names[key][1]}")
 for key in ("pyarrow", "fsspec", "huggingface-hub", "numpy", "torch", "transformers", "accelerate", "peft"):
