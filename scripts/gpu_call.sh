@@ -48,7 +48,14 @@ EOF
 if command -v nvidia-smi >/dev/null; then nvidia-smi | tee "$OUT/nvidia-smi.txt"; fi
 
 echo "== the bundle ($BUNDLE), no index, no dependencies"
-SITE="$(mktemp -d /tmp/procrl-gpu-site.XXXXXX)"
+# a new folder (SITE may name one that does not exist yet: the CPU rehearsal keeps DeepSpeed's
+# compiled CPU op valid by installing at the same path each time)
+if [ -z "${SITE:-}" ]; then
+  SITE="$(mktemp -d /tmp/procrl-gpu-site.XXXXXX)"
+elif [ -e "$SITE" ]; then
+  echo "gpu_call: SITE=$SITE exists; name a folder that does not" >&2
+  exit 2
+fi
 "$PY" -m pip install -q --no-index --no-deps --disable-pip-version-check --target "$SITE" "$BUNDLE"/*.whl || {
   echo "gpu_call: installing the bundle failed" >&2
   exit 3
