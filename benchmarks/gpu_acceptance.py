@@ -4,7 +4,9 @@ trains on one GPU, with random-weight models in the real shapes and no network.
 Phases, each in its own process (clean peak-memory counters, its own time limit), in order:
 
 * ``versions``: Python, the GPU, and the installed torch, transformers, peft, accelerate, TRL,
-  DeepSpeed, datasets, vLLM and procrl; a vLLM outside the installed TRL's range fails here
+  DeepSpeed, datasets, vLLM, procrl, pyarrow and the rest of what the carry bundle relies on; the
+  bundle's declared requirements that the installed versions do not meet (a warning: the phases
+  say whether the code runs); a vLLM outside the installed TRL's range fails here
   (procrl/launch/versions.py);
 * ``build``: the random-weight models (benchmarks/real_shapes.py): a Qwen2.5-7B-shaped policy,
   a Qwen2.5-1.5B-shaped one for the full fine-tune, the TRACE tagger's DeBERTa-v3-base shape;
@@ -12,7 +14,9 @@ Phases, each in its own process (clean peak-memory counters, its own time limit)
   with the 7B shape and LoRA r=16, under DeepSpeed ZeRO-3 on one rank (``accelerate launch
   --config_file launch/accelerate/zero3.yaml --num_processes 1``), generating with vLLM colocated
   when vLLM is installed, else with transformers (benchmarks/gpu_step_bench.py's arm: procrl's
-  trainer, the recipe's reward mix, timers around TRL's generation and reward calls);
+  trainer, the recipe's reward mix, timers around TRL's generation and reward calls); on CUDA it
+  also checks that the ``accelerate launch`` process itself holds no GPU memory while the rank
+  trains (its own CUDA state when the launch returns, and what NVML attributes to its pid);
 * ``grpo_full``: the same step training every weight at the largest shape whose AdamW states fit
   one 80 GB card (1.5B: 7B's 16 bytes per parameter would be 112 GB), also under ZeRO-3;
 * ``ppo``: one PPO step (one rollout, one update) of recipes/gsm8k_ppo_process.yaml, 7B shape, LoRA;
@@ -20,14 +24,20 @@ Phases, each in its own process (clean peak-memory counters, its own time limit)
 
 Each phase reports its time, peak memory (GPU: ``torch.cuda.max_memory_allocated``; CPU: the
 child's peak resident set) and, for the training steps, the reward mix's share of the step. A
-phase whose dependency is not installed is skipped, saying which (TRL, DeepSpeed, datasets, spaCy,
-math-verify, vLLM); any phase that runs and fails makes the exit status 1. Writes ``--json`` and
-prints a table.
+phase whose dependency is not installed is skipped, saying which (TRL, DeepSpeed, datasets,
+math-verify); any phase that runs and fails makes the exit status 1, and so does a skipped one
+with ``--require-all``. A phase over its limit is ended with every process it started;
+``--deadline`` cuts the last limits to what is left of the whole run. Writes ``--json`` after every
+phase and prints a table.
+
+On the GPU machine lent for checks (no network, no index) the run travels with its wheels:
+scripts/gpu_bundle.py builds them, scripts/gpu_call.sh is the device command
+(docs/cost-at-scale.md, "The device call").
 
 ``--tiny``: the same phases at tiny shapes on CPU (procrl's tiny Qwen2 policy, tiny reward
 models, ZeRO-3 over gloo), a CI test; its timings say nothing about a GPU.
 
-    python benchmarks/gpu_acceptance.py [--json OUT] [--logs DIR]    # one 80 GB GPU, < 8 minutes
+    python benchmarks/gpu_acceptance.py [--json OUT] [--logs DIR]    # one 80 GB GPU, < 9 minutes
     python benchmarks/gpu_acceptance.py --tiny                       # CPU
 """
 
@@ -534,18 +544,24 @@ def _gib(value: Any) -> str:
 
 def table(results: dict[str, dict]) -> str:
     lines = [
-        "| phase | status | seconds | peak GPU GiB | peak RSS GiB | reward mix share | notes |",
-        "|---|---|---:|---:|---:|---:|---|",
+        "| phase | status | phase s | step s | peak GPU GiB | peak RSS GiB | reward mix share | notes |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for phase, result in results.items():
         seconds = result.get("seconds", result.get("wall_seconds"))
+        wall = result.get("wall_seconds")
+        wall_text = f"{wall:.1f}" if isinstance(wall, (int, float)) else "-"
         share = "-"
         if result.get("reward_seconds") is not None and result.get("seconds"):
             share = f"{100 * result['reward_seconds'] / result['seconds']:.1f}%"
         notes = result.get("error") or result.get("skipped") or ""
         if not notes and phase == "versions":
             packages = result.get("packages", {})
-            notes = ", ".join(f"{k} {v}" for k, v in packages.items() if v) + f"; device {result.get('device')}"
+            shown = [*DISTRIBUTIONS[:9], "pyarrow"]  # the rest are in the JSON
+            notes = ", ".join(f"{k} {packages[k]}" for k in shown if packages.get(k))
+            unmet = result.get("unmet_requirements") or []
+            notes += f"; {len(unmet)} declared requirement(s) unmet (JSON)" if unmet else ""
+            notes += f"; device {result.get('device')}"
         elif not notes and phase in ("grpo_zero3", "grpo_full", "ppo"):
             notes = f"{result.get('trained')}, {result.get('completions')} completions, {result.get('generation')}" + (
                 f", ZeRO-{result['zero_stage']}" if result.get("zero_stage") else ""
@@ -555,10 +571,10 @@ def table(results: dict[str, dict]) -> str:
         elif not notes and phase == "trace":
             notes = f"{result.get('tagger')}, {result.get('completions')} solutions"
         lines.append(
-            f"| {phase} | {result.get('status')} | {seconds:.1f} | {_gib(result.get('peak_gpu_bytes'))} "
+            f"| {phase} | {result.get('status')} | {wall_text} | {seconds:.1f} | {_gib(result.get('peak_gpu_bytes'))} "
             f"| {_gib(result.get('peak_rss_bytes'))} | {share} | {str(notes).replace('|', '/')[:300]} |"
             if isinstance(seconds, (int, float))
-            else f"| {phase} | {result.get('status')} | - | - | - | - | {str(notes).replace('|', '/')[:300]} |"
+            else f"| {phase} | {result.get('status')} | - | - | - | - | - | {str(notes).replace('|', '/')[:300]} |"
         )
     return "\n".join(lines)
 
