@@ -24,6 +24,11 @@ if ! ls "$BUNDLE"/*.whl >/dev/null 2>&1 || [ ! -f "$BUNDLE/gsm8k/train.jsonl" ];
   echo "gpu_call: no carry bundle in $BUNDLE (build it with: python scripts/gpu_bundle.py)" >&2
   exit 2
 fi
+# the bundle goes into a new folder: SITE may name one that does not exist yet, never an existing one
+if [ -n "${SITE:-}" ] && [ -e "$SITE" ]; then
+  echo "gpu_call: SITE=$SITE exists; name a folder that does not" >&2
+  exit 2
+fi
 mkdir -p "$OUT/logs"
 exec > >(tee -a "$OUT/call.log") 2>&1
 started=$(date +%s)
@@ -48,14 +53,7 @@ EOF
 if command -v nvidia-smi >/dev/null; then nvidia-smi | tee "$OUT/nvidia-smi.txt"; fi
 
 echo "== the bundle ($BUNDLE), no index, no dependencies"
-# a new folder (SITE may name one that does not exist yet: the CPU rehearsal keeps DeepSpeed's
-# compiled CPU op valid by installing at the same path each time)
-if [ -z "${SITE:-}" ]; then
-  SITE="$(mktemp -d /tmp/procrl-gpu-site.XXXXXX)"
-elif [ -e "$SITE" ]; then
-  echo "gpu_call: SITE=$SITE exists; name a folder that does not" >&2
-  exit 2
-fi
+SITE="${SITE:-$(mktemp -d /tmp/procrl-gpu-site.XXXXXX)}"
 "$PY" -m pip install -q --no-index --no-deps --disable-pip-version-check --target "$SITE" "$BUNDLE"/*.whl || {
   echo "gpu_call: installing the bundle failed" >&2
   exit 3

@@ -85,3 +85,33 @@ def test_bad_arguments_stop_before_anything_is_downloaded(tmp_path, capsys):
         gpu_bundle.main(["--gsm8k", str(tmp_path), "--dest", str(REPO / "benchmarks" / "bundle-here")])
     assert "is inside the repository and not ignored by git" in capsys.readouterr().err
     assert not (REPO / "benchmarks" / "bundle-here").exists()
+
+
+def test_the_device_call_stops_in_one_line_without_its_out_folder_bundle_or_a_new_site(tmp_path):
+    import os
+    import subprocess
+
+    call = REPO / "scripts" / "gpu_call.sh"
+
+    def run(env: dict, cwd) -> subprocess.CompletedProcess:
+        clean = {k: v for k, v in os.environ.items() if k not in ("OUT", "SITE", "BUNDLE")}
+        return subprocess.run(["bash", str(call)], cwd=cwd, env={**clean, **env}, capture_output=True, text=True)
+
+    no_out = run({}, tmp_path)
+    assert no_out.returncode == 2 and no_out.stderr == "gpu_call: set OUT to the folder that receives the results\n"
+    out = tmp_path / "out"
+    no_bundle = run({"OUT": str(out)}, tmp_path)
+    assert no_bundle.returncode == 2
+    assert no_bundle.stderr.startswith("gpu_call: no carry bundle in .gpu-bundle (build it with")
+    assert not out.exists()  # nothing written before the checks pass
+    bundle = tmp_path / ".gpu-bundle"
+    (bundle / "gsm8k").mkdir(parents=True)
+    (bundle / "x-1.0-py3-none-any.whl").write_bytes(b"")
+    (bundle / "gsm8k" / "train.jsonl").write_text("{}\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "keep.txt").write_text("mine")
+    existing = run({"OUT": str(out), "SITE": str(site), "PYTHON": sys.executable}, tmp_path)
+    assert existing.returncode == 2 and existing.stderr.startswith("gpu_call: SITE=")
+    assert not out.exists()
+    assert (site / "keep.txt").read_text() == "mine"
