@@ -478,16 +478,21 @@ def _stop_group(process: subprocess.Popen) -> None:
     their GPU memory into the next phase."""
     import signal
 
-    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    if process.poll() is None:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                process.wait(timeout=10)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    try:  # what is left of the group once its leader is gone (an orphaned rank)
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float, cuda: bool = False) -> dict[str, Any]:
@@ -522,8 +527,7 @@ def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float, cud
             _stop_group(process)
             return {"status": "failed", "error": f"over its {limit:.0f} s limit", "wall_seconds": limit}
         finally:
-            if process.poll() is None:
-                _stop_group(process)
+            _stop_group(process)  # the launcher may be gone and a rank of it still hold the GPU
     result = json.loads(out.read_text()) if out.is_file() else {}
     if code != 0 and result.get("status") != "failed":
         tail = log.read_text(errors="replace").splitlines()[-5:]

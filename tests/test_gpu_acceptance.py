@@ -174,3 +174,26 @@ def test_a_phase_over_its_limit_is_ended_with_every_process_it_started(tmp_path)
             break
         time.sleep(0.05)
     assert not alive(grandchild)
+
+
+def test_a_rank_left_behind_by_a_finished_launcher_is_ended_too(tmp_path):
+    import time
+
+    from gpu_acceptance import _stop_group
+
+    pid_file = tmp_path / "orphan.pid"
+    # the launcher stand-in returns at once and leaves its "rank" running in its process group
+    launcher = subprocess.Popen(["bash", "-c", f"sleep 300 & echo $! > {pid_file}"], start_new_session=True)
+    launcher.wait(timeout=30)
+    orphan = int(pid_file.read_text())
+    _stop_group(launcher)
+    for _ in range(100):
+        try:
+            state = (Path("/proc") / str(orphan) / "status").read_text()
+        except FileNotFoundError:
+            break
+        if "\nState:\tZ" in state:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the orphaned rank {orphan} still runs")
