@@ -473,26 +473,72 @@ def launcher_verdict(
     return out
 
 
-def _stop_group(process: subprocess.Popen) -> None:
-    """End the phase's whole process group: the launcher's ranks too, which would otherwise keep
-    their GPU memory into the next phase."""
-    import signal
+class PhaseProcesses:
+    """Every process a phase starts, recorded while it runs (``psutil``, every 0.5 s), so that all
+    of them can be ended: torchrun starts each rank in a session of its own, out of reach of the
+    launcher's process group, and a rank left behind would hold its GPU memory into the next phase."""
 
-    if process.poll() is None:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+    def __init__(self, process: subprocess.Popen, interval: float = 0.5):
+        import threading
+
+        self.process, self.interval, self.seen = process, interval, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        import psutil
+
+        try:
+            children = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
             try:
-                os.killpg(process.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                process.wait(timeout=10)
-                break
-            except subprocess.TimeoutExpired:
+                self.seen.setdefault(child.pid, child.create_time())
+            except psutil.Error:
                 continue
-    try:  # what is left of the group once its leader is gone (an orphaned rank)
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._sample()
+            self._stop.wait(self.interval)
+
+    def stop(self) -> list[int]:
+        """End the phase's process group and every process recorded under it; the pids ended."""
+        import signal
+
+        import psutil
+
+        self._sample()
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if self.process.poll() is None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):  # the launcher first: it ends its ranks itself
+                try:
+                    os.killpg(self.process.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    self.process.wait(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        ended = []
+        for pid, created in self.seen.items():
+            try:
+                left = psutil.Process(pid)
+                if left.create_time() != created:
+                    continue  # the pid was reused by a process this phase did not start
+                left.kill()
+                ended.append(pid)
+            except psutil.Error:
+                continue
+        return ended
 
 
 def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float, cuda: bool = False) -> dict[str, Any]:
@@ -517,6 +563,7 @@ def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float, cud
     with log.open("w") as handle:
         # its own process group, so that a phase over its limit is ended with every process it started
         process = subprocess.Popen(command, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+        processes = PhaseProcesses(process)
         try:
             if watch is not None:
                 with watch:
@@ -524,11 +571,13 @@ def _launch(phase: str, spec_path: Path, out: Path, log: Path, limit: float, cud
             else:
                 code = process.wait(timeout=limit)
         except subprocess.TimeoutExpired:
-            _stop_group(process)
+            processes.stop()
             return {"status": "failed", "error": f"over its {limit:.0f} s limit", "wall_seconds": limit}
         finally:
-            _stop_group(process)  # the launcher may be gone and a rank of it still hold the GPU
+            left_behind = processes.stop()  # the launcher may be gone and a rank of it still hold the GPU
     result = json.loads(out.read_text()) if out.is_file() else {}
+    if left_behind:
+        result["ended_after_the_phase"] = left_behind
     if code != 0 and result.get("status") != "failed":
         tail = log.read_text(errors="replace").splitlines()[-5:]
         result = {"status": "failed", "error": f"exit status {code}: " + " | ".join(tail)[-600:]}

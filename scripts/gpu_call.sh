@@ -62,6 +62,9 @@ export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export PROCRL_GSM8K_TRAIN="$PWD/$BUNDLE/gsm8k/train.jsonl"
 # built models (the 7B shape is 15 GB) stay out of $OUT, which comes back
 export PROCRL_CACHE="${PROCRL_CACHE:-$(mktemp -d /tmp/procrl-cache.XXXXXX)}"
+# a new folder for what torch compiles (DeepSpeed's CPU comm op in a CPU rehearsal; nothing on
+# CUDA): a compile ended half-way in a shared folder leaves a lock that makes every later run wait
+export TORCH_EXTENSIONS_DIR="$(mktemp -d /tmp/procrl-torch-ext.XXXXXX)"
 # no network there: a hub look-up would wait for its time-out instead of failing
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 WANDB_MODE=offline
 echo "installed in $((  $(date +%s) - started )) s into $SITE"

@@ -146,54 +146,60 @@ def test_require_all_turns_a_skipped_phase_into_a_failure(tmp_path, monkeypatch,
     assert "FAILED: versions" in capsys.readouterr().err
 
 
-def test_a_phase_over_its_limit_is_ended_with_every_process_it_started(tmp_path):
+def _wait_for_pid(pid_file) -> int:
     import time
 
-    from gpu_acceptance import _stop_group
-
-    pid_file = tmp_path / "grandchild.pid"
-    # a launcher stand-in: it starts a long "rank" and waits for it, as accelerate launch does
-    launcher = subprocess.Popen(["bash", "-c", f"sleep 300 & echo $! > {pid_file}; wait"], start_new_session=True)
-    for _ in range(200):
+    for _ in range(400):
         if pid_file.is_file() and pid_file.read_text().strip():
-            break
+            return int(pid_file.read_text())
         time.sleep(0.05)
-    grandchild = int(pid_file.read_text())
-    _stop_group(launcher)
-    assert launcher.poll() is not None
+    raise AssertionError("the stand-in never started its rank")
 
-    def alive(pid: int) -> bool:
-        try:
-            state = (Path("/proc") / str(pid) / "status").read_text()
-        except FileNotFoundError:
-            return False
-        return "\nState:\tZ" not in state  # a zombie holds no memory; its parent is gone
+
+def _alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie holds no memory
+
+
+def _gone(pid: int) -> bool:
+    import time
 
     for _ in range(100):
-        if not alive(grandchild):
-            break
+        if not _alive(pid):
+            return True
         time.sleep(0.05)
-    assert not alive(grandchild)
+    return False
+
+
+def test_a_phase_over_its_limit_is_ended_with_every_process_it_started(tmp_path):
+    from gpu_acceptance import PhaseProcesses
+
+    pid_file = tmp_path / "rank.pid"
+    # a launcher stand-in: its "rank" runs in a session of its own (as torchrun starts ranks), out
+    # of reach of the launcher's process group, and the launcher waits for it
+    launcher = subprocess.Popen(
+        ["bash", "-c", f"setsid sleep 300 & echo $! > {pid_file}; wait"], start_new_session=True
+    )
+    processes = PhaseProcesses(launcher, interval=0.05)
+    rank = _wait_for_pid(pid_file)
+    assert rank in processes.stop()
+    assert launcher.poll() is not None and _gone(rank)
 
 
 def test_a_rank_left_behind_by_a_finished_launcher_is_ended_too(tmp_path):
-    import time
+    from gpu_acceptance import PhaseProcesses
 
-    from gpu_acceptance import _stop_group
-
-    pid_file = tmp_path / "orphan.pid"
-    # the launcher stand-in returns at once and leaves its "rank" running in its process group
-    launcher = subprocess.Popen(["bash", "-c", f"sleep 300 & echo $! > {pid_file}"], start_new_session=True)
+    pid_file = tmp_path / "rank.pid"
+    # the launcher stand-in returns after a moment and leaves its "rank" running
+    launcher = subprocess.Popen(
+        ["bash", "-c", f"setsid sleep 300 & echo $! > {pid_file}; sleep 1"], start_new_session=True
+    )
+    processes = PhaseProcesses(launcher, interval=0.05)
+    rank = _wait_for_pid(pid_file)
     launcher.wait(timeout=30)
-    orphan = int(pid_file.read_text())
-    _stop_group(launcher)
-    for _ in range(100):
-        try:
-            state = (Path("/proc") / str(orphan) / "status").read_text()
-        except FileNotFoundError:
-            break
-        if "\nState:\tZ" in state:
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"the orphaned rank {orphan} still runs")
+    assert _alive(rank)
+    assert processes.stop() == [rank]
+    assert _gone(rank)
