@@ -47,8 +47,9 @@ for dist in metadata.distributions():
         names[name.lower().replace("_", "-")] = (name, dist.version)
 for key in sorted(names):
     print(f"{names[key][0]}=={names[key][1]}")
+print("# what the bundle's wheels lean on (datasets 5.0.0 declares pyarrow>=21.0.0, fsspec<=2026.4.0):")
 for key in ("pyarrow", "fsspec", "huggingface-hub", "numpy", "torch", "transformers", "accelerate", "peft"):
-    print(f"# {key}: {names.get(key, (key, 'NOT INSTALLED'))[1]}", file=sys.stderr)
+    print(f"# {key}: {names.get(key, (key, 'NOT INSTALLED'))[1]}")
 EOF
 if command -v nvidia-smi >/dev/null; then nvidia-smi | tee "$OUT/nvidia-smi.txt"; fi
 
