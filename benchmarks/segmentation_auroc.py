@@ -27,6 +27,14 @@ REPO = Path(__file__).resolve().parent.parent
 RECIPES = {
     "tiny_cpu": ["recipes/gsm8k_tiny_cpu.yaml"],  # TRACE with the embedded tagger, arithmetic judge
     "trace_cues": ["recipes/gsm8k_trace.yaml", "--set", "rewards.trace.tagger=cues"],  # reference judge
+    # multiple-choice corpora: the reference judge reads numeric answers only
+    "trace_cues_choice": [
+        "recipes/gsm8k_trace.yaml",
+        "--set",
+        "rewards.trace.tagger=cues",
+        "--set",
+        "rewards.first_error=false",
+    ],
 }
 SPLITTERS = ("spacy", "rules")
 
@@ -35,7 +43,7 @@ def run(work: Path, recipe: str, corpus: str, files: list[str], splitter: str, b
     out = work / f"{recipe}--{corpus}--{splitter}.json"
     if out.exists():
         return json.loads(out.read_text())
-    command = [sys.executable, "-m", "procrl", "validate", *RECIPES[recipe][:1], *RECIPES[recipe][1:]]
+    command = [sys.executable, "-m", "procrl", "validate", "--recipe", *RECIPES[recipe]]
     tree = before if (before is not None and splitter == "spacy") else REPO
     if tree == REPO:
         command += ["--set", f"segmentation={splitter}"]
