@@ -367,7 +367,7 @@ def test_train_refuses_to_start_on_a_gamed_mix_when_the_recipe_asks(tmp_path, mo
 
 
 def test_the_gate_passes_a_sound_mix_and_is_off_by_default(tmp_path, monkeypatch, capsys):
-    from procrl.launch.commands.audit import audit_before_training
+    from procrl.evaluation.audit.run import audit_before_training
 
     monkeypatch.chdir(tmp_path)
     off = _training_recipe(tmp_path, "decisiveness")

@@ -15,6 +15,7 @@ import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -471,3 +472,51 @@ def token_from_env(name: str | None) -> str | None:
 
     register_secret(token)
     return token
+
+
+def serve_recipe(
+    recipe_path: str, overrides: list[str], settings: ServeSettings, token_env: str, device: str | None, quiet: bool
+) -> int:
+    """``procrl serve``: check the options, load the recipe's mix, listen, log one line per request
+    (unless ``quiet``) and serve until interrupted; returns the exit status."""
+    from procrl.recipe import load_recipe
+    from procrl.rewards.mix import RewardMix
+    from procrl.rewards.protocol import RuntimeContext
+
+    settings.check()  # before the recipe loads: a bad option costs no model load
+    recipe = load_recipe(recipe_path, overrides, scoring=True)  # rewards only: no model/trainer needed
+    settings.token = token_from_env(token_env)
+    mix = RewardMix(recipe.rewards)
+    if device is None:
+        device = "cpu"
+        if "torch" in sys.modules or any(mix.components[n].needs_model() for n in mix.names):
+            import torch
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+    mix.bind(RuntimeContext(device=device))
+    try:
+        server = RewardServer(mix, settings)
+    except OSError as error:
+        raise ConfigError(
+            f"--host/--port: cannot listen on {settings.host}:{settings.port} ({error.strerror or error})"
+        ) from None
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("procrl serve: %(message)s"))
+    log = logging.getLogger("procrl.engines.server")
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING if quiet else logging.INFO)
+    log.propagate = False
+    host, port = server.address
+    shown = f"[{host}]" if ":" in host else host
+    components = ", ".join(f"{n} x{w:g}" for n, w in zip(mix.names, mix.weights))
+    lines = [
+        f"http://{shown}:{port} (POST /get_reward for OpenRLHF, POST /score, GET /health: 503 until the mix is "
+        f"warm); components {components}; bearer token {'required' if settings.token else 'off'}"
+    ]
+    if not settings.token and host not in ("127.0.0.1", "localhost", "::1"):
+        lines.append(f"warning: listening on {host} without a token: whoever reaches this port can use it "
+                     f"(set {token_env})")  # fmt: skip
+    print("".join(f"procrl serve: {line}\n" for line in lines), end="", file=sys.stderr, flush=True)
+    server.serve_forever()
+    print("procrl serve: stopped", file=sys.stderr)
+    return 0

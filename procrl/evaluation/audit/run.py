@@ -113,3 +113,58 @@ def write_outputs(directory: Path, audit: Audit) -> list[str]:
 def check_output_dir(directory: Path, overwrite: bool) -> None:
     """Before any work: the folder may be written by procrl's folder rule."""
     check_folder(directory, AUDIT, overwrite=overwrite)
+
+
+def audit_before_training(recipe_path: str, overrides: list[str]) -> int:
+    """``procrl train``'s gate: when the recipe's ``audit.before_training`` is on, audit its mix
+    (``audit.tolerance``, ``audit.budget``; report in ``audit/<recipe name>``) and return 1 when
+    something gamed is beyond the tolerance (training is not started); 0 otherwise, at once when
+    the recipe does not ask."""
+    import sys
+
+    from procrl.evaluation.audit.report import summary_lines
+    from procrl.recipe import load_recipe
+
+    try:
+        settings = load_recipe(recipe_path, overrides).audit
+    except ConfigError:
+        return 0  # a bad recipe is training's to refuse, in its own order of checks and words
+    if not settings.before_training:
+        return 0
+    directory = default_output_dir(recipe_path)
+    check_output_dir(directory, overwrite=False)
+    print(f"procrl: auditing the reward mix before training (audit.before_training; report in {directory})", flush=True)
+    audit = audit_recipe(recipe_path, overrides, tolerance=settings.tolerance, budget=settings.budget)
+    write_outputs(directory, audit)
+    for line in summary_lines(audit.report):
+        print(f"  {line}")
+    if audit.exit_status:
+        print(
+            f"procrl: error: training not started: the reward mix can be gamed beyond audit.tolerance "
+            f"({settings.tolerance:g}); see {directory / 'report.md'}, or set audit.before_training=false",
+            file=sys.stderr,
+            flush=True,
+        )
+    return audit.exit_status
+
+
+def run_audit(
+    recipe: str, overrides: list[str], output_dir: str | None, overwrite: bool, progress: bool, **search: Any
+) -> int:
+    """``procrl audit``: the output folder checked before any work, the audit (``search``: the
+    arguments of :func:`audit_recipe`; ``budget`` None is :data:`DEFAULT_BUDGET`), its files written
+    and its summary printed; returns the exit status (1: something gamed beyond the tolerance)."""
+    import sys
+
+    from procrl.evaluation.audit.report import summary_lines
+
+    directory = Path(output_dir) if output_dir else default_output_dir(recipe)
+    check_output_dir(directory, overwrite)  # before any work
+    search["budget"] = search.get("budget") or DEFAULT_BUDGET
+    audit = audit_recipe(recipe, overrides, progress=progress, **search)
+    files = write_outputs(directory, audit)
+    for line in summary_lines(audit.report):
+        print(line)
+    print(f"wrote {', '.join(files)} to {directory}")
+    sys.stdout.flush()
+    return audit.exit_status
