@@ -124,3 +124,19 @@ def test_wandb_offline_gets_resolved_recipe_without_secrets(tmp_path, tiny_recip
         assert secret not in everything
     saved = (tmp_path / "run" / "recipe.yaml").read_text()
     assert "inline-secret-789" not in saved
+
+
+def test_train_reads_its_recipe_once(tmp_path, capsys, monkeypatch):
+    """One training process reads its recipe file once: the launch decision, the pre-launch checks,
+    the audit gate and the run itself share the one loaded recipe."""
+    import procrl.recipe.load as load
+    from tests.helpers.cli import ONE_STEP
+    from tests.helpers.cli import cli as run_cli
+    from tests.helpers.launch import TINY_RECIPE
+
+    reads = []
+    real = load.read_recipe_file
+    monkeypatch.setattr(load, "read_recipe_file", lambda path: reads.append(str(path)) or real(path))
+    result = run_cli(capsys, "train", TINY_RECIPE, *ONE_STEP, "--output-dir", tmp_path / "run")
+    assert result.code == 0, result.err[-2000:]
+    assert len(reads) == 1, reads

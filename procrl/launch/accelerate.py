@@ -184,6 +184,12 @@ def run_train(
         # procrl/launch/prelaunch.py, the recipe's own in procrl/recipe/findable.py. A rank that has a
         # plan was started by a procrl launcher whose checks passed: it does not check again.
         check_before_launch(recipe, launch_args, launching=launching)
+        # the recipe's audit.before_training: the reward mix searched for exploits before any step,
+        # here, in the process the user started (procrl train, python RECIPE.yaml, accelerate launch)
+        from procrl.evaluation.audit.run import audit_before_training
+
+        if status := audit_before_training(recipe_path, overrides, recipe.audit):
+            return status
     if launching:
         return launch_training(recipe, recipe_path, overrides, output_dir, resume, launch_args, overwrite)
     if launch_args:

@@ -115,20 +115,22 @@ def check_output_dir(directory: Path, overwrite: bool) -> None:
     check_folder(directory, AUDIT, overwrite=overwrite)
 
 
-def audit_before_training(recipe_path: str, overrides: list[str]) -> int:
-    """``procrl train``'s gate: when the recipe's ``audit.before_training`` is on, audit its mix
+def audit_before_training(recipe_path: str, overrides: list[str], settings: Any = None) -> int:
+    """Training's gate: when the recipe's ``audit.before_training`` is on, audit its mix
     (``audit.tolerance``, ``audit.budget``; report in ``audit/<recipe name>``) and return 1 when
     something gamed is beyond the tolerance (training is not started); 0 otherwise, at once when
-    the recipe does not ask."""
+    the recipe does not ask. ``settings``: the recipe's ``audit`` section when the caller has
+    loaded it (the recipe is then not read again)."""
     import sys
 
     from procrl.evaluation.audit.report import summary_lines
     from procrl.recipe import load_recipe
 
-    try:
-        settings = load_recipe(recipe_path, overrides).audit
-    except ConfigError:
-        return 0  # a bad recipe is training's to refuse, in its own order of checks and words
+    if settings is None:
+        try:
+            settings = load_recipe(recipe_path, overrides).audit
+        except ConfigError:
+            return 0  # a bad recipe is training's to refuse, in its own order of checks and words
     if not settings.before_training:
         return 0
     directory = default_output_dir(recipe_path)

@@ -27,10 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train with the recipe, launched through accelerate or in this process; returns the exit status."""
     # lazy: procrl.launch.accelerate and what it imports would add 40% to every `procrl ... --help`
-    from procrl.evaluation.audit.run import audit_before_training
     from procrl.launch.accelerate import run_train, split_launch_args
 
     launch_args = split_launch_args(getattr(args, "launch_args", []))
-    if status := audit_before_training(args.recipe, args.overrides):  # the recipe's audit.before_training
-        return status
     return run_train(args.recipe, args.overrides, args.output_dir, args.resume, launch_args, overwrite=args.overwrite)
