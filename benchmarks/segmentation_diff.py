@@ -6,6 +6,7 @@ differing sentence boundaries counted by kind and shown. Also compares two ``--r
     python benchmarks/segmentation_diff.py splitters --gsm8k ../shared/data/gsm8k \\
         --mr-gsm8k MR_GSM8K_GIT --big-bench-mistake BBM_GIT --reasoneval REASONEVAL_GIT > splitters.md
     python benchmarks/segmentation_diff.py rows before-rows.jsonl after-rows.jsonl > verdicts.md
+    python benchmarks/segmentation_diff.py speed --gsm8k ../shared/data/gsm8k   # completions/s, both splitters
 
 Needs spaCy for ``splitters`` (``pip install 'procrl[spacy]'``).
 """
@@ -115,6 +116,29 @@ def rows(args) -> int:
     return 0
 
 
+def speed(args) -> int:
+    """Completions segmented per second by each splitter, alternating runs, and their ratio."""
+    import time
+
+    from procrl.core import text
+
+    texts = [json.loads(line)["answer"] for line in (Path(args.gsm8k) / "train.jsonl").read_text().splitlines()]
+    texts = texts[: args.rows]
+    rates: dict[str, list[float]] = {"spacy": [], "rules": []}
+    for _ in range(args.runs):
+        for splitter in rates:
+            text.use_sentence_splitter(splitter)
+            started = time.perf_counter()
+            text.segment_batch(texts)
+            rates[splitter].append(len(texts) / (time.perf_counter() - started))
+    text.use_sentence_splitter("rules")
+    best = {name: max(values) for name, values in rates.items()}
+    for name, values in rates.items():
+        print(f"{name}: {', '.join(f'{v:,.0f}' for v in values)} completions/s (best {best[name]:,.0f})")
+    print(f"rules / spacy: {best['rules'] / best['spacy']:.1f}x ({len(texts)} GSM8K train solutions per run)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -125,8 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     diff.add_argument("before")
     diff.add_argument("after")
     diff.add_argument("--limit", type=int, default=400, help="changed rows listed at most")
+    timing = sub.add_parser("speed", help="completions per second, both splitters")
+    timing.add_argument("--gsm8k", required=True)
+    timing.add_argument("--rows", type=int, default=3000)
+    timing.add_argument("--runs", type=int, default=3)
     args = parser.parse_args(argv)
-    return splitters(args) if args.command == "splitters" else rows(args)
+    return {"splitters": splitters, "rows": rows, "speed": speed}[args.command](args)
 
 
 if __name__ == "__main__":
