@@ -274,7 +274,7 @@ def test_hook_reports_an_invalid_recipe_in_one_line_with_status_2(tmp_path):
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines() == [
         "procrl: error: modle: unknown key (did you mean 'model'?); top-level keys: recipe, description, "
-        "output_dir, model, data, trainer, rewards, logging, launch"
+        "output_dir, model, data, trainer, rewards, logging, launch, segmentation, audit"
     ]
 
 
