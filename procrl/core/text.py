@@ -182,8 +182,8 @@ def reasoning_end(completion: str) -> int:
 
 # --- sentences ---------------------------------------------------------------------------------
 
-# Abbreviations after which a period does not end a sentence (lower-cased, without final dot).
-# Titles and Latin abbreviations: "Dr. Smith", "e.g. The first".
+# Abbreviations after which a period does not end a sentence (lower-cased, without final dot):
+# titles and Latin abbreviations ("Dr. Smith", "e.g. The first").
 _ABBREVIATIONS = frozenset("e.g i.e approx vs cf mr mrs ms dr prof st".split())
 # Units and short words that also end sentences ("He drives 60 km. Then he stops."): the period is
 # an abbreviation's only before a number or a lower-case word ("3 ft. x 4 ft.", "No. 5").
@@ -288,9 +288,9 @@ _WORD_CHARACTER = re.compile(r"[^\W_]")
 
 
 def _should_merge(text: str, previous_start: int, previous_end: int, following_start: int, following_end: int) -> bool:
-    """True when the sentencizer split inside one sentence (abbreviation, decimal, lowercase).
-    Reads a few characters at each side of the boundary only: the cost does not grow with the
-    length of the sentences."""
+    """True when the splitter ended a sentence inside one (abbreviation, decimal, lowercase, a piece
+    of marks only). Reads a few characters at each side of the boundary, and the following piece
+    once for a letter or digit: linear in the line, whatever the length of its sentences."""
     while previous_end > previous_start and text[previous_end - 1].isspace():
         previous_end -= 1
     while following_start < following_end and text[following_start].isspace():
